@@ -1,0 +1,35 @@
+// Window energy from a sampled timeline: counter difference first, trapezoid cross-check,
+// idle baseline, uncertainty; statistics over repeats.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "jouleprof/core/series.hpp"
+#include "jouleprof/measure/result.hpp"
+
+namespace jouleprof {
+
+struct EnergyOptions {
+  /// The counter is the primary figure only for windows at least this long; shorter windows
+  /// take the sample timeline (the counter updates every ~100 ms on H100).
+  double counter_min_window_s = 1.0;
+  double counter_update_s = 0.1;
+  /// A counter read further than this from a window edge is not used for that window.
+  double counter_edge_tolerance_s = 0.25;
+};
+
+/// Inputs for one GPU: slices of its timeline around the window.
+struct GpuWindowData {
+  std::vector<Sample> power;     ///< power timeline (W): driver samples, else a fallback field
+  std::string power_source = "timeline";
+  std::vector<Sample> counter;   ///< energy-counter reads (t, J)
+  std::optional<double> idle_power_w;
+};
+
+GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const EnergyOptions& opt);
+
+/// Fills repeat statistics and warnings (CI too wide, windows shorter than the sensors allow).
+void summarize_repeats(Measurement& m, double ci_warn_relative);
+
+}  // namespace jouleprof

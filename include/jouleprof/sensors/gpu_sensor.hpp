@@ -1,0 +1,90 @@
+// The GPU sensor interface: one object per GPU, one implementation per backend
+// (nvml: the real driver, loaded at run time; sim: the simulated GPU).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/error.hpp"
+#include "jouleprof/core/series.hpp"
+#include "jouleprof/core/timebase.hpp"
+
+namespace jouleprof {
+
+/// Every reading a GPU backend may provide. Units are in the names.
+enum class Metric : int {
+  power_sample_w,    ///< driver power-sample buffer (~20 ms spacing on H100)
+  power_instant_w,   ///< NVML field 186, short-window power
+  power_average_w,   ///< nvmlDeviceGetPowerUsage / field 185: a 1-s running average on Hopper
+  energy_j,          ///< cumulative energy counter (read at window edges only: ~5 ms a call)
+  sm_clock_mhz,
+  mem_clock_mhz,
+  gpu_util_pct,
+  mem_util_pct,
+  temperature_c,
+  memory_used_mib,
+  power_limit_w,     ///< enforced power limit
+  throttle_reasons,  ///< clock event reason bit mask
+  count_
+};
+constexpr int kMetricCount = static_cast<int>(Metric::count_);
+const char* metric_name(Metric m);
+std::optional<Metric> metric_from_name(const std::string& name);
+
+/// Names of the set bits of an NVML clock-event (throttle) reason mask.
+std::vector<std::string> throttle_reason_names(uint64_t mask);
+
+struct GpuInfo {
+  int index = 0;  ///< backend (NVML) index
+  std::string name, uuid, pci_bus_id, driver_version, backend;
+  bool simulated = false;
+  std::optional<double> power_limit_w, power_limit_min_w, power_limit_max_w;
+  std::optional<bool> persistence_mode, mig_enabled;
+};
+
+class GpuSensor {
+ public:
+  virtual ~GpuSensor() = default;
+  virtual const GpuInfo& info() const = 0;
+  virtual bool supports(Metric m) const = 0;
+  /// Appends driver-buffered power samples newer than the last drained one, on the run time base.
+  virtual Result<void> drain_power_samples(std::vector<Sample>& out) = 0;
+  /// Reads one instantaneous metric (not power_sample_w, not energy_j).
+  virtual Result<double> read(Metric m) = 0;
+  /// Cumulative energy counter in millijoules.
+  virtual Result<uint64_t> read_energy_mj() = 0;
+};
+
+/// Which GPUs to open.
+struct GpuSelection {
+  std::string backend = "auto";  ///< auto | nvml | sim
+  std::vector<std::string> ids;  ///< NVML indices or UUIDs (prefixes allowed); empty: all visible
+  /// Value of CUDA_VISIBLE_DEVICES (nullopt: unset). Used only when `ids` is empty.
+  std::optional<std::string> cuda_visible_devices;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string sim_scenario;  ///< scenario file for the simulated GPU (empty: built-in H100-like)
+  bool fallback_to_sim = false;  ///< with "auto": use the simulated GPU when NVML is absent
+};
+
+class SimGpuModel;
+
+struct GpuSet {
+  std::vector<std::unique_ptr<GpuSensor>> gpus;
+  std::string backend;  ///< "nvml" or "sim"
+  std::string note;     ///< e.g. why the simulated GPU was chosen
+  /// The simulated GPUs' models (backend "sim" only), so a driver can set their load.
+  std::vector<std::shared_ptr<SimGpuModel>> sim_models;
+  bool simulated() const { return backend == "sim"; }
+};
+
+/// Opens the selected GPUs. With backend "auto", NVML is tried first and the simulated GPU is
+/// used (and said so in `note`) when no NVIDIA driver is present.
+Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb);
+
+/// Parses a GPU id list ("0,1" or "GPU-3f...,GPU-aa..") as CUDA_VISIBLE_DEVICES does.
+std::vector<std::string> split_gpu_list(const std::string& s);
+
+}  // namespace jouleprof

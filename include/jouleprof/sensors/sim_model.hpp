@@ -1,0 +1,96 @@
+// The simulated GPU: a true power schedule and the sensors an H100 puts on top of it
+// (driver sample buffer, short-window and 1-s averaged power fields, a 100-ms-updated energy
+// counter). Used by `--device sim` and by the fake libnvidia-ml. Everything it produces is
+// simulated and labelled so by its users.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/error.hpp"
+
+namespace jouleprof {
+
+/// True power over time: piecewise segments, each constant or a square wave.
+class PowerSchedule {
+ public:
+  struct Segment {
+    double t_start = 0;
+    bool square = false;
+    double high_w = 0, low_w = 0;  ///< constant segments use high_w
+    double on_s = 0, off_s = 0;
+  };
+  explicit PowerSchedule(double initial_w = 0);
+  void set_constant(double t, double watts);
+  void set_square(double t, double on_s, double off_s, double high_w, double low_w);
+  double at(double t) const;
+  /// Exact integral in joules over [a, b].
+  double integral(double a, double b) const;
+  std::vector<Segment> segments() const;
+
+ private:
+  void add(Segment s);
+  static double segment_integral(const Segment& s, double a, double b);
+  mutable std::mutex mu_;
+  std::vector<Segment> segs_;
+};
+
+struct SimConfig {
+  std::string name = "NVIDIA H100 80GB HBM3 (simulated)";
+  std::string driver_version = "580.159 (simulated)";
+  int gpus = 1;
+  double idle_w = 75;
+  double tdp_w = 700;
+  double sample_period_s = 0.020;   ///< driver power-sample spacing
+  double sample_window_s = 0.020;   ///< each sample averages this much before its timestamp
+  double update_period_s = 0.100;   ///< fields and energy counter update period
+  double instant_window_s = 0.025;  ///< field 186 averaging window
+  double average_window_s = 1.0;    ///< GetPowerUsage / field 185 window
+  unsigned buffer_samples = 119;    ///< driver buffer depth
+  double noise_w = 0;               ///< deterministic pseudo-noise amplitude on samples
+  uint64_t energy_start_mj = 0;
+  double fail_after_s = -1;         ///< >= 0: every call fails (GPU lost) after this time
+  std::vector<std::string> unsupported;  ///< metric/feature names reported unsupported
+  bool mig_enabled = false;
+  PowerSchedule::Segment initial;   ///< first segment (constant idle by default)
+  std::vector<PowerSchedule::Segment> schedule;  ///< further segments from the scenario
+  std::string load_file;            ///< lines "realtime_ns watts" appended by a workload
+};
+
+/// Parses a scenario file's text (see docs/simulated-gpu.md). Errors name the line.
+Result<SimConfig> parse_sim_scenario(const std::string& text);
+
+class SimGpuModel {
+ public:
+  explicit SimGpuModel(const SimConfig& cfg);
+  const SimConfig& config() const { return cfg_; }
+  PowerSchedule& schedule() { return sched_; }
+  const PowerSchedule& schedule() const { return sched_; }
+
+  struct RawSample {
+    double t_s;
+    double power_w;
+  };
+  /// Buffered samples with timestamp in (after_s, now_s], at most the buffer depth.
+  std::vector<RawSample> samples(double after_s, double now_s) const;
+  double power_instant_w(double now_s) const;
+  double power_average_w(double now_s) const;
+  uint64_t energy_mj(double now_s) const;
+  double temperature_c(double now_s) const;
+  double sm_clock_mhz(double now_s) const;
+  double mem_clock_mhz(double now_s) const;
+  double gpu_util_pct(double now_s) const;
+  uint64_t throttle_reasons(double now_s) const;
+  bool failed(double now_s) const { return cfg_.fail_after_s >= 0 && now_s >= cfg_.fail_after_s; }
+  bool supports(const std::string& feature) const;
+
+ private:
+  double last_update(double now_s) const;
+  double window_mean(double end, double len) const;
+  SimConfig cfg_;
+  PowerSchedule sched_;
+};
+
+}  // namespace jouleprof

@@ -1,0 +1,163 @@
+// `jouleprof measure [options] [-- CMD ARGS...]`
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/measure/measure.hpp"
+#include "jouleprof/measure/output.hpp"
+#include "jouleprof/sensors/gpu_sensor.hpp"
+
+namespace jouleprof::cli {
+namespace {
+
+struct MeasureFlags {
+  std::string device = "auto";
+  std::string gpus;
+  int warmup = 0, runs = 1;
+  double idle_s = 2.0;
+  std::string idle_from;
+  bool cooldown = false;
+  double cooldown_tolerance_c = 1.0, cooldown_max_s = 120;
+  double period_ms = 100;
+  double counter_min_window_s = 1.0;
+  double ci_warn_pct = 5;
+  std::string json, timeline;
+  bool quiet = false, no_cpu = false;
+  std::vector<std::string> tags;
+  std::string meter_csv, meter_column;
+  double meter_offset_s = 0;
+  bool meter_utc = false;
+  std::string sim_scenario;
+  double sim_power_w = 450;
+  std::string nvml_lib;
+  double burn_seconds = 5;
+  std::vector<std::string> command;
+};
+
+// The built-in GPU workload is the jouleprof-burn binary installed beside jouleprof.
+std::vector<std::string> builtin_command(double seconds) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const auto burn = self.parent_path() / JOULEPROF_BURN_NAME;
+  if (!std::filesystem::exists(burn, ec)) return {};
+  return {burn.string(), "--seconds", std::to_string(seconds), "--phases"};
+}
+
+int run(const MeasureFlags& f) {
+  MeasureOptions o;
+  o.command = f.command;
+  o.warmup = f.warmup;
+  o.runs = f.runs;
+  o.idle_s = f.idle_s;
+  o.cooldown = f.cooldown;
+  o.cooldown_tolerance_c = f.cooldown_tolerance_c;
+  o.cooldown_max_s = f.cooldown_max_s;
+  o.ci_warn_relative = f.ci_warn_pct / 100.0;
+  o.sim_active_w = f.sim_power_w;
+  o.monitor.gpus.backend = f.device;
+  o.monitor.gpus.ids = split_gpu_list(f.gpus);
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) o.monitor.gpus.cuda_visible_devices = cvd;
+  o.monitor.gpus.sim_scenario = f.sim_scenario;
+  if (!f.nvml_lib.empty()) {
+    o.monitor.gpus.nvml_library = f.nvml_lib;
+  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) {
+    o.monitor.gpus.nvml_library = lib;
+  }
+  // The main job without a command runs anywhere: on the simulated GPU when there is none.
+  o.monitor.gpus.fallback_to_sim = f.command.empty();
+  o.monitor.sampler.fast_period_s = f.period_ms / 1000.0;
+  o.monitor.sampler.read_cpu = !f.no_cpu;
+  o.monitor.energy.counter_min_window_s = f.counter_min_window_s;
+  if (f.command.empty()) o.builtin_command = builtin_command(f.burn_seconds);
+  for (const std::string& t : f.tags) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return report(make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'"));
+    }
+    o.tags[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  if (!f.idle_from.empty()) {
+    auto idle = idle_power_from_result(f.idle_from);
+    if (!idle) return report(idle.error());
+    o.idle_w = *idle;
+    o.idle_source = "from " + f.idle_from;
+  }
+  if (!f.meter_csv.empty()) {
+    if (access(f.meter_csv.c_str(), R_OK) != 0) {
+      return report(make_error(Errc::invalid_argument, "cannot read meter log " + f.meter_csv));
+    }
+    o.meter_csv = f.meter_csv;
+    o.meter.power_column = f.meter_column;
+    o.meter.clock_offset_s = f.meter_offset_s;
+    o.meter.utc = f.meter_utc;
+  }
+  if (!f.quiet) o.progress = [](const std::string& s) { std::cerr << "jouleprof: " << s << "\n"; };
+
+  auto result = run_measure(o);
+  if (!result) return report(result.error());
+  const Measurement& m = *result;
+  int rc = m.exit_code;
+  if (!f.json.empty()) {
+    if (auto w = write_result_json(m, f.json); !w) rc = report(w.error());
+  }
+  if (!f.timeline.empty()) {
+    if (auto w = write_timeline_csv(m, f.timeline); !w) rc = report(w.error());
+  }
+  if (!f.quiet) print_summary(m, std::cout);
+  if (m.meter_source.rfind("error: ", 0) == 0) {
+    const int e = report(make_error(Errc::parse, m.meter_source.substr(7)));
+    if (rc == 0) rc = e;
+  }
+  return rc;
+}
+
+}  // namespace
+
+Runner add_measure(CLI::App& app) {
+  auto f = std::make_shared<MeasureFlags>();
+  CLI::App* c = app.add_subcommand("measure", "Measure the GPU (and CPU) energy of a command, or of the built-in workload");
+  c->footer(
+      "Examples:\n"
+      "  jouleprof measure --runs 5 --json out.json -- python infer.py\n"
+      "  jouleprof measure --device sim                 # the built-in workload on the simulated GPU\n"
+      "Phases: the workload writes 'begin NAME' / 'end NAME' / 'count KEY N [NAME]' lines to the\n"
+      "FIFO named by $JOULEPROF_MARKERS (docs/markers.md).");
+  c->add_option("--device", f->device, "GPU backend: auto, nvml or sim (simulated H100)")
+      ->check(CLI::IsMember({"auto", "nvml", "sim"}))->capture_default_str();
+  c->add_option("--gpus", f->gpus, "GPUs to measure: NVML indices or UUIDs, comma separated "
+                                   "(default: CUDA_VISIBLE_DEVICES, else all)");
+  c->add_option("--warmup", f->warmup, "warm-up runs, measured but not in the statistics")->check(CLI::NonNegativeNumber)->capture_default_str();
+  c->add_option("--runs", f->runs, "measured runs")->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--idle", f->idle_s, "seconds of idle baseline before the runs (0: none)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  c->add_option("--idle-from", f->idle_from, "take the idle baseline from an earlier result JSON");
+  c->add_flag("--cooldown", f->cooldown, "between runs, wait until the GPU temperature is stable");
+  c->add_option("--cooldown-tolerance", f->cooldown_tolerance_c, "°C range over 5 s that counts as stable")->capture_default_str();
+  c->add_option("--cooldown-max", f->cooldown_max_s, "longest cool-down wait, seconds")->capture_default_str();
+  c->add_option("--period-ms", f->period_ms, "sampler period: buffer drain and power fields")->check(CLI::Range(10.0, 2000.0))->capture_default_str();
+  c->add_option("--counter-min-window", f->counter_min_window_s,
+                "windows at least this long (s) take their energy from the counter, shorter ones from the timeline")->capture_default_str();
+  c->add_option("--ci-warn", f->ci_warn_pct, "warn when the 95% CI over runs exceeds this % of the mean")->capture_default_str();
+  c->add_option("--json", f->json, "write the result JSON here");
+  c->add_option("--timeline", f->timeline, "write every sample as CSV here (t_s,device,metric,value)");
+  c->add_option("--tag", f->tags, "KEY=VALUE recorded with the result (repeatable)");
+  c->add_option("--meter-csv", f->meter_csv, "external power-meter log (CSV with time and power columns)");
+  c->add_option("--meter-column", f->meter_column, "power column of the meter log (default: sum, power_w, watts, power)");
+  c->add_option("--meter-offset", f->meter_offset_s, "seconds added to the meter's timestamps")->capture_default_str();
+  c->add_flag("--meter-utc", f->meter_utc, "meter date-times are UTC (default: local time)");
+  c->add_option("--sim-scenario", f->sim_scenario, "scenario file for the simulated GPU (docs/simulated-gpu.md)");
+  c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W")->capture_default_str();
+  c->add_option("--nvml-lib", f->nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
+  c->add_option("--burn-seconds", f->burn_seconds, "duration of the built-in GPU workload per run")->capture_default_str();
+  c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
+  c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
+  c->add_option("command", f->command, "the workload, after --")->expected(-1);
+  return [f] { return run(*f); };
+}
+
+}  // namespace jouleprof::cli

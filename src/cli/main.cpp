@@ -1,0 +1,40 @@
+// jouleprof: the command-line front end. Each subcommand lives in its own cmd_*.cpp file.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <map>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/config.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"jouleprof — energy of AI inference on GPUs"};
+  app.set_version_flag("--version", std::string("jouleprof ") + JOULEPROF_VERSION + " (" + JOULEPROF_GIT_REVISION + ")");
+  app.require_subcommand(1);
+  // Each add_* registers its subcommand (the one just added is the last) and returns its runner.
+  std::map<CLI::App*, jouleprof::cli::Runner> runners;
+  for (auto add : {&jouleprof::cli::add_measure}) {
+    auto run = add(app);
+    runners[app.get_subcommands({}).back()] = std::move(run);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    for (char& c : msg) {
+      if (c == '\n') c = ' ';
+    }
+    std::fprintf(stderr, "jouleprof: error: %s (see jouleprof --help)\n", msg.c_str());
+    return jouleprof::cli::kExitUsage;
+  }
+  for (const auto& [sub, run] : runners) {
+    if (sub->parsed()) return run();
+  }
+  return jouleprof::cli::kExitUsage;
+}

@@ -1,0 +1,68 @@
+#include "jouleprof/measure/markers.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+namespace jouleprof {
+namespace {
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.' || c == ':' || c == '/';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool number(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(out);
+}
+
+Error bad(const std::string& why) { return make_error(Errc::parse, "bad marker: " + why); }
+
+}  // namespace
+
+Result<std::optional<Marker>> parse_marker_line(const std::string& raw) {
+  std::string line = raw;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::istringstream in(line);
+  std::vector<std::string> tok;
+  for (std::string t; in >> t;) tok.push_back(t);
+  if (tok.empty() || tok[0][0] == '#') return std::optional<Marker>{};
+  Marker m;
+  if (tok[0] == "begin" || tok[0] == "end") {
+    m.kind = tok[0] == "begin" ? Marker::Kind::begin : Marker::Kind::end;
+    if (tok.size() < 2 || tok.size() > 3) return bad("expected '" + tok[0] + " NAME [t=UNIX_SECONDS]'");
+    if (!valid_name(tok[1])) return bad("window name '" + tok[1] + "' (letters, digits, _-.:/; at most 128)");
+    m.name = tok[1];
+    if (tok.size() == 3) {
+      double t = 0;
+      if (tok[2].rfind("t=", 0) != 0 || !number(tok[2].substr(2), t) || t <= 0) {
+        return bad("expected t=UNIX_SECONDS, got '" + tok[2] + "'");
+      }
+      m.unix_s = t;
+    }
+    return std::optional<Marker>{m};
+  }
+  if (tok[0] == "count") {
+    m.kind = Marker::Kind::count;
+    if (tok.size() < 3 || tok.size() > 4) return bad("expected 'count KEY VALUE [WINDOW]'");
+    if (!valid_name(tok[1])) return bad("count key '" + tok[1] + "'");
+    if (!number(tok[2], m.value) || m.value < 0) return bad("count value '" + tok[2] + "'");
+    m.key = tok[1];
+    if (tok.size() == 4) {
+      if (!valid_name(tok[3])) return bad("window name '" + tok[3] + "'");
+      m.name = tok[3];
+    }
+    return std::optional<Marker>{m};
+  }
+  return bad("unknown verb '" + tok[0] + "' (begin, end, count)");
+}
+
+}  // namespace jouleprof

@@ -1,0 +1,408 @@
+#include "jouleprof/measure/measure.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "jouleprof/core/integrate.hpp"
+#include "jouleprof/measure/markers.hpp"
+#include "jouleprof/measure/output.hpp"
+#include "jouleprof/measure/process.hpp"
+#include "jouleprof/sensors/sim_model.hpp"
+
+namespace jouleprof {
+namespace {
+
+constexpr std::size_t kMaxMarkerWarnings = 20;
+
+// Sleeps in small steps; returns false when interrupted.
+bool sleep_for(double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (interrupting_signal() != 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return interrupting_signal() == 0;
+}
+
+// The FIFO the workload writes markers to, and the thread that applies them to the Monitor.
+class MarkerChannel {
+ public:
+  MarkerChannel(Monitor& mon, std::vector<std::string>& warnings) : mon_(mon), warnings_(warnings) {}
+  ~MarkerChannel() { close(); }
+
+  Result<void> open() {
+    char tmpl[] = "/tmp/jouleprof-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return make_error(Errc::io, "cannot create a temporary directory");
+    dir_ = tmpl;
+    path_ = dir_ + "/markers";
+    if (mkfifo(path_.c_str(), 0600) != 0) return make_error(Errc::io, "cannot create marker FIFO " + path_);
+    // O_RDWR keeps a writer open, so the FIFO never reports EOF between workload writes.
+    fd_ = ::open(path_.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) return make_error(Errc::io, "cannot open marker FIFO " + path_);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, 50) > 0) drain();
+      }
+    });
+    return {};
+  }
+  const std::string& path() const { return path_; }
+  void set_run(int run, Monitor::WindowId window) {
+    std::lock_guard<std::mutex> lock(mu_);
+    run_ = run;
+    run_window_ = window;
+  }
+
+  /// Reads and applies every complete line available now.
+  void drain() {
+    std::lock_guard<std::mutex> lock(mu_);
+    char buf[4096];
+    while (true) {
+      const ssize_t n = ::read(fd_, buf, sizeof(buf));
+      if (n <= 0) break;
+      const double now = mon_.timebase().now_s();
+      pending_.append(buf, static_cast<std::size_t>(n));
+      std::size_t nl;
+      while ((nl = pending_.find('\n')) != std::string::npos) {
+        apply(pending_.substr(0, nl), now);
+        pending_.erase(0, nl + 1);
+      }
+      if (pending_.size() > 65536) pending_.clear();  // a line that never ends
+    }
+  }
+
+  void close() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (!path_.empty()) ::unlink(path_.c_str());
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+    path_.clear();
+    dir_.clear();
+  }
+
+ private:
+  void warn(const std::string& w) {
+    ++bad_lines_;
+    if (bad_lines_ <= kMaxMarkerWarnings) warnings_.push_back(w);
+  }
+  void apply(const std::string& line, double now) {
+    ++line_no_;
+    auto parsed = parse_marker_line(line);
+    if (!parsed) {
+      warn("marker line " + std::to_string(line_no_) + ": " + parsed.error().message);
+      return;
+    }
+    if (!*parsed) return;
+    const Marker& m = **parsed;
+    const double t = m.unix_s ? mon_.timebase().from_realtime_ns(static_cast<int64_t>(std::llround(*m.unix_s * 1e9)))
+                              : now;
+    switch (m.kind) {
+      case Marker::Kind::begin:
+        mon_.begin_at(m.name, t, "phase", run_);
+        break;
+      case Marker::Kind::end: {
+        auto id = mon_.find(m.name);
+        if (!id) {
+          warn("marker line " + std::to_string(line_no_) + ": 'end " + m.name + "' without a matching begin");
+        } else {
+          mon_.end_at(*id, t);
+        }
+        break;
+      }
+      case Marker::Kind::count: {
+        std::optional<Monitor::WindowId> id = run_window_;
+        if (!m.name.empty()) id = mon_.find(m.name, /*include_closed=*/true);
+        if (!id) {
+          warn("marker line " + std::to_string(line_no_) + ": count for unknown window '" + m.name + "'");
+        } else {
+          mon_.count(*id, m.key, m.value);
+        }
+        break;
+      }
+    }
+  }
+
+  Monitor& mon_;
+  std::vector<std::string>& warnings_;
+  std::mutex mu_;
+  std::string dir_, path_, pending_;
+  int fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  int run_ = -1;
+  std::optional<Monitor::WindowId> run_window_;
+  std::size_t line_no_ = 0, bad_lines_ = 0;
+};
+
+// The built-in workload on the simulated GPU: an LLM-like prefill burst then decode.
+bool simulated_builtin_run(Monitor& mon, const GpuSet& gpus, int run) {
+  auto set_all = [&](double w) {
+    const double t = mon.timebase().now_s();
+    for (const auto& model : gpus.sim_models) model->schedule().set_constant(t, w);
+  };
+  const auto prefill = mon.begin_at("prefill", std::nullopt, "phase", run);
+  set_all(690);
+  bool ok = sleep_for(0.30);
+  set_all(380);
+  mon.end_at(prefill, std::nullopt, ok);
+  mon.count(prefill, "tokens", 512);
+  if (ok) {
+    const auto decode = mon.begin_at("decode", std::nullopt, "phase", run);
+    ok = sleep_for(2.0);
+    mon.end_at(decode, std::nullopt, ok);
+    mon.count(decode, "tokens", 128);
+  }
+  const double idle = gpus.sim_models.empty() ? 75 : gpus.sim_models.front()->config().idle_w;
+  set_all(idle);
+  return ok;
+}
+
+void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::vector<std::string>& warnings) {
+  const double start = mon.timebase().now_s();
+  while (mon.timebase().now_s() - start < opt.cooldown_max_s) {
+    if (!sleep_for(1.0)) return;
+    const double now = mon.timebase().now_s();
+    if (now - start < 5.0) continue;
+    bool stable = true;
+    for (std::size_t g = 0; g < mon.sampler().gpu_count(); ++g) {
+      const auto s = mon.sampler().slice(g, Metric::temperature_c, now - 5.0, now);
+      if (s.size() < 2) continue;  // no temperature: nothing to wait for
+      double lo = s.front().value, hi = lo;
+      for (const auto& x : s) {
+        lo = std::min(lo, x.value);
+        hi = std::max(hi, x.value);
+      }
+      stable &= hi - lo <= opt.cooldown_tolerance_c;
+    }
+    if (stable) return;
+  }
+  warnings.push_back("cool-down: temperature not stable after " + std::to_string(opt.cooldown_max_s) + " s");
+}
+
+}  // namespace
+
+Result<std::vector<std::optional<double>>> idle_power_from_result(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(Errc::not_found, "cannot open " + path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return make_error(Errc::parse, path + ": not a JSON result");
+  if (!j.contains("schema_version") || j["schema_version"] != kResultSchemaVersion) {
+    return make_error(Errc::parse, path + ": not a jouleprof result of schema version " +
+                                       std::to_string(kResultSchemaVersion));
+  }
+  std::vector<std::optional<double>> out;
+  for (const auto& g : j.value("gpus", nlohmann::json::array())) {
+    if (g.contains("idle_power_w") && g["idle_power_w"].is_number()) {
+      out.emplace_back(g["idle_power_w"].get<double>());
+    } else {
+      out.emplace_back(std::nullopt);
+    }
+  }
+  if (out.empty()) return make_error(Errc::parse, path + ": no GPU idle power in this result");
+  return out;
+}
+
+Result<Measurement> run_measure(const MeasureOptions& opt) {
+  if (opt.runs < 1) return make_error(Errc::invalid_argument, "--runs must be at least 1");
+  if (opt.warmup < 0) return make_error(Errc::invalid_argument, "--warmup must be >= 0");
+  if (opt.idle_s < 0) return make_error(Errc::invalid_argument, "--idle must be >= 0 seconds");
+  install_signal_forwarding();
+  auto created = Monitor::create(opt.monitor);
+  if (!created) return created.error();
+  Monitor& mon = **created;
+  const bool sim = mon.gpus().simulated();
+  const bool builtin = opt.command.empty();
+  if (builtin && !sim && opt.builtin_command.empty()) {
+    return make_error(Errc::unavailable,
+                      "the built-in GPU workload needs a CUDA build (configure with JOULEPROF_WITH_CUDA=ON); "
+                      "give a command after --, or use --device sim");
+  }
+  std::vector<std::string> warnings;
+  auto say = [&](const std::string& s) {
+    if (opt.progress) opt.progress(s);
+  };
+
+  // Idle baseline: measured now, or taken from an earlier result.
+  const std::size_t n_gpu = mon.gpus().gpus.size();
+  if (!opt.idle_w.empty()) {
+    if (opt.idle_w.size() != n_gpu) {
+      return make_error(Errc::invalid_argument, "the idle baseline file has " + std::to_string(opt.idle_w.size()) +
+                                                    " GPUs, this measurement " + std::to_string(n_gpu));
+    }
+    mon.set_idle_power(opt.idle_w, opt.idle_source);
+  } else if (opt.idle_s > 0) {
+    say("measuring the idle baseline for " + std::to_string(opt.idle_s).substr(0, 4) + " s");
+    const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
+    const bool ok = sleep_for(opt.idle_s);
+    mon.end_at(id, std::nullopt, ok);
+    mon.sync_counters();
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // samples past the edge
+    auto e = mon.energy(id);
+    if (e && ok) {
+      std::vector<std::optional<double>> idle;
+      for (const auto& g : e->gpus) idle.emplace_back(g.mean_power_w);
+      mon.set_idle_power(idle, "measured for " + std::to_string(opt.idle_s).substr(0, 4) + " s before the runs");
+    }
+  }
+
+  MarkerChannel markers(mon, warnings);
+  if (auto r = markers.open(); !r) return r.error();
+
+  std::vector<RunInfo> runs;
+  int exit_code = 0;
+  std::string incomplete;
+  const std::vector<std::string>& argv = builtin ? opt.builtin_command : opt.command;
+  for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
+    const bool warm = i < opt.warmup;
+    if (opt.cooldown && i > 0) {
+      say("cool-down: waiting for a stable GPU temperature");
+      wait_for_stable_temperature(mon, opt, warnings);
+      if (interrupting_signal() != 0) break;
+    }
+    RunInfo run;
+    run.index = i;
+    run.warmup = warm;
+    say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
+        std::to_string(warm ? opt.warmup : opt.runs));
+    const auto id = mon.begin_at(warm ? "warmup" : "run", std::nullopt, warm ? "warmup" : "run", i);
+    run.window = static_cast<int>(id);
+    markers.set_run(i, id);
+    if (builtin && sim) {
+      run.complete = simulated_builtin_run(mon, mon.gpus(), i);
+      if (!run.complete) run.reason = "interrupted";
+    } else {
+      if (sim) {
+        for (const auto& m : mon.gpus().sim_models) m->schedule().set_constant(mon.timebase().now_s(), opt.sim_active_w);
+      }
+      std::vector<std::string> env = {std::string(kMarkerEnv) + "=" + markers.path(),
+                                      "JOULEPROF_RUN_INDEX=" + std::to_string(i)};
+      auto child = ChildProcess::spawn(argv, env);
+      if (!child) {
+        mon.end_at(id, std::nullopt, false);
+        if (runs.empty()) {
+          mon.finish();
+          return child.error();  // nothing was measured: report the error
+        }
+        run.complete = false;
+        run.reason = child.error().message;
+        runs.push_back(run);
+        exit_code = 127;
+        break;
+      }
+      const ChildStatus st = child->wait();
+      if (sim) {
+        for (const auto& m : mon.gpus().sim_models) m->schedule().set_constant(mon.timebase().now_s(), m->config().idle_w);
+      }
+      run.exit_code = st.exit_code;
+      run.signal = st.signal;
+      if (st.signal != 0) {
+        run.complete = false;
+        run.reason = std::string("workload killed by signal ") + std::to_string(st.signal) + " (" + strsignal(st.signal) + ")";
+      } else if (st.exit_code != 0) {
+        run.complete = false;
+        run.reason = "workload exited with status " + std::to_string(st.exit_code);
+      }
+      if (st.exit_code != 0) exit_code = st.exit_code;
+    }
+    markers.drain();
+    for (auto open : mon.open_windows()) {
+      if (open != id) {
+        mon.end_at(open, std::nullopt, false);
+        warnings.push_back("a phase was still open when run " + std::to_string(i) + " ended; closed as incomplete");
+      }
+    }
+    mon.end_at(id, std::nullopt, run.complete);
+    runs.push_back(run);
+    if (!run.complete) break;
+  }
+  markers.close();
+  mon.sync_counters();
+  // Let the driver's buffer fill past the last edge before the final drain.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+
+  Measurement m = mon.finish();
+  m.command = opt.command;
+  m.builtin_workload = builtin;
+  if (builtin) m.command = sim ? std::vector<std::string>{"(built-in simulated LLM-like workload)"} : opt.builtin_command;
+  m.tags = opt.tags;
+  m.runs = runs;
+  m.warnings.insert(m.warnings.begin(), warnings.begin(), warnings.end());
+  m.exit_code = exit_code;
+  if (const int sig = interrupting_signal(); sig != 0) {
+    m.complete = false;
+    m.incomplete_reason = std::string("interrupted by signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
+    if (m.exit_code == 0) m.exit_code = 128 + sig;
+  }
+  for (const RunInfo& r : runs) {
+    if (!r.complete && m.complete) {
+      m.complete = false;
+      m.incomplete_reason = "run " + std::to_string(r.index) + ": " + r.reason;
+    }
+  }
+  if (static_cast<int>(runs.size()) < opt.warmup + opt.runs && m.complete) {
+    m.complete = false;
+    m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) + " runs done";
+  }
+  for (const auto& st : m.gpu_state) {
+    if (st.lost_at_s && m.complete) {
+      m.complete = false;
+      m.incomplete_reason = "a GPU stopped answering during the measurement";
+    }
+  }
+
+  // External meter: aligned by wall-clock time onto the run time base.
+  if (opt.meter_csv) {
+    auto log = load_meter_csv(*opt.meter_csv, opt.meter);
+    if (!log) {
+      m.warnings.push_back("meter log not used: " + log.error().message);
+      m.meter_source = "error: " + log.error().message;
+    } else {
+      m.meter_source = *opt.meter_csv + " (column " + log->column + ")";
+      TimeBase* tb = &mon.timebase();
+      for (const Sample& s : log->samples) {
+        m.meter_power.push_back({tb->from_realtime_ns(static_cast<int64_t>(std::llround(s.t_s * 1e9))), s.value});
+      }
+      for (WindowResult& w : m.windows) {
+        const Integral in = integrate_trapezoid(m.meter_power, w.t0_s, w.t1_s);
+        if (in.covered) {
+          w.meter_j = in.energy_j;
+          w.meter_uncertainty_j = in.edge_uncertainty_j;
+        }
+      }
+    }
+  }
+
+  // Warnings for windows shorter than the sensors resolve.
+  for (const WindowResult& w : m.windows) {
+    if (w.kind != "phase" && w.kind != "window") continue;
+    for (const GpuEnergy& g : w.gpus) {
+      if (w.duration_s() < opt.monitor.energy.counter_update_s) {
+        m.warnings.push_back("window '" + w.name + "' (" + std::to_string(w.duration_s() * 1e3).substr(0, 6) +
+                             " ms) is shorter than the energy counter's ~100 ms update: energy from the " +
+                             g.method + " ± " + std::to_string(g.uncertainty_j).substr(0, 6) + " J");
+        break;
+      }
+    }
+  }
+  summarize_repeats(m, opt.ci_warn_relative);
+  fill_provenance(m);
+  if (m.simulated) m.tags.emplace("simulated", "true");
+  return m;
+}
+
+}  // namespace jouleprof

@@ -1,0 +1,216 @@
+#include "jouleprof/sampler/monitor.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "jouleprof/core/integrate.hpp"
+
+namespace jouleprof {
+
+Result<std::unique_ptr<Monitor>> Monitor::create(const MonitorOptions& opt) {
+  std::unique_ptr<Monitor> m(new Monitor(opt));
+  auto set = open_gpus(opt.gpus, m->tb_);
+  if (!set) return set.error();
+  m->gpus_ = std::move(*set);
+  m->idle_w_.assign(m->gpus_.gpus.size(), std::nullopt);
+  m->sampler_ = std::make_unique<Sampler>(m->gpus_, m->tb_, opt.sampler);
+  m->sampler_->start();
+  return m;
+}
+
+Monitor::~Monitor() {
+  if (sampler_) sampler_->stop();
+}
+
+Monitor::WindowId Monitor::begin_at(std::string_view name, std::optional<double> t_s,
+                                    std::string_view kind, int run) {
+  if (!t_s && opt_.synchronize) opt_.synchronize();
+  const double t = t_s ? *t_s : tb_.now_s();
+  WindowId id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Window w;
+    w.name = std::string(name);
+    w.kind = std::string(kind);
+    w.run = run;
+    w.t0 = t;
+    for (std::size_t i = windows_.size(); i-- > 0;) {
+      if (windows_[i].open) {
+        w.parent = static_cast<int>(i);
+        break;
+      }
+    }
+    windows_.push_back(std::move(w));
+    id = windows_.size() - 1;
+  }
+  sampler_->request_counter_read();
+  return id;
+}
+
+void Monitor::end_at(WindowId id, std::optional<double> t_s, bool complete) {
+  if (!t_s && opt_.synchronize) opt_.synchronize();
+  const double t = t_s ? *t_s : tb_.now_s();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (id >= windows_.size() || !windows_[id].open) return;
+    windows_[id].t1 = std::max(t, windows_[id].t0);
+    windows_[id].open = false;
+    windows_[id].complete = complete;
+  }
+  sampler_->request_counter_read();
+}
+
+void Monitor::count(WindowId id, const std::string& key, double value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id < windows_.size()) windows_[id].counts[key] += value;
+}
+
+std::optional<Monitor::WindowId> Monitor::find(std::string_view name, bool include_closed) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::size_t i = windows_.size(); i-- > 0;) {
+    if ((include_closed || windows_[i].open) && windows_[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+std::vector<Monitor::WindowId> Monitor::open_windows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<WindowId> out;
+  for (std::size_t i = 0; i < windows_.size(); ++i) {
+    if (windows_[i].open) out.push_back(i);
+  }
+  return out;
+}
+
+void Monitor::set_idle_power(std::vector<std::optional<double>> watts, std::string source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_w_ = std::move(watts);
+  idle_w_.resize(gpus_.gpus.size());
+  idle_source_ = std::move(source);
+}
+
+WindowResult Monitor::compute(const Window& w) const {
+  WindowResult r;
+  r.name = w.name;
+  r.kind = w.kind;
+  r.run = w.run;
+  r.parent = w.parent;
+  r.t0_s = w.t0;
+  r.t1_s = w.t1;
+  r.complete = w.complete;
+  r.counts = w.counts;
+  const double margin = 1.0;
+  bool all_idle = true;
+  double above = 0;
+  for (std::size_t g = 0; g < gpus_.gpus.size(); ++g) {
+    GpuWindowData d;
+    // The driver's sample buffer is the timeline; without it, the best polled field.
+    for (auto [m, src] : {std::pair{Metric::power_sample_w, "timeline"},
+                          std::pair{Metric::power_instant_w, "timeline(instant)"},
+                          std::pair{Metric::power_average_w, "timeline(average)"}}) {
+      d.power = sampler_->slice(g, m, w.t0 - margin, w.t1 + margin);
+      d.power_source = src;
+      if (d.power.size() >= 2) break;
+    }
+    d.counter = sampler_->slice(g, Metric::energy_j, w.t0 - margin, w.t1 + margin);
+    d.idle_power_w = g < idle_w_.size() ? idle_w_[g] : std::nullopt;
+    GpuEnergy e = window_energy(d, w.t0, w.t1, opt_.energy);
+    r.gpu_energy_j += e.energy_j;
+    if (e.above_idle_j) {
+      above += *e.above_idle_j;
+    } else {
+      all_idle = false;
+    }
+    r.gpus.push_back(std::move(e));
+  }
+  if (all_idle && !r.gpus.empty()) r.gpu_above_idle_j = above;
+  const CpuTimeline& cpu = sampler_->cpu();
+  for (std::size_t d = 0; d < cpu.domains.size(); ++d) {
+    const auto s = sampler_->cpu_slice(d, w.t0 - margin, w.t1 + margin);
+    const auto e0 = interpolate(s, w.t0), e1 = interpolate(s, w.t1);
+    if (e0 && e1) r.cpu.push_back({cpu.domains[d], *e1 - *e0});
+  }
+  return r;
+}
+
+Result<WindowResult> Monitor::energy(WindowId id) const {
+  Window w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (id >= windows_.size()) return make_error(Errc::not_found, "no such window");
+    if (windows_[id].open) return make_error(Errc::invalid_argument, "window '" + windows_[id].name + "' is still open");
+    w = windows_[id];
+  }
+  return compute(w);
+}
+
+Measurement Monitor::finish() {
+  Measurement m;
+  const double end = tb_.now_s();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Window& w : windows_) {
+      if (w.open) {
+        w.t1 = end;
+        w.open = false;
+        w.complete = false;
+      }
+    }
+  }
+  sampler_->stop();
+  finished_ = true;
+  m.backend = gpus_.backend;
+  m.simulated = gpus_.simulated();
+  m.device_note = gpus_.note;
+  m.origin_realtime_ns = tb_.origin_realtime_ns();
+  m.time_calibrations = tb_.calibrations();
+  m.duration_s = end;
+  m.sampler_cpu_s = sampler_->thread_cpu_s();
+  for (std::size_t g = 0; g < gpus_.gpus.size(); ++g) {
+    const GpuSensor& gpu = *gpus_.gpus[g];
+    m.gpus.push_back(gpu.info());
+    const GpuTimeline& tl = sampler_->timeline(g);
+    GpuRunState st;
+    auto range = [&](Metric k, std::optional<double>& lo, std::optional<double>& hi) {
+      tl.series[static_cast<int>(k)].for_each([&](const Sample& s) {
+        lo = lo ? std::min(*lo, s.value) : s.value;
+        hi = hi ? std::max(*hi, s.value) : s.value;
+      });
+    };
+    range(Metric::temperature_c, st.temperature_min_c, st.temperature_max_c);
+    range(Metric::sm_clock_mhz, st.sm_clock_min_mhz, st.sm_clock_max_mhz);
+    std::optional<double> lo, hi;
+    range(Metric::mem_clock_mhz, lo, st.mem_clock_mhz);
+    range(Metric::power_limit_w, lo, st.power_limit_w);
+    uint64_t masks = 0;
+    for (uint64_t mask : tl.throttle_masks_seen) masks |= mask;
+    st.throttle_reasons_seen = throttle_reason_names(masks);
+    st.errors = tl.errors;
+    st.error_count = tl.error_count;
+    st.lost_at_s = tl.lost_at_s;
+    for (int k = 0; k < kMetricCount; ++k) {
+      if (!gpu.supports(static_cast<Metric>(k))) st.unsupported.emplace_back(metric_name(static_cast<Metric>(k)));
+    }
+    st.idle_power_w = g < idle_w_.size() ? idle_w_[g] : std::nullopt;
+    st.idle_source = idle_source_;
+    if (tl.lost_at_s) {
+      m.warnings.push_back("GPU " + std::to_string(gpu.info().index) + " stopped answering at t=" +
+                           std::to_string(*tl.lost_at_s) + " s; energies after that are missing");
+    }
+    m.gpu_state.push_back(std::move(st));
+    m.timelines.push_back(sampler_->shared_timeline(g));
+  }
+  const CpuTimeline& cpu = sampler_->cpu();
+  m.cpu_domains = cpu.domains;
+  m.cpu_unavailable_reason = cpu.unavailable_reason;
+  for (const Series& s : cpu.energy_j) m.cpu_energy.push_back(s.all());
+  std::vector<Window> ws;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ws = windows_;
+  }
+  for (const Window& w : ws) m.windows.push_back(compute(w));
+  return m;
+}
+
+}  // namespace jouleprof

@@ -1,0 +1,147 @@
+// The explicit backend registry: nvml (the driver) and sim (the simulated GPU).
+#include <fstream>
+#include <sstream>
+
+#include "jouleprof/sensors/gpu_sensor.hpp"
+#include "jouleprof/sensors/sim_model.hpp"
+#include "nvml/nvml_gpu.hpp"
+#include "sim/sim_gpu.hpp"
+
+namespace jouleprof {
+namespace {
+
+bool is_index(const std::string& s) {
+  return !s.empty() && s.size() < 6 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The ids to open: --gpus wins; else CUDA_VISIBLE_DEVICES (what the workload will see).
+Result<std::vector<std::string>> requested_ids(const GpuSelection& sel) {
+  if (!sel.ids.empty()) return sel.ids;
+  if (!sel.cuda_visible_devices) return std::vector<std::string>{};
+  std::vector<std::string> ids = split_gpu_list(*sel.cuda_visible_devices);
+  // CUDA stops at the first invalid entry; "-1" or "" hide every GPU.
+  if (ids.empty() || ids.front() == "-1") {
+    return make_error(Errc::not_found, "CUDA_VISIBLE_DEVICES='" + *sel.cuda_visible_devices +
+                                           "' hides every GPU; unset it or pass --gpus");
+  }
+  return ids;
+}
+
+struct Present {
+  unsigned index;
+  std::string uuid;
+};
+
+Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
+                                      const std::vector<Present>& present) {
+  std::vector<unsigned> out;
+  if (ids.empty()) {
+    for (const auto& p : present) out.push_back(p.index);
+    return out;
+  }
+  for (const std::string& id : ids) {
+    if (id.rfind("MIG-", 0) == 0) {
+      return make_error(Errc::unsupported, "GPU '" + id +
+                                               "' is a MIG instance: energy is measured per "
+                                               "physical GPU; pass its parent GPU");
+    }
+    bool found = false;
+    for (const auto& p : present) {
+      const bool match =
+          is_index(id) ? std::stoul(id) == p.index
+                       : (p.uuid.rfind(id, 0) == 0 || p.uuid.rfind("GPU-" + id, 0) == 0);
+      if (match) {
+        out.push_back(p.index);
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      std::string have;
+      for (const auto& p : present) {
+        have += (have.empty() ? "" : ", ") + std::to_string(p.index) + ": " + p.uuid;
+      }
+      return make_error(Errc::not_found,
+                        "GPU '" + id + "' not found (present: " + (have.empty() ? "none" : have) + ")");
+    }
+  }
+  return out;
+}
+
+Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>& ids,
+                        const TimeBase& tb) {
+  SimConfig cfg;
+  cfg.initial.high_w = cfg.idle_w;
+  cfg.noise_w = 3;
+  if (!sel.sim_scenario.empty()) {
+    std::ifstream in(sel.sim_scenario);
+    if (!in) return make_error(Errc::not_found, "cannot open simulated-GPU scenario " + sel.sim_scenario);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto parsed = parse_sim_scenario(ss.str());
+    if (!parsed) return make_error(Errc::parse, sel.sim_scenario + ": " + parsed.error().message);
+    cfg = *parsed;
+  }
+  std::vector<Present> present;
+  for (int i = 0; i < cfg.gpus; ++i) {
+    present.push_back({static_cast<unsigned>(i),
+                       "GPU-5151a000-0000-4000-8000-" + std::string(11, '0') + std::to_string(i)});
+  }
+  auto which = resolve(ids, present);
+  if (!which) return which.error();
+  GpuSet set;
+  set.backend = "sim";
+  for (unsigned i : *which) {
+    auto model = std::make_shared<SimGpuModel>(cfg);
+    set.sim_models.push_back(model);
+    set.gpus.push_back(std::make_unique<SimGpu>(static_cast<int>(i), model, tb));
+  }
+  return set;
+}
+
+}  // namespace
+
+Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
+  auto ids = requested_ids(sel);
+  if (!ids) return ids.error();
+  if (sel.backend == "sim") return open_sim(sel, *ids, tb);
+  if (sel.backend != "nvml" && sel.backend != "auto") {
+    return make_error(Errc::invalid_argument, "unknown device backend '" + sel.backend + "' (auto, nvml, sim)");
+  }
+  auto ctx = nvml::Context::open(sel.nvml_library);
+  if (!ctx) {
+    if (sel.backend == "auto" && sel.fallback_to_sim) {
+      auto set = open_sim(sel, *ids, tb);
+      if (set) set->note = "no NVIDIA GPU usable here (" + ctx.error().message + "); using the simulated GPU";
+      return set;
+    }
+    return make_error(ctx.error().code, ctx.error().message + " (use --device sim for the simulated GPU)");
+  }
+  auto count = (*ctx)->device_count();
+  if (!count) return count.error();
+  std::vector<Present> present;
+  std::vector<std::unique_ptr<nvml::NvmlGpu>> all;
+  for (unsigned i = 0; i < *count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    if ((*ctx)->api.DeviceGetHandleByIndex == nullptr ||
+        (*ctx)->api.DeviceGetHandleByIndex(i, &dev) != nvml::kSuccess) {
+      continue;
+    }
+    char uuid[96] = {0};
+    if ((*ctx)->api.DeviceGetUUID != nullptr) (*ctx)->api.DeviceGetUUID(dev, uuid, sizeof(uuid));
+    present.push_back({i, uuid});
+  }
+  if (present.empty()) return make_error(Errc::not_found, "NVML reports no GPU on this machine");
+  auto which = resolve(*ids, present);
+  if (!which) return which.error();
+  GpuSet set;
+  set.backend = "nvml";
+  for (unsigned i : *which) {
+    auto gpu = nvml::open_device(*ctx, i, tb);
+    if (!gpu) return gpu.error();
+    set.gpus.push_back(std::move(*gpu));
+  }
+  return set;
+}
+
+}  // namespace jouleprof
