@@ -117,8 +117,6 @@ int run(const MeasureFlags& f) {
   return rc;
 }
 
-}  // namespace
-
 Runner add_measure(CLI::App& app) {
   auto f = std::make_shared<MeasureFlags>();
   CLI::App* c = app.add_subcommand("measure", "Measure the GPU (and CPU) energy of a command, or of the built-in workload");
@@ -160,4 +158,7 @@ Runner add_measure(CLI::App& app) {
   return [f] { return run(*f); };
 }
 
+const bool registered = register_command(add_measure);
+
+}  // namespace
 }  // namespace jouleprof::cli

@@ -1,13 +1,19 @@
-// One function pair per subcommand: register flags, then run.
+// The subcommand registry: each cmd_*.cpp registers one function that adds its subcommand
+// to the app and returns the function that runs it after parsing.
+//
+//   namespace { Runner add_foo(CLI::App& app) { ... } const bool registered = register_command(add_foo); }
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <vector>
 
 namespace jouleprof::cli {
 
-/// Adds a subcommand to the app; returns the function that runs it after parsing.
 using Runner = std::function<int()>;
-Runner add_measure(CLI::App& app);
+using AddCommand = Runner (*)(CLI::App& app);
+
+bool register_command(AddCommand add);
+const std::vector<AddCommand>& registered_commands();
 
 }  // namespace jouleprof::cli

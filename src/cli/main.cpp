@@ -7,13 +7,28 @@
 #include "exit_codes.hpp"
 #include "jouleprof/config.hpp"
 
+namespace jouleprof::cli {
+
+// Function-local so registration from other files' static initialisers is order-safe.
+static std::vector<AddCommand>& registry() {
+  static std::vector<AddCommand> commands;
+  return commands;
+}
+bool register_command(AddCommand add) {
+  registry().push_back(add);
+  return true;
+}
+const std::vector<AddCommand>& registered_commands() { return registry(); }
+
+}  // namespace jouleprof::cli
+
 int main(int argc, char** argv) {
   CLI::App app{"jouleprof — energy of AI inference on GPUs"};
   app.set_version_flag("--version", std::string("jouleprof ") + JOULEPROF_VERSION + " (" + JOULEPROF_GIT_REVISION + ")");
   app.require_subcommand(1);
   // Each add_* registers its subcommand (the one just added is the last) and returns its runner.
   std::map<CLI::App*, jouleprof::cli::Runner> runners;
-  for (auto add : {&jouleprof::cli::add_measure}) {
+  for (auto add : jouleprof::cli::registered_commands()) {
     auto run = add(app);
     runners[app.get_subcommands({}).back()] = std::move(run);
   }
