@@ -126,7 +126,7 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
     std::ifstream in(path);
     std::stringstream ss;
     ss << in.rdbuf();
-    auto parsed = jouleprof::parse_sim_scenario(ss.str());
+    auto parsed = jouleprof::parse_sim_scenario(ss.str(), cfg);
     if (!in || !parsed) {
       std::fprintf(stderr, "fake NVML: bad scenario %s: %s\n", path,
                    parsed ? "cannot read" : parsed.error().message.c_str());

@@ -78,7 +78,7 @@ Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>&
     if (!in) return make_error(Errc::not_found, "cannot open simulated-GPU scenario " + sel.sim_scenario);
     std::stringstream ss;
     ss << in.rdbuf();
-    auto parsed = parse_sim_scenario(ss.str());
+    auto parsed = parse_sim_scenario(ss.str(), cfg);
     if (!parsed) return make_error(Errc::parse, sel.sim_scenario + ": " + parsed.error().message);
     cfg = *parsed;
   }

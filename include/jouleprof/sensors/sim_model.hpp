@@ -59,8 +59,8 @@ struct SimConfig {
   std::string load_file;            ///< lines "realtime_ns watts" appended by a workload
 };
 
-/// Parses a scenario file's text (see docs/simulated-gpu.md). Errors name the line.
-Result<SimConfig> parse_sim_scenario(const std::string& text);
+/// Parses a scenario file's text (see docs/simulated-gpu.md) on top of `base`. Errors name the line.
+Result<SimConfig> parse_sim_scenario(const std::string& text, SimConfig base = {});
 
 class SimGpuModel {
  public:

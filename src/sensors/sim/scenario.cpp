@@ -24,8 +24,7 @@ Error line_error(int line, const std::string& what) {
 
 }  // namespace
 
-Result<SimConfig> parse_sim_scenario(const std::string& text) {
-  SimConfig cfg;
+Result<SimConfig> parse_sim_scenario(const std::string& text, SimConfig cfg) {
   cfg.initial.high_w = cfg.idle_w;
   std::istringstream lines(text);
   std::string raw;

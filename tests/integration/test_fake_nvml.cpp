@@ -1,0 +1,151 @@
+// The real NVML loader, sensors and sampler against the fake libnvidia-ml.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "helpers.hpp"
+#include "jouleprof/sampler/monitor.hpp"
+
+using namespace jouleprof;
+
+namespace {
+
+std::unique_ptr<Monitor> monitor_for(const std::string& scenario) {
+  setenv("JOULEPROF_FAKE_NVML_SCENARIO", jp_test::write_file("mon.txt", scenario).c_str(), 1);
+  MonitorOptions o;
+  o.gpus.backend = "nvml";
+  o.gpus.nvml_library = JOULEPROF_FAKE_NVML;
+  o.sampler.read_cpu = false;
+  auto m = Monitor::create(o);
+  EXPECT_TRUE(m) << (m ? "" : m.error().message);
+  return m ? std::move(*m) : nullptr;
+}
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+}  // namespace
+
+TEST(FakeNvml, SteadyLoadCounterAndTimelineAgree) {
+  auto mon = monitor_for("idle_w 300\n");
+  ASSERT_TRUE(mon);
+  EXPECT_EQ(mon->gpus().backend, "nvml");
+  EXPECT_EQ(mon->gpus().gpus[0]->info().driver_version, "580.159-fake");
+  sleep_s(0.2);
+  Monitor::WindowId id;
+  {
+    auto w = mon->scope("steady");
+    id = w.id();
+    sleep_s(1.5);
+  }
+  sleep_s(0.15);
+  const Measurement m = mon->finish();
+  const GpuEnergy& e = m.windows[id].gpus[0];
+  EXPECT_EQ(e.method, "counter");
+  ASSERT_TRUE(e.counter_j && e.timeline_j);
+  const double expect = 300 * m.windows[id].duration_s();
+  EXPECT_NEAR(*e.counter_j, expect, 0.01 * expect);
+  EXPECT_NEAR(*e.timeline_j, expect, 0.01 * expect);
+  // The driver buffer is drained incrementally with ~20 ms spacing and no duplicates.
+  const auto s = m.timelines[0]->series[static_cast<int>(Metric::power_sample_w)].all();
+  ASSERT_GT(s.size(), 60u);
+  for (std::size_t i = 1; i < s.size(); ++i) EXPECT_NEAR(s[i].t_s - s[i - 1].t_s, 0.02, 0.002);
+  // Sample timestamps (realtime µs) land on the run time base near the monotonic clock.
+  EXPECT_NEAR(s.back().t_s, m.duration_s, 0.1);
+}
+
+TEST(FakeNvml, SquareWaveIsResolvedBySamplesNotByTheOneSecondAverage) {
+  auto mon = monitor_for("idle_w 100\nat 0 square 0.05 0.05 700 100\n");
+  ASSERT_TRUE(mon);
+  sleep_s(2.2);
+  const Measurement m = mon->finish();
+  auto range = [&](Metric k, double from) {
+    double lo = 1e9, hi = -1e9;
+    m.timelines[0]->series[static_cast<int>(k)].for_each([&](const Sample& x) {
+      if (x.t_s < from) return;
+      lo = std::min(lo, x.value);
+      hi = std::max(hi, x.value);
+    });
+    return hi - lo;
+  };
+  EXPECT_GT(range(Metric::power_sample_w, 1.2), 500);   // on/off visible
+  EXPECT_LT(range(Metric::power_average_w, 1.2), 60);   // the 1-s average is flat
+}
+
+TEST(FakeNvml, UnsupportedBufferFallsBackToThePowerField) {
+  auto mon = monitor_for("idle_w 200\nunsupported samples\n");
+  ASSERT_TRUE(mon);
+  EXPECT_FALSE(mon->gpus().gpus[0]->supports(Metric::power_sample_w));
+  const auto id = mon->begin("w");
+  sleep_s(0.6);
+  mon->end(id);
+  sleep_s(0.15);
+  const Measurement m = mon->finish();
+  EXPECT_EQ(m.windows[id].gpus[0].method, "timeline(instant)");
+  EXPECT_NEAR(m.windows[id].gpus[0].energy_j, 200 * 0.6, 10);
+  EXPECT_NE(std::find(m.gpu_state[0].unsupported.begin(), m.gpu_state[0].unsupported.end(), "power_sample_w"),
+            m.gpu_state[0].unsupported.end());
+}
+
+TEST(FakeNvml, GpuLostMidRunIsRecordedNotFatal) {
+  auto mon = monitor_for("idle_w 150\nfail_after_s 0.6\n");
+  ASSERT_TRUE(mon);
+  const auto id = mon->begin("w");
+  sleep_s(1.2);
+  mon->end(id);
+  const Measurement m = mon->finish();
+  ASSERT_TRUE(m.gpu_state[0].lost_at_s);
+  EXPECT_GT(*m.gpu_state[0].lost_at_s, 0.5);
+  EXPECT_GT(m.gpu_state[0].error_count, 0u);
+  EXPECT_NE(m.gpu_state[0].errors[0].message.find("GPU is lost"), std::string::npos);
+  EXPECT_FALSE(m.warnings.empty());
+}
+
+TEST(FakeNvml, NestedAndOverlappingWindows) {
+  auto mon = monitor_for("idle_w 100\n");
+  ASSERT_TRUE(mon);
+  const auto outer = mon->begin("outer");
+  const auto a = mon->begin("a");
+  sleep_s(0.1);
+  const auto b = mon->begin("b");  // overlaps a
+  sleep_s(0.1);
+  mon->end(a);
+  sleep_s(0.1);
+  mon->end(b);
+  mon->end(outer);
+  sleep_s(0.15);
+  auto live = mon->energy(a);
+  ASSERT_TRUE(live);
+  EXPECT_NEAR(live->gpu_energy_j, 100 * 0.2, 3);
+  const Measurement m = mon->finish();
+  EXPECT_EQ(m.windows[a].parent, static_cast<int>(outer));
+  EXPECT_EQ(m.windows[b].parent, static_cast<int>(a));
+  EXPECT_NEAR(m.windows[b].gpu_energy_j, 100 * 0.2, 3);
+  EXPECT_NEAR(m.windows[outer].gpu_energy_j, 100 * 0.3, 3);
+}
+
+TEST(FakeNvml, SynchronizeHookRunsAtEveryEdge) {
+  setenv("JOULEPROF_FAKE_NVML_SCENARIO", jp_test::write_file("sync.txt", "idle_w 80\n").c_str(), 1);
+  MonitorOptions o;
+  o.gpus.nvml_library = JOULEPROF_FAKE_NVML;
+  o.sampler.read_cpu = false;
+  int calls = 0;
+  o.synchronize = [&] { ++calls; };
+  auto mon = Monitor::create(o);
+  ASSERT_TRUE(mon);
+  { auto w = (*mon)->scope("x"); }
+  EXPECT_EQ(calls, 2);
+  (*mon)->finish();
+}
+
+TEST(FakeNvml, InitFailureIsAClearError) {
+  setenv("JOULEPROF_FAKE_NVML_INIT_ERROR", "9", 1);
+  MonitorOptions o;
+  o.gpus.backend = "nvml";
+  o.gpus.nvml_library = JOULEPROF_FAKE_NVML;
+  auto mon = Monitor::create(o);
+  unsetenv("JOULEPROF_FAKE_NVML_INIT_ERROR");
+  ASSERT_FALSE(mon);
+  EXPECT_EQ(mon.error().code, Errc::unavailable);
+  EXPECT_NE(mon.error().message.find("Driver Not Loaded"), std::string::npos) << mon.error().message;
+}

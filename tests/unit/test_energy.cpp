@@ -1,0 +1,110 @@
+// Window energy on synthetic timelines with known answers.
+#include <gtest/gtest.h>
+
+#include "jouleprof/analysis/energy.hpp"
+
+using namespace jouleprof;
+
+namespace {
+// 20 ms samples of a step: `lo` W before t_step, `hi` after; counter reads every 0.5 s.
+GpuWindowData step(double lo, double hi, double t_step, double t_end) {
+  GpuWindowData d;
+  for (int i = 0; i / 50.0 <= t_end + 1e-9; ++i) {
+    const double t = i / 50.0;
+    d.power.push_back({t, t < t_step - 1e-9 ? lo : hi});
+  }
+  double e = 0;
+  for (int i = 0; i / 2.0 <= t_end + 1e-9; ++i) {
+    const double t = i / 2.0;
+    e = t < t_step ? lo * t : lo * t_step + hi * (t - t_step);
+    d.counter.push_back({t, 1000.0 + e});
+  }
+  return d;
+}
+}  // namespace
+
+TEST(WindowEnergy, LongWindowUsesTheCounterAndAgreesWithTheTimeline) {
+  const GpuWindowData d = step(300, 300, 0, 12);
+  const GpuEnergy e = window_energy(d, 1.0, 11.0, EnergyOptions{});
+  EXPECT_EQ(e.method, "counter");
+  EXPECT_NEAR(e.energy_j, 3000, 1e-6);
+  ASSERT_TRUE(e.timeline_j);
+  EXPECT_NEAR(*e.timeline_j, 3000, 1e-6);
+  ASSERT_TRUE(e.disagreement);
+  EXPECT_NEAR(*e.disagreement, 0, 1e-9);
+  EXPECT_NEAR(e.uncertainty_j, 300 * 0.1, 1e-9);
+  EXPECT_NEAR(e.mean_power_w, 300, 1e-9);
+}
+
+TEST(WindowEnergy, CounterEdgesAreAlignedWithTheTimeline) {
+  // Counter reads at 1.0 and 11.0, window 1.1–10.9: the edge parts come from the timeline.
+  const GpuWindowData d = step(200, 200, 0, 12);
+  const GpuEnergy e = window_energy(d, 1.1, 10.9, EnergyOptions{});
+  EXPECT_EQ(e.method, "counter");
+  EXPECT_NEAR(e.energy_j, 200 * 9.8, 1e-6);
+}
+
+TEST(WindowEnergy, ShortWindowUsesTheTimelineWithUncertaintyNeverZero) {
+  GpuWindowData d = step(75, 700, 5.0, 10);
+  // A 16 ms window right after the step: inside one 20 ms sample interval.
+  const GpuEnergy e = window_energy(d, 5.002, 5.018, EnergyOptions{});
+  EXPECT_EQ(e.method, "timeline");
+  EXPECT_GT(e.energy_j, 0);
+  EXPECT_NEAR(e.energy_j, 700 * 0.016, 1e-6);
+  EXPECT_FALSE(e.counter_note.empty());
+  // Straddling the step: the uncertainty covers where in the interval it happened.
+  const GpuEnergy s = window_energy(d, 4.99, 5.01, EnergyOptions{});
+  EXPECT_GT(s.uncertainty_j, 0);
+  EXPECT_LE(std::abs(s.energy_j - (75 * 0.01 + 700 * 0.01)), s.uncertainty_j + 1e-9);
+}
+
+TEST(WindowEnergy, IdleBaselineGivesEnergyAboveIdle) {
+  GpuWindowData d = step(400, 400, 0, 5);
+  d.idle_power_w = 75;
+  const GpuEnergy e = window_energy(d, 0.5, 4.5, EnergyOptions{});
+  ASSERT_TRUE(e.above_idle_j);
+  EXPECT_NEAR(*e.above_idle_j, (400 - 75) * 4.0, 1e-6);
+}
+
+TEST(WindowEnergy, CounterResetFallsBackToTheTimeline) {
+  GpuWindowData d = step(100, 100, 0, 5);
+  d.counter = {{1.0, 5000}, {4.0, 10}};  // driver reload: the counter went back
+  const GpuEnergy e = window_energy(d, 1.0, 4.0, EnergyOptions{});
+  EXPECT_EQ(e.method, "timeline");
+  EXPECT_NE(e.counter_note.find("reset"), std::string::npos);
+  EXPECT_NEAR(e.energy_j, 300, 1e-6);
+}
+
+TEST(WindowEnergy, NothingSampledIsNoneNotZeroWatts) {
+  const GpuEnergy e = window_energy(GpuWindowData{}, 0, 1, EnergyOptions{});
+  EXPECT_EQ(e.method, "none");
+  EXPECT_FALSE(e.timeline_j);
+  EXPECT_FALSE(e.counter_j);
+}
+
+TEST(Repeats, StatisticsAndCiWarning) {
+  Measurement m;
+  for (int i = 0; i < 3; ++i) {
+    WindowResult w;
+    w.kind = "run";
+    w.run = i;
+    w.t0_s = i * 10;
+    w.t1_s = i * 10 + 5;
+    w.gpu_energy_j = 1000 + 100 * i;
+    w.counts["tokens"] = 100;
+    m.windows.push_back(w);
+    RunInfo r;
+    r.index = i;
+    r.window = i;
+    m.runs.push_back(r);
+  }
+  summarize_repeats(m, 0.05);
+  ASSERT_FALSE(m.stats.empty());
+  EXPECT_EQ(m.stats[0].what, "gpu_energy_j");
+  EXPECT_DOUBLE_EQ(m.stats[0].summary.mean, 1100);
+  bool per_token = false;
+  for (const auto& s : m.stats) per_token |= s.what == "gpu_energy_per_tokens_j" && s.summary.mean == 11;
+  EXPECT_TRUE(per_token);
+  ASSERT_EQ(m.warnings.size(), 1u);  // CI ±24.8% > 5%
+  EXPECT_NE(m.warnings[0].find("gpu_energy_j"), std::string::npos);
+}
