@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds the binaries the device machine runs (CUDA on, sm_90, static libstdc++ so they need
+# none of this machine's shared libraries) and copies them to .devbuild/bin for `carry`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake --preset device -DJOULEPROF_BUILD_BENCH=OFF >/dev/null
+cmake --build build/device -j"$(nproc)" --target jouleprof_cli jouleprof_burn jouleprof_device_tests "$@"
+mkdir -p .devbuild/bin
+cp build/device/bin/jouleprof build/device/bin/jouleprof-burn build/device/tests/device/jouleprof_device_tests .devbuild/bin/
+ls -la .devbuild/bin
