@@ -21,6 +21,8 @@ if(NOT JOULEPROF_WITH_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no C++20 flag for nvcc
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(JOULEPROF_CUDA_ENABLED ON)
