@@ -49,7 +49,32 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
     if (!d.power.empty()) c += signed_integral(d.power, t0, r0->t_s) + signed_integral(d.power, r1->t_s, t1);
     e.counter_j = c;
   }
-  if (e.counter_j && e.timeline_j && *e.counter_j > 0) {
+  // Short window: the sensor's response to it extends past its end. When nothing else happens
+  // around it, the level before it plus the whole excess response is its energy.
+  if (!d.power.empty() && dur < opt.response_max_window_s && d.power_source == "timeline") {
+    std::vector<double> before;
+    for (const Sample& s : d.power) {
+      if (s.t_s >= t0 - opt.response_lead_s && s.t_s < t0) before.push_back(s.value);
+    }
+    const bool have_tail = d.power.back().t_s >= t1 + opt.response_tail_s;
+    if (!d.isolated) {
+      e.note = "short window next to other windows: sensor lag not corrected";
+    } else if (before.size() < 2 || !have_tail) {
+      e.note = "short window without samples around it: sensor lag not corrected";
+    } else {
+      double base = 0, var = 0;
+      for (double v : before) base += v;
+      base /= static_cast<double>(before.size());
+      for (double v : before) var += (v - base) * (v - base);
+      const double sd = std::sqrt(var / static_cast<double>(before.size() - 1));
+      const double span = dur + opt.response_tail_s;
+      const double excess = integrate_trapezoid(d.power, t0, t1 + opt.response_tail_s).energy_j - base * span;
+      e.response_j = base * dur + excess;
+      // Baseline noise over the integrated span, plus 5% of the excess for the response shape.
+      e.response_uncertainty_j = 2 * sd * span + 0.05 * std::fabs(excess);
+    }
+  }
+  if (e.counter_j && e.timeline_j && *e.counter_j > 0 && dur >= opt.counter_min_window_s) {
     e.disagreement = (*e.timeline_j - *e.counter_j) / *e.counter_j;
   }
   if (e.counter_j && dur >= opt.counter_min_window_s) {
@@ -58,6 +83,12 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
     // The counter reflects energy up to its last update: up to one update period stale at
     // each edge; the staleness differs between edges by at most one period.
     e.uncertainty_j = (*e.counter_j / dur) * opt.counter_update_s;
+  } else if (e.response_j) {
+    e.energy_j = *e.response_j;
+    e.method = "timeline(response)";
+    e.uncertainty_j = e.response_uncertainty_j;
+    e.note = "short isolated window: level before it × duration + excess sensor response over " +
+             fmt::format("{:.0f} ms after it", opt.response_tail_s * 1e3);
   } else if (e.timeline_j) {
     e.energy_j = *e.timeline_j;
     e.method = d.power_source;

@@ -49,7 +49,8 @@ std::vector<std::string> builtin_command(double seconds) {
   return {burn.string(), "--seconds", std::to_string(seconds), "--phases"};
 }
 
-int run(const MeasureFlags& f) {
+int run(MeasureFlags f) {
+  if (!command_after_dashes().empty()) f.command = command_after_dashes();
   MeasureOptions o;
   o.command = f.command;
   o.warmup = f.warmup;
@@ -154,7 +155,7 @@ Runner add_measure(CLI::App& app) {
   c->add_option("--burn-seconds", f->burn_seconds, "duration of the built-in GPU workload per run")->capture_default_str();
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
-  c->add_option("command", f->command, "the workload, after --")->expected(-1);
+  c->add_option("command", f->command, "the workload and its arguments, after --")->expected(-1);
   return [f] { return run(*f); };
 }
 

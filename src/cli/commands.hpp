@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace jouleprof::cli {
@@ -15,5 +16,9 @@ using AddCommand = Runner (*)(CLI::App& app);
 
 bool register_command(AddCommand add);
 const std::vector<AddCommand>& registered_commands();
+
+/// The words after the first "--" on the command line (the workload and its arguments).
+/// main() removes them before CLI11 parses, so workload flags never reach jouleprof's parser.
+const std::vector<std::string>& command_after_dashes();
 
 }  // namespace jouleprof::cli

@@ -20,6 +20,12 @@ bool register_command(AddCommand add) {
 }
 const std::vector<AddCommand>& registered_commands() { return registry(); }
 
+static std::vector<std::string>& after_dashes() {
+  static std::vector<std::string> words;
+  return words;
+}
+const std::vector<std::string>& command_after_dashes() { return after_dashes(); }
+
 }  // namespace jouleprof::cli
 
 int main(int argc, char** argv) {
@@ -32,8 +38,17 @@ int main(int argc, char** argv) {
     auto run = add(app);
     runners[app.get_subcommands({}).back()] = std::move(run);
   }
+  // Split at the first "--": what follows is the workload's, untouched by CLI11.
+  int own = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      own = i;
+      break;
+    }
+  }
+  for (int i = own + 1; i < argc; ++i) jouleprof::cli::after_dashes().emplace_back(argv[i]);
   try {
-    app.parse(argc, argv);
+    app.parse(own, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -394,7 +395,8 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
       if (w.duration_s() < opt.monitor.energy.counter_update_s) {
         m.warnings.push_back("window '" + w.name + "' (" + std::to_string(w.duration_s() * 1e3).substr(0, 6) +
                              " ms) is shorter than the energy counter's ~100 ms update: energy from the " +
-                             g.method + " ± " + std::to_string(g.uncertainty_j).substr(0, 6) + " J");
+                             g.method + fmt::format(" ± {:.3g} J", g.uncertainty_j) +
+                             (g.note.empty() ? "" : " (" + g.note + ")"));
         break;
       }
     }

@@ -125,7 +125,10 @@ std::string result_to_json(const Measurement& m, int indent) {
                     {"timeline_energy_j", opt(e.timeline_j)},
                     {"timeline_uncertainty_j", e.timeline_uncertainty_j},
                     {"timeline_samples", e.timeline_samples},
+                    {"response_energy_j", opt(e.response_j)},
+                    {"response_uncertainty_j", e.response_j ? json(e.response_uncertainty_j) : json(nullptr)},
                     {"timeline_vs_counter", opt(e.disagreement)},
+                    {"note", e.note},
                     {"idle_power_w", opt(e.idle_power_w)},
                     {"above_idle_energy_j", opt(e.above_idle_j)},
                     {"mean_power_w", e.mean_power_w}});

@@ -89,7 +89,26 @@ void Monitor::set_idle_power(std::vector<std::optional<double>> watts, std::stri
   idle_source_ = std::move(source);
 }
 
-WindowResult Monitor::compute(const Window& w) const {
+bool Monitor::isolated(const std::vector<Window>& all, std::size_t i) const {
+  auto is_ancestor = [&](std::size_t a, std::size_t of) {
+    for (int p = all[of].parent; p >= 0; p = all[static_cast<std::size_t>(p)].parent) {
+      if (static_cast<std::size_t>(p) == a) return true;
+    }
+    return false;
+  };
+  const double lo = all[i].t0 - opt_.energy.response_lead_s, hi = all[i].t1 + opt_.energy.response_tail_s;
+  for (std::size_t j = 0; j < all.size(); ++j) {
+    if (j == i || is_ancestor(j, i) || is_ancestor(i, j)) continue;
+    const bool t0_near = all[j].t0 >= lo && all[j].t0 <= hi;
+    const bool t1_near = !all[j].open && all[j].t1 >= lo && all[j].t1 <= hi;
+    if (t0_near || t1_near) return false;
+  }
+  return true;
+}
+
+WindowResult Monitor::compute(const std::vector<Window>& all, std::size_t i) const {
+  const Window& w = all[i];
+  const bool alone = isolated(all, i);
   WindowResult r;
   r.name = w.name;
   r.kind = w.kind;
@@ -114,6 +133,7 @@ WindowResult Monitor::compute(const Window& w) const {
     }
     d.counter = sampler_->slice(g, Metric::energy_j, w.t0 - margin, w.t1 + margin);
     d.idle_power_w = g < idle_w_.size() ? idle_w_[g] : std::nullopt;
+    d.isolated = alone;
     GpuEnergy e = window_energy(d, w.t0, w.t1, opt_.energy);
     r.gpu_energy_j += e.energy_j;
     if (e.above_idle_j) {
@@ -134,14 +154,14 @@ WindowResult Monitor::compute(const Window& w) const {
 }
 
 Result<WindowResult> Monitor::energy(WindowId id) const {
-  Window w;
+  std::vector<Window> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (id >= windows_.size()) return make_error(Errc::not_found, "no such window");
     if (windows_[id].open) return make_error(Errc::invalid_argument, "window '" + windows_[id].name + "' is still open");
-    w = windows_[id];
+    all = windows_;
   }
-  return compute(w);
+  return compute(all, id);
 }
 
 Measurement Monitor::finish() {
@@ -209,7 +229,7 @@ Measurement Monitor::finish() {
     std::lock_guard<std::mutex> lock(mu_);
     ws = windows_;
   }
-  for (const Window& w : ws) m.windows.push_back(compute(w));
+  for (std::size_t i = 0; i < ws.size(); ++i) m.windows.push_back(compute(ws, i));
   return m;
 }
 

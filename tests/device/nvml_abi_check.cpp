@@ -3,6 +3,7 @@
 #include <nvml.h>
 
 #include <cstddef>
+#include <cstdint>  // before the namespace below: our header's include is then a no-op
 
 namespace ours {
 #include "nvml/nvml_types.hpp"

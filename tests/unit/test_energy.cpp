@@ -108,3 +108,45 @@ TEST(Repeats, StatisticsAndCiWarning) {
   ASSERT_EQ(m.warnings.size(), 1u);  // CI ±24.8% > 5%
   EXPECT_NE(m.warnings[0].find("gpu_energy_j"), std::string::npos);
 }
+
+namespace {
+// 20 ms samples of a true power signal seen through a sensor that averages each 20 ms and
+// then lags with a first-order filter (time constant tau): what the H100 buffer looks like.
+GpuWindowData lagged_burst(double base, double peak, double t_on, double t_off, double tau) {
+  GpuWindowData d;
+  double y = base;
+  const double dt = 0.0005;
+  double acc = 0;
+  int n = 0;
+  for (int i = 0; i * dt <= 1.0; ++i) {
+    const double t = i * dt;
+    const double p = (t >= t_on && t < t_off) ? peak : base;
+    y += (p - y) * dt / tau;
+    acc += y;
+    ++n;
+    if (i % 40 == 39) {  // every 20 ms
+      d.power.push_back({t + dt, acc / n});
+      acc = 0;
+      n = 0;
+    }
+  }
+  return d;
+}
+}  // namespace
+
+TEST(WindowEnergy, ShortIsolatedWindowIncludesTheSensorResponse) {
+  GpuWindowData d = lagged_burst(135, 600, 0.503, 0.523, 0.015);
+  d.isolated = true;
+  const double truth = 600 * 0.020;
+  const GpuEnergy e = window_energy(d, 0.503, 0.523, EnergyOptions{});
+  EXPECT_EQ(e.method, "timeline(response)");
+  ASSERT_TRUE(e.response_j && e.timeline_j);
+  EXPECT_NEAR(*e.response_j, truth, 0.05 * truth);
+  EXPECT_LT(*e.timeline_j, 0.8 * truth);  // the window alone misses the lagged part
+  EXPECT_LE(std::abs(e.energy_j - truth), e.uncertainty_j + 1e-9);
+  // Not isolated: no correction, and the note says so.
+  d.isolated = false;
+  const GpuEnergy n = window_energy(d, 0.503, 0.523, EnergyOptions{});
+  EXPECT_EQ(n.method, "timeline");
+  EXPECT_NE(n.note.find("not corrected"), std::string::npos);
+}

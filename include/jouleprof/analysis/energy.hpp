@@ -17,6 +17,14 @@ struct EnergyOptions {
   double counter_update_s = 0.1;
   /// A counter read further than this from a window edge is not used for that window.
   double counter_edge_tolerance_s = 0.25;
+  /// Windows shorter than this are smeared by the sensor's own response (~20 ms samples that
+  /// each average and lag the true power). An isolated one (no other window edge within
+  /// response_lead_s before or response_tail_s after it) gets its energy as the idle level
+  /// before it times its duration plus the whole excess response, tail included
+  /// (docs/energy-methods.md).
+  double response_max_window_s = 0.1;
+  double response_lead_s = 0.1;
+  double response_tail_s = 0.12;
 };
 
 /// Inputs for one GPU: slices of its timeline around the window.
@@ -25,6 +33,7 @@ struct GpuWindowData {
   std::string power_source = "timeline";
   std::vector<Sample> counter;   ///< energy-counter reads (t, J)
   std::optional<double> idle_power_w;
+  bool isolated = false;  ///< no other window edge near this window (see response_* options)
 };
 
 GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const EnergyOptions& opt);

@@ -21,14 +21,17 @@ inline constexpr int kResultSchemaVersion = 1;
 /// One GPU's energy over one window, by every method available.
 struct GpuEnergy {
   double energy_j = 0;        ///< best estimate (see method)
-  std::string method;         ///< "counter", "timeline", "timeline(instant)", "timeline(average)", "none"
+  std::string method;  ///< counter | timeline | timeline(response) | timeline(instant) | timeline(average) | none
   double uncertainty_j = 0;   ///< bound for the chosen method (sensor calibration not included)
   std::optional<double> counter_j;     ///< energy-counter difference, edges aligned with the timeline
   std::string counter_note;            ///< why the counter was not used
   std::optional<double> timeline_j;    ///< trapezoid over the power timeline
   double timeline_uncertainty_j = 0;   ///< edge uncertainty of the timeline integral
   std::size_t timeline_samples = 0;
-  std::optional<double> disagreement;  ///< (timeline - counter) / counter
+  std::optional<double> response_j;    ///< short isolated window: level before × duration + excess response
+  double response_uncertainty_j = 0;
+  std::optional<double> disagreement;  ///< (timeline - counter) / counter, for counter-method windows
+  std::string note;                    ///< how the figure was obtained when not obvious
   std::optional<double> idle_power_w;
   std::optional<double> above_idle_j;
   double mean_power_w = 0;

@@ -96,7 +96,8 @@ class Monitor {
     std::map<std::string, double> counts;
   };
   explicit Monitor(const MonitorOptions& opt) : opt_(opt) {}
-  WindowResult compute(const Window& w) const;
+  WindowResult compute(const std::vector<Window>& all, std::size_t i) const;
+  bool isolated(const std::vector<Window>& all, std::size_t i) const;
 
   MonitorOptions opt_;
   TimeBase tb_;
