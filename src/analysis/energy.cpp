@@ -93,6 +93,9 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
     e.energy_j = *e.timeline_j;
     e.method = d.power_source;
     e.uncertainty_j = e.timeline_uncertainty_j;
+    // The sensor lags by about one sample interval (measured on H100: ~17 ms), so a short
+    // window's edges are uncertain by a whole interval, not half of one.
+    if (dur < opt.response_max_window_s) e.uncertainty_j *= 2;
     if (e.counter_j && e.counter_note.empty()) {
       e.counter_note = fmt::format("window ({:.3f} s) shorter than {:.1f} s: counter too coarse", dur,
                                    opt.counter_min_window_s);
