@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "jouleprof/core/error.hpp"
 #include "jouleprof/measure/result.hpp"
@@ -23,6 +24,9 @@ Result<Measurement> measurement_from_json(const std::string& text);
 
 /// Reads a result JSON file (see measurement_from_json); messages name the file.
 Result<Measurement> read_result_file(const std::string& path);
+
+/// Reads a file holding one result document or a JSON array of them (`runs export` of several).
+Result<std::vector<Measurement>> read_result_documents(const std::string& path);
 
 /// Adds the long-format timeline CSV written by `measure --timeline` (t_s,device,metric,value)
 /// to a measurement that has none.
