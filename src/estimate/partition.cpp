@@ -56,7 +56,10 @@ std::vector<Subgraph> partition(const Graph& g, const PartitionOptions& opt) {
         any = true;
         latest = std::max(latest, s);
       }
-      const bool reduces = op.cls == OpClass::reduction || op.cls == OpClass::normalization;
+      // Inference batch norm is a per-channel affine map: a GEMM/conv epilogue. Row reductions
+      // (layer/RMS norm, reduce ops) are not.
+      const bool reduces = (op.cls == OpClass::reduction || op.cls == OpClass::normalization) &&
+                           op.type != "BatchNormalization";
       if (fusible_consumer(op.cls) && latest >= 0 && !(reduces && has_gemm[static_cast<std::size_t>(latest)])) {
         // Epilogue fusion into the latest producer: inputs from earlier subgraphs are ready by then.
         target = latest;
@@ -105,7 +108,7 @@ std::vector<Subgraph> partition(const Graph& g, const PartitionOptions& opt) {
         if (!read.insert(st).second) continue;
         const double b = t.bytes() * op.input_fraction(k);
         (t.is_weight ? sg.weight_bytes : sg.input_bytes) += b;
-        sg.reads.push_back(st);
+        sg.reads.emplace_back(st, b);
       }
     }
     // Outputs: written when used outside this subgraph or a graph output.
@@ -130,7 +133,7 @@ std::vector<Subgraph> partition(const Graph& g, const PartitionOptions& opt) {
         if (g.tensors[static_cast<std::size_t>(t)].consumers.empty() && !outs.count(t)) escapes = true;  // dangling: still written
         if (escapes && written.insert(t).second) {
           sg.output_bytes += g.tensors[static_cast<std::size_t>(t)].bytes();
-          sg.writes.push_back(t);
+          sg.writes.emplace_back(t, g.tensors[static_cast<std::size_t>(t)].bytes());
         }
       }
     }

@@ -24,8 +24,8 @@ struct Subgraph {
   double input_bytes = 0;     ///< activations read from outside the subgraph
   double weight_bytes = 0;    ///< parameters read
   double output_bytes = 0;    ///< tensors written that are used outside (or graph outputs)
-  std::vector<int> reads;     ///< storage tensors read (inputs and weights), for the cache model
-  std::vector<int> writes;    ///< storage tensors written
+  std::vector<std::pair<int, double>> reads;   ///< (storage tensor, bytes) read, for the cache model
+  std::vector<std::pair<int, double>> writes;  ///< (tensor, bytes) written
   int kernels = 0;            ///< kernel launches (eager: one per op; fused: one)
   /// Dominant GEMM (largest matrix_flops) for the tile-utilization model; 0 when none.
   int64_t gemm_batch = 0, gemm_m = 0, gemm_n = 0, gemm_k = 0;

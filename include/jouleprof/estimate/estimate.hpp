@@ -1,0 +1,81 @@
+// Mapping a partitioned graph onto a hardware target: roofline-with-efficiency latency per
+// subgraph and an architectural energy model whose events are counted from the ops.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jouleprof/estimate/graph.hpp"
+#include "jouleprof/estimate/hardware.hpp"
+#include "jouleprof/estimate/partition.hpp"
+
+namespace jouleprof::estimate {
+
+/// Fitted parameters for one hardware target (data/calibration/<id>.json), with provenance.
+struct Calibration {
+  std::string hw_id, file, provenance;
+  std::optional<double> eff_matrix, eff_vector, eff_memory, idle_w, active_w, launch_us;
+  double k_compute = 1, k_onchip = 1, k_dram = 1;  ///< multipliers on the event energies
+  /// Eager frameworks: host time per op by class (matmul, conv, attention, other), microseconds.
+  std::map<std::string, double> dispatch_us;
+  double model_overhead_us = 0;  ///< eager: extra host time per op inside a multi-op model
+  std::map<std::string, double> stats;  ///< fit statistics (mape_* ...), for display
+};
+Result<Calibration> load_calibration(const std::string& path);
+Result<void> save_calibration(const Calibration& c, const std::string& path);
+
+struct EstimateOptions {
+  DType precision = DType::bf16;
+  std::optional<double> clock_mhz;  ///< core clock; default: the maximum
+  bool fuse = true;                 ///< fusing engine (true) or one kernel per op
+  bool eager = false;               ///< add eager-framework host dispatch per op (calibrated)
+  bool warm = true;                 ///< steady state of repeated runs (cache warm) vs one cold run
+  bool power_cap = true;            ///< throttle the clock where power would exceed TDP
+};
+
+struct Event {
+  std::string group, name, unit;
+  double count = 0, energy_j = 0;
+};
+
+struct SubgraphEstimate {
+  std::string name;
+  OpClass anchor = OpClass::elementwise;
+  std::size_t ops = 0;
+  int kernels = 0;
+  double flops = 0, matrix_flops = 0, dram_bytes = 0, llc_bytes = 0;
+  double t_compute_s = 0, t_memory_s = 0, t_overhead_s = 0, latency_s = 0;
+  std::string bound;  ///< compute, memory, overhead (launch/dispatch)
+  double utilization = 0;  ///< achieved FLOP/s over the precision's peak
+  double clock_mhz = 0;
+  double dynamic_j = 0, static_j = 0, energy_j = 0;
+  std::vector<Event> events;
+};
+
+struct Estimate {
+  std::string model, hw_id, hw_name, calibration;
+  HwClass cls = HwClass::gpu;
+  DType precision = DType::bf16;
+  bool fused = true, eager = false, warm = true;
+  double clock_mhz = 0;
+  std::size_t ops = 0;
+  double flops = 0, weight_bytes = 0, dram_bytes = 0;
+  double latency_s = 0, energy_j = 0, dynamic_j = 0, static_j = 0, avg_power_w = 0;
+  std::vector<SubgraphEstimate> subgraphs;
+  std::vector<Event> totals;  ///< summed by (group, name), in model order
+  std::vector<std::string> notes;
+};
+
+Result<Estimate> estimate(const Graph& g, const HardwareSpec& hw, const EstimateOptions& opt,
+                          const Calibration* cal = nullptr);
+
+/// The same, on a partition computed by the caller (the benchmark times both steps).
+Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph>& sgs, const HardwareSpec& hw,
+                                      const EstimateOptions& opt, const Calibration* cal);
+
+/// Voltage at a core clock: linear between (clock_min, voltage_min) and (clock_max, voltage_max).
+double voltage_at(const HardwareSpec& hw, double mhz);
+
+}  // namespace jouleprof::estimate
