@@ -67,8 +67,11 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
       base /= static_cast<double>(before.size());
       for (double v : before) var += (v - base) * (v - base);
       const double sd = std::sqrt(var / static_cast<double>(before.size() - 1));
-      const double span = dur + opt.response_tail_s;
-      const double excess = integrate_trapezoid(d.power, t0, t1 + opt.response_tail_s).energy_j - base * span;
+      // Start two sample intervals early: a sample straddling t0 spreads its excess over both
+      // sides of it in the trapezoid, and before an isolated window the excess is only noise.
+      const double from = t0 - std::min(opt.response_lead_s, 0.04);
+      const double span = t1 + opt.response_tail_s - from;
+      const double excess = integrate_trapezoid(d.power, from, t1 + opt.response_tail_s).energy_j - base * span;
       e.response_j = base * dur + excess;
       // Baseline noise over the integrated span, plus 5% of the excess for the response shape.
       e.response_uncertainty_j = 2 * sd * span + 0.05 * std::fabs(excess);

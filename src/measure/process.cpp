@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,20 +16,33 @@ extern char** environ;
 namespace jouleprof {
 namespace {
 
-std::atomic<pid_t> g_child{-1};
+// Signals are blocked in every jouleprof thread and collected synchronously with sigtimedwait:
+// no asynchronous handler, so nothing can interrupt the sampler or the allocator.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 std::atomic<int> g_interrupt{0};
+std::atomic<pid_t> g_child{-1};
+sigset_t g_set;
 
-void on_signal(int sig, siginfo_t* info, void* /*ctx*/) {
+void handle(const siginfo_t& info) {
+  const int sig = info.si_signo;
   if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
     int expected = 0;
     g_interrupt.compare_exchange_strong(expected, sig);
   }
+  // A terminal's Ctrl-C / Ctrl-\ already reached the child (same process group); forward only
+  // what was sent to jouleprof alone.
+  const bool from_terminal = info.si_code == SI_KERNEL;
   const pid_t child = g_child.load();
-  // A terminal's Ctrl-C already reaches the child (same process group); forward only what
-  // was sent to jouleprof alone.
-  const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
-  if (child > 0 && !(sig == SIGINT && from_terminal) && !(sig == SIGQUIT && from_terminal)) {
-    kill(child, sig);
+  if (child > 0 && !((sig == SIGINT || sig == SIGQUIT) && from_terminal)) kill(child, sig);
+}
+
+// Collects pending signals, waiting up to `timeout_ms`.
+void collect(int timeout_ms) {
+  timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+  siginfo_t info{};
+  while (sigtimedwait(&g_set, &info, &ts) > 0) {
+    handle(info);
+    ts = {0, 0};
   }
 }
 
@@ -38,14 +52,17 @@ void install_signal_forwarding() {
   static bool installed = false;
   if (installed) return;
   installed = true;
-  struct sigaction sa {};
-  sa.sa_sigaction = on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(s, &sa, nullptr);
+  sigemptyset(&g_set);
+  for (int s : kForwarded) sigaddset(&g_set, s);
+  // Threads created after this inherit the mask (call before starting the sampler).
+  pthread_sigmask(SIG_BLOCK, &g_set, nullptr);
 }
 
-int interrupting_signal() { return g_interrupt.load(); }
+int interrupting_signal() {
+  collect(0);
+  return g_interrupt.load();
+}
+
 void reset_interrupt() { g_interrupt.store(0); }
 
 Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
@@ -63,12 +80,15 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  // The child starts with default dispositions for the signals jouleprof handles.
-  sigset_t defaults;
+  // The child starts with default dispositions and nothing blocked.
+  sigset_t defaults, none;
   sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE}) sigaddset(&defaults, s);
+  sigemptyset(&none);
+  for (int s : kForwarded) sigaddset(&defaults, s);
+  sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
   const int rc = posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), env.data());
   posix_spawnattr_destroy(&attr);
@@ -86,12 +106,15 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
 ChildStatus ChildProcess::wait() {
   ChildStatus st;
   int status = 0;
-  while (waitpid(pid_, &status, 0) < 0) {
-    if (errno != EINTR) {
+  while (true) {
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) break;
+    if (r < 0 && errno != EINTR) {
       st.exit_code = 127;
       g_child.store(-1);
       return st;
     }
+    collect(20);  // forwards signals while waiting; the child's exit is seen within 20 ms
   }
   g_child.store(-1);
   if (WIFEXITED(status)) {

@@ -178,10 +178,11 @@ TEST(CliMeasure, ShortWindowGetsTimelineEnergyAndAWarning) {
   // A load file lets the workload set the fake GPU's power at exact wall-clock times.
   const std::string load = jp_test::write_file("load.txt", "");
   const std::string script =
-      "sleep 0.3; now=$(date +%s%N); echo \"$now 700\" >> " + load +
+      // The burst is scheduled 100 ms ahead, so the fake never has to change samples it already gave.
+      "sleep 0.3; now=$(( $(date +%s%N) + 100000000 )); echo \"$now 700\" >> " + load +
       "; echo \"begin burst t=$(echo $now | sed 's/.........$/.&/')\" > $JOULEPROF_MARKERS;"
       "end=$((now + 16000000)); echo \"$end 80\" >> " + load +
-      "; echo \"end burst t=$(echo $end | sed 's/.........$/.&/')\" > $JOULEPROF_MARKERS; sleep 0.3";
+      "; echo \"end burst t=$(echo $end | sed 's/.........$/.&/')\" > $JOULEPROF_MARKERS; sleep 0.4";
   auto r = run_cli({"measure", "--idle", "0", "--json", json, "--", "sh", "-c", script},
                    fake_env("idle_w 80\nload_file " + load + "\n"));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -21,16 +21,17 @@ class ChildProcess {
   static Result<ChildProcess> spawn(const std::vector<std::string>& argv,
                                     const std::vector<std::string>& extra_env);
   pid_t pid() const { return pid_; }
-  /// Waits for the child; signals SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/2 sent to jouleprof — and
-  /// SIGINT sent with kill() rather than from the terminal — are forwarded to it meanwhile.
+  /// Waits for the child, forwarding meanwhile the signals sent to jouleprof (SIGINT and SIGQUIT
+  /// only when they come from kill(), not the terminal, which already signals the child).
   ChildStatus wait();
 
  private:
   pid_t pid_ = -1;
 };
 
-/// Installs the forwarding handlers (once). Returns the first interrupting signal seen so far
-/// (SIGINT/SIGTERM/SIGHUP), 0 if none.
+/// Blocks SIGINT/TERM/HUP/QUIT/USR1/USR2 in the calling thread (and the threads it starts later)
+/// so they are collected synchronously; call once before starting threads.
+/// interrupting_signal() returns the first SIGINT/SIGTERM/SIGHUP received so far, 0 if none.
 void install_signal_forwarding();
 int interrupting_signal();
 /// Test hook: clears the recorded interrupt.
