@@ -419,7 +419,7 @@ std::vector<std::string> closest_names(std::string_view name, const std::vector<
     std::string lc = c, ln(name);
     std::transform(lc.begin(), lc.end(), lc.begin(), [](unsigned char ch) { return std::tolower(ch); });
     std::transform(ln.begin(), ln.end(), ln.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    if (!ln.empty() && lc.find(ln) != std::string::npos) d = std::min<std::size_t>(d, 1);
+    if (!ln.empty() && (lc.find(ln) != std::string::npos || ln.rfind(lc, 0) == 0)) d = std::min<std::size_t>(d, 1);
     if (d <= std::max<std::size_t>(2, c.size() / 2)) scored.emplace_back(d, c);
   }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -210,7 +210,9 @@ Timing timing(const Ctx& c, const Subgraph& sg, const Counts& k, double f) {
   double llc = 0;
   if (const MemoryLevel* l = hw.llc()) {
     const double traffic = hw.cls == HwClass::gpu ? k.l2_bytes : (hw.cls == HwClass::cpu ? k.l3_bytes : k.llc_hit);
-    llc = traffic / (l->bandwidth_gbps.value * 1e9 * c.eff_mem);
+    // GPU L2 runs in the core clock domain: its bandwidth scales with the clock.
+    const double clk = hw.cls == HwClass::gpu ? f / c.fmax : 1.0;
+    llc = traffic / (l->bandwidth_gbps.value * 1e9 * c.eff_mem * clk);
   }
   t.t_memory = std::max(dram, llc);
   const double dev = std::max(t.t_compute, t.t_memory) + sg.kernels * c.launch_s;

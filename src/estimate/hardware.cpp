@@ -321,15 +321,23 @@ Result<const HardwareSpec*> Catalog::find(const std::string& name) const {
   };
   const std::string n = lower(name);
   std::vector<std::string> names;
+  std::map<std::string, std::string> id_of;  // id or alias -> id
   for (const auto& h : hw) {
     if (lower(h.id) == n) return &h;
     for (const auto& a : h.aliases) {
       if (lower(a) == n) return &h;
+      names.push_back(a);
+      id_of[a] = h.id;
     }
     names.push_back(h.id);
+    id_of[h.id] = h.id;
   }
   std::string msg = "unknown hardware '" + name + "'";
-  const auto close = closest_names(name, names);
+  std::vector<std::string> close;
+  for (const auto& c : closest_names(name, names, 8)) {
+    const std::string& id = id_of[c];
+    if (std::find(close.begin(), close.end(), id) == close.end() && close.size() < 3) close.push_back(id);
+  }
   if (!close.empty()) {
     msg += "; did you mean ";
     for (std::size_t i = 0; i < close.size(); ++i) msg += (i ? ", " : "") + close[i];
