@@ -1,0 +1,48 @@
+// `jouleprof export-trace RUN -o run.json`: Chrome trace-event JSON for Perfetto / chrome://tracing.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/report/trace.hpp"
+#include "jouleprof/store/run_source.hpp"
+
+namespace jouleprof::cli {
+namespace {
+
+struct TraceFlags {
+  std::string db, ref, output;
+  std::size_t max_points = 0;
+};
+
+int run(const TraceFlags& f) {
+  auto runs = load_runs({f.ref}, f.db, true);
+  if (!runs) return report(runs.error());
+  const LoadedRun& r = runs->front();
+  TraceOptions o;
+  o.max_points = f.max_points;
+  o.label = r.label;
+  const std::string out = f.output.empty() ? (r.id != 0 ? "run-" + std::to_string(r.id) : std::string("run")) + ".trace.json" : f.output;
+  if (auto w = write_chrome_trace(r.m, out, o); !w) return report(w.error());
+  fmt::print(stderr, "jouleprof: wrote {} (open in ui.perfetto.dev or chrome://tracing)\n", out);
+  return 0;
+}
+
+Runner add_export_trace(CLI::App& app) {
+  auto f = std::make_shared<TraceFlags>();
+  CLI::App* c = app.add_subcommand("export-trace", "Write a run as Chrome trace-event JSON (Perfetto, chrome://tracing)");
+  c->footer("Counter tracks per GPU for every sampled metric, CPU and meter power; slices for idle, runs and phases.\n"
+            "Times are microseconds on the run time base; otherData.origin_realtime_ns is its wall-clock origin.");
+  c->add_option("run", f->ref, "RUN: a run id, 'last', 'last~N' or a result JSON file")->required();
+  c->add_option("-o,--output", f->output, "the trace file (default: run-ID.trace.json)");
+  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
+  c->add_option("--max-points", f->max_points, "downsample each counter track to about this many points (0: all)")
+      ->capture_default_str();
+  return [f] { return run(*f); };
+}
+
+const bool registered = register_command(add_export_trace);
+
+}  // namespace
+}  // namespace jouleprof::cli

@@ -1,0 +1,82 @@
+// `jouleprof plot RUN... --svg FILE | --png FILE`: static figures from the report's chart specifications.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/report/assets.hpp"
+#include "jouleprof/report/charts.hpp"
+#include "jouleprof/store/run_source.hpp"
+
+namespace jouleprof::cli {
+namespace {
+
+struct PlotFlags {
+  std::string db, svg, png, chart = "timeline", by;
+  std::vector<std::string> refs;
+  int width = 1000, height = 420;
+  std::size_t max_points = 3000;
+};
+
+int run(const PlotFlags& f) {
+  if (f.svg.empty() == f.png.empty()) return report(make_error(Errc::invalid_argument, "plot needs one of --svg FILE or --png FILE"));
+  auto runs = load_runs(f.refs, f.db, f.chart == "timeline" || f.chart == "clocks");
+  if (!runs) return report(runs.error());
+  std::vector<ReportRun> rr;
+  for (const auto& r : *runs) rr.push_back({r.label, r.id, &r.m});
+  ChartOptions o;
+  o.for_static = true;
+  o.by_tag = f.by;
+  o.max_points = f.max_points;
+  ChartSpec spec;
+  if (f.chart == "timeline") spec = timeline_chart(rr.front(), 0, o);
+  if (f.chart == "clocks") spec = clocks_chart(rr.front(), 0, o);
+  if (f.chart == "windows") spec = windows_chart(rr.front(), 0, o);
+  if (f.chart == "repeats") spec = repeats_chart(rr, o);
+  if (f.chart == "compare") spec = compare_chart(rr, o);
+  if (f.chart == "tokens") spec = per_count_chart(rr, o);
+  if (rr.size() > 1 && (f.chart == "timeline" || f.chart == "clocks" || f.chart == "windows")) {
+    fmt::print(stderr, "jouleprof: note: --chart {} draws the first run only\n", f.chart);
+  }
+  auto svg = render_svg(spec, f.width, f.height);
+  if (!svg) return report(svg.error());
+  const std::string svg_path = f.svg.empty() ? f.png + ".svg.tmp" : f.svg;
+  {
+    std::ofstream out(svg_path, std::ios::binary);
+    out << *svg;
+    if (!out) return report(make_error(Errc::io, "cannot write " + svg_path));
+  }
+  if (!f.png.empty()) {
+    auto p = svg_to_png(svg_path, f.png, f.width, f.height);
+    std::remove(svg_path.c_str());
+    if (!p) return report(p.error());
+  }
+  fmt::print(stderr, "jouleprof: wrote {}\n", f.svg.empty() ? f.png : f.svg);
+  return 0;
+}
+
+Runner add_plot(CLI::App& app) {
+  auto f = std::make_shared<PlotFlags>();
+  CLI::App* c = app.add_subcommand("plot", "Static figures (SVG or PNG) for papers, from the report's chart specifications");
+  c->footer("Charts: timeline (power per GPU, windows shaded, idle baseline), clocks, windows (energy per window),\n"
+            "repeats (distribution over repeats), compare (energy vs a tag, --by), tokens (energy per count).\n"
+            "Needs Node.js; PNG also rsvg-convert or chromium. Example: jouleprof plot 12 13 14 --chart compare --by batch --svg cmp.svg");
+  c->add_option("run", f->refs, "RUN...: run ids, 'last', 'last~N' or result JSON files")->required();
+  c->add_option("--svg", f->svg, "write an SVG here");
+  c->add_option("--png", f->png, "write a PNG here");
+  c->add_option("--chart", f->chart, "which chart")
+      ->check(CLI::IsMember({"timeline", "clocks", "windows", "repeats", "compare", "tokens"}))->capture_default_str();
+  c->add_option("--by", f->by, "tag for --chart compare (default: the first tag whose values differ)");
+  c->add_option("--width", f->width, "pixels")->check(CLI::Range(200, 8000))->capture_default_str();
+  c->add_option("--height", f->height, "pixels")->check(CLI::Range(150, 8000))->capture_default_str();
+  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
+  return [f] { return run(*f); };
+}
+
+const bool registered = register_command(add_plot);
+
+}  // namespace
+}  // namespace jouleprof::cli

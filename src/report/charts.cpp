@@ -1,0 +1,370 @@
+// ECharts option objects for the report and the plots. Only data and declarative options:
+// no functions, so that the same JSON renders in the browser and in Node (SVG).
+#include "jouleprof/report/charts.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "jouleprof/report/downsample.hpp"
+#include "jouleprof/store/compare.hpp"
+
+namespace jouleprof {
+namespace {
+
+using nlohmann::json;
+
+double round_sig(double v) {
+  if (!std::isfinite(v)) return 0;
+  // 6 significant digits keep the file small without visible loss.
+  return std::stod(fmt::format("{:.6g}", v));
+}
+
+json points(const std::vector<Sample>& v) {
+  json a = json::array();
+  for (const Sample& s : v) {
+    if (std::isfinite(s.value)) a.push_back(json::array({std::round(s.t_s * 1000) / 1000, round_sig(s.value)}));
+  }
+  return a;
+}
+
+json base_option(const std::string& title, const ChartOptions& o) {
+  json j = {{"animation", false},
+            {"title", {{"text", title}, {"left", "center"}, {"textStyle", {{"fontSize", 14}}}}},
+            {"grid", {{"left", 70}, {"right", 40}, {"top", 60}, {"bottom", o.for_static ? 50 : 80}, {"containLabel", false}}},
+            {"legend", {{"top", 26}, {"type", o.for_static ? "plain" : "scroll"}}}};
+  if (!o.for_static) j["toolbox"] = {{"feature", {{"saveAsImage", json::object()}, {"dataZoom", json::object()}, {"restore", json::object()}}}};
+  return j;
+}
+
+std::string window_label(const WindowResult& w) {
+  return (w.kind == "run" || w.kind == "warmup") ? w.name + " " + std::to_string(w.run) : w.name;
+}
+
+// Shading colours per window kind (translucent, drawn under the lines).
+const char* area_colour(const std::string& kind, std::size_t k) {
+  if (kind == "idle") return "rgba(120,120,120,0.12)";
+  if (kind == "warmup") return "rgba(250,200,90,0.15)";
+  if (kind == "phase") return k % 2 == 0 ? "rgba(84,112,198,0.10)" : "rgba(145,204,117,0.14)";
+  return "rgba(200,200,200,0.10)";
+}
+
+std::vector<Sample> cpu_power(const std::vector<Sample>& e) {
+  std::vector<Sample> p;
+  for (std::size_t i = 1; i < e.size(); ++i) {
+    const double dt = e[i].t_s - e[i - 1].t_s;
+    if (dt > 0) p.push_back({e[i].t_s, (e[i].value - e[i - 1].value) / dt});
+  }
+  return p;
+}
+
+std::string tag_of(const ReportRun& r, const std::string& tag) {
+  auto it = r.m->tags.find(tag);
+  return it == r.m->tags.end() ? "" : it->second;
+}
+
+}  // namespace
+
+ChartSpec timeline_chart(const ReportRun& r, std::size_t index, const ChartOptions& o) {
+  const Measurement& m = *r.m;
+  ChartSpec spec{"timeline-" + std::to_string(index), "GPU power — " + r.label, "", 380};
+  json j = base_option(spec.title + (m.simulated ? " (simulated)" : ""), o);
+  j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "line"}}}};
+  j["xAxis"] = {{"type", "value"}, {"name", "time (s)"}, {"nameLocation", "middle"}, {"nameGap", 28}, {"min", "dataMin"}, {"max", "dataMax"}};
+  j["yAxis"] = {{"type", "value"}, {"name", "power (W)"}, {"min", 0}};
+  if (!o.for_static) {
+    j["dataZoom"] = json::array({{{"type", "inside"}, {"xAxisIndex", 0}, {"filterMode", "none"}},
+                                 {{"type", "slider"}, {"xAxisIndex", 0}, {"height", 18}, {"bottom", 10}, {"filterMode", "none"}}});
+  }
+  json series = json::array();
+  // Windows as shaded areas, labelled at the top; phases inside runs get their own colour.
+  json areas = json::array();
+  std::map<std::string, std::size_t> phase_colour;
+  for (const WindowResult& w : m.windows) {
+    std::size_t k = 0;
+    if (w.kind == "phase") k = phase_colour.emplace(w.name, phase_colour.size()).first->second;
+    if (w.kind == "run") continue;  // runs are the sum of their phases; drawn as boundary lines below
+    areas.push_back(json::array({{{"name", window_label(w)},
+                                  {"xAxis", round_sig(w.t0_s)},
+                                  {"itemStyle", {{"color", area_colour(w.kind, k)}}},
+                                  {"label", {{"fontSize", 9}, {"color", "#666"}}}},
+                                 {{"xAxis", round_sig(w.t1_s)}}}));
+  }
+  json run_lines = json::array();
+  for (const WindowResult& w : m.windows) {
+    if (w.kind == "run" || w.kind == "warmup") run_lines.push_back({{"xAxis", round_sig(w.t0_s)}, {"name", window_label(w)}});
+  }
+  bool first = true;
+  for (std::size_t g = 0; g < m.gpus.size() && g < m.timelines.size(); ++g) {
+    if (!m.timelines[g]) continue;
+    // The highest-resolution power source this GPU has.
+    const Series* src = nullptr;
+    std::string src_name;
+    for (Metric k : {Metric::power_sample_w, Metric::power_instant_w, Metric::power_average_w}) {
+      const Series& s = m.timelines[g]->series[static_cast<std::size_t>(k)];
+      if (!s.empty()) {
+        src = &s;
+        src_name = metric_name(k);
+        break;
+      }
+    }
+    if (src == nullptr) continue;
+    json sr = {{"type", "line"},
+               {"name", "GPU " + std::to_string(m.gpus[g].index) + " (" + src_name + ")"},
+               {"showSymbol", false},
+               {"lineStyle", {{"width", 1}}},
+               {"sampling", "lttb"},
+               {"data", points(downsample_minmax(src->all(), o.max_points / 2))}};
+    json lines = json::array();
+    if (g < m.gpu_state.size() && m.gpu_state[g].idle_power_w) {
+      lines.push_back({{"yAxis", round_sig(*m.gpu_state[g].idle_power_w)},
+                       {"name", "idle GPU " + std::to_string(m.gpus[g].index)},
+                       {"label", {{"formatter", "idle {c} W"}, {"position", "insideEndTop"}, {"fontSize", 9}}}});
+    }
+    if (first) {
+      sr["markArea"] = {{"silent", true}, {"data", areas}, {"label", {{"position", "insideTop"}}}};
+      for (const auto& l : run_lines) {
+        json x = l;
+        x["label"] = {{"formatter", "{b}"}, {"position", "insideStartTop"}, {"fontSize", 9}};
+        lines.push_back(x);
+      }
+    }
+    if (!lines.empty()) {
+      sr["markLine"] = {{"silent", true}, {"symbol", "none"}, {"lineStyle", {{"type", "dashed"}, {"width", 1}}}, {"data", lines}};
+    }
+    first = false;
+    series.push_back(sr);
+  }
+  for (std::size_t d = 0; d < m.cpu_energy.size() && d < m.cpu_domains.size(); ++d) {
+    series.push_back({{"type", "line"},
+                      {"name", "CPU " + m.cpu_domains[d]},
+                      {"showSymbol", false},
+                      {"lineStyle", {{"width", 1}}},
+                      {"data", points(downsample_minmax(cpu_power(m.cpu_energy[d]), o.max_points / 2))}});
+  }
+  if (!m.meter_power.empty()) {
+    series.push_back({{"type", "line"},
+                      {"name", "meter"},
+                      {"showSymbol", false},
+                      {"lineStyle", {{"width", 1}}},
+                      {"data", points(downsample_minmax(m.meter_power, o.max_points / 2))}});
+  }
+  j["series"] = series;
+  spec.option_json = j.dump();
+  return spec;
+}
+
+ChartSpec clocks_chart(const ReportRun& r, std::size_t index, const ChartOptions& o) {
+  const Measurement& m = *r.m;
+  ChartSpec spec{"clocks-" + std::to_string(index), "SM clock and temperature — " + r.label, "", 300};
+  json series = json::array();
+  for (std::size_t g = 0; g < m.gpus.size() && g < m.timelines.size(); ++g) {
+    if (!m.timelines[g]) continue;
+    const std::string gpu = "GPU " + std::to_string(m.gpus[g].index);
+    const Series& clk = m.timelines[g]->series[static_cast<std::size_t>(Metric::sm_clock_mhz)];
+    const Series& tmp = m.timelines[g]->series[static_cast<std::size_t>(Metric::temperature_c)];
+    if (!clk.empty()) {
+      series.push_back({{"type", "line"}, {"name", gpu + " SM clock"}, {"showSymbol", false}, {"step", "end"},
+                        {"lineStyle", {{"width", 1}}}, {"data", points(downsample_minmax(clk.all(), o.max_points / 2))}});
+    }
+    if (!tmp.empty()) {
+      series.push_back({{"type", "line"}, {"name", gpu + " temperature"}, {"showSymbol", false}, {"yAxisIndex", 1},
+                        {"lineStyle", {{"width", 1}, {"type", "dotted"}}},
+                        {"data", points(downsample_minmax(tmp.all(), o.max_points / 2))}});
+    }
+  }
+  if (series.empty()) return spec;
+  json j = base_option(spec.title, o);
+  j["tooltip"] = {{"trigger", "axis"}};
+  j["xAxis"] = {{"type", "value"}, {"name", "time (s)"}, {"nameLocation", "middle"}, {"nameGap", 28}, {"min", "dataMin"}, {"max", "dataMax"}};
+  j["yAxis"] = json::array({{{"type", "value"}, {"name", "clock (MHz)"}, {"min", 0}},
+                            {{"type", "value"}, {"name", "temperature (°C)"}, {"scale", true}, {"splitLine", {{"show", false}}}}});
+  if (!o.for_static) {
+    j["dataZoom"] = json::array({{{"type", "inside"}, {"filterMode", "none"}},
+                                 {{"type", "slider"}, {"height", 18}, {"bottom", 10}, {"filterMode", "none"}}});
+  }
+  j["series"] = series;
+  spec.option_json = j.dump();
+  return spec;
+}
+
+ChartSpec windows_chart(const ReportRun& r, std::size_t index, const ChartOptions& o) {
+  const Measurement& m = *r.m;
+  ChartSpec spec{"windows-" + std::to_string(index), "Energy per window — " + r.label, "", 340};
+  json cats = json::array();
+  std::vector<json> per_gpu(m.gpus.size(), json::array());
+  json above = json::array();
+  bool any_above = false;
+  for (const WindowResult& w : m.windows) {
+    std::string label = window_label(w);
+    if (w.kind == "phase") label = w.name + " (run " + std::to_string(w.run) + ")";
+    cats.push_back(label);
+    for (std::size_t g = 0; g < m.gpus.size(); ++g) {
+      per_gpu[g].push_back(g < w.gpus.size() ? round_sig(w.gpus[g].energy_j) : 0.0);
+    }
+    above.push_back(w.gpu_above_idle_j ? json(round_sig(*w.gpu_above_idle_j)) : json(nullptr));
+    any_above = any_above || w.gpu_above_idle_j.has_value();
+  }
+  json j = base_option(spec.title + (m.simulated ? " (simulated)" : ""), o);
+  j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
+  j["grid"]["bottom"] = 90;
+  j["xAxis"] = {{"type", "category"}, {"data", cats}, {"axisLabel", {{"rotate", 35}, {"fontSize", 10}}}};
+  j["yAxis"] = {{"type", "value"}, {"name", "energy (J)"}};
+  json series = json::array();
+  for (std::size_t g = 0; g < m.gpus.size(); ++g) {
+    series.push_back({{"type", "bar"}, {"name", "GPU " + std::to_string(m.gpus[g].index)}, {"stack", "gpu"}, {"data", per_gpu[g]}});
+  }
+  if (any_above) {
+    series.push_back({{"type", "scatter"}, {"name", "above idle (all GPUs)"}, {"symbol", "diamond"}, {"symbolSize", 9}, {"data", above}});
+  }
+  j["series"] = series;
+  spec.option_json = j.dump();
+  return spec;
+}
+
+ChartSpec repeats_chart(const std::vector<ReportRun>& runs, const ChartOptions& o) {
+  ChartSpec spec{"repeats", "GPU energy per run over the repeats", "", 340};
+  json cats = json::array(), boxes = json::array(), pts = json::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    cats.push_back(runs[i].label);
+    auto v = repeat_values(*runs[i].m)["gpu_energy_j"];
+    std::sort(v.begin(), v.end());
+    auto q = [&](double p) {
+      if (v.empty()) return 0.0;
+      const double x = p * static_cast<double>(v.size() - 1);
+      const auto lo = static_cast<std::size_t>(std::floor(x));
+      const std::size_t hi = std::min(v.size() - 1, lo + 1);
+      return v[lo] + (v[hi] - v[lo]) * (x - static_cast<double>(lo));
+    };
+    boxes.push_back(v.empty() ? json::array() : json::array({round_sig(q(0)), round_sig(q(0.25)), round_sig(q(0.5)),
+                                                             round_sig(q(0.75)), round_sig(q(1))}));
+    for (double x : v) pts.push_back(json::array({static_cast<int>(i), round_sig(x)}));
+  }
+  json j = base_option(spec.title, o);
+  j["tooltip"] = {{"trigger", "item"}};
+  j["xAxis"] = {{"type", "category"}, {"data", cats}};
+  j["yAxis"] = {{"type", "value"}, {"name", "energy (J)"}, {"scale", true}};
+  j["series"] = json::array({{{"type", "boxplot"}, {"name", "quartiles"}, {"data", boxes}},
+                             {{"type", "scatter"}, {"name", "runs"}, {"symbolSize", 7}, {"data", pts}}});
+  spec.option_json = j.dump();
+  return spec;
+}
+
+std::string comparison_tag(const std::vector<ReportRun>& runs, const ChartOptions& o) {
+  if (!o.by_tag.empty()) return o.by_tag;
+  std::set<std::string> keys;
+  for (const auto& r : runs) {
+    for (const auto& [k, _] : r.m->tags) keys.insert(k);
+  }
+  for (const auto& k : keys) {
+    std::set<std::string> values;
+    for (const auto& r : runs) values.insert(tag_of(r, k));
+    if (values.size() > 1) return k;
+  }
+  return "";
+}
+
+ChartSpec compare_chart(const std::vector<ReportRun>& runs, const ChartOptions& o) {
+  const std::string tag = comparison_tag(runs, o);
+  ChartSpec spec{"compare", tag.empty() ? "Mean GPU energy per run" : "Mean GPU energy per run vs " + tag, "", 340};
+  // Numeric tag values go on a value axis, others on a category axis (in run order).
+  bool numeric = !tag.empty();
+  for (const auto& r : runs) {
+    const std::string v = tag_of(r, tag);
+    char* end = nullptr;
+    if (v.empty()) {
+      numeric = false;
+      break;
+    }
+    std::strtod(v.c_str(), &end);
+    numeric = numeric && end != nullptr && *end == '\0';
+  }
+  json cats = json::array(), mean = json::array(), lo = json::array(), hi = json::array(), per_tok = json::array();
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t i = 0; i < runs.size(); ++i) order.push_back({numeric ? std::stod(tag_of(runs[i], tag)) : static_cast<double>(i), i});
+  std::sort(order.begin(), order.end());
+  bool any_tok = false;
+  for (const auto& [x, i] : order) {
+    const auto vals = repeat_values(*runs[i].m);
+    auto it = vals.find("gpu_energy_j");
+    const std::string label = tag.empty() || tag_of(runs[i], tag).empty() ? runs[i].label : tag_of(runs[i], tag);
+    json key = numeric ? json(x) : json(label);
+    if (!numeric) cats.push_back(label);
+    if (it == vals.end() || it->second.empty()) continue;
+    const Summary s = summarize(it->second);
+    mean.push_back(json::array({key, round_sig(s.mean)}));
+    lo.push_back(json::array({key, round_sig(s.mean - s.ci95_half_width)}));
+    hi.push_back(json::array({key, round_sig(s.mean + s.ci95_half_width)}));
+    // Energy per count of the first counted phase (e.g. J/token of decode), on a second axis.
+    for (const auto& [k, v] : vals) {
+      if (k.rfind("phase:", 0) == 0 && k.find(":gpu_energy_per_") != std::string::npos && !v.empty()) {
+        per_tok.push_back(json::array({key, round_sig(summarize(v).mean)}));
+        any_tok = true;
+        break;
+      }
+    }
+  }
+  json j = base_option(spec.title, o);
+  j["tooltip"] = {{"trigger", "axis"}};
+  if (numeric) {
+    j["xAxis"] = {{"type", "value"}, {"name", tag}, {"nameLocation", "middle"}, {"nameGap", 28}, {"min", "dataMin"}, {"max", "dataMax"}};
+  } else {
+    j["xAxis"] = {{"type", "category"}, {"data", cats}, {"name", tag}};
+  }
+  json yaxes = json::array({{{"type", "value"}, {"name", "energy per run (J)"}, {"scale", true}}});
+  json series = json::array({{{"type", "line"}, {"name", "mean"}, {"symbolSize", 8}, {"data", mean}},
+                             {{"type", "line"}, {"name", "95% CI low"}, {"showSymbol", false}, {"lineStyle", {{"type", "dashed"}, {"width", 1}}}, {"data", lo}},
+                             {{"type", "line"}, {"name", "95% CI high"}, {"showSymbol", false}, {"lineStyle", {{"type", "dashed"}, {"width", 1}}}, {"data", hi}}});
+  if (any_tok) {
+    yaxes.push_back({{"type", "value"}, {"name", "J per count"}, {"scale", true}, {"splitLine", {{"show", false}}}});
+    series.push_back({{"type", "line"}, {"name", "energy per count (first counted phase)"}, {"yAxisIndex", 1}, {"symbol", "triangle"},
+                      {"symbolSize", 8}, {"data", per_tok}});
+  }
+  j["yAxis"] = yaxes;
+  j["series"] = series;
+  spec.option_json = j.dump();
+  return spec;
+}
+
+ChartSpec per_count_chart(const std::vector<ReportRun>& runs, const ChartOptions& o) {
+  ChartSpec spec{"tokens", "Energy per count (e.g. joules per token), mean over repeats", "", 320};
+  std::vector<std::string> keys;  // phase:NAME:gpu_energy_per_KEY_j in first-seen order
+  std::vector<std::map<std::string, std::vector<double>>> vals;
+  for (const auto& r : runs) {
+    vals.push_back(repeat_values(*r.m));
+    for (const auto& [k, _] : vals.back()) {
+      if (k.find("gpu_energy_per_") != std::string::npos && std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+  }
+  if (keys.empty()) return spec;
+  json cats = json::array();
+  for (const auto& k : keys) {
+    std::string c = k;
+    if (c.rfind("phase:", 0) == 0) c = c.substr(6);
+    const auto p = c.find("gpu_energy_per_");
+    c = c.substr(0, p) + "J/" + c.substr(p + 15, c.size() - p - 17);
+    cats.push_back(c);
+  }
+  json series = json::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    json data = json::array();
+    for (const auto& k : keys) {
+      auto it = vals[i].find(k);
+      data.push_back(it == vals[i].end() || it->second.empty() ? json(nullptr) : json(round_sig(summarize(it->second).mean)));
+    }
+    series.push_back({{"type", "bar"}, {"name", runs[i].label}, {"data", data}});
+  }
+  json j = base_option(spec.title, o);
+  j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
+  j["xAxis"] = {{"type", "category"}, {"data", cats}};
+  j["yAxis"] = {{"type", "log"}, {"name", "J per count"}};
+  j["series"] = series;
+  spec.option_json = j.dump();
+  return spec;
+}
+
+}  // namespace jouleprof
