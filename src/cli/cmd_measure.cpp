@@ -61,6 +61,7 @@ int run(MeasureFlags f) {
   o.cooldown_max_s = f.cooldown_max_s;
   o.ci_warn_relative = f.ci_warn_pct / 100.0;
   o.sim_active_w = f.sim_power_w;
+  o.invocation = invocation();
   o.monitor.gpus.backend = f.device;
   o.monitor.gpus.ids = split_gpu_list(f.gpus);
   if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) o.monitor.gpus.cuda_visible_devices = cvd;

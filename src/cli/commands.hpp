@@ -20,5 +20,7 @@ const std::vector<AddCommand>& registered_commands();
 /// The words after the first "--" on the command line (the workload and its arguments).
 /// main() removes them before CLI11 parses, so workload flags never reach jouleprof's parser.
 const std::vector<std::string>& command_after_dashes();
+/// jouleprof's own command line, as typed (for provenance).
+const std::vector<std::string>& invocation();
 
 }  // namespace jouleprof::cli

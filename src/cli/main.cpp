@@ -26,6 +26,12 @@ static std::vector<std::string>& after_dashes() {
 }
 const std::vector<std::string>& command_after_dashes() { return after_dashes(); }
 
+static std::vector<std::string>& argv_words() {
+  static std::vector<std::string> words;
+  return words;
+}
+const std::vector<std::string>& invocation() { return argv_words(); }
+
 }  // namespace jouleprof::cli
 
 int main(int argc, char** argv) {
@@ -38,6 +44,7 @@ int main(int argc, char** argv) {
     auto run = add(app);
     runners[app.get_subcommands({}).back()] = std::move(run);
   }
+  for (int i = 0; i < argc; ++i) jouleprof::cli::argv_words().emplace_back(argv[i]);
   // Split at the first "--": what follows is the workload's, untouched by CLI11.
   int own = argc;
   for (int i = 1; i < argc; ++i) {

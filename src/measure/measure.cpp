@@ -341,6 +341,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   m.builtin_workload = builtin;
   if (builtin) m.command = sim ? std::vector<std::string>{"(built-in simulated LLM-like workload)"} : opt.builtin_command;
   m.tags = opt.tags;
+  m.invocation = opt.invocation;
   m.runs = runs;
   m.warnings.insert(m.warnings.begin(), warnings.begin(), warnings.end());
   m.exit_code = exit_code;

@@ -48,7 +48,8 @@ std::string result_to_json(const Measurement& m, int indent) {
   j["started_at_utc"] = iso_utc(m.origin_realtime_ns);
   j["origin_realtime_ns"] = m.origin_realtime_ns;
   j["duration_s"] = m.duration_s;
-  j["provenance"] = {{"host", m.host},
+  j["provenance"] = {{"command_line", m.invocation},
+                     {"host", m.host},
                      {"kernel", m.kernel},
                      {"tool", "jouleprof"},
                      {"tool_version", m.tool_version},

@@ -202,3 +202,19 @@ TEST(CliMeasure, ShortWindowGetsTimelineEnergyAndAWarning) {
   EXPECT_TRUE(found);
   EXPECT_NE(r.out.find("shorter than the energy counter"), std::string::npos) << r.out;
 }
+
+TEST(CliMeasure, CooldownWaitsBetweenRunsAndGivesUp) {
+  const std::string json = out("cool.json");
+  // The simulated GPU's temperature follows a 20 s average of its power: after a run it is
+  // still moving, so a 2-s cool-down limit is reached and said.
+  auto r = run_cli({"measure", "--device", "sim", "--idle", "0", "-q", "--runs", "2", "--cooldown", "--cooldown-max",
+                    "2", "--cooldown-tolerance", "0.01", "--json", json, "--", "sleep", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = load_json(json);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_GE(j["windows"][1]["t0_s"].get<double>() - j["windows"][0]["t1_s"].get<double>(), 1.9);
+  bool warned = false;
+  for (const auto& w : j["warnings"]) warned |= w.get<std::string>().find("cool-down") != std::string::npos;
+  EXPECT_TRUE(warned);
+  EXPECT_EQ(j["provenance"]["command_line"][1], "measure");
+}

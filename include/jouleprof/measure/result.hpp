@@ -92,6 +92,7 @@ struct Measurement {
   int schema_version = kResultSchemaVersion;
   std::string tool_version, git_revision, build_type;
   std::vector<std::string> command;
+  std::vector<std::string> invocation;  ///< jouleprof's own command line
   bool builtin_workload = false;
   std::map<std::string, std::string> tags;
   std::string host, kernel;
