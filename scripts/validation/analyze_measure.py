@@ -42,7 +42,7 @@ def fmt(x, d=1):
 gpu = load("steady.json")["gpus"][0]
 print(f"Machine: {gpu['name']} ({gpu['uuid']}), driver {gpu['driver_version']}, power limit "
       f"{fmt(gpu['power_limit_w'], 0)} W; jouleprof {load('steady.json')['provenance']['git_revision']}; "
-      f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC.\n")
+      f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.\n")
 
 # 1. Resolution -------------------------------------------------------------------------------
 sq = load("square50.json")
@@ -114,12 +114,31 @@ steady_w = statistics.mean(w["gpus"][0]["mean_power_w"] for w in windows(st, "ru
 bu = load("bursts16.json")
 print("## 3. Short windows: 16 ms GEMM bursts from idle\n")
 print(f"Reference: steady GEMM power {steady_w:.0f} W (mean of the steady runs above).\n")
-print("| window | duration ms | energy J | ± J | method | mean W | counter note |")
-print("|---|---:|---:|---:|---|---:|---|")
-for w in windows(bu, "phase"):
+print("| window | duration ms | energy J | ± J | method | within-window timeline J | mean W |")
+print("|---|---:|---:|---:|---|---:|---:|")
+bursts = [w for w in windows(bu, "phase") if w["name"].startswith("burst") and w["name"] != "bursts"]
+for w in bursts:
     g = w["gpus"][0]
     print(f"| {w['name']} | {1e3 * w['duration_s']:.1f} | {g['energy_j']:.2f} | {g['uncertainty_j']:.2f} | "
-          f"{g['method']} | {g['mean_power_w']:.0f} | {g['counter_note']} |")
+          f"{g['method']} | {g['timeline_energy_j']:.2f} | {g['mean_power_w']:.0f} |")
+enc = windows(bu, "phase", "bursts")
+if enc:
+    enc = enc[0]
+    btl = timeline("bursts16.csv")["power_sample_w"]
+    # The idle level between bursts: samples at least 150 ms after a burst and before the next.
+    gaps = [v for t, v in btl if enc["t0_s"] <= t <= enc["t1_s"] and
+            all(not (w["t0_s"] - 0.05 <= t <= w["t1_s"] + 0.15) for w in bursts)]
+    p0 = statistics.median(gaps)
+    dur = sum(w["duration_s"] for w in bursts)
+    expect = enc["gpus"][0]["counter_energy_j"] - p0 * (enc["duration_s"] - dur)
+    got = sum(w["gpus"][0]["energy_j"] for w in bursts)
+    raw = sum(w["gpus"][0]["timeline_energy_j"] for w in bursts)
+    unc = sum(w["gpus"][0]["uncertainty_j"] for w in bursts)
+    print(f"\nCheck against the energy counter: the enclosing {enc['duration_s']:.2f} s window has "
+          f"{enc['gpus'][0]['counter_energy_j']:.1f} J by counter; minus the idle level between bursts "
+          f"({p0:.1f} W, median of {len(gaps)} samples) over the gaps, the {len(bursts)} bursts hold "
+          f"**{expect:.1f} J**. Sum of the bursts' estimates: **{got:.1f} J** (± {unc:.1f} J summed); the "
+          f"within-window timeline alone would say {raw:.1f} J.")
 print()
 
 # 4. Overhead ----------------------------------------------------------------------------------
@@ -180,7 +199,7 @@ ll = load("llama1b.json")
 print("## 6. PyTorch Llama-3.2-1B (random weights, bf16, eager), prompt 128, 128 generated tokens\n")
 print(f"Idle baseline {fmt(ll['gpus'][0]['idle_power_w'])} W. Each row is one marked phase.\n")
 print("| phase | duration ms | GPU energy J | ± J | method | above idle J | tokens | J/token | above-idle J/token |")
-print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
+print("|---|---:|---:|---:|---|---:|---:|---:|---:|")  # note column omitted; see the JSON
 for w in windows(ll, "phase"):
     g = w["gpus"][0]
     n = w["counts"].get("tokens", 0)
