@@ -1,0 +1,953 @@
+// The CUDA Llama engine: weights and activations in bf16 or fp16, float accumulation and residual
+// stream, cuBLAS for prefill matrix products, own kernels for the rest. Decode runs as one CUDA
+// graph per step: at small batch through fused GEMV kernels (RMSNorm folded into the projections
+// that follow it, SwiGLU into the gate/up product, residual adds into the output products), at
+// larger batch through cuBLAS.
+#include <cublas_v2.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <numeric>
+
+#include "../host/numeric.hpp"
+#include "../host/safetensors.hpp"
+#include "../host/weights.hpp"
+#include "engine_cuda.hpp"
+#include "kernels.cuh"
+
+namespace jouleprof::llm {
+namespace {
+
+using kern::AdvanceParams;
+using kern::AttnParams;
+using kern::GemvParams;
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+#define JP_CK(call)                                                                                 \
+  do {                                                                                              \
+    const cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) return make_error(Errc::vendor, std::string(#call) + ": " + cudaGetErrorString(e_)); \
+  } while (0)
+
+const char* blas_str(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "alloc failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "arch mismatch";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
+    default: return "error";
+  }
+}
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
+template <typename T>
+struct TypeInfo;
+template <>
+struct TypeInfo<__nv_bfloat16> {
+  static constexpr cudaDataType_t cuda = CUDA_R_16BF;
+  static uint16_t bits(float f) { return float_to_bf16_bits(f); }
+};
+template <>
+struct TypeInfo<__half> {
+  static constexpr cudaDataType_t cuda = CUDA_R_16F;
+  static uint16_t bits(float f) { return float_to_f16_bits(f); }
+};
+
+/// A prefill pass: some sequences of equal prompt length, positions [p0, p0 + len).
+struct Chunk {
+  std::vector<int> seqs;
+  int p0 = 0, len = 0;
+  int tok_off = 0;  ///< into the token arrays
+  int seq_off = 0;  ///< into the per-chunk sequence arrays
+  bool last = false;
+  int qrows = 0;    ///< attention query rows per sub-pass
+};
+
+template <typename T>
+class CudaEngine final : public LlmEngine {
+ public:
+  ~CudaEngine() override { release(); }
+  static Result<std::unique_ptr<LlmEngine>> create(const EngineOptions& o, LlmConfig c);
+
+  const LlmConfig& config() const override { return c_; }
+  DType dtype() const override { return dt_; }
+  std::string device_name() const override { return prop_.name; }
+  std::string describe() const override {
+    std::string s = fused_ ? "fused GEMV decode (RMSNorm, SwiGLU and residual adds folded in)" : "cuBLAS decode";
+    s += o_.graphs ? ", one CUDA graph per step" : ", no graphs";
+    if (o_.pdl && fused_) s += ", programmatic dependent launch";
+    s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
+    return s;
+  }
+  Result<void> prepare(const RunShape& s) override;
+  void prefill() override;
+  void decode(int steps) override;
+  void rewind() override;
+  int component(Component c, int layer, int reps) override;
+  int layer_block(int layer, int reps) override;
+  int step(int reps) override;
+  void synchronize() override {
+    check(cudaStreamSynchronize(st_), "cudaStreamSynchronize");
+  }
+  Result<void> status() override {
+    if (!err_.empty()) return make_error(Errc::vendor, err_);
+    return {};
+  }
+  Result<std::vector<std::vector<int>>> generated() override;
+  Result<std::vector<float>> last_logits() override;
+  void range_push(const std::string& name) override { nvtxRangePushA(name.c_str()); }
+  void range_pop() override { nvtxRangePop(); }
+
+ private:
+  struct LayerW {
+    T *wqkv, *wo, *wgu, *wd;
+    float *attn_norm, *mlp_norm;
+  };
+  using GemvFn = void (*)(GemvParams);
+
+  void fail(const std::string& what) {
+    if (err_.empty()) err_ = what;
+  }
+  void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(e));
+  }
+  void check_blas(cublasStatus_t s, const char* what) {
+    if (s != CUBLAS_STATUS_SUCCESS) fail(std::string(what) + ": cuBLAS " + blas_str(s));
+  }
+  template <typename... P, typename... A>
+  void launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, bool pdl, A&&... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st_;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = (pdl && o_.pdl) ? 1 : 0;
+    check(cudaLaunchKernelEx(&cfg, k, std::forward<A>(args)...), "kernel launch");
+  }
+  Result<void> alloc(void** p, size_t bytes, bool run) {
+    JP_CK(cudaMalloc(p, std::max<size_t>(bytes, 256)));
+    (run ? run_allocs_ : allocs_).push_back(*p);
+    return {};
+  }
+  void release_run();
+  void release();
+  Result<void> init_weights();
+  Result<void> load_weights(const std::string& dir);
+
+  // y = x W^T for row-major x [m][k] (ld ldx) and W [n][k]; y [m][n] (ld ldy) as T or float.
+  void gemm(const T* w, const T* x, int ldx, void* y, int ldy, int m, int n, int k, bool y_f32, float beta) {
+    const float alpha = 1.f;
+    check_blas(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, w, TypeInfo<T>::cuda, k, x,
+                            TypeInfo<T>::cuda, ldx, &beta, y, y_f32 ? CUDA_R_32F : TypeInfo<T>::cuda, ldy,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
+  }
+  GemvFn gemv_fn(bool norm) const;
+  void gemv(GemvParams p, bool norm);
+  void attention(int l);
+  void enqueue(Component c, int l, bool commit);
+  void enqueue_step(bool advance);
+  int run_graph(const std::string& key, int reps, int units_per_body, const std::function<void()>& body);
+  T* kcache(int l) const { return kc_ + static_cast<int64_t>(l) * B_ * c_.kv_heads * max_ctx_ * c_.head_dim; }
+  T* vcache(int l) const { return vc_ + static_cast<int64_t>(l) * B_ * c_.kv_heads * max_ctx_ * c_.head_dim; }
+
+  LlmConfig c_;
+  EngineOptions o_;
+  DType dt_ = DType::bf16;
+  cudaDeviceProp prop_{};
+  cudaStream_t st_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::vector<void*> allocs_, run_allocs_;
+  std::string err_;
+
+  std::vector<LayerW> lw_;
+  T *embed_ = nullptr, *lm_ = nullptr;
+  float *final_norm_ = nullptr, *inv_freq_ = nullptr;
+  void* blas_ws_ = nullptr;
+
+  // run state
+  bool prepared_ = false;
+  RunShape shape_;
+  int B_ = 0, max_ctx_ = 0, gen_ = 0, nb_ = 1, splits_ = 1, chunk_ = 64, steps_done_ = 0;
+  bool fused_ = true;
+  T *kc_ = nullptr, *vc_ = nullptr;
+  int *pos_ = nullptr, *step_ = nullptr, *plen_ = nullptr, *hist_ = nullptr;
+  unsigned long long* argmax_ = nullptr;
+  unsigned* counters_ = nullptr;
+  float *part_acc_ = nullptr, *part_ml_ = nullptr;
+  float *resid_d_ = nullptr, *logits_ = nullptr, *logits_tmp_ = nullptr;
+  T *xn_d_ = nullptr, *qkv_d_ = nullptr, *attn_d_ = nullptr, *gu_d_ = nullptr, *act_d_ = nullptr;
+  int chunk_tok_ = 0;
+  float *resid_p_ = nullptr, *sbuf_ = nullptr;
+  T *xn_p_ = nullptr, *qkv_p_ = nullptr, *attn_p_ = nullptr, *gu_p_ = nullptr, *act_p_ = nullptr, *pbuf_ = nullptr;
+  int64_t attn_elems_ = 0;
+  int *tok_ids_ = nullptr, *tok_seq_ = nullptr, *tok_pos_ = nullptr, *chunk_seq_ = nullptr, *chunk_last_ = nullptr;
+  kern::AttnPtrs ptrs_{};
+  std::vector<Chunk> chunks_;
+  cudaGraphExec_t step_graph_ = nullptr;
+  std::map<std::string, std::pair<cudaGraphExec_t, int>> graphs_;
+  std::map<GemvFn, int> gemv_blocks_;
+};
+
+template <typename T>
+void CudaEngine<T>::release_run() {
+  if (step_graph_) cudaGraphExecDestroy(step_graph_);
+  step_graph_ = nullptr;
+  for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g.first);
+  graphs_.clear();
+  for (void* p : run_allocs_) cudaFree(p);
+  run_allocs_.clear();
+  prepared_ = false;
+}
+
+template <typename T>
+void CudaEngine<T>::release() {
+  if (st_) cudaStreamSynchronize(st_);
+  release_run();
+  for (void* p : allocs_) cudaFree(p);
+  allocs_.clear();
+  if (blas_) cublasDestroy(blas_);
+  blas_ = nullptr;
+  if (st_) cudaStreamDestroy(st_);
+  st_ = nullptr;
+}
+
+template <typename T>
+Result<std::unique_ptr<LlmEngine>> CudaEngine<T>::create(const EngineOptions& o, LlmConfig c) {
+  std::unique_ptr<CudaEngine<T>> e(new CudaEngine<T>());
+  e->c_ = std::move(c);
+  e->o_ = o;
+  e->dt_ = o.dtype;
+  JP_CK(cudaSetDevice(o.device));
+  JP_CK(cudaGetDeviceProperties(&e->prop_, o.device));
+  {
+    cudaFuncAttributes fa{};
+    const cudaError_t err = cudaFuncGetAttributes(&fa, kern::argmax_kernel);
+    if (err != cudaSuccess) {
+      return make_error(Errc::unsupported, std::string("this build's kernels do not run on ") + e->prop_.name + " (compute capability " +
+                                               std::to_string(e->prop_.major) + "." + std::to_string(e->prop_.minor) +
+                                               "): " + cudaGetErrorString(err) + "; rebuild with CMAKE_CUDA_ARCHITECTURES for it");
+    }
+  }
+  JP_CK(cudaStreamCreateWithFlags(&e->st_, cudaStreamNonBlocking));
+  if (cublasCreate(&e->blas_) != CUBLAS_STATUS_SUCCESS) return make_error(Errc::vendor, "cublasCreate failed");
+  const size_t ws = 32u << 20;
+  if (auto r = e->alloc(&e->blas_ws_, ws, false); !r) return r.error();
+  cublasSetStream(e->blas_, e->st_);
+  cublasSetWorkspace(e->blas_, e->blas_ws_, ws);
+
+  const LlmConfig& m = e->c_;
+  const MemoryPlan plan = plan_memory(m, o.dtype, 1, 1, 0, 0);
+  size_t free_b = 0, total_b = 0;
+  JP_CK(cudaMemGetInfo(&free_b, &total_b));
+  if (plan.weights > static_cast<double>(free_b)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.1f GiB of weights but only %.1f GiB free on %s", plan.weights / kGiB, free_b / kGiB,
+                  e->prop_.name);
+    return make_error(Errc::unavailable, "model " + m.name + " needs " + buf);
+  }
+  auto take = [&](void** p, size_t bytes) { return e->alloc(p, bytes, false); };
+  const size_t tb = sizeof(T);
+  const int64_t hd = m.hidden;
+  e->lw_.resize(static_cast<size_t>(m.layers));
+  for (auto& L : e->lw_) {
+    void* p = nullptr;
+    const int64_t n_qkv = int64_t{m.qkv_dim()} * hd, n_o = hd * m.q_dim(), n_gu = 2 * hd * m.intermediate,
+                  n_d = hd * m.intermediate;
+    if (auto r = take(&p, (n_qkv + n_o + n_gu + n_d) * tb); !r) return r.error();
+    L.wqkv = static_cast<T*>(p);
+    L.wo = L.wqkv + n_qkv;
+    L.wgu = L.wo + n_o;
+    L.wd = L.wgu + n_gu;
+    if (auto r = take(&p, 2 * hd * sizeof(float)); !r) return r.error();
+    L.attn_norm = static_cast<float*>(p);
+    L.mlp_norm = L.attn_norm + hd;
+  }
+  void* p = nullptr;
+  if (auto r = take(&p, int64_t{m.vocab} * hd * tb); !r) return r.error();
+  e->embed_ = static_cast<T*>(p);
+  if (m.tie_embeddings) {
+    e->lm_ = e->embed_;
+  } else {
+    if (auto r = take(&p, int64_t{m.vocab} * hd * tb); !r) return r.error();
+    e->lm_ = static_cast<T*>(p);
+  }
+  if (auto r = take(&p, hd * sizeof(float)); !r) return r.error();
+  e->final_norm_ = static_cast<float*>(p);
+  std::vector<float> inv;
+  for (double f : rope_inv_freq(m)) inv.push_back(static_cast<float>(f));
+  if (auto r = take(&p, inv.size() * sizeof(float)); !r) return r.error();
+  e->inv_freq_ = static_cast<float*>(p);
+  JP_CK(cudaMemcpy(e->inv_freq_, inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice));
+  auto w = o.weights_dir.empty() ? e->init_weights() : e->load_weights(o.weights_dir);
+  if (!w) return w.error();
+  JP_CK(cudaStreamSynchronize(e->st_));
+  JP_CK(cudaGetLastError());
+  return std::unique_ptr<LlmEngine>(std::move(e));
+}
+
+template <typename T>
+Result<void> CudaEngine<T>::init_weights() {
+  const uint64_t seed = o_.seed;
+  const float sd = static_cast<float>(c_.init_std);
+  auto fill = [&](T* dst, int64_t n, uint32_t id) {
+    kern::fill_random_kernel<T><<<1024, 256, 0, st_>>>(dst, n, seed, id, sd);
+  };
+  auto fill_norm = [&](float* dst, int n, uint32_t id) { kern::fill_norm_kernel<<<64, 256, 0, st_>>>(dst, n, seed, id); };
+  const int64_t h = c_.hidden, q = c_.q_dim(), kv = c_.kv_dim(), in = c_.intermediate;
+  for (int l = 0; l < c_.layers; ++l) {
+    const LayerW& L = lw_[static_cast<size_t>(l)];
+    fill(L.wqkv, q * h, layer_tensor_id(l, lt_q));
+    fill(L.wqkv + q * h, kv * h, layer_tensor_id(l, lt_k));
+    fill(L.wqkv + (q + kv) * h, kv * h, layer_tensor_id(l, lt_v));
+    fill(L.wo, h * q, layer_tensor_id(l, lt_o));
+    fill(L.wgu, in * h, layer_tensor_id(l, lt_gate));
+    fill(L.wgu + in * h, in * h, layer_tensor_id(l, lt_up));
+    fill(L.wd, h * in, layer_tensor_id(l, lt_down));
+    fill_norm(L.attn_norm, c_.hidden, layer_tensor_id(l, lt_attn_norm));
+    fill_norm(L.mlp_norm, c_.hidden, layer_tensor_id(l, lt_mlp_norm));
+  }
+  fill(embed_, int64_t{c_.vocab} * h, t_embed);
+  if (!c_.tie_embeddings) fill(lm_, int64_t{c_.vocab} * h, t_lm_head);
+  fill_norm(final_norm_, c_.hidden, t_final_norm);
+  JP_CK(cudaGetLastError());
+  return {};
+}
+
+template <typename T>
+Result<void> CudaEngine<T>::load_weights(const std::string& dir) {
+  auto ck = Checkpoint::open_dir(dir);
+  if (!ck) return ck.error();
+  std::vector<float> host;
+  std::vector<uint16_t> bits;
+  const int64_t h = c_.hidden, q = c_.q_dim(), kv = c_.kv_dim(), in = c_.intermediate;
+  for (const auto& s : tensor_specs(c_)) {
+    if (auto r = (*ck)->read_float(s.hf_name, s.shape, host); !r) return r.error();
+    void* dst = nullptr;
+    if (s.norm) {
+      float* nd = s.layer < 0 ? final_norm_
+                              : (s.kind == lt_attn_norm ? lw_[static_cast<size_t>(s.layer)].attn_norm
+                                                        : lw_[static_cast<size_t>(s.layer)].mlp_norm);
+      JP_CK(cudaMemcpy(nd, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+      continue;
+    }
+    if (s.layer < 0) {
+      dst = s.rng_id == t_embed ? embed_ : lm_;
+    } else {
+      const LayerW& L = lw_[static_cast<size_t>(s.layer)];
+      switch (s.kind) {
+        case lt_q: dst = L.wqkv; break;
+        case lt_k: dst = L.wqkv + q * h; break;
+        case lt_v: dst = L.wqkv + (q + kv) * h; break;
+        case lt_o: dst = L.wo; break;
+        case lt_gate: dst = L.wgu; break;
+        case lt_up: dst = L.wgu + in * h; break;
+        default: dst = L.wd; break;
+      }
+    }
+    bits.resize(host.size());
+    for (size_t i = 0; i < host.size(); ++i) bits[i] = TypeInfo<T>::bits(host[i]);
+    JP_CK(cudaMemcpy(dst, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+  }
+  return {};
+}
+
+template <typename T>
+typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm) const {
+  switch (nb_) {
+    case 1: return norm ? kern::gemv_kernel<T, 1, true> : kern::gemv_kernel<T, 1, false>;
+    case 2: return norm ? kern::gemv_kernel<T, 2, true> : kern::gemv_kernel<T, 2, false>;
+    case 4: return norm ? kern::gemv_kernel<T, 4, true> : kern::gemv_kernel<T, 4, false>;
+    default: return norm ? kern::gemv_kernel<T, 8, true> : kern::gemv_kernel<T, 8, false>;
+  }
+}
+
+template <typename T>
+void CudaEngine<T>::gemv(GemvParams p, bool norm) {
+  GemvFn fn = gemv_fn(norm);
+  p.b = B_;
+  p.prefetch_elems = 1024;
+  const size_t smem = static_cast<size_t>(nb_) * p.k * sizeof(T);
+  const int per_sm = gemv_blocks_.count(fn) ? gemv_blocks_[fn] : 1;
+  const int grid = std::max(1, std::min(prop_.multiProcessorCount * per_sm, ceil_div(p.units, kern::kGemvThreads / 32)));
+  launch(fn, dim3(grid), dim3(kern::kGemvThreads), smem, true, p);
+}
+
+template <typename T>
+void CudaEngine<T>::attention(int l) {
+  AttnParams a{};
+  a.qkv = qkv_d_;
+  a.qkv_ld = c_.qkv_dim();
+  a.kcache = kcache(l);
+  a.vcache = vcache(l);
+  a.max_ctx = max_ctx_;
+  a.pos = pos_;
+  a.inv_freq = inv_freq_;
+  a.scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(c_.head_dim)));
+  a.heads = c_.heads;
+  a.kv_heads = c_.kv_heads;
+  a.splits = splits_;
+  a.chunk = chunk_;
+  a.part_acc = part_acc_;
+  a.part_ml = part_ml_;
+  a.counters = counters_;
+  a.out = attn_d_;
+  a.out_ld = c_.q_dim();
+  const dim3 grid(splits_, c_.kv_heads, B_);
+  switch (c_.head_dim) {
+    case 32: launch(kern::attn_decode_kernel<T, 32>, grid, dim3(kern::kAttnThreads), 0, true, a); break;
+    case 64: launch(kern::attn_decode_kernel<T, 64>, grid, dim3(kern::kAttnThreads), 0, true, a); break;
+    default: launch(kern::attn_decode_kernel<T, 128>, grid, dim3(kern::kAttnThreads), 0, true, a); break;
+  }
+}
+
+template <typename T>
+void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
+  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
+  const float eps = static_cast<float>(c_.rms_eps);
+  const LayerW* L = l >= 0 ? &lw_[static_cast<size_t>(l)] : nullptr;
+  GemvParams p{};
+  switch (comp) {
+    case Component::attn_qkv:
+      if (fused_) {
+        p.w = L->wqkv; p.units = QKV / 2; p.k = H; p.mode = kern::gemv_store;
+        p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = L->attn_norm; p.eps = eps;
+        p.y = qkv_d_; p.ldy = QKV;
+        gemv(p, true);
+      } else {
+        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
+               static_cast<const int*>(nullptr), static_cast<const float*>(L->attn_norm), eps, xn_d_, H, H);
+        gemm(L->wqkv, xn_d_, H, qkv_d_, QKV, B_, QKV, H, false, 0.f);
+      }
+      break;
+    case Component::attn_core: attention(l); break;
+    case Component::attn_out:
+      if (fused_) {
+        p.w = L->wo; p.units = H / 2; p.k = Q; p.mode = kern::gemv_add;
+        p.x = attn_d_; p.ldx = Q; p.resid = resid_d_; p.ld_resid = H;
+        gemv(p, false);
+      } else {
+        gemm(L->wo, attn_d_, Q, resid_d_, H, B_, H, Q, true, 1.f);
+      }
+      break;
+    case Component::mlp_gate_up:
+      if (fused_) {
+        p.w = L->wgu; p.units = I; p.k = H; p.mode = kern::gemv_swiglu; p.pair_offset = I;
+        p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = L->mlp_norm; p.eps = eps;
+        p.y = act_d_; p.ldy = I;
+        gemv(p, true);
+      } else {
+        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
+               static_cast<const int*>(nullptr), static_cast<const float*>(L->mlp_norm), eps, xn_d_, H, H);
+        gemm(L->wgu, xn_d_, H, gu_d_, 2 * I, B_, 2 * I, H, false, 0.f);
+        launch(kern::swiglu_kernel<T>, dim3(std::min(1024, ceil_div(int64_t{B_} * I, 256))), dim3(256), 0, true,
+               static_cast<const T*>(gu_d_), act_d_, I, int64_t{B_} * I);
+      }
+      break;
+    case Component::mlp_down:
+      if (fused_) {
+        p.w = L->wd; p.units = H / 2; p.k = I; p.mode = kern::gemv_add;
+        p.x = act_d_; p.ldx = I; p.resid = resid_d_; p.ld_resid = H;
+        gemv(p, false);
+      } else {
+        gemm(L->wd, act_d_, I, resid_d_, H, B_, H, I, true, 1.f);
+      }
+      break;
+    case Component::lm_head:
+      if (fused_) {
+        p.w = lm_; p.units = V / 2; p.k = H; p.mode = kern::gemv_logits;
+        p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = final_norm_; p.eps = eps;
+        p.y = logits_; p.ldy = V; p.argmax = argmax_;
+        gemv(p, true);
+      } else {
+        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
+               static_cast<const int*>(nullptr), static_cast<const float*>(final_norm_), eps, xn_d_, H, H);
+        gemm(lm_, xn_d_, H, logits_, V, B_, V, H, true, 0.f);
+        launch(kern::argmax_kernel, dim3(B_), dim3(1024), 0, true, static_cast<const float*>(logits_), V,
+               static_cast<const int*>(nullptr), argmax_, static_cast<float*>(nullptr));
+      }
+      break;
+    case Component::embed: {
+      AdvanceParams a{argmax_, hist_, gen_ + 1, step_, pos_, embed_, resid_d_, H, commit ? 1 : 0, 1};
+      launch(kern::advance_kernel<T>, dim3(B_), dim3(256), 0, true, a);
+      break;
+    }
+    case Component::count: break;
+  }
+}
+
+template <typename T>
+void CudaEngine<T>::enqueue_step(bool advance) {
+  for (int l = 0; l < c_.layers; ++l) {
+    for (Component comp : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
+                           Component::mlp_down}) {
+      enqueue(comp, l, true);
+    }
+  }
+  enqueue(Component::lm_head, -1, true);
+  if (advance) enqueue(Component::embed, -1, true);
+}
+
+template <typename T>
+Result<void> CudaEngine<T>::prepare(const RunShape& s) {
+  if (!err_.empty()) return status();
+  check(cudaStreamSynchronize(st_), "cudaStreamSynchronize");
+  release_run();
+  shape_ = s;
+  B_ = s.batch;
+  gen_ = std::max(1, s.gen);
+  if (B_ < 1 || static_cast<int>(s.prompt_lens.size()) != B_) return make_error(Errc::invalid_argument, "one prompt length per sequence needed");
+  for (int len : s.prompt_lens) {
+    if (len < 1) return make_error(Errc::invalid_argument, "prompt lengths must be at least 1");
+  }
+  max_ctx_ = static_cast<int>(round_up(s.max_context(), 64));
+  if (s.max_context() > c_.max_position) {
+    return make_error(Errc::invalid_argument, "context " + std::to_string(s.max_context()) + " exceeds the model's " +
+                                                  std::to_string(c_.max_position) + " positions");
+  }
+  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
+  const int kmax = std::max({H, Q, I});
+  // Decode path.
+  nb_ = B_ <= 1 ? 1 : B_ <= 2 ? 2 : B_ <= 4 ? 4 : 8;
+  const bool fits = B_ <= 8 && static_cast<size_t>(nb_) * kmax * sizeof(T) <= 200u * 1024;
+  if (o_.decode_path == "fused" && !fits) {
+    return make_error(Errc::invalid_argument, "the fused decode path takes at most 8 sequences and " +
+                                                  std::to_string(200 * 1024 / (kmax * sizeof(T))) + " for this model; use --decode-path gemm");
+  }
+  fused_ = o_.decode_path == "fused" || (o_.decode_path == "auto" && fits);
+  // Attention splits: enough blocks to fill the GPU twice over, at least 64 positions each.
+  const int target = std::max(1, ceil_div(2 * prop_.multiProcessorCount, int64_t{B_} * c_.kv_heads));
+  chunk_ = static_cast<int>(std::max<int64_t>(64, round_up(ceil_div(max_ctx_, target), 64)));
+  splits_ = ceil_div(max_ctx_, chunk_);
+
+  // Prefill chunks: sequences grouped by prompt length, at most chunk_tokens tokens per pass.
+  chunks_.clear();
+  std::map<int, std::vector<int>> by_len;
+  for (int b = 0; b < B_; ++b) by_len[s.prompt_lens[static_cast<size_t>(b)]].push_back(b);
+  const int ct = std::max(1, o_.chunk_tokens);
+  std::vector<int> tok_ids, tok_seq, tok_pos, chunk_seq, chunk_last;
+  int max_chunk_tok = 1;
+  int64_t attn_need = 0;
+  for (const auto& [len, seqs] : by_len) {
+    const int per = len <= ct ? std::max(1, std::min<int>(static_cast<int>(seqs.size()), ct / len)) : 1;
+    const int plen = std::min(len, ct);
+    for (size_t s0 = 0; s0 < seqs.size(); s0 += static_cast<size_t>(per)) {
+      const std::vector<int> group(seqs.begin() + static_cast<long>(s0),
+                                   seqs.begin() + static_cast<long>(std::min(seqs.size(), s0 + static_cast<size_t>(per))));
+      for (int p0 = 0; p0 < len; p0 += plen) {
+        Chunk ch;
+        ch.seqs = group;
+        ch.p0 = p0;
+        ch.len = std::min(plen, len - p0);
+        ch.last = p0 + ch.len == len;
+        ch.tok_off = static_cast<int>(tok_ids.size());
+        ch.seq_off = static_cast<int>(chunk_seq.size());
+        for (size_t gi = 0; gi < group.size(); ++gi) {
+          const int b = group[gi];
+          for (int j = 0; j < ch.len; ++j) {
+            const auto& pt = s.prompt_tokens.empty() ? std::vector<int>() : s.prompt_tokens[static_cast<size_t>(b)];
+            tok_ids.push_back(pt.empty() ? 0 : pt[static_cast<size_t>(p0 + j)]);
+            tok_seq.push_back(b);
+            tok_pos.push_back(p0 + j);
+          }
+          chunk_seq.push_back(b);
+          chunk_last.push_back(static_cast<int>(gi) * ch.len + ch.len - 1);
+        }
+        const int64_t n = static_cast<int64_t>(group.size()) * c_.heads;
+        const int64_t kv_max = p0 + ch.len;
+        const int64_t budget_elems = static_cast<int64_t>(o_.attn_budget_bytes / 6);
+        int64_t q = budget_elems / std::max<int64_t>(1, n * kv_max);
+        q = std::min<int64_t>(ch.len, std::max<int64_t>(16, q / 16 * 16));
+        ch.qrows = static_cast<int>(q);
+        attn_need = std::max(attn_need, n * q * kv_max);
+        max_chunk_tok = std::max(max_chunk_tok, static_cast<int>(group.size()) * ch.len);
+        chunks_.push_back(std::move(ch));
+      }
+    }
+  }
+  chunk_tok_ = max_chunk_tok;
+  attn_elems_ = attn_need;
+
+  // Memory.
+  const MemoryPlan plan = plan_memory(c_, dt_, B_, max_ctx_, chunk_tok_, static_cast<double>(attn_elems_) * 6);
+  size_t free_b = 0, total_b = 0;
+  JP_CK(cudaMemGetInfo(&free_b, &total_b));
+  const double need = plan.kv_cache + plan.activations;
+  if (need > static_cast<double>(free_b) * 0.97) {
+    char buf[300];
+    std::snprintf(buf, sizeof buf,
+                  "batch %d x context %d does not fit: it needs %.1f GiB more (KV cache %.1f, activations %.1f) "
+                  "and %.1f GiB are free after the weights (%.1f GiB); whole run: %s",
+                  B_, s.max_context(), need / kGiB, plan.kv_cache / kGiB, plan.activations / kGiB, free_b / kGiB,
+                  plan.weights / kGiB, plan.describe().c_str());
+    return make_error(Errc::unavailable, buf);
+  }
+  auto get = [&](auto** ptr, size_t bytes) -> Result<void> {
+    void* v = nullptr;
+    if (auto r = alloc(&v, bytes, true); !r) return r.error();
+    *ptr = static_cast<std::remove_reference_t<decltype(*ptr)>>(v);
+    return {};
+  };
+  const size_t tb = sizeof(T);
+  const int64_t cache_elems = int64_t{c_.layers} * B_ * c_.kv_heads * max_ctx_ * c_.head_dim;
+  auto all_ok = [&](std::initializer_list<Result<void>> rs) -> Result<void> {
+    for (const auto& x : rs) {
+      if (!x) return x.error();
+    }
+    return {};
+  };
+  auto r = all_ok({get(&kc_, cache_elems * tb), get(&vc_, cache_elems * tb), get(&pos_, B_ * 4), get(&step_, B_ * 4),
+              get(&plen_, B_ * 4), get(&hist_, static_cast<size_t>(B_) * (gen_ + 1) * 4), get(&argmax_, B_ * 8),
+              get(&counters_, static_cast<size_t>(B_) * c_.kv_heads * 4),
+              get(&part_acc_, static_cast<size_t>(B_) * c_.heads * splits_ * c_.head_dim * 4),
+              get(&part_ml_, static_cast<size_t>(B_) * c_.heads * splits_ * 2 * 4),
+              get(&resid_d_, static_cast<size_t>(B_) * H * 4), get(&logits_, static_cast<size_t>(B_) * V * 4),
+              get(&logits_tmp_, static_cast<size_t>(B_) * V * 4), get(&xn_d_, static_cast<size_t>(B_) * H * tb),
+              get(&qkv_d_, static_cast<size_t>(B_) * QKV * tb), get(&attn_d_, static_cast<size_t>(B_) * Q * tb),
+              get(&gu_d_, static_cast<size_t>(B_) * 2 * I * tb), get(&act_d_, static_cast<size_t>(B_) * I * tb)});
+  if (!r) return r.error();
+  const size_t ct_s = static_cast<size_t>(chunk_tok_);
+  auto r2 = all_ok({get(&resid_p_, ct_s * H * 4), get(&xn_p_, ct_s * H * tb), get(&qkv_p_, ct_s * QKV * tb),
+              get(&attn_p_, ct_s * Q * tb), get(&gu_p_, ct_s * 2 * I * tb), get(&act_p_, ct_s * I * tb),
+              get(&sbuf_, static_cast<size_t>(attn_elems_) * 4), get(&pbuf_, static_cast<size_t>(attn_elems_) * tb),
+              get(&tok_ids_, tok_ids.size() * 4), get(&tok_seq_, tok_seq.size() * 4), get(&tok_pos_, tok_pos.size() * 4),
+              get(&chunk_seq_, chunk_seq.size() * 4), get(&chunk_last_, chunk_last.size() * 4)});
+  if (!r2) return r2.error();
+  void* pa = nullptr;
+  const size_t np = static_cast<size_t>(B_) * c_.heads;
+  if (auto x = alloc(&pa, 6 * np * sizeof(void*), true); !x) return x.error();
+  void** pp = static_cast<void**>(pa);
+  ptrs_ = kern::AttnPtrs{const_cast<const void**>(pp), const_cast<const void**>(pp + np), pp + 2 * np,
+                         const_cast<const void**>(pp + 3 * np), const_cast<const void**>(pp + 4 * np), pp + 5 * np};
+
+  // Prompt tokens: explicit, else seeded random ids.
+  if (!s.prompt_tokens.empty()) {
+    for (int b = 0; b < B_; ++b) {
+      const auto& pt = s.prompt_tokens[static_cast<size_t>(b)];
+      if (static_cast<int>(pt.size()) != s.prompt_lens[static_cast<size_t>(b)]) {
+        return make_error(Errc::invalid_argument, "prompt tokens and lengths disagree");
+      }
+      for (int t : pt) {
+        if (t < 0 || t >= V) return make_error(Errc::invalid_argument, "token id " + std::to_string(t) + " outside the vocabulary");
+      }
+    }
+  } else {
+    for (size_t i = 0; i < tok_ids.size(); ++i) {
+      tok_ids[i] = prompt_token(c_, s.seed, tok_seq[i], tok_pos[i]);
+    }
+  }
+  JP_CK(cudaMemcpy(tok_ids_, tok_ids.data(), tok_ids.size() * 4, cudaMemcpyHostToDevice));
+  JP_CK(cudaMemcpy(tok_seq_, tok_seq.data(), tok_seq.size() * 4, cudaMemcpyHostToDevice));
+  JP_CK(cudaMemcpy(tok_pos_, tok_pos.data(), tok_pos.size() * 4, cudaMemcpyHostToDevice));
+  JP_CK(cudaMemcpy(chunk_seq_, chunk_seq.data(), chunk_seq.size() * 4, cudaMemcpyHostToDevice));
+  JP_CK(cudaMemcpy(chunk_last_, chunk_last.data(), chunk_last.size() * 4, cudaMemcpyHostToDevice));
+  JP_CK(cudaMemcpy(plen_, s.prompt_lens.data(), B_ * 4, cudaMemcpyHostToDevice));
+  JP_CK(cudaMemset(counters_, 0, static_cast<size_t>(B_) * c_.kv_heads * 4));
+  JP_CK(cudaMemset(argmax_, 0, B_ * 8));
+  JP_CK(cudaMemset(hist_, 0, static_cast<size_t>(B_) * (gen_ + 1) * 4));
+  JP_CK(cudaMemset(step_, 0, B_ * 4));
+  JP_CK(cudaMemcpy(pos_, s.prompt_lens.data(), B_ * 4, cudaMemcpyHostToDevice));
+
+  if (fused_) {
+    for (bool norm : {false, true}) {
+      GemvFn fn = gemv_fn(norm);
+      const int smem = nb_ * kmax * static_cast<int>(tb);
+      JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      int blocks = 1;
+      JP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, kern::kGemvThreads, static_cast<size_t>(nb_) * H * tb));
+      gemv_blocks_[fn] = std::max(1, blocks);
+    }
+  }
+  if (o_.graphs) {
+    cudaGraph_t g = nullptr;
+    JP_CK(cudaStreamBeginCapture(st_, cudaStreamCaptureModeThreadLocal));
+    enqueue_step(true);
+    JP_CK(cudaStreamEndCapture(st_, &g));
+    if (!err_.empty()) return status();
+    const cudaError_t ie = cudaGraphInstantiate(&step_graph_, g, 0);
+    cudaGraphDestroy(g);
+    JP_CK(ie);
+  }
+  JP_CK(cudaStreamSynchronize(st_));
+  prepared_ = true;
+  return status();
+}
+
+template <typename T>
+void CudaEngine<T>::prefill() {
+  if (!prepared_) return fail("prefill before prepare");
+  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab, hd = c_.head_dim;
+  const float eps = static_cast<float>(c_.rms_eps);
+  const float scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(hd)));
+  steps_done_ = 0;
+  check(cudaMemcpyAsync(pos_, plen_, B_ * 4, cudaMemcpyDeviceToDevice, st_), "cudaMemcpyAsync");
+  check(cudaMemsetAsync(step_, 0, B_ * 4, st_), "cudaMemsetAsync");
+  for (const Chunk& ch : chunks_) {
+    const int ns = static_cast<int>(ch.seqs.size());
+    const int ntok = ns * ch.len;
+    kern::embed_kernel<T><<<ntok, 256, 0, st_>>>(tok_ids_ + ch.tok_off, embed_, resid_p_, H);
+    for (int l = 0; l < c_.layers; ++l) {
+      const LayerW& L = lw_[static_cast<size_t>(l)];
+      kern::rmsnorm_kernel<T><<<ntok, 256, 0, st_>>>(resid_p_, H, nullptr, L.attn_norm, eps, xn_p_, H, H);
+      gemm(L.wqkv, xn_p_, H, qkv_p_, QKV, ntok, QKV, H, false, 0.f);
+      kern::rope_store_kernel<T><<<ntok, 128, 0, st_>>>(qkv_p_, QKV, tok_seq_ + ch.tok_off, tok_pos_ + ch.tok_off, kcache(l),
+                                                         vcache(l), max_ctx_, inv_freq_, c_.heads, c_.kv_heads, hd);
+      const int n = ns * c_.heads;
+      for (int qoff = 0; qoff < ch.len; qoff += ch.qrows) {
+        const int rows = std::min(ch.qrows, ch.len - qoff);
+        const int kv_len = ch.p0 + qoff + rows;
+        kern::build_ptrs_kernel<T><<<ceil_div(n, 128), 128, 0, st_>>>(
+            ptrs_, chunk_seq_ + ch.seq_off, ns, c_.heads, c_.kv_heads, hd, kcache(l), vcache(l), max_ctx_, qkv_p_, QKV,
+            ch.len, qoff, sbuf_, pbuf_, int64_t{rows} * kv_len, attn_p_, Q);
+        const float one = 1.f, zero = 0.f;
+        check_blas(cublasGemmBatchedEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, kv_len, rows, hd, &one, ptrs_.qk_a,
+                                       TypeInfo<T>::cuda, hd, ptrs_.qk_b, TypeInfo<T>::cuda, QKV, &zero, ptrs_.qk_c,
+                                       CUDA_R_32F, kv_len, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmBatchedEx(QK)");
+        const int64_t warps = int64_t{rows} * n;
+        kern::softmax_causal_kernel<T><<<ceil_div(warps * 32, 256), 256, 0, st_>>>(sbuf_, pbuf_, rows, kv_len,
+                                                                                    ch.p0 + qoff, scale_log2, n);
+        check_blas(cublasGemmBatchedEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, hd, rows, kv_len, &one, ptrs_.pv_a,
+                                       TypeInfo<T>::cuda, hd, ptrs_.pv_b, TypeInfo<T>::cuda, kv_len, &zero, ptrs_.pv_c,
+                                       TypeInfo<T>::cuda, Q, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmBatchedEx(PV)");
+      }
+      gemm(L.wo, attn_p_, Q, resid_p_, H, ntok, H, Q, true, 1.f);
+      kern::rmsnorm_kernel<T><<<ntok, 256, 0, st_>>>(resid_p_, H, nullptr, L.mlp_norm, eps, xn_p_, H, H);
+      gemm(L.wgu, xn_p_, H, gu_p_, 2 * I, ntok, 2 * I, H, false, 0.f);
+      kern::swiglu_kernel<T><<<std::min(4096, ceil_div(int64_t{ntok} * I, 256)), 256, 0, st_>>>(gu_p_, act_p_, I,
+                                                                                                int64_t{ntok} * I);
+      gemm(L.wd, act_p_, I, resid_p_, H, ntok, H, I, true, 1.f);
+    }
+    if (ch.last) {
+      kern::rmsnorm_kernel<T><<<ns, 256, 0, st_>>>(resid_p_, H, chunk_last_ + ch.seq_off, final_norm_, eps, xn_p_, H, H);
+      gemm(lm_, xn_p_, H, logits_tmp_, V, ns, V, H, true, 0.f);
+      kern::argmax_kernel<<<ns, 1024, 0, st_>>>(logits_tmp_, V, chunk_seq_ + ch.seq_off, argmax_, logits_);
+    }
+  }
+  AdvanceParams a{argmax_, hist_, gen_ + 1, step_, pos_, embed_, resid_d_, H, 1, 0};
+  kern::advance_kernel<T><<<B_, 256, 0, st_>>>(a);
+  check(cudaGetLastError(), "prefill launch");
+}
+
+template <typename T>
+void CudaEngine<T>::decode(int steps) {
+  if (!prepared_) return fail("decode before prepare");
+  if (steps_done_ + steps > gen_ - 1) return fail("more decode steps than --gen allows since the last prefill/rewind");
+  steps_done_ += steps;
+  for (int i = 0; i < steps; ++i) {
+    if (step_graph_) {
+      check(cudaGraphLaunch(step_graph_, st_), "cudaGraphLaunch");
+    } else {
+      enqueue_step(true);
+    }
+  }
+}
+
+template <typename T>
+void CudaEngine<T>::rewind() {
+  if (!prepared_) return fail("rewind before prepare");
+  steps_done_ = 0;
+  kern::rewind_kernel<T><<<B_, 256, 0, st_>>>(plen_, hist_, gen_ + 1, step_, pos_, argmax_, embed_, resid_d_, c_.hidden);
+  check(cudaGetLastError(), "rewind launch");
+}
+
+template <typename T>
+int CudaEngine<T>::run_graph(const std::string& key, int reps, int units_per_body, const std::function<void()>& body) {
+  if (!prepared_) {
+    fail("isolation before prepare");
+    return 0;
+  }
+  reps = std::max(1, reps);
+  if (!o_.graphs) {
+    for (int i = 0; i < reps; ++i) body();
+    return reps;
+  }
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    // At least ~32 kernels per graph so the gaps between graph launches do not count.
+    const int inner = std::max(1, std::min(reps, ceil_div(32, std::max(1, units_per_body))));
+    cudaGraph_t g = nullptr;
+    check(cudaStreamBeginCapture(st_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    for (int i = 0; i < inner; ++i) body();
+    check(cudaStreamEndCapture(st_, &g), "cudaStreamEndCapture");
+    cudaGraphExec_t ex = nullptr;
+    if (g) {
+      check(cudaGraphInstantiate(&ex, g, 0), "cudaGraphInstantiate");
+      cudaGraphDestroy(g);
+    }
+    if (!ex) return 0;
+    it = graphs_.emplace(key, std::make_pair(ex, inner)).first;
+  }
+  const int inner = it->second.second;
+  const int outer = ceil_div(reps, inner);
+  for (int i = 0; i < outer; ++i) check(cudaGraphLaunch(it->second.first, st_), "cudaGraphLaunch");
+  return outer * inner;
+}
+
+template <typename T>
+int CudaEngine<T>::component(Component comp, int layer, int reps) {
+  const bool per_layer = component_per_layer(comp);
+  const int n = per_layer && layer < 0 ? c_.layers : 1;
+  const std::string key = std::string("c:") + component_name(comp) + ":" + std::to_string(layer);
+  return run_graph(key, reps, n, [&] {
+    if (!per_layer) {
+      enqueue(comp, -1, false);
+    } else if (layer >= 0) {
+      enqueue(comp, layer, false);
+    } else {
+      for (int l = 0; l < c_.layers; ++l) enqueue(comp, l, false);
+    }
+  });
+}
+
+template <typename T>
+int CudaEngine<T>::layer_block(int layer, int reps) {
+  return run_graph("l:" + std::to_string(layer), reps, 5, [&] {
+    for (Component comp : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
+                           Component::mlp_down}) {
+      enqueue(comp, layer, false);
+    }
+  });
+}
+
+template <typename T>
+int CudaEngine<T>::step(int reps) {
+  return run_graph("step", reps, 5 * c_.layers + 1, [&] { enqueue_step(false); });
+}
+
+template <typename T>
+Result<std::vector<std::vector<int>>> CudaEngine<T>::generated() {
+  synchronize();
+  if (!err_.empty()) return make_error(Errc::vendor, err_);
+  std::vector<int> steps(static_cast<size_t>(B_)), hist(static_cast<size_t>(B_) * (gen_ + 1));
+  JP_CK(cudaMemcpy(steps.data(), step_, B_ * 4, cudaMemcpyDeviceToHost));
+  JP_CK(cudaMemcpy(hist.data(), hist_, hist.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<std::vector<int>> out(static_cast<size_t>(B_));
+  for (int b = 0; b < B_; ++b) {
+    const int n = std::min(steps[static_cast<size_t>(b)], gen_ + 1);
+    out[static_cast<size_t>(b)].assign(hist.begin() + static_cast<long>(b) * (gen_ + 1),
+                                       hist.begin() + static_cast<long>(b) * (gen_ + 1) + n);
+  }
+  return out;
+}
+
+template <typename T>
+Result<std::vector<float>> CudaEngine<T>::last_logits() {
+  synchronize();
+  if (!err_.empty()) return make_error(Errc::vendor, err_);
+  std::vector<float> out(static_cast<size_t>(B_) * c_.vocab);
+  JP_CK(cudaMemcpy(out.data(), logits_, out.size() * 4, cudaMemcpyDeviceToHost));
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LlmEngine>> create_cuda_engine(const EngineOptions& o) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    return make_error(Errc::unavailable, std::string("no CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "none found"));
+  }
+  if (o.device < 0 || o.device >= n) return make_error(Errc::not_found, "no CUDA device " + std::to_string(o.device));
+  Result<LlmConfig> cfg = o.weights_dir.empty() ? builtin_config(o.model) : load_checkpoint_config(o.weights_dir);
+  if (!cfg) return cfg.error();
+  if (auto v = cfg->validate(); !v) return v.error();
+  if (cfg->head_dim != 32 && cfg->head_dim != 64 && cfg->head_dim != 128) {
+    return make_error(Errc::unsupported, "the CUDA engine supports head_dim 32, 64 and 128, not " + std::to_string(cfg->head_dim));
+  }
+  switch (o.dtype) {
+    case DType::bf16: return CudaEngine<__nv_bfloat16>::create(o, std::move(*cfg));
+    case DType::f16: return CudaEngine<__half>::create(o, std::move(*cfg));
+    case DType::f32: break;
+  }
+  return make_error(Errc::unsupported, "the CUDA engine runs bf16 and fp16; fp32 is the CPU reference's (jouleprof-llm check)");
+}
+
+Result<DeviceCeilings> measure_ceilings(int device) {
+  DeviceCeilings d;
+  JP_CK(cudaSetDevice(device));
+  cudaDeviceProp prop{};
+  JP_CK(cudaGetDeviceProperties(&prop, device));
+  d.name = prop.name;
+  d.sm_count = prop.multiProcessorCount;
+  d.l2_bytes = prop.l2CacheSize;
+  cudaEvent_t a = nullptr, b = nullptr;
+  JP_CK(cudaEventCreate(&a));
+  JP_CK(cudaEventCreate(&b));
+  {
+    const size_t bytes = size_t{2} << 30;
+    void *x = nullptr, *y = nullptr;
+    JP_CK(cudaMalloc(&x, bytes));
+    JP_CK(cudaMalloc(&y, bytes));
+    kern::fill_random_kernel<__nv_bfloat16><<<1024, 256>>>(static_cast<__nv_bfloat16*>(x), int64_t(bytes / 2), 7, 1, 1.f);
+    std::vector<float> ms;
+    for (int r = 0; r < 7; ++r) {
+      JP_CK(cudaEventRecord(a));
+      for (int i = 0; i < 5; ++i) JP_CK(cudaMemcpyAsync(i % 2 ? x : y, i % 2 ? y : x, bytes, cudaMemcpyDeviceToDevice));
+      JP_CK(cudaEventRecord(b));
+      JP_CK(cudaEventSynchronize(b));
+      float t = 0;
+      JP_CK(cudaEventElapsedTime(&t, a, b));
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    d.copy_bytes_per_s = 2.0 * bytes * 5 / (ms[ms.size() / 2] / 1e3);
+    cudaFree(x);
+    cudaFree(y);
+  }
+  {
+    const int n = 8192;
+    void *x = nullptr, *y = nullptr, *z = nullptr;
+    const size_t bytes = size_t{n} * n * 2;
+    JP_CK(cudaMalloc(&x, bytes));
+    JP_CK(cudaMalloc(&y, bytes));
+    JP_CK(cudaMalloc(&z, bytes));
+    kern::fill_random_kernel<__nv_bfloat16><<<1024, 256>>>(static_cast<__nv_bfloat16*>(x), int64_t{n} * n, 8, 1, 1.f);
+    kern::fill_random_kernel<__nv_bfloat16><<<1024, 256>>>(static_cast<__nv_bfloat16*>(y), int64_t{n} * n, 9, 1, 1.f);
+    cublasHandle_t h = nullptr;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return make_error(Errc::vendor, "cublasCreate failed");
+    const float one = 1.f, zero = 0.f;
+    auto run = [&] {
+      return cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &one, x, CUDA_R_16BF, n, y, CUDA_R_16BF, n, &zero, z,
+                          CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    };
+    for (int i = 0; i < 3; ++i) run();
+    std::vector<float> ms;
+    for (int r = 0; r < 5; ++r) {
+      JP_CK(cudaEventRecord(a));
+      for (int i = 0; i < 10; ++i) run();
+      JP_CK(cudaEventRecord(b));
+      JP_CK(cudaEventSynchronize(b));
+      float t = 0;
+      JP_CK(cudaEventElapsedTime(&t, a, b));
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    d.gemm_flops = 2.0 * n * double(n) * n * 10 / (ms[ms.size() / 2] / 1e3);
+    cublasDestroy(h);
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(z);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  JP_CK(cudaGetLastError());
+  return d;
+}
+
+}  // namespace jouleprof::llm

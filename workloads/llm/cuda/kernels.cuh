@@ -1,0 +1,715 @@
+// CUDA kernels of the Llama engine. T is __nv_bfloat16 or __half; accumulation is float.
+// Layouts (row-major): weights [out][in] as in Hugging Face checkpoints; activations [token][dim];
+// KV cache [batch][kv_head][position][head_dim] per layer; the residual stream in float32.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../host/rng.hpp"
+
+namespace jouleprof::llm::kern {
+
+template <typename T>
+struct Num;
+template <>
+struct Num<__nv_bfloat16> {
+  static __device__ __forceinline__ float2 f2(uint32_t v) {
+    return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xFFFF0000u));
+  }
+  static __device__ __forceinline__ __nv_bfloat16 from(float f) { return __float2bfloat16(f); }
+  static __device__ __forceinline__ float to(__nv_bfloat16 x) { return __bfloat162float(x); }
+};
+template <>
+struct Num<__half> {
+  static __device__ __forceinline__ float2 f2(uint32_t v) {
+    __half2 h;
+    memcpy(&h, &v, 4);
+    return __half22float2(h);
+  }
+  static __device__ __forceinline__ __half from(float f) { return __float2half_rn(f); }
+  static __device__ __forceinline__ float to(__half x) { return __half2float(x); }
+};
+
+template <typename T>
+__device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
+  const float2 a = Num<T>::f2(v.x), b = Num<T>::f2(v.y), c = Num<T>::f2(v.z), d = Num<T>::f2(v.w);
+  f[0] = a.x; f[1] = a.y; f[2] = b.x; f[3] = b.y; f[4] = c.x; f[5] = c.y; f[6] = d.x; f[7] = d.y;
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float a, float b) {
+  T x[2] = {Num<T>::from(a), Num<T>::from(b)};
+  uint32_t r;
+  memcpy(&r, x, 4);
+  return r;
+}
+
+// Weights are read once per step: skip L1, ask L2 to fetch 256-byte sectors.
+__device__ __forceinline__ uint4 ld_stream(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+}
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+// Programmatic dependent launch (no-ops when the launch did not ask for it).
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));
+  return v;
+}
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
+
+// Greedy sampling key: larger logit wins, then the smaller index (as argmax's first occurrence).
+__device__ __forceinline__ unsigned long long argmax_key(float v, int idx) {
+  uint32_t u = __float_as_uint(v);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<unsigned long long>(u) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(idx));
+}
+__device__ __forceinline__ int key_index(unsigned long long k) {
+  return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(k & 0xFFFFFFFFull));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random initialisation (the same values as rng.hpp gives the CPU reference).
+template <typename T>
+__global__ void fill_random_kernel(T* dst, int64_t n, uint64_t seed, uint32_t tensor, float std_dev) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dst[i] = Num<T>::from(random_weight(seed, tensor, static_cast<uint64_t>(i), false, std_dev));
+  }
+}
+__global__ void fill_norm_kernel(float* dst, int n, uint64_t seed, uint32_t tensor) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    dst[i] = random_weight(seed, tensor, static_cast<uint64_t>(i), true, 0.0f);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fused decode GEMV: y[b][r] = sum_k W[r][k] * x[b][k] for NB (padded) batch rows.
+// The input is staged in shared memory as T: either x itself, or RMSNorm(resid) * norm_w computed
+// per block (fusing the norm into the matrix product). Each warp computes two rows at a time
+// (rows 2u and 2u+1, or u and u+pair_offset for SwiGLU) with 16-byte streaming loads.
+enum GemvMode : int { gemv_store = 0, gemv_add = 1, gemv_swiglu = 2, gemv_logits = 3 };
+
+struct GemvParams {
+  const void* w;
+  int units;  ///< row pairs
+  int k;
+  int b;      ///< real batch rows (<= NB)
+  int mode;
+  int pair_offset;
+  // input: T rows, or float residual rows + norm weights
+  const void* x;
+  int ldx;
+  const float* resid_in;
+  int ld_resid_in;
+  const float* norm_w;
+  float eps;
+  // outputs
+  void* y;        ///< T (store, swiglu) or float (logits)
+  int ldy;
+  float* resid;   ///< add
+  int ld_resid;
+  unsigned long long* argmax;  ///< logits: per batch row
+  int prefetch_elems;
+};
+
+constexpr int kGemvThreads = 512;
+constexpr int kGemvUnroll = 4;
+
+template <typename T, int NB, bool NORM>
+__global__ void __launch_bounds__(kGemvThreads, 1) gemv_kernel(const GemvParams p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* xs = reinterpret_cast<T*>(smem_raw);
+  __shared__ float red[NB][kGemvThreads / 32];
+  __shared__ float rstd[NB];
+  __shared__ unsigned long long best_s[NB][kGemvThreads / 32];
+  constexpr int WARPS = kGemvThreads / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, K = p.k;
+  const T* W = static_cast<const T*>(p.w);
+  const int first = warp * gridDim.x + blockIdx.x;
+  const int stride = gridDim.x * WARPS;
+  auto row_of = [&](int u, int r) { return p.mode == gemv_swiglu ? u + r * p.pair_offset : 2 * u + r; };
+
+  pdl_trigger();
+  // Weights do not depend on the previous kernel: start fetching them before waiting for it.
+  if (first < p.units) {
+    const int lim = min(K, p.prefetch_elems) * static_cast<int>(sizeof(T));
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const char* base = reinterpret_cast<const char*>(W + static_cast<int64_t>(row_of(first, r)) * K);
+      for (int off = lane * 128; off < lim; off += 32 * 128) prefetch_l2(base + off);
+    }
+  }
+  pdl_wait();
+
+  if constexpr (NORM) {
+    float ss[NB];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      ss[b] = 0.f;
+      if (b < p.b) {
+        const float* xr = p.resid_in + static_cast<int64_t>(b) * p.ld_resid_in;
+        for (int k = threadIdx.x * 4; k < K; k += kGemvThreads * 4) {
+          const float4 v = *reinterpret_cast<const float4*>(xr + k);
+          ss[b] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        }
+      }
+      ss[b] = warp_sum(ss[b]);
+      if (lane == 0) red[b][warp] = ss[b];
+    }
+    __syncthreads();
+    if (threadIdx.x < NB) {
+      float s = 0.f;
+      for (int w = 0; w < WARPS; ++w) s += red[threadIdx.x][w];
+      rstd[threadIdx.x] = rsqrtf(s / K + p.eps);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      const float* xr = p.resid_in + static_cast<int64_t>(b) * p.ld_resid_in;
+      for (int k = threadIdx.x * 4; k < K; k += kGemvThreads * 4) {
+        uint2 o = make_uint2(0u, 0u);
+        if (b < p.b) {
+          const float4 v = *reinterpret_cast<const float4*>(xr + k);
+          const float4 g = *reinterpret_cast<const float4*>(p.norm_w + k);
+          const float r = rstd[b];
+          o.x = pack2<T>(v.x * r * g.x, v.y * r * g.y);
+          o.y = pack2<T>(v.z * r * g.z, v.w * r * g.w);
+        }
+        *reinterpret_cast<uint2*>(xs + static_cast<int64_t>(b) * K + k) = o;
+      }
+    }
+  } else {
+    const T* x = static_cast<const T*>(p.x);
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      for (int k = threadIdx.x * 8; k < K; k += kGemvThreads * 8) {
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (b < p.b) v = *reinterpret_cast<const uint4*>(x + static_cast<int64_t>(b) * p.ldx + k);
+        *reinterpret_cast<uint4*>(xs + static_cast<int64_t>(b) * K + k) = v;
+      }
+    }
+  }
+  __syncthreads();
+
+  unsigned long long best[NB];
+#pragma unroll
+  for (int b = 0; b < NB; ++b) best[b] = 0ull;
+
+  for (int u = first; u < p.units; u += stride) {
+    const int r0 = row_of(u, 0), r1 = row_of(u, 1);
+    const T* w0 = W + static_cast<int64_t>(r0) * K;
+    const T* w1 = W + static_cast<int64_t>(r1) * K;
+    float acc0[NB], acc1[NB];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc0[b] = acc1[b] = 0.f;
+    for (int k0 = lane * 8; k0 < K; k0 += 256 * kGemvUnroll) {
+      uint4 wa[kGemvUnroll], wb[kGemvUnroll];
+#pragma unroll
+      for (int j = 0; j < kGemvUnroll; ++j) {
+        const int k = k0 + j * 256;
+        if (k < K) {
+          wa[j] = ld_stream(w0 + k);
+          wb[j] = ld_stream(w1 + k);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kGemvUnroll; ++j) {
+        const int k = k0 + j * 256;
+        if (k < K) {
+          float fa[8], fb[8];
+          unpack8<T>(wa[j], fa);
+          unpack8<T>(wb[j], fb);
+#pragma unroll
+          for (int b = 0; b < NB; ++b) {
+            float fx[8];
+            unpack8<T>(*reinterpret_cast<const uint4*>(xs + static_cast<int64_t>(b) * K + k), fx);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+              acc0[b] = fmaf(fa[i], fx[i], acc0[b]);
+              acc1[b] = fmaf(fb[i], fx[i], acc1[b]);
+            }
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      acc0[b] = warp_sum(acc0[b]);
+      acc1[b] = warp_sum(acc1[b]);
+    }
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      if (lane == b && b < p.b) {
+        switch (p.mode) {
+          case gemv_store:
+            *reinterpret_cast<uint32_t*>(static_cast<T*>(p.y) + static_cast<int64_t>(b) * p.ldy + r0) =
+                pack2<T>(acc0[b], acc1[b]);
+            break;
+          case gemv_add: {
+            float2* d = reinterpret_cast<float2*>(p.resid + static_cast<int64_t>(b) * p.ld_resid + r0);
+            float2 v = *d;
+            v.x += acc0[b];
+            v.y += acc1[b];
+            *d = v;
+            break;
+          }
+          case gemv_swiglu:
+            static_cast<T*>(p.y)[static_cast<int64_t>(b) * p.ldy + u] = Num<T>::from(silu(acc0[b]) * acc1[b]);
+            break;
+          default: {
+            *reinterpret_cast<float2*>(static_cast<float*>(p.y) + static_cast<int64_t>(b) * p.ldy + r0) =
+                make_float2(acc0[b], acc1[b]);
+            const unsigned long long k0v = argmax_key(acc0[b], r0), k1v = argmax_key(acc1[b], r1);
+            best[b] = max(best[b], max(k0v, k1v));
+          }
+        }
+      }
+    }
+  }
+  if (p.mode == gemv_logits) {
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      // lane b holds the warp's best for row b
+      const unsigned long long v = __shfl_sync(0xFFFFFFFFu, best[b], b);
+      if (lane == 0) best_s[b][warp] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x < NB && static_cast<int>(threadIdx.x) < p.b) {
+      unsigned long long m = 0ull;
+      for (int w = 0; w < WARPS; ++w) m = max(m, best_s[threadIdx.x][w]);
+      atomicMax(p.argmax + threadIdx.x, m);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decode attention for one new token per sequence: RoPE of q and of the new k, the new k/v
+// written to the cache, then softmax(q K^T / sqrt(d)) V over positions 0..pos, split over blocks
+// (flash-decoding) with the last block of each (sequence, kv head) combining the partial results.
+struct AttnParams {
+  const void* qkv;   ///< raw projections [B][qkv_ld]
+  int qkv_ld;
+  void* kcache;      ///< this layer's cache [B][KV][max_ctx][hd]
+  void* vcache;
+  int max_ctx;
+  const int* pos;
+  const float* inv_freq;
+  float scale_log2;  ///< log2(e) / sqrt(hd)
+  int heads, kv_heads;
+  int splits, chunk;
+  float* part_acc;   ///< [B][H][splits][hd]
+  float* part_ml;    ///< [B][H][splits][2]
+  unsigned* counters;  ///< [B][KV], zero between launches
+  void* out;         ///< [B][out_ld]
+  int out_ld;
+};
+
+constexpr int kAttnThreads = 128;
+constexpr int kMaxGroup = 8;
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnParams p) {
+  constexpr int TILE = kAttnThreads;
+  constexpr int TG = kAttnThreads / HD;  // thread groups over positions in the V pass
+  __shared__ float qs[kMaxGroup][HD];
+  __shared__ float sc[kMaxGroup][TILE];
+  __shared__ float m_s[kMaxGroup], l_s[kMaxGroup], corr_s[kMaxGroup];
+  __shared__ float red[TG > 1 ? kMaxGroup : 1][TG > 1 ? kAttnThreads : 1];
+  __shared__ bool last_s;
+  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int g = p.heads / p.kv_heads, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  pdl_trigger();
+  pdl_wait();
+  const int pos = p.pos[b];
+  const int ctx = pos + 1;
+  const int start = split * p.chunk, end = min(start + p.chunk, ctx);
+  const T* qkv = static_cast<const T*>(p.qkv) + static_cast<int64_t>(b) * p.qkv_ld;
+  const int64_t cache_base = (static_cast<int64_t>(b) * p.kv_heads + kvh) * p.max_ctx * HD;
+  T* kc = static_cast<T*>(p.kcache) + cache_base;
+  T* vc = static_cast<T*>(p.vcache) + cache_base;
+  constexpr int HALF = HD / 2;
+  for (int idx = tid; idx < g * HALF; idx += kAttnThreads) {
+    const int h = idx / HALF, i = idx % HALF;
+    const T* q = qkv + (kvh * g + h) * HD;
+    float s, c;
+    sincosf(static_cast<float>(pos) * p.inv_freq[i], &s, &c);
+    const float x1 = Num<T>::to(q[i]), x2 = Num<T>::to(q[i + HALF]);
+    qs[h][i] = (x1 * c - x2 * s) * p.scale_log2;
+    qs[h][i + HALF] = (x2 * c + x1 * s) * p.scale_log2;
+  }
+  if (start <= pos && pos < end) {  // this block owns the new token's slot in the cache
+    const T* kn = qkv + p.heads * HD + kvh * HD;
+    const T* vn = qkv + (p.heads + p.kv_heads) * HD + kvh * HD;
+    if (tid < HALF) {
+      float s, c;
+      sincosf(static_cast<float>(pos) * p.inv_freq[tid], &s, &c);
+      const float x1 = Num<T>::to(kn[tid]), x2 = Num<T>::to(kn[tid + HALF]);
+      kc[static_cast<int64_t>(pos) * HD + tid] = Num<T>::from(x1 * c - x2 * s);
+      kc[static_cast<int64_t>(pos) * HD + tid + HALF] = Num<T>::from(x2 * c + x1 * s);
+    }
+    for (int d = tid; d < HD; d += kAttnThreads) vc[static_cast<int64_t>(pos) * HD + d] = vn[d];
+  }
+  if (tid < kMaxGroup) {
+    m_s[tid] = -INFINITY;
+    l_s[tid] = 0.f;
+  }
+  __syncthreads();
+
+  const int d = tid % HD, tg = tid / HD;
+  float acc[kMaxGroup];
+#pragma unroll
+  for (int h = 0; h < kMaxGroup; ++h) acc[h] = 0.f;
+
+  for (int t0 = start; t0 < end; t0 += TILE) {
+    const int t = t0 + tid;
+    if (t < end) {
+      float s[kMaxGroup];
+#pragma unroll
+      for (int h = 0; h < kMaxGroup; ++h) s[h] = 0.f;
+      const T* kt = kc + static_cast<int64_t>(t) * HD;
+#pragma unroll
+      for (int c = 0; c < HD; c += 8) {
+        float kf[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(kt + c), kf);
+#pragma unroll
+        for (int h = 0; h < kMaxGroup; ++h) {
+          if (h < g) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) s[h] = fmaf(kf[j], qs[h][c + j], s[h]);
+          }
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < kMaxGroup; ++h) {
+        if (h < g) sc[h][tid] = s[h];
+      }
+    } else {
+#pragma unroll
+      for (int h = 0; h < kMaxGroup; ++h) {
+        if (h < g) sc[h][tid] = -INFINITY;
+      }
+    }
+    __syncthreads();
+    for (int h = warp; h < g; h += kAttnThreads / 32) {
+      float v[TILE / 32];
+      float mx = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < TILE / 32; ++j) {
+        v[j] = sc[h][lane + 32 * j];
+        mx = fmaxf(mx, v[j]);
+      }
+      mx = warp_max(mx);
+      const float m_old = m_s[h];
+      const float m_new = fmaxf(m_old, mx);
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < TILE / 32; ++j) {
+        const float e = exp2f(v[j] - m_new);
+        sc[h][lane + 32 * j] = e;
+        sum += e;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float corr = exp2f(m_old - m_new);
+        corr_s[h] = corr;
+        l_s[h] = l_s[h] * corr + sum;
+        m_s[h] = m_new;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < kMaxGroup; ++h) {
+      if (h < g) acc[h] *= corr_s[h];
+    }
+    const int nt = min(TILE, end - t0);
+    const T* vt = vc + static_cast<int64_t>(t0) * HD + d;
+#pragma unroll 4
+    for (int j = tg; j < nt; j += TG) {
+      const float v = Num<T>::to(vt[static_cast<int64_t>(j) * HD]);
+#pragma unroll
+      for (int h = 0; h < kMaxGroup; ++h) {
+        if (h < g) acc[h] = fmaf(sc[h][j], v, acc[h]);
+      }
+    }
+    __syncthreads();
+  }
+  if constexpr (TG > 1) {
+#pragma unroll
+    for (int h = 0; h < kMaxGroup; ++h) {
+      if (h < g) red[h][tid] = acc[h];
+    }
+    __syncthreads();
+    if (tg == 0) {
+#pragma unroll
+      for (int h = 0; h < kMaxGroup; ++h) {
+        if (h < g) {
+          float s = 0.f;
+          for (int j = 0; j < TG; ++j) s += red[h][j * HD + d];
+          acc[h] = s;
+        }
+      }
+    }
+  }
+  T* out = static_cast<T*>(p.out) + static_cast<int64_t>(b) * p.out_ld;
+  if (p.splits == 1) {
+    if (tg == 0) {
+#pragma unroll
+      for (int h = 0; h < kMaxGroup; ++h) {
+        if (h < g) out[(kvh * g + h) * HD + d] = Num<T>::from(acc[h] / l_s[h]);
+      }
+    }
+    return;
+  }
+  if (tg == 0) {
+#pragma unroll
+    for (int h = 0; h < kMaxGroup; ++h) {
+      if (h < g) {
+        const int64_t row = (static_cast<int64_t>(b) * p.heads + kvh * g + h) * p.splits + split;
+        p.part_acc[row * HD + d] = acc[h];
+        if (d == 0) {
+          p.part_ml[row * 2] = m_s[h];
+          p.part_ml[row * 2 + 1] = l_s[h];
+        }
+      }
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    const unsigned prev = atomicAdd(p.counters + b * p.kv_heads + kvh, 1u);
+    last_s = (prev == static_cast<unsigned>(p.splits - 1));
+  }
+  __syncthreads();
+  if (!last_s) return;
+  __threadfence();
+  for (int idx = tid; idx < g * HD; idx += kAttnThreads) {
+    const int h = idx / HD, dd = idx % HD;
+    const int64_t row0 = (static_cast<int64_t>(b) * p.heads + kvh * g + h) * p.splits;
+    float M = -INFINITY;
+    for (int s = 0; s < p.splits; ++s) M = fmaxf(M, __ldcg(p.part_ml + (row0 + s) * 2));
+    float num = 0.f, den = 0.f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float m = __ldcg(p.part_ml + (row0 + s) * 2);
+      if (m == -INFINITY) continue;
+      const float w = exp2f(m - M);
+      num += w * __ldcg(p.part_acc + (row0 + s) * HD + dd);
+      den += w * __ldcg(p.part_ml + (row0 + s) * 2 + 1);
+    }
+    out[(kvh * g + h) * HD + dd] = Num<T>::from(num / den);
+  }
+  if (tid == 0) p.counters[b * p.kv_heads + kvh] = 0u;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Token bookkeeping after sampling: the chosen token goes to the history, its embedding becomes
+// the next step's residual input, the position advances. commit=0 only gathers the embedding
+// (used when the step is replayed in isolation).
+struct AdvanceParams {
+  unsigned long long* argmax;
+  int* hist;
+  int hist_ld;
+  int* step;
+  int* pos;
+  const void* embed;
+  float* resid;
+  int hidden;
+  int commit;
+  int inc;
+};
+
+template <typename T>
+__global__ void advance_kernel(const AdvanceParams p) {
+  const int b = blockIdx.x;
+  pdl_trigger();
+  pdl_wait();
+  const int tok = key_index(p.argmax[b]);
+  const T* e = static_cast<const T*>(p.embed) + static_cast<int64_t>(tok) * p.hidden;
+  for (int k = threadIdx.x; k < p.hidden; k += blockDim.x) p.resid[static_cast<int64_t>(b) * p.hidden + k] = Num<T>::to(e[k]);
+  __syncthreads();
+  if (p.commit && threadIdx.x == 0) {
+    p.hist[b * p.hist_ld + p.step[b]] = tok;
+    p.step[b] += 1;
+    p.pos[b] += p.inc;
+    p.argmax[b] = 0ull;
+  }
+}
+
+// Back to the state after prefill: first generated token, positions = prompt lengths.
+template <typename T>
+__global__ void rewind_kernel(const int* prompt_len, const int* hist, int hist_ld, int* step, int* pos,
+                              unsigned long long* argmax, const void* embed, float* resid, int hidden) {
+  const int b = blockIdx.x;
+  const int tok = hist[b * hist_ld];
+  const T* e = static_cast<const T*>(embed) + static_cast<int64_t>(tok) * hidden;
+  for (int k = threadIdx.x; k < hidden; k += blockDim.x) resid[static_cast<int64_t>(b) * hidden + k] = Num<T>::to(e[k]);
+  if (threadIdx.x == 0) {
+    step[b] = 1;
+    pos[b] = prompt_len[b];
+    argmax[b] = 0ull;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefill / cuBLAS-path kernels.
+template <typename T>
+__global__ void embed_kernel(const int* tokens, const void* embed, float* resid, int hidden) {
+  const int i = blockIdx.x;
+  const T* e = static_cast<const T*>(embed) + static_cast<int64_t>(tokens[i]) * hidden;
+  for (int k = threadIdx.x; k < hidden; k += blockDim.x) resid[static_cast<int64_t>(i) * hidden + k] = Num<T>::to(e[k]);
+}
+
+// out[i] = RMSNorm(in[rows ? rows[i] : i]) * w, rounded to T.
+template <typename T>
+__global__ void rmsnorm_kernel(const float* in, int ld_in, const int* rows, const float* w, float eps, T* out,
+                               int ld_out, int n) {
+  __shared__ float red[32];
+  __shared__ float rstd;
+  pdl_trigger();
+  pdl_wait();
+  const int i = blockIdx.x;
+  const float* x = in + static_cast<int64_t>(rows ? rows[i] : i) * ld_in;
+  float ss = 0.f;
+  for (int k = threadIdx.x; k < n; k += blockDim.x) ss += x[k] * x[k];
+  ss = warp_sum(ss);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0.f;
+    for (int j = 0; j < static_cast<int>(blockDim.x / 32); ++j) s += red[j];
+    rstd = rsqrtf(s / n + eps);
+  }
+  __syncthreads();
+  for (int k = threadIdx.x; k < n; k += blockDim.x) out[static_cast<int64_t>(i) * ld_out + k] = Num<T>::from(x[k] * rstd * w[k]);
+}
+
+// Prefill: RoPE on q (in place) and k, k and v into the cache, for each token of the chunk.
+template <typename T>
+__global__ void rope_store_kernel(T* qkv, int qkv_ld, const int* tok_seq, const int* tok_pos, T* kcache, T* vcache,
+                                  int max_ctx, const float* inv_freq, int heads, int kv_heads, int hd) {
+  const int i = blockIdx.x;
+  const int b = tok_seq[i], pos = tok_pos[i], half = hd / 2;
+  T* row = qkv + static_cast<int64_t>(i) * qkv_ld;
+  for (int idx = threadIdx.x; idx < (heads + kv_heads) * half; idx += blockDim.x) {
+    const int h = idx / half, j = idx % half;
+    T* v = row + h * hd;
+    float s, c;
+    sincosf(static_cast<float>(pos) * inv_freq[j], &s, &c);
+    const float x1 = Num<T>::to(v[j]), x2 = Num<T>::to(v[j + half]);
+    const T y1 = Num<T>::from(x1 * c - x2 * s), y2 = Num<T>::from(x2 * c + x1 * s);
+    if (h < heads) {
+      v[j] = y1;
+      v[j + half] = y2;
+    } else {
+      T* k = kcache + ((static_cast<int64_t>(b) * kv_heads + (h - heads)) * max_ctx + pos) * hd;
+      k[j] = y1;
+      k[j + half] = y2;
+    }
+  }
+  for (int idx = threadIdx.x; idx < kv_heads * hd; idx += blockDim.x) {
+    const int h = idx / hd, j = idx % hd;
+    vcache[((static_cast<int64_t>(b) * kv_heads + h) * max_ctx + pos) * hd + j] = row[(heads + kv_heads) * hd + idx];
+  }
+}
+
+// Pointer arrays for the batched attention GEMMs of one prefill sub-chunk: entry i = s * heads + h.
+struct AttnPtrs {
+  const void** qk_a;
+  const void** qk_b;
+  void** qk_c;
+  const void** pv_a;
+  const void** pv_b;
+  void** pv_c;
+};
+template <typename T>
+__global__ void build_ptrs_kernel(AttnPtrs a, const int* seq_of, int nseq, int heads, int kv_heads, int hd,
+                                  const T* kcache, const T* vcache, int max_ctx, const T* qkv, int qkv_ld,
+                                  int rows_per_seq, int qoff, float* s_buf, T* p_buf, int64_t s_stride, T* attn_out,
+                                  int out_ld) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= nseq * heads) return;
+  const int s = i / heads, h = i % heads, g = heads / kv_heads;
+  const int b = seq_of[s];
+  const int64_t cache = (static_cast<int64_t>(b) * kv_heads + h / g) * max_ctx * hd;
+  const int64_t qrow = static_cast<int64_t>(s) * rows_per_seq + qoff;
+  a.qk_a[i] = kcache + cache;
+  a.qk_b[i] = qkv + qrow * qkv_ld + h * hd;
+  a.qk_c[i] = s_buf + i * s_stride;
+  a.pv_a[i] = vcache + cache;
+  a.pv_b[i] = p_buf + i * s_stride;
+  a.pv_c[i] = attn_out + qrow * out_ld + h * hd;
+}
+
+// Causal softmax of the score rows of one sub-chunk: row r of matrix i is query position
+// first_pos + r, which sees keys 0..first_pos + r. Writes probabilities as T (0 where masked).
+template <typename T>
+__global__ void softmax_causal_kernel(const float* s, T* pm, int rows, int kv_len, int first_pos, float scale_log2,
+                                      int nmat) {
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  if (warp >= rows * nmat) return;
+  const int r = warp % rows;
+  const float* x = s + static_cast<int64_t>(warp) * kv_len;
+  T* y = pm + static_cast<int64_t>(warp) * kv_len;
+  const int valid = min(kv_len, first_pos + r + 1);
+  float mx = -INFINITY;
+  for (int t = lane; t < valid; t += 32) mx = fmaxf(mx, x[t] * scale_log2);
+  mx = warp_max(mx);
+  float sum = 0.f;
+  for (int t = lane; t < valid; t += 32) sum += exp2f(x[t] * scale_log2 - mx);
+  sum = warp_sum(sum);
+  const float inv = 1.f / sum;
+  for (int t = lane; t < kv_len; t += 32) y[t] = Num<T>::from(t < valid ? exp2f(x[t] * scale_log2 - mx) * inv : 0.f);
+}
+
+template <typename T>
+__global__ void swiglu_kernel(const T* gu, T* act, int inter, int64_t n) {
+  pdl_trigger();
+  pdl_wait();
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = i / inter, j = i % inter;
+    const float g = Num<T>::to(gu[t * 2 * inter + j]), u = Num<T>::to(gu[t * 2 * inter + inter + j]);
+    act[i] = Num<T>::from(silu(g) * u);
+  }
+}
+
+// Greedy pick over float logits rows; row i goes to batch row out_idx[i] (identity when null),
+// and the logits are copied to logits_out[out_idx[i]] when given.
+__global__ void argmax_kernel(const float* logits, int vocab, const int* out_idx, unsigned long long* argmax,
+                              float* logits_out) {
+  __shared__ unsigned long long red[32];
+  pdl_trigger();
+  pdl_wait();
+  const int i = blockIdx.x;
+  const int b = out_idx ? out_idx[i] : i;
+  const float* x = logits + static_cast<int64_t>(i) * vocab;
+  unsigned long long best = 0ull;
+  for (int t = threadIdx.x; t < vocab; t += blockDim.x) {
+    best = max(best, argmax_key(x[t], t));
+    if (logits_out && logits_out != logits) logits_out[static_cast<int64_t>(b) * vocab + t] = x[t];
+  }
+  for (int o = 16; o > 0; o >>= 1) best = max(best, __shfl_xor_sync(0xFFFFFFFFu, best, o));
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = best;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int j = 0; j < static_cast<int>(blockDim.x / 32); ++j) best = max(best, red[j]);
+    argmax[b] = best;
+  }
+}
+
+}  // namespace jouleprof::llm::kern

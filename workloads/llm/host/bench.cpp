@@ -1,0 +1,713 @@
+#include "bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "jouleprof/measure/output.hpp"
+#include "jouleprof/sampler/monitor.hpp"
+#include "jouleprof/sensors/sim_model.hpp"
+#include "sim_engine.hpp"
+#include "weights.hpp"
+
+namespace jouleprof::llm {
+
+namespace {
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+std::string fmt_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+void add_bench_options(CLI::App* c, BenchOptions& o) {
+  c->add_option("--model", o.models, "built-in model(s): tiny, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b (comma separated)")
+      ->delimiter(',')
+      ->capture_default_str();
+  c->add_option("--weights", o.weights, "Hugging Face checkpoint directory (config.json + *.safetensors) instead of random weights");
+  c->add_option("--batch", o.batches, "batch sizes to sweep (comma separated)")->delimiter(',')->capture_default_str();
+  c->add_option("--prompt", o.prompts, "prompt lengths in tokens to sweep (comma separated)")->delimiter(',')->capture_default_str();
+  c->add_option("--gen", o.gen, "tokens generated per sequence (the first by prefill)")->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  c->add_option("--dtype", o.dtype, "bf16 or fp16")->check(CLI::IsMember({"bf16", "fp16"}))->capture_default_str();
+  c->add_option("--device", o.device, "auto, nvml (a real GPU through jouleprof-llm) or sim (simulated GPU and engine)")
+      ->check(CLI::IsMember({"auto", "nvml", "sim"}))
+      ->capture_default_str();
+  c->add_option("--gpu", o.gpu, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  c->add_option("--min-seconds", o.min_seconds, "shortest prefill / decode energy window (repeats until reached)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--iso-seconds", o.iso_seconds, "shortest isolation window per component / layer")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_flag("--no-components", o.no_components, "skip the per-component isolation runs");
+  c->add_flag("--per-layer", o.per_layer, "also isolate every layer (one window each)");
+  c->add_option("--idle", o.idle_s, "seconds of idle baseline after loading the first model (0: none)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  c->add_option("--json", o.json, "write the result JSON here");
+  c->add_option("--tokens", o.tokens_file, "prompt token ids: one sequence per line (sets batch and prompt lengths)");
+  c->add_option("--seed", o.seed, "seed of the random weights and prompts")->capture_default_str();
+  c->add_option("--tag", o.tags, "KEY=VALUE recorded with the result (repeatable)");
+  c->add_option("--decode-path", o.decode_path, "auto, fused (GEMV kernels, batch <= 8) or gemm (cuBLAS)")
+      ->check(CLI::IsMember({"auto", "fused", "gemm"}))->capture_default_str();
+  c->add_flag("--no-graphs", o.no_graphs, "launch decode kernels one by one instead of CUDA graphs");
+  c->add_flag("--pdl", o.pdl, "programmatic dependent launch between decode kernels");
+  c->add_option("--chunk-tokens", o.chunk_tokens, "most prompt tokens per prefill pass")->check(CLI::Range(16, 1 << 20))->capture_default_str();
+  c->add_option("--nvml-lib", o.nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
+  c->add_flag("-q,--quiet", o.quiet, "no progress lines");
+}
+
+std::vector<std::string> bench_args(const BenchOptions& o) {
+  std::vector<std::string> a;
+  auto add = [&](const std::string& k, const std::string& v) {
+    a.push_back(k);
+    a.push_back(v);
+  };
+  std::string models;
+  for (const auto& m : o.models) models += (models.empty() ? "" : ",") + m;
+  add("--model", models);
+  if (!o.weights.empty()) add("--weights", o.weights);
+  add("--batch", join_ints(o.batches));
+  add("--prompt", join_ints(o.prompts));
+  add("--gen", std::to_string(o.gen));
+  add("--dtype", o.dtype);
+  add("--device", o.device);
+  add("--gpu", std::to_string(o.gpu));
+  add("--min-seconds", fmt_double(o.min_seconds));
+  add("--iso-seconds", fmt_double(o.iso_seconds));
+  if (o.no_components) a.emplace_back("--no-components");
+  if (o.per_layer) a.emplace_back("--per-layer");
+  add("--idle", fmt_double(o.idle_s));
+  if (!o.json.empty()) add("--json", o.json);
+  if (!o.tokens_file.empty()) add("--tokens", o.tokens_file);
+  add("--seed", std::to_string(o.seed));
+  for (const auto& t : o.tags) add("--tag", t);
+  if (o.quiet) a.emplace_back("--quiet");
+  add("--decode-path", o.decode_path);
+  if (o.no_graphs) a.emplace_back("--no-graphs");
+  if (o.pdl) a.emplace_back("--pdl");
+  add("--chunk-tokens", std::to_string(o.chunk_tokens));
+  if (!o.nvml_lib.empty()) add("--nvml-lib", o.nvml_lib);
+  return a;
+}
+
+EngineFactory sim_engine_factory() {
+  return [](const EngineOptions& eo, Monitor& m) -> Result<std::unique_ptr<LlmEngine>> {
+    Result<LlmConfig> cfg = eo.weights_dir.empty() ? builtin_config(eo.model) : load_checkpoint_config(eo.weights_dir);
+    if (!cfg) return cfg.error();
+    auto models = m.gpus().sim_models;
+    if (models.empty()) return make_error(Errc::unavailable, "the simulated engine needs the simulated GPU (--device sim)");
+    SimSpeeds s;
+    s.idle_w = models.front()->config().idle_w;
+    s.tdp_w = models.front()->config().tdp_w;
+    TimeBase* tb = &m.timebase();
+    auto set_power = [models, tb](double w) {
+      const double t = tb->now_s();
+      for (const auto& sm : models) sm->schedule().set_constant(t, w);
+    };
+    return create_sim_engine(eo, *cfg, s, set_power);
+  };
+}
+
+namespace {
+
+struct CompWin {
+  Component c;
+  int window = -1;
+  double calls = 0, per_step = 0;
+};
+struct LayerWin {
+  int layer = 0, window = -1;
+  double reps = 0;
+};
+struct Point {
+  nlohmann::json meta;
+  std::string skipped;
+  int prefill_w = -1, decode_w = -1, step_w = -1;
+  double passes = 0, prefill_tokens = 0, prefill_flops = 0;
+  double steps = 0, decode_tokens = 0, decode_bytes_per_step = 0, decode_flops_per_step = 0;
+  double step_reps = 0;
+  int batch = 1, layers = 1;
+  std::vector<CompWin> comps;
+  std::vector<LayerWin> layer_wins;
+};
+
+std::optional<double> opt_div(std::optional<double> a, double b) {
+  if (!a || b <= 0) return std::nullopt;
+  return *a / b;
+}
+nlohmann::json num_or_null(std::optional<double> v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json window_json(const WindowResult& w, std::optional<double> idle_w) {
+  nlohmann::json j;
+  j["duration_s"] = w.duration_s();
+  j["energy_j"] = w.gpu_energy_j;
+  j["above_idle_j"] = num_or_null(w.gpu_above_idle_j);
+  j["mean_power_w"] = w.duration_s() > 0 ? w.gpu_energy_j / w.duration_s() : 0.0;
+  if (!w.gpus.empty()) {
+    j["energy_method"] = w.gpus.front().method;
+    double u = 0;
+    for (const auto& g : w.gpus) u += g.uncertainty_j;
+    j["uncertainty_j"] = u;
+  }
+  j["idle_share"] = idle_w && w.gpu_energy_j > 0 ? nlohmann::json(*idle_w * w.duration_s() / w.gpu_energy_j) : nlohmann::json(nullptr);
+  j["complete"] = w.complete;
+  return j;
+}
+
+}  // namespace
+
+Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factory,
+                              const std::function<void(const std::string&)>& progress) {
+  auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+  auto dt = dtype_from_string(o.dtype);
+  if (!dt) return dt.error();
+  if (o.gen < 2) return make_error(Errc::invalid_argument, "--gen must be at least 2 (one prefill token and one decode step)");
+  for (int b : o.batches) {
+    if (b < 1) return make_error(Errc::invalid_argument, "--batch values must be at least 1");
+  }
+  for (int p : o.prompts) {
+    if (p < 1) return make_error(Errc::invalid_argument, "--prompt values must be at least 1");
+  }
+  if (o.batches.empty() || o.prompts.empty() || (o.models.empty() && o.weights.empty())) {
+    return make_error(Errc::invalid_argument, "--model, --batch and --prompt need at least one value");
+  }
+  std::vector<std::string> models = o.models;
+  if (!o.weights.empty()) models = {o.weights};
+  for (const auto& t : o.tags) {
+    if (t.find('=') == std::string::npos || t.front() == '=') return make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'");
+  }
+
+  MonitorOptions mo;
+  mo.gpus.backend = o.device;
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (o.device != "sim") {
+    if (cvd != nullptr && *cvd != '\0') {
+      const auto ids = split_gpu_list(cvd);
+      if (o.gpu >= static_cast<int>(ids.size())) return make_error(Errc::not_found, "no GPU " + std::to_string(o.gpu) + " in CUDA_VISIBLE_DEVICES");
+      mo.gpus.ids = {ids[static_cast<std::size_t>(o.gpu)]};
+    } else {
+      mo.gpus.ids = {std::to_string(o.gpu)};
+    }
+  }
+  if (!o.nvml_lib.empty()) {
+    mo.gpus.nvml_library = o.nvml_lib;
+  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) {
+    mo.gpus.nvml_library = lib;
+  }
+  mo.sampler.read_cpu = false;
+  LlmEngine* current = nullptr;
+  mo.synchronize = [&current] {
+    if (current != nullptr) current->synchronize();
+  };
+  auto mon_r = Monitor::create(mo);
+  if (!mon_r) return mon_r.error();
+  Monitor& mon = **mon_r;
+
+  std::vector<Point> points;
+  int idle_window = -1;
+  std::string device_name, engine_desc;
+  bool simulated = false;
+  for (const std::string& model : models) {
+    EngineOptions eo;
+    if (o.weights.empty()) {
+      eo.model = model;
+    } else {
+      eo.weights_dir = model;
+    }
+    eo.dtype = *dt;
+    eo.seed = o.seed;
+    eo.device = o.gpu;
+    eo.chunk_tokens = o.chunk_tokens;
+    eo.decode_path = o.decode_path;
+    eo.graphs = !o.no_graphs;
+    eo.pdl = o.pdl;
+    say("loading " + model + " (" + o.dtype + (o.weights.empty() ? ", random weights" : "") + ")");
+    auto eng_r = factory(eo, mon);
+    if (!eng_r) {
+      current = nullptr;
+      (void)mon.finish();
+      return eng_r.error();
+    }
+    std::unique_ptr<LlmEngine> eng = std::move(*eng_r);
+    current = eng.get();
+    simulated = eng->simulated();
+    device_name = eng->device_name();
+    const LlmConfig& cfg = eng->config();
+    if (idle_window < 0 && o.idle_s > 0) {
+      eng->synchronize();
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      say("measuring the idle baseline for " + fmt_double(o.idle_s) + " s");
+      const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
+      std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_s));
+      mon.end(id);
+      idle_window = static_cast<int>(id);
+    }
+    std::vector<std::vector<int>> file_tokens;
+    if (!o.tokens_file.empty()) {
+      auto ft = read_token_file(o.tokens_file, cfg.vocab);
+      if (!ft) {
+        (void)mon.finish();
+        return ft.error();
+      }
+      file_tokens = std::move(*ft);
+    }
+    std::vector<std::pair<int, int>> grid;
+    if (file_tokens.empty()) {
+      for (int b : o.batches) {
+        for (int p : o.prompts) grid.emplace_back(b, p);
+      }
+    } else {
+      grid.emplace_back(static_cast<int>(file_tokens.size()), 0);
+    }
+    for (const auto& [B, P] : grid) {
+      Point pt;
+      pt.batch = B;
+      pt.layers = cfg.layers;
+      RunShape s;
+      s.batch = B;
+      s.gen = o.gen;
+      s.seed = o.seed;
+      if (file_tokens.empty()) {
+        s.prompt_lens.assign(static_cast<std::size_t>(B), P);
+      } else {
+        for (const auto& t : file_tokens) s.prompt_lens.push_back(static_cast<int>(t.size()));
+        s.prompt_tokens = file_tokens;
+      }
+      const int G = o.gen;
+      pt.meta = {{"model", cfg.name},
+                 {"dtype", o.dtype},
+                 {"batch", B},
+                 {"prompt", file_tokens.empty() ? nlohmann::json(P) : nlohmann::json(s.prompt_lens)},
+                 {"gen", G},
+                 {"num_layers", cfg.layers},
+                 {"params", cfg.total_params()},
+                 {"weights", o.weights.empty() ? "random (seed " + std::to_string(o.seed) + ")" : o.weights}};
+      const std::string base = cfg.name + "/b" + std::to_string(B) + "/p" + (file_tokens.empty() ? std::to_string(P) : "file");
+      say(base + ": preparing");
+      if (auto r = eng->prepare(s); !r) {
+        pt.skipped = r.error().message;
+        say(base + ": skipped: " + pt.skipped);
+        points.push_back(std::move(pt));
+        continue;
+      }
+      engine_desc = eng->describe();
+      pt.meta["engine"] = engine_desc;
+      // Warm-up (graphs, cuBLAS heuristics, clocks), then one timed pass of each phase.
+      eng->prefill();
+      eng->decode(G - 1);
+      eng->synchronize();
+      double t0 = now_s();
+      eng->prefill();
+      eng->synchronize();
+      const double t_p = std::max(1e-6, now_s() - t0);
+      t0 = now_s();
+      eng->rewind();
+      eng->decode(G - 1);
+      eng->synchronize();
+      const double t_d = std::max(1e-6, now_s() - t0);
+      if (auto st = eng->status(); !st) {
+        (void)mon.finish();
+        return st.error();
+      }
+      if (auto toks = eng->generated(); toks) {
+        nlohmann::json sample = nlohmann::json::array();
+        for (const auto& seq : *toks) {
+          std::vector<int> head(seq.begin(), seq.begin() + std::min<long>(16, static_cast<long>(seq.size())));
+          sample.push_back(head);
+          if (sample.size() >= 4) break;
+        }
+        pt.meta["generated_sample"] = sample;
+      }
+      double sum_len = 0;
+      for (int len : s.prompt_lens) {
+        sum_len += len;
+        pt.prefill_flops += WorkModel::prefill_flops(cfg, len);
+        pt.decode_bytes_per_step += WorkModel::decode_kv_bytes(cfg, *dt, len + (G - 2) / 2);
+        pt.decode_flops_per_step += WorkModel::decode_flops(cfg, len + (G - 2) / 2);
+      }
+      pt.decode_bytes_per_step += WorkModel::decode_weight_bytes(cfg, *dt, B);
+
+      // Repeats `fn` until the window has lasted min_seconds (estimates from the timed pass, then
+      // tops up if the GPU was faster than that pass).
+      auto repeat_for = [&](double seconds, double per, const std::function<void()>& fn) {
+        int n = 0;
+        const double start = now_s();
+        double left = seconds;
+        while (left > 0) {
+          const int k = static_cast<int>(std::clamp(std::ceil(left / per), 1.0, 1e6));
+          for (int i = 0; i < k; ++i) fn();
+          n += k;
+          eng->synchronize();
+          const double el = now_s() - start;
+          left = seconds - el;
+          per = std::max(1e-7, el / n);
+        }
+        return n;
+      };
+      say(base + ": prefill (" + fmt_double(1e3 * t_p) + " ms a pass)");
+      auto w = mon.begin(base + "/prefill");
+      eng->range_push(base + "/prefill");
+      const int rp = repeat_for(o.min_seconds, t_p, [&] { eng->prefill(); });
+      eng->range_pop();
+      mon.end(w);
+      pt.prefill_w = static_cast<int>(w);
+      pt.passes = rp;
+      pt.prefill_tokens = rp * sum_len;
+      mon.count(w, "tokens", pt.prefill_tokens);
+
+      say(base + ": decode (" + fmt_double(1e3 * t_d) + " ms for " + std::to_string(G - 1) + " steps)");
+      w = mon.begin(base + "/decode");
+      eng->range_push(base + "/decode");
+      const int rd = repeat_for(o.min_seconds, t_d, [&] {
+        eng->rewind();
+        eng->decode(G - 1);
+      });
+      eng->range_pop();
+      mon.end(w);
+      pt.decode_w = static_cast<int>(w);
+      pt.steps = static_cast<double>(rd) * (G - 1);
+      pt.decode_tokens = pt.steps * B;
+      mon.count(w, "tokens", pt.decode_tokens);
+
+      if (!o.no_components || o.per_layer) {
+        // Isolation at the middle of the generation: each piece replayed on its own for
+        // iso_seconds (CUDA graphs), so the sensor sees a steady load it can resolve.
+        eng->rewind();
+        eng->decode((G - 1) / 2);
+        eng->synchronize();
+        pt.meta["isolation_context"] = s.prompt_lens.front() + (G - 1) / 2;
+        auto isolate = [&](const std::string& name, const std::function<int(int)>& run) -> std::pair<int, double> {
+          (void)run(2);
+          eng->synchronize();
+          const double a = now_s();
+          const int n = run(4);
+          eng->synchronize();
+          const double per = std::max(1e-7, (now_s() - a) / std::max(1, n));
+          auto id = mon.begin(base + "/" + name);
+          eng->range_push(base + "/" + name);
+          int done = 0;
+          const double start = now_s();
+          double left = o.iso_seconds, per_rep = per;
+          while (left > 0) {
+            done += run(static_cast<int>(std::clamp(std::ceil(left / per_rep), 1.0, 1e8)));
+            eng->synchronize();
+            const double el = now_s() - start;
+            left = o.iso_seconds - el;
+            per_rep = std::max(1e-7, el / std::max(1, done));
+          }
+          eng->range_pop();
+          mon.end(id);
+          return {static_cast<int>(id), static_cast<double>(done)};
+        };
+        if (!o.no_components) {
+          say(base + ": isolating components (" + fmt_double(o.iso_seconds) + " s each)");
+          for (int ci = 0; ci < kComponentCount; ++ci) {
+            const auto c = static_cast<Component>(ci);
+            auto [id, done] = isolate(std::string("component/") + component_name(c),
+                                      [&](int reps) { return eng->component(c, -1, reps); });
+            const double per_rep = component_per_layer(c) ? cfg.layers : 1;
+            mon.count(static_cast<Monitor::WindowId>(id), "calls", done * per_rep);
+            pt.comps.push_back({c, id, done * per_rep, per_rep});
+          }
+          auto [id, done] = isolate("step", [&](int reps) { return eng->step(reps); });
+          mon.count(static_cast<Monitor::WindowId>(id), "steps", done);
+          pt.step_w = id;
+          pt.step_reps = done;
+        }
+        if (o.per_layer) {
+          say(base + ": isolating " + std::to_string(cfg.layers) + " layers");
+          for (int l = 0; l < cfg.layers; ++l) {
+            auto [id, done] = isolate("layer/" + std::to_string(l), [&](int reps) { return eng->layer_block(l, reps); });
+            mon.count(static_cast<Monitor::WindowId>(id), "calls", done);
+            pt.layer_wins.push_back({l, id, done});
+          }
+        }
+      }
+      if (auto st = eng->status(); !st) {
+        (void)mon.finish();
+        return st.error();
+      }
+      points.push_back(std::move(pt));
+    }
+    current = nullptr;
+  }
+  // Idle baseline: the mean power of the idle window, sampled long before finish() needs it.
+  if (idle_window >= 0) {
+    if (auto e = mon.energy(static_cast<Monitor::WindowId>(idle_window)); e) {
+      std::vector<std::optional<double>> idle;
+      for (const auto& g : e->gpus) idle.emplace_back(g.mean_power_w);
+      mon.set_idle_power(idle, "measured for " + fmt_double(o.idle_s) + " s after loading the first model");
+    }
+  }
+  BenchResult res;
+  res.simulated = simulated;
+  res.measurement = mon.finish();
+  Measurement& m = res.measurement;
+  fill_provenance(m);
+  m.command = {"jouleprof", "bench", "llm"};
+  for (const auto& a : bench_args(o)) m.command.push_back(a);
+  m.builtin_workload = true;
+  m.tags["workload"] = "bench-llm";
+  m.tags["dtype"] = o.dtype;
+  for (const auto& t : o.tags) {
+    const auto eq = t.find('=');
+    m.tags[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  std::optional<double> idle_w;
+  if (!m.gpu_state.empty()) {
+    double sum = 0;
+    bool all = true;
+    for (const auto& g : m.gpu_state) {
+      if (g.idle_power_w) {
+        sum += *g.idle_power_w;
+      } else {
+        all = false;
+      }
+    }
+    if (all) idle_w = sum;
+  }
+  nlohmann::json out;
+  out["schema"] = "jouleprof.bench-llm/1";
+  out["simulated"] = simulated;
+  out["device"] = device_name;
+  out["idle_power_w"] = num_or_null(idle_w);
+  out["method"] =
+      "prefill and decode: whole phases repeated until each window lasts --min-seconds, energy from the "
+      "GPU energy counter (windows >= 1 s) or the 20-ms power-sample timeline; components, layers and the isolated "
+      "step: each replayed alone (CUDA graphs) for --iso-seconds at the middle of the generation, energy per call = "
+      "window energy / calls";
+  nlohmann::json pts = nlohmann::json::array();
+  auto win = [&](int id) -> const WindowResult* {
+    return id >= 0 && static_cast<std::size_t>(id) < m.windows.size() ? &m.windows[static_cast<std::size_t>(id)] : nullptr;
+  };
+  for (const Point& pt : points) {
+    nlohmann::json j = pt.meta;
+    if (!pt.skipped.empty()) {
+      j["skipped"] = pt.skipped;
+      pts.push_back(j);
+      continue;
+    }
+    if (const auto* w = win(pt.prefill_w)) {
+      nlohmann::json p = window_json(*w, idle_w);
+      p["window"] = pt.prefill_w;
+      p["passes"] = pt.passes;
+      p["tokens"] = pt.prefill_tokens;
+      p["tokens_per_s"] = pt.prefill_tokens / std::max(1e-9, w->duration_s());
+      p["j_per_token"] = w->gpu_energy_j / pt.prefill_tokens;
+      p["above_idle_j_per_token"] = num_or_null(opt_div(w->gpu_above_idle_j, pt.prefill_tokens));
+      p["tflops"] = pt.prefill_flops * pt.passes / std::max(1e-9, w->duration_s()) / 1e12;
+      p["ms_per_pass"] = 1e3 * w->duration_s() / pt.passes;
+      j["prefill"] = p;
+    }
+    double decode_j_step = 0, decode_ms_step = 0;
+    if (const auto* w = win(pt.decode_w)) {
+      nlohmann::json d = window_json(*w, idle_w);
+      d["window"] = pt.decode_w;
+      d["steps"] = pt.steps;
+      d["tokens"] = pt.decode_tokens;
+      d["tokens_per_s"] = pt.decode_tokens / std::max(1e-9, w->duration_s());
+      d["j_per_token"] = w->gpu_energy_j / pt.decode_tokens;
+      d["above_idle_j_per_token"] = num_or_null(opt_div(w->gpu_above_idle_j, pt.decode_tokens));
+      decode_ms_step = 1e3 * w->duration_s() / pt.steps;
+      decode_j_step = w->gpu_energy_j / pt.steps;
+      d["ms_per_step"] = decode_ms_step;
+      d["j_per_step"] = decode_j_step;
+      d["bytes_per_step"] = pt.decode_bytes_per_step;
+      d["bandwidth_bytes_per_s"] = pt.decode_bytes_per_step * pt.steps / std::max(1e-9, w->duration_s());
+      d["tflops"] = pt.decode_flops_per_step * pt.steps / std::max(1e-9, w->duration_s()) / 1e12;
+      j["decode"] = d;
+    }
+    if (!pt.comps.empty()) {
+      nlohmann::json comps = nlohmann::json::array();
+      double sum_j = 0, sum_ms = 0;
+      std::map<std::string, double> groups;
+      for (const CompWin& cw : pt.comps) {
+        const auto* w = win(cw.window);
+        if (w == nullptr) continue;
+        const double jpc = w->gpu_energy_j / cw.calls;
+        nlohmann::json c = window_json(*w, idle_w);
+        c["name"] = component_name(cw.c);
+        c["description"] = component_description(cw.c);
+        c["group"] = component_group(cw.c);
+        c["window"] = cw.window;
+        c["calls"] = cw.calls;
+        c["calls_per_step"] = cw.per_step;
+        c["us_per_call"] = 1e6 * w->duration_s() / cw.calls;
+        c["j_per_call"] = jpc;
+        c["above_idle_j_per_call"] = num_or_null(opt_div(w->gpu_above_idle_j, cw.calls));
+        c["j_per_step"] = jpc * cw.per_step;
+        c["j_per_token"] = jpc * cw.per_step / pt.batch;
+        sum_j += jpc * cw.per_step;
+        sum_ms += 1e3 * w->duration_s() / cw.calls * cw.per_step;
+        groups[component_group(cw.c)] += jpc * cw.per_step / pt.batch;
+        comps.push_back(c);
+      }
+      for (auto& c : comps) c["share"] = sum_j > 0 ? c["j_per_step"].get<double>() / sum_j : 0.0;
+      j["components"] = comps;
+      j["groups_j_per_token"] = groups;
+      nlohmann::json k;
+      k["sum_components_j_per_step"] = sum_j;
+      k["sum_components_ms_per_step"] = sum_ms;
+      if (const auto* w = win(pt.step_w)) {
+        k["isolated_step_j_per_step"] = w->gpu_energy_j / pt.step_reps;
+        k["isolated_step_ms_per_step"] = 1e3 * w->duration_s() / pt.step_reps;
+        k["step_window"] = pt.step_w;
+      }
+      k["decode_j_per_step"] = decode_j_step;
+      k["decode_ms_per_step"] = decode_ms_step;
+      if (decode_j_step > 0) k["sum_over_decode"] = sum_j / decode_j_step;
+      if (decode_j_step > 0 && k.contains("isolated_step_j_per_step")) {
+        k["isolated_step_over_decode"] = k["isolated_step_j_per_step"].get<double>() / decode_j_step;
+      }
+      j["consistency"] = k;
+    }
+    if (!pt.layer_wins.empty()) {
+      nlohmann::json ls = nlohmann::json::array();
+      for (const LayerWin& lw : pt.layer_wins) {
+        const auto* w = win(lw.window);
+        if (w == nullptr) continue;
+        nlohmann::json l = window_json(*w, idle_w);
+        l["layer"] = lw.layer;
+        l["window"] = lw.window;
+        l["calls"] = lw.reps;
+        l["j_per_call"] = w->gpu_energy_j / lw.reps;
+        l["above_idle_j_per_call"] = num_or_null(opt_div(w->gpu_above_idle_j, lw.reps));
+        l["us_per_call"] = 1e6 * w->duration_s() / lw.reps;
+        ls.push_back(l);
+      }
+      j["layers"] = ls;
+    }
+    pts.push_back(j);
+  }
+  out["points"] = pts;
+  res.llm = out;
+  return res;
+}
+
+void print_bench(const BenchResult& r, std::ostream& out) {
+  const auto& j = r.llm;
+  char buf[512];
+  if (r.simulated) {
+    out << "SIMULATED: simulated GPU and engine (time and power models); no number below is a measurement.\n";
+  }
+  out << "device: " << j.value("device", std::string("?"));
+  if (j["idle_power_w"].is_number()) {
+    std::snprintf(buf, sizeof buf, ", idle %.1f W", j["idle_power_w"].get<double>());
+    out << buf;
+  }
+  out << "\n";
+  auto get = [](const nlohmann::json& o, const char* k) { return o.contains(k) && o[k].is_number() ? o[k].get<double>() : std::nan(""); };
+  for (const auto& p : j["points"]) {
+    out << "\n" << p["model"].get<std::string>() << " " << p["dtype"].get<std::string>() << "  batch " << p["batch"].dump()
+        << "  prompt " << p["prompt"].dump() << "  gen " << p["gen"].dump();
+    if (p.contains("skipped")) {
+      out << "  SKIPPED: " << p["skipped"].get<std::string>() << "\n";
+      continue;
+    }
+    out << "\n  engine: " << p.value("engine", std::string("?")) << "\n";
+    if (p.contains("prefill")) {
+      const auto& f = p["prefill"];
+      std::snprintf(buf, sizeof buf,
+                    "  prefill %9.0f tok/s  %7.1f TFLOP/s  %8.3f mJ/tok  (%.3f above idle)  %6.1f W  idle share %4.1f%%  [%s]\n",
+                    get(f, "tokens_per_s"), get(f, "tflops"), 1e3 * get(f, "j_per_token"),
+                    1e3 * get(f, "above_idle_j_per_token"), get(f, "mean_power_w"), 100 * get(f, "idle_share"),
+                    f.value("energy_method", std::string("?")).c_str());
+      out << buf;
+    }
+    if (p.contains("decode")) {
+      const auto& d = p["decode"];
+      std::snprintf(buf, sizeof buf,
+                    "  decode  %9.1f tok/s  %7.3f ms/step  %6.2f TB/s  %8.3f mJ/tok  (%.3f above idle)  %6.1f W  idle share %4.1f%%  [%s]\n",
+                    get(d, "tokens_per_s"), get(d, "ms_per_step"), get(d, "bandwidth_bytes_per_s") / 1e12,
+                    1e3 * get(d, "j_per_token"), 1e3 * get(d, "above_idle_j_per_token"), get(d, "mean_power_w"),
+                    100 * get(d, "idle_share"), d.value("energy_method", std::string("?")).c_str());
+      out << buf;
+    }
+    if (p.contains("components")) {
+      out << "  decode step by component (each isolated, replayed alone):\n";
+      out << "    component     calls/step   us/call   mJ/call  mJ/token  share   power\n";
+      for (const auto& c : p["components"]) {
+        std::snprintf(buf, sizeof buf, "    %-12s %10.0f %9.2f %9.4f %9.4f %5.1f%% %6.1f W\n", c["name"].get<std::string>().c_str(),
+                      get(c, "calls_per_step"), get(c, "us_per_call"), 1e3 * get(c, "j_per_call"),
+                      1e3 * get(c, "j_per_token"), 100 * get(c, "share"), get(c, "mean_power_w"));
+        out << buf;
+      }
+      const auto& k = p["consistency"];
+      std::snprintf(buf, sizeof buf,
+                    "  per step: sum of components %.4f J / %.3f ms; isolated step %.4f J / %.3f ms; real decode %.4f J / "
+                    "%.3f ms (sum/real %.3f)\n",
+                    get(k, "sum_components_j_per_step"), get(k, "sum_components_ms_per_step"),
+                    get(k, "isolated_step_j_per_step"), get(k, "isolated_step_ms_per_step"), get(k, "decode_j_per_step"),
+                    get(k, "decode_ms_per_step"), get(k, "sum_over_decode"));
+      out << buf;
+    }
+    if (p.contains("layers")) {
+      out << "  layers (each isolated): mJ/call";
+      for (const auto& l : p["layers"]) {
+        std::snprintf(buf, sizeof buf, " %.3f", 1e3 * get(l, "j_per_call"));
+        out << buf;
+      }
+      out << "\n";
+    }
+  }
+}
+
+Result<void> write_bench_json(const BenchResult& r, const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(result_to_json(r.measurement));
+  } catch (const std::exception& e) {
+    return make_error(Errc::internal, std::string("result JSON: ") + e.what());
+  }
+  j["llm"] = r.llm;
+  std::ofstream out(path);
+  if (!out) return make_error(Errc::io, "cannot write " + path);
+  out << j.dump(2) << "\n";
+  if (!out) return make_error(Errc::io, "write failed: " + path);
+  return {};
+}
+
+int bench_main(const BenchOptions& o, const EngineFactory& factory) {
+  auto report = [](const Error& e) {
+    std::string msg = e.message;
+    for (char& ch : msg) {
+      if (ch == '\n') ch = ' ';
+    }
+    std::fprintf(stderr, "jouleprof: error: %s\n", msg.c_str());
+    switch (e.code) {
+      case Errc::invalid_argument:
+      case Errc::parse: return 2;
+      case Errc::unavailable:
+      case Errc::not_found:
+      case Errc::lost: return 3;
+      case Errc::exec: return 127;
+      default: return 1;
+    }
+  };
+  std::function<void(const std::string&)> progress;
+  if (!o.quiet) progress = [](const std::string& s) { std::fprintf(stderr, "jouleprof: %s\n", s.c_str()); };
+  auto r = run_bench(o, factory, progress);
+  if (!r) return report(r.error());
+  print_bench(*r, std::cout);
+  if (!o.json.empty()) {
+    if (auto w = write_bench_json(*r, o.json); !w) return report(w.error());
+  }
+  return 0;
+}
+
+}  // namespace jouleprof::llm

@@ -1,0 +1,91 @@
+// What the benchmark drives: an inference engine for one model on one GPU. Implemented by the CUDA
+// engine (workloads/llm/cuda, the jouleprof-llm binary) and by the simulated engine (a time model
+// on the simulated GPU, so `jouleprof bench llm --device sim` runs without CUDA).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/error.hpp"
+#include "model_config.hpp"
+
+namespace jouleprof::llm {
+
+/// The pieces of one decode step, in the order they run (each is one or a few kernels).
+enum class Component { attn_qkv, attn_core, attn_out, mlp_gate_up, mlp_down, lm_head, embed, count };
+constexpr int kComponentCount = static_cast<int>(Component::count);
+const char* component_name(Component c);
+const char* component_description(Component c);
+/// Runs once per layer (else once per step).
+bool component_per_layer(Component c);
+/// Which group of the breakdown it belongs to: attention, mlp, output, embedding.
+const char* component_group(Component c);
+
+struct RunShape {
+  int batch = 1;
+  std::vector<int> prompt_lens;                  ///< one per sequence
+  int gen = 16;                                  ///< tokens generated per sequence (the first by prefill)
+  std::vector<std::vector<int>> prompt_tokens;   ///< explicit prompts (else seeded random ids)
+  uint64_t seed = 1;
+  int max_context() const;
+};
+
+struct EngineOptions {
+  std::string model = "tiny";       ///< built-in name (ignored when weights_dir is set)
+  std::string weights_dir;          ///< Hugging Face checkpoint directory
+  DType dtype = DType::bf16;
+  uint64_t seed = 1234;             ///< random weights
+  int device = 0;                   ///< CUDA device ordinal
+  int chunk_tokens = 8192;          ///< most prompt tokens per prefill pass
+  double attn_budget_bytes = 1 << 30;  ///< attention scores per prefill pass
+  std::string decode_path = "auto"; ///< auto | fused (GEMV kernels) | gemm (cuBLAS)
+  bool graphs = true;               ///< CUDA graphs for decode steps
+  bool pdl = false;                 ///< programmatic dependent launch in the fused path
+};
+
+class LlmEngine {
+ public:
+  virtual ~LlmEngine() = default;
+  virtual const LlmConfig& config() const = 0;
+  virtual DType dtype() const = 0;
+  virtual std::string device_name() const = 0;
+  virtual bool simulated() const { return false; }
+  /// Decode path and options in words ("fused GEMV, CUDA graph").
+  virtual std::string describe() const = 0;
+
+  /// Allocates the KV cache and buffers for this shape and captures the decode graphs.
+  virtual Result<void> prepare(const RunShape& s) = 0;
+  /// Runs every prompt through the model (overwriting the cache) and picks the first token.
+  virtual void prefill() = 0;
+  /// `steps` more decode steps (at most gen-1 after a prefill or rewind).
+  virtual void decode(int steps) = 0;
+  /// Back to the state right after prefill (the first generated token, positions = prompt lengths).
+  virtual void rewind() = 0;
+  /// Isolation: component c of `layer` (-1: every layer in turn) repeated at least `reps` times,
+  /// at the current decode state, without advancing it. Returns the repetitions run.
+  virtual int component(Component c, int layer, int reps) = 0;
+  /// Isolation: every kernel of one decode layer, at least `reps` times. Returns the repetitions.
+  virtual int layer_block(int layer, int reps) = 0;
+  /// Isolation: a whole decode step without its token bookkeeping. Returns the repetitions.
+  virtual int step(int reps) = 0;
+  /// Waits for the GPU.
+  virtual void synchronize() = 0;
+  /// The first error met since creation (CUDA or cuBLAS call that failed), if any.
+  virtual Result<void> status() { return {}; }
+  /// Tokens generated so far, [batch][n].
+  virtual Result<std::vector<std::vector<int>>> generated() = 0;
+  /// Logits that chose the last token, [batch, vocab].
+  virtual Result<std::vector<float>> last_logits() = 0;
+  /// NVTX ranges around the benchmark's windows (no-op without CUDA).
+  virtual void range_push(const std::string& name) { (void)name; }
+  virtual void range_pop() {}
+};
+
+/// Token i of sequence `seq`'s seeded random prompt (the same on every engine).
+int prompt_token(const LlmConfig& c, uint64_t seed, int seq, int i);
+std::vector<int> random_prompt(const LlmConfig& c, uint64_t seed, int seq, int len);
+/// Parses a token-id file: one sequence per line, ids separated by spaces or commas.
+Result<std::vector<std::vector<int>>> read_token_file(const std::string& path, int vocab);
+
+}  // namespace jouleprof::llm
