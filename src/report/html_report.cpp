@@ -168,13 +168,25 @@ tr.phase td:first-child{padding-left:22px}.tag{background:#eef2f8;border-radius:
 .chart{width:100%;min-height:240px}code{font-size:11px}footer{font-size:11px;color:#777;padding:0 24px 20px}
 )css";
 
+// Before anything else: record script errors and console.error calls (also those raised while
+// the library loads) so that a headless browser test can read them from the DOM.
+constexpr const char* kEarly = R"js(
+window.__jpErrors = [];
+window.addEventListener('error', function (e) { window.__jpErrors.push(String(e && e.message)); });
+(function () { var ce = console.error; console.error = function () {
+  window.__jpErrors.push(Array.prototype.join.call(arguments, ' ')); return ce.apply(console, arguments); }; })();
+)js";
+
 // Glue only: turns each specification into a chart and records the outcome on <body> so that
 // a headless browser can check it (data-jp-charts, data-jp-errors).
 constexpr const char* kGlue = R"js(
 (function () {
-  var errors = 0;
-  function fail(msg) { errors++; document.body.setAttribute('data-jp-errors', String(errors)); if (window.console) console.error(msg); }
-  window.addEventListener('error', function (e) { fail('jouleprof report: ' + (e && e.message)); });
+  function publish() {
+    document.body.setAttribute('data-jp-errors', String(window.__jpErrors.length));
+    document.body.setAttribute('data-jp-error-text', window.__jpErrors.join(' | ').slice(0, 500));
+  }
+  function fail(msg) { console.error(msg); publish(); }
+  window.addEventListener('error', publish);
   var specs = JSON.parse(document.getElementById('jp-charts').textContent);
   var charts = [], done = 0;
   specs.forEach(function (s) {
@@ -189,7 +201,7 @@ constexpr const char* kGlue = R"js(
     } catch (e) { fail('jouleprof report: chart ' + s.id + ': ' + e); }
   });
   document.body.setAttribute('data-jp-charts', String(done));
-  document.body.setAttribute('data-jp-errors', String(errors));
+  publish();
   window.addEventListener('resize', function () { charts.forEach(function (c) { c.resize(); }); });
 })();
 )js";
@@ -305,7 +317,7 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        "<meta name=\"generator\" content=\"jouleprof\">\n<title>" +
-       html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+       html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n<script>" + kEarly + "</script>\n</head>\n<body>\n";
   h += "<header><h1>" + html_escape(title) + (any_sim ? " <span class=\"sim\">simulated data</span>" : "") + "</h1><p>" +
        fmt::format("{} run{} · generated {} · charts: {}", runs.size(), runs.size() == 1 ? "" : "s", iso_utc(now),
                    html_escape(charting_library_name())) +

@@ -1,0 +1,183 @@
+// Report layer: escaping, downsampling, chart specifications, trace structure, plots.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "jouleprof/report/assets.hpp"
+#include "jouleprof/report/charts.hpp"
+#include "jouleprof/report/downsample.hpp"
+#include "jouleprof/report/html_report.hpp"
+#include "jouleprof/report/trace.hpp"
+#include "jouleprof/store/synthetic.hpp"
+
+namespace jouleprof {
+namespace {
+
+using nlohmann::json;
+
+TEST(ReportEscape, HtmlAndScript) {
+  EXPECT_EQ(html_escape("<script>alert(1)</script>"), "&lt;script&gt;alert(1)&lt;/script&gt;");
+  EXPECT_EQ(html_escape("a&b \"c\" 'd'"), "a&amp;b &quot;c&quot; &#39;d&#39;");
+  const std::string j = script_safe_json(R"({"x":"</script><!--","y":"a&b"})");
+  EXPECT_EQ(j.find('<'), std::string::npos);
+  EXPECT_EQ(json::parse(j)["x"], "</script><!--");
+  const std::string ls = script_safe_json("\"a\xE2\x80\xA8" "b\"");
+  EXPECT_EQ(ls, "\"a\\u2028b\"");
+  EXPECT_EQ(json::parse(ls).get<std::string>(), "a\xE2\x80\xA8" "b");
+}
+
+std::vector<Sample> wave(std::size_t n) {
+  std::vector<Sample> v;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double t = static_cast<double>(i) * 0.02;
+    v.push_back({t, 400 + 300 * std::sin(t) + (i == n / 3 ? 900.0 : 0.0)});  // one spike
+  }
+  return v;
+}
+
+TEST(ReportDownsample, MinMaxKeepsExtremesAndOrder) {
+  const auto in = wave(360000);  // 2 h at 50 Hz
+  const auto out = downsample_minmax(in, 1000);
+  EXPECT_LE(out.size(), 2000u);
+  EXPECT_GT(out.size(), 1500u);
+  double max_in = 0, max_out = 0, min_in = 1e9, min_out = 1e9;
+  for (const auto& s : in) {
+    max_in = std::max(max_in, s.value);
+    min_in = std::min(min_in, s.value);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    max_out = std::max(max_out, out[i].value);
+    min_out = std::min(min_out, out[i].value);
+    if (i > 0) {
+      EXPECT_LE(out[i - 1].t_s, out[i].t_s);
+    }
+  }
+  EXPECT_EQ(max_out, max_in);  // the spike survives
+  EXPECT_EQ(min_out, min_in);
+  EXPECT_EQ(downsample_minmax(wave(100), 1000).size(), 100u);
+}
+
+TEST(ReportDownsample, LttbSizeAndEnds) {
+  const auto in = wave(50000);
+  const auto out = downsample_lttb(in, 1000);
+  ASSERT_EQ(out.size(), 1000u);
+  EXPECT_EQ(out.front().t_s, in.front().t_s);
+  EXPECT_EQ(out.back().t_s, in.back().t_s);
+  for (std::size_t i = 1; i < out.size(); ++i) EXPECT_LT(out[i - 1].t_s, out[i].t_s);
+  double max_out = 0;
+  for (const auto& s : out) max_out = std::max(max_out, s.value);
+  EXPECT_GT(max_out, 1200);  // the spike is the largest triangle of its bucket
+  EXPECT_EQ(downsample_lttb(wave(10), 1000).size(), 10u);
+}
+
+TEST(ReportCharts, SpecsAreDataOnlyJson) {
+  SyntheticSpec s;
+  s.gpus = 2;
+  s.duration_s = 600;
+  const auto a = make_synthetic_measurement(s);
+  s.decode_w = 480;
+  s.seed = 2;
+  s.tag_value = "other";
+  auto b = make_synthetic_measurement(s);
+  b.tags["batch"] = "8";
+  auto a2 = a;
+  a2.tags["batch"] = "1";
+  std::vector<ReportRun> runs = {{"run 1", 1, &a2}, {"run 2", 2, &b}};
+  ChartOptions o;
+  o.max_points = 1000;
+  const ChartSpec tl = timeline_chart(runs[0], 0, o);
+  const json t = json::parse(tl.option_json);
+  ASSERT_EQ(t["series"].size(), 2u);  // two GPUs
+  EXPECT_LE(t["series"][0]["data"].size(), 1000u);
+  EXPECT_FALSE(t["series"][0]["markArea"]["data"].empty());
+  EXPECT_FALSE(t["series"][0]["markLine"]["data"].empty());  // idle baseline
+  EXPECT_EQ(comparison_tag(runs, o), "batch");
+  const json c = json::parse(compare_chart(runs, o).option_json);
+  EXPECT_EQ(c["xAxis"]["type"], "value");  // numeric tag values
+  EXPECT_FALSE(json::parse(repeats_chart(runs, o).option_json)["series"][0]["data"].empty());
+  EXPECT_FALSE(per_count_chart(runs, o).option_json.empty());
+  EXPECT_FALSE(windows_chart(runs[0], 0, o).option_json.empty());
+  EXPECT_FALSE(clocks_chart(runs[0], 0, o).option_json.empty());
+}
+
+TEST(ReportHtml, EscapesUserTextEverywhere) {
+  if (!charting_library_js().ok()) GTEST_SKIP() << "charting library not installed";
+  auto m = make_synthetic_measurement();
+  const std::string evil = "<script>alert(1)</script>";
+  m.tags["note"] = evil;
+  m.command = {"python", evil};
+  m.windows[2].name = evil;
+  m.gpus[0].name = evil;
+  m.host = evil;
+  ReportOptions o;
+  o.title = evil;
+  auto html = render_html_report({{evil, 1, &m}}, o);
+  ASSERT_TRUE(html.ok()) << html.error().message;
+  // The only literal "<script" tags are ours: the early hook, the spec JSON, the library and the glue.
+  const std::regex tag("<script[ >]");
+  const auto n = std::distance(std::sregex_iterator(html->begin(), html->end(), tag), std::sregex_iterator());
+  EXPECT_EQ(n, 4);
+  EXPECT_EQ(html->find(evil), std::string::npos);
+  EXPECT_NE(html->find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+}
+
+TEST(ReportHtml, LongRunStaysSmall) {
+  if (!charting_library_js().ok()) GTEST_SKIP() << "charting library not installed";
+  SyntheticSpec s;
+  s.gpus = 8;
+  s.duration_s = 7200;
+  s.sample_hz = 50;
+  const auto m = make_synthetic_measurement(s);
+  auto html = render_html_report({{"run 1", 1, &m}});
+  ASSERT_TRUE(html.ok()) << html.error().message;
+  EXPECT_LT(html->size(), 20u * 1000 * 1000);
+}
+
+TEST(ReportTrace, StructureParsesWithNlohmann) {
+  SyntheticSpec s;
+  s.gpus = 2;
+  s.duration_s = 30;
+  auto m = make_synthetic_measurement(s);
+  m.windows[1].name = "quote\" and <tag>";
+  m.cpu_domains = {"package-0"};
+  m.cpu_energy = {{{0, 0}, {1, 50}, {2, 110}}};
+  m.meter_power = {{0, 900}, {1, 950}};
+  const json t = json::parse(chrome_trace_json(m));
+  std::map<std::string, int> counters;
+  int slices = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "C") counters[e["name"].get<std::string>() + "@" + std::to_string(e["pid"].get<int>())]++;
+    if (e["ph"] == "X") ++slices;
+  }
+  EXPECT_EQ(slices, static_cast<int>(m.windows.size()));
+  EXPECT_EQ(counters["power_sample_w@10"], static_cast<int>(m.timelines[0]->series[0].size()));
+  EXPECT_GT(counters["power_sample_w@11"], 0);
+  EXPECT_EQ(counters["package-0_power_w@2"], 2);
+  EXPECT_EQ(counters["power_w@3"], 2);
+  TraceOptions o;
+  o.max_points = 200;
+  const json small = json::parse(chrome_trace_json(m, o));
+  int n = 0;
+  for (const auto& e : small["traceEvents"]) n += (e["ph"] == "C" && e["name"] == "power_sample_w" && e["pid"] == 10) ? 1 : 0;
+  EXPECT_LE(n, 200);
+}
+
+TEST(ReportPlot, SvgFromTheSameSpec) {
+  if (!charting_library_js().ok()) GTEST_SKIP() << "charting library not installed";
+  if (std::system("node --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "node not installed";
+  const auto m = make_synthetic_measurement();
+  ChartOptions o;
+  o.for_static = true;
+  auto svg = render_svg(timeline_chart({"run 1", 1, &m}, 0, o), 800, 400);
+  ASSERT_TRUE(svg.ok()) << svg.error().message;
+  EXPECT_EQ(svg->rfind("<svg", 0), 0u);
+  EXPECT_NE(svg->find("<path"), std::string::npos);
+  EXPECT_NE(svg->find("GPU power"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace jouleprof
