@@ -259,6 +259,14 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
   runs_table(body, runs);
   body += "</section>\n";
 
+  body += "<section><h2>Power</h2>\n<p><small>Phases and windows shaded, run starts and each GPU's idle baseline "
+          "dashed.</small></p>\n";
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    specs.push_back(timeline_chart(runs[i], i, o.charts));
+    chart_div(body, specs.back());
+  }
+  body += "</section>\n";
+
   if (runs.size() >= 2) {
     body += "<section><h2>Comparison</h2>\n<p><small>Against " + html_escape(runs[0].label) +
             "; ± is the 95% confidence interval over the repeats; <span class=\"sig\">*</span> marks a difference beyond "
@@ -266,10 +274,12 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
     compare_table(body, runs, "");
     specs.push_back(compare_chart(runs, o.charts));
     chart_div(body, specs.back());
-    specs.push_back(repeats_chart(runs, o.charts));
-    chart_div(body, specs.back());
     body += "</section>\n";
   }
+  body += "<section><h2>Repeats</h2>\n";
+  specs.push_back(repeats_chart(runs, o.charts));
+  chart_div(body, specs.back());
+  body += "</section>\n";
   {
     ChartSpec tok = per_count_chart(runs, o.charts);
     if (!tok.option_json.empty()) {
@@ -283,8 +293,6 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
     const ReportRun& r = runs[i];
     body += "<section id=\"run-" + std::to_string(i) + "\"><h2>" + html_escape(r.label) +
             (r.m->simulated ? " <span class=\"sim\">simulated</span>" : "") + "</h2>\n";
-    specs.push_back(timeline_chart(r, i, o.charts));
-    chart_div(body, specs.back());
     ChartSpec clk = clocks_chart(r, i, o.charts);
     if (!clk.option_json.empty()) {
       specs.push_back(clk);
@@ -292,10 +300,6 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
     }
     specs.push_back(windows_chart(r, i, o.charts));
     chart_div(body, specs.back());
-    if (runs.size() == 1) {
-      specs.push_back(repeats_chart(runs, o.charts));
-      chart_div(body, specs.back());
-    }
     body += "<h3>Windows</h3>\n";
     windows_table(body, *r.m);
     body += "<h3>Provenance</h3>\n";
