@@ -361,7 +361,7 @@ ChartSpec per_count_chart(const std::vector<ReportRun>& runs, const ChartOptions
   json j = base_option(spec.title, o);
   j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
   j["xAxis"] = {{"type", "category"}, {"data", cats}};
-  j["yAxis"] = {{"type", "log"}, {"name", "J per count"}};
+  j["yAxis"] = {{"type", "value"}, {"name", "J per count"}};
   j["series"] = series;
   spec.option_json = j.dump();
   return spec;
