@@ -7,4 +7,7 @@ cmake --preset device -DJOULEPROF_BUILD_BENCH=OFF >/dev/null
 cmake --build build/device -j"$(nproc)" --target jouleprof_cli jouleprof_burn jouleprof_device_tests "$@"
 mkdir -p .devbuild/bin
 cp build/device/bin/jouleprof build/device/bin/jouleprof-burn build/device/tests/device/jouleprof_device_tests .devbuild/bin/
-ls -la .devbuild/bin
+# Shared libraries of this machine the device may lack (used only where it has none).
+mkdir -p .devbuild/lib
+for lib in $(ldd .devbuild/bin/jouleprof | awk '/sqlite/ {print $3}'); do cp -L "$lib" .devbuild/lib/; done
+ls -la .devbuild/bin .devbuild/lib
