@@ -543,7 +543,7 @@ __global__ void advance_kernel(const AdvanceParams p) {
   for (int k = threadIdx.x; k < p.hidden; k += blockDim.x) p.resid[static_cast<int64_t>(b) * p.hidden + k] = Num<T>::to(e[k]);
   __syncthreads();
   if (p.commit && threadIdx.x == 0) {
-    p.hist[b * p.hist_ld + p.step[b]] = tok;
+    if (p.step[b] < p.hist_ld) p.hist[b * p.hist_ld + p.step[b]] = tok;
     p.step[b] += 1;
     p.pos[b] += p.inc;
     p.argmax[b] = 0ull;

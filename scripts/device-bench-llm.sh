@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# bench-llm on the GPU machine, in one call. Binaries are built here (cmake --preset device) and
+# carried in .devbuild/llm (jouleprof + jouleprof-llm); Python/PyTorch/transformers are on the device.
+#   scripts/device-bench-llm.sh STEP...   steps: check hf-logits speed speed-b bench-1b bench-8b
+#                                          bench-sweep hf-speed hf-compile hf-measure
+# Writes logs and JSON under $OUT (at most 8 files come back), prints a short summary last.
+set -u
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.devbuild/llm}
+OUT=${OUT:-/tmp/bench-llm-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+export PYTHONUNBUFFERED=1
+LOG=$OUT/log.txt
+PY=workloads/llm/python/hf_compare.py
+say() { echo "=== $* ($(date -u +%FT%TZ))" | tee -a "$LOG"; }
+run() { local t=$1; shift; say "$*"; timeout "$t" "$@" 2>&1 | tee -a "$LOG"; echo "rc=${PIPESTATUS[0]}" | tee -a "$LOG"; }
+gpu_state() { nvidia-smi --query-gpu=name,driver_version,temperature.gpu,clocks.sm,clocks.mem,power.draw,power.limit,persistence_mode --format=csv,noheader 2>&1 | tee -a "$LOG"; }
+say "host $(hostname) $(uname -r)"
+gpu_state
+for step in "$@"; do
+  case $step in
+    check)
+      run 120 "$BIN/jouleprof-llm" check --model tiny --dtype bf16 --json "$OUT/check_bf16.json"
+      run 120 "$BIN/jouleprof-llm" check --model tiny --dtype fp16 --tol 1e-2 --tol-emulated 5e-3 ;;
+    hf-logits)
+      run 200 python3 "$PY" logits --llm "$BIN/jouleprof-llm" --work /tmp/hfw --out "$OUT" ;;
+    speed)
+      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants "${VARIANTS:-fused,fused+pdl,gemm}" \
+        --prompt 128 --gen 256 --prefill "${PREFILL:-1024,2048,4096,8192}" --json "$OUT/speed.json" ;;
+    speed-b)
+      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants auto --batch 1,8,32 \
+        --prompt 128 --gen 128 --prefill 0 --json "$OUT/speed_batch.json" ;;
+    bench-1b)
+      run 200 "$BIN/jouleprof" bench llm --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --iso-seconds 0.5 \
+        --json "$OUT/bench_1b.json" ;;
+    bench-8b)
+      run 200 "$BIN/jouleprof" bench llm --model llama-3.1-8b --batch 1 --prompt 128 --gen 128 --iso-seconds 0.5 \
+        --json "$OUT/bench_8b.json" ;;
+    bench-sweep)
+      run 280 "$BIN/jouleprof" bench llm --model llama-3.2-1b,llama-3.1-8b --batch 1,8,32 --prompt 128 --gen 128 \
+        --min-seconds 1 --iso-seconds "${ISO:-0.5}" ${BENCH_EXTRA:-} --json "$OUT/bench_sweep.json" ;;
+    hf-speed)
+      for m in llama-3.2-1b llama-3.1-8b; do
+        run 150 python3 "$PY" speed --model "$m" --static --prefill 1024,4096 --json "$OUT/hf_speed_$m.json"
+      done ;;
+    hf-compile)
+      run 240 python3 "$PY" speed --model llama-3.2-1b --compile --seconds 2 ;;
+    hf-measure)
+      for m in llama-3.2-1b llama-3.1-8b; do
+        run 150 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_measure_$m.json" -- \
+          python3 "$PY" speed --model "$m" --seconds 3 --prefill 2048
+      done ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
+gpu_state
+say "summary"
+grep -hE "^(model |b[0-9]|llama|device |hf-|tiny|  (prefill|decode) |  per step|.*ALL PASS|.*FAILED)" "$LOG" | cut -c1-220 | tail -60
