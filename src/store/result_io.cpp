@@ -100,6 +100,7 @@ Measurement from_json(const json& j) {
   m.origin_realtime_ns = get_or<int64_t>(j, "origin_realtime_ns", 0);
   m.duration_s = get_or(j, "duration_s", 0.0);
   if (auto p = j.find("provenance"); p != j.end() && p->is_object()) {
+    m.invocation = get_or<std::vector<std::string>>(*p, "command_line", {});
     m.host = get_or<std::string>(*p, "host", "");
     m.kernel = get_or<std::string>(*p, "kernel", "");
     m.tool_version = get_or<std::string>(*p, "tool_version", "");
@@ -188,6 +189,9 @@ Measurement from_json(const json& j) {
       e.timeline_j = opt<double>(g, "timeline_energy_j");
       e.timeline_uncertainty_j = get_or(g, "timeline_uncertainty_j", 0.0);
       e.timeline_samples = get_or<std::size_t>(g, "timeline_samples", 0);
+      e.response_j = opt<double>(g, "response_energy_j");
+      e.response_uncertainty_j = get_or(g, "response_uncertainty_j", 0.0);
+      e.note = get_or<std::string>(g, "note", "");
       e.disagreement = opt<double>(g, "timeline_vs_counter");
       e.idle_power_w = opt<double>(g, "idle_power_w");
       e.above_idle_j = opt<double>(g, "above_idle_energy_j");

@@ -14,6 +14,7 @@ Measurement make_synthetic_measurement(const SyntheticSpec& s) {
   m.build_type = "test";
   m.command = {"synthetic-workload", "--runs", std::to_string(s.runs)};
   m.tags = {{"case", s.tag_value}, {"simulated", "true"}};
+  m.invocation = {"jouleprof", "measure", "--synthetic"};
   m.host = "synthetic-host";
   m.kernel = "Linux";
   m.origin_realtime_ns = int64_t{1795300000} * 1000000000 + static_cast<int64_t>(s.seed) * 1000;
@@ -83,6 +84,11 @@ Measurement make_synthetic_measurement(const SyntheticSpec& s) {
       e.timeline_j = e.energy_j;
       e.timeline_samples = static_cast<std::size_t>((t1 - t0) * s.sample_hz);
       e.mean_power_w = watts;
+      if (kind == "phase") {
+        e.response_j = e.energy_j;
+        e.response_uncertainty_j = 0.5;
+        e.note = "synthetic";
+      }
       e.idle_power_w = s.idle_w;
       e.above_idle_j = (watts - s.idle_w) * (t1 - t0);
       w.gpus.push_back(e);

@@ -154,6 +154,22 @@ TEST_F(RunsCli, BadInputGivesOneLineErrorAndLeavesTheStoreUntouched) {
   EXPECT_EQ(slurp(dir_ + "/corrupt.db"), corrupt);
 }
 
+// Every field `measure --json` writes comes back from the store's parser (catches fields added to
+// the result JSON without the parser learning them).
+TEST_F(RunsCli, RealResultJsonRoundTripsFieldForField) {
+  Cli r = run_cli(dir_, {"measure", "--device", "sim", "--runs", "2", "--idle", "0.5", "--json", "m.json", "--timeline", "m.csv",
+                         "--tag", "k=v", "-q"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto original = nlohmann::json::parse(slurp(dir_ + "/m.json"));
+  auto m = read_result_file(dir_ + "/m.json");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(nlohmann::json::parse(result_to_json(*m)), original);
+  ASSERT_EQ(jp({"runs", "import", "m.json", "--timeline", "m.csv"}).code, 0);
+  r = jp({"runs", "show", "last", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out), original);
+}
+
 TEST_F(RunsCli, KilledImportLeavesOldRunsIntact) {
   ASSERT_EQ(jp({"runs", "import", files_[0]}).code, 0);
   SyntheticSpec big;
