@@ -181,6 +181,9 @@ with open(os.path.join(D, "smi.csv")) as f:
             continue
 origin = st["origin_realtime_ns"] / 1e9
 stl = timeline("steady.csv")
+print("Same interval for every column: each steady run less its first 2 s (the 1-s average settling) "
+      "and last 0.5 s. The counter column is the difference of the energy-counter reads inside the "
+      "interval (taken every 5 s) over their time difference.\n")
 print("| run | interval | nvidia-smi power.draw W | nvidia-smi power.draw.instant W | jouleprof samples W | jouleprof counter W |")
 print("|---|---|---:|---:|---:|---:|")
 for w in windows(st, "run"):
@@ -189,9 +192,11 @@ for w in windows(st, "run"):
     draw = [v[0] for v in rows if v and v[0] is not None]
     inst = [v[1] for v in rows if len(v) > 1 and v[1] is not None]
     s = between(stl["power_sample_w"], a, b)
+    reads = [(t, v) for t, v in stl.get("energy_j", []) if a <= t <= b]
+    ctr = (reads[-1][1] - reads[0][1]) / (reads[-1][0] - reads[0][0]) if len(reads) >= 2 else None
     print(f"| {w['run']} | {a:.1f}–{b:.1f} s | {fmt(statistics.mean(draw) if draw else None)} | "
           f"{fmt(statistics.mean(inst) if inst else None)} | {fmt(statistics.mean(s) if s else None)} | "
-          f"{fmt(w['gpus'][0]['counter_energy_j'] / w['duration_s'])} |")
+          f"{fmt(ctr)} |")
 print()
 
 # 6. A real workload -----------------------------------------------------------------------------
