@@ -37,6 +37,7 @@ browser="$(command -v chromium || command -v chromium-browser || true)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 db="$tmp/runs.db"
+export JOULEPROF_DB="$tmp/default.db"  # where measure may record by default: not the user's store
 if ((simulated)); then
   for b in 1 8; do
     (cd "$tmp" && "$jp" measure --device sim --runs 3 --idle 2 --tag batch=$b --tag model=llama-3.2-1b \

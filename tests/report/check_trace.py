@@ -2,6 +2,7 @@
 """Exports a trace with the CLI and checks it with Python's own JSON parser (independent of the
 writer): the tracks Perfetto and chrome://tracing need, one time base, windows as slices."""
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -12,7 +13,9 @@ cli = sys.argv[1]
 
 
 def run(*args, cwd):
-    r = subprocess.run([cli, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    # The default store (where measure may record) is the test's own, never the user's.
+    env = dict(os.environ, JOULEPROF_DB=str(Path(cwd) / "default.db"))
+    r = subprocess.run([cli, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
     if r.returncode != 0:
         sys.exit(f"jouleprof {' '.join(args)} failed ({r.returncode}): {r.stderr}")
     return r

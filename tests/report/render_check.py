@@ -23,7 +23,9 @@ EVIL = "<script>alert(1)</script>"
 
 
 def run(*args, cwd):
-    r = subprocess.run([cli, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    # The default store (where measure may record) is the test's own, never the user's.
+    env = dict(os.environ, JOULEPROF_DB=str(Path(cwd) / "default.db"))
+    r = subprocess.run([cli, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
     if r.returncode != 0:
         sys.exit(f"jouleprof {' '.join(args)} failed ({r.returncode}): {r.stderr}")
 

@@ -37,9 +37,9 @@ inline std::string quote(const std::string& s) {
   return o + "'";
 }
 
-/// Runs `jouleprof ARGS...` in `dir` with JOULEPROF_DB unset.
+/// Runs `jouleprof ARGS...` in `dir`; the default store is `dir`/default.db (never the user's).
 inline Cli run_cli(const std::string& dir, const std::vector<std::string>& args) {
-  std::string cmd = "cd " + quote(dir) + " && env -u JOULEPROF_DB " + quote(JOULEPROF_CLI);
+  std::string cmd = "cd " + quote(dir) + " && JOULEPROF_DB=" + quote(dir + "/default.db") + " " + quote(JOULEPROF_CLI);
   for (const auto& a : args) cmd += " " + quote(a);
   cmd += " >" + quote(dir + "/cli.out") + " 2>" + quote(dir + "/cli.err");
   const int st = std::system(cmd.c_str());
