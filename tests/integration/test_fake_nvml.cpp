@@ -6,6 +6,7 @@
 
 #include "helpers.hpp"
 #include "jouleprof/sampler/monitor.hpp"
+#include "jouleprof/sensors/sim_model.hpp"
 
 using namespace jouleprof;
 
@@ -148,4 +149,33 @@ TEST(FakeNvml, InitFailureIsAClearError) {
   ASSERT_FALSE(mon);
   EXPECT_EQ(mon.error().code, Errc::unavailable);
   EXPECT_NE(mon.error().message.find("Driver Not Loaded"), std::string::npos) << mon.error().message;
+}
+
+TEST(FakeNvml, ReplaysRecordedH100ReadingsAndMeasuresThemExactly) {
+  const std::string fixture = std::string(JOULEPROF_TEST_FIXTURES) + "/h100-square50-replay.txt";
+  const std::string text = jp_test::read_file(fixture);
+  auto cfg = parse_sim_scenario(text);
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  const SimGpuModel truth(*cfg);
+  auto mon = monitor_for(text);
+  ASSERT_TRUE(mon);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto id = mon->begin("replay");
+  std::this_thread::sleep_for(std::chrono::milliseconds(3400));
+  mon->end(id);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const Measurement m = mon->finish();
+  const WindowResult& w = m.windows[id];
+  // Model time 0 is nvmlInit, a few ms before the run time base's origin: the offset costs
+  // at most a few ms × ~400 W ≈ 2 J of the ~1400 J expected.
+  const double expect = truth.schedule().integral(w.t0_s, w.t1_s);
+  EXPECT_NEAR(w.gpus[0].energy_j, expect, 0.01 * expect);
+  ASSERT_TRUE(w.gpus[0].timeline_j);
+  EXPECT_NEAR(*w.gpus[0].timeline_j, expect, 0.01 * expect);
+  double lo = 1e9, hi = 0;
+  for (const Sample& s : m.timelines[0]->series[static_cast<int>(Metric::power_sample_w)].slice(w.t0_s + 0.5, w.t1_s - 0.5)) {
+    lo = std::min(lo, s.value);
+    hi = std::max(hi, s.value);
+  }
+  EXPECT_GT(hi - lo, 300);  // the recorded 50/50 ms load is still visible
 }
