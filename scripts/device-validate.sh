@@ -10,6 +10,7 @@ B=$PWD/.devbuild/bin
 JP="$B/jouleprof"
 BURN="$B/jouleprof-burn"
 D=$OUT/data
+export JOULEPROF_DB=$OUT/runs.db
 ldconfig -p | grep -q libsqlite3.so.0 || export LD_LIBRARY_PATH="$PWD/.devbuild/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/log.txt"; }
 # STEPS selects parts (default: all): abi tests resolution consistency short overhead llama

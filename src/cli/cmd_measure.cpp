@@ -11,6 +11,7 @@
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
+#include "jouleprof/store/store.hpp"
 
 namespace jouleprof::cli {
 namespace {
@@ -36,6 +37,8 @@ struct MeasureFlags {
   double sim_power_w = 450;
   std::string nvml_lib;
   double burn_seconds = 5;
+  std::string db;
+  bool no_store = false;
   std::vector<std::string> command;
 };
 
@@ -111,6 +114,18 @@ int run(MeasureFlags f) {
   if (!f.timeline.empty()) {
     if (auto w = write_timeline_csv(m, f.timeline); !w) rc = report(w.error());
   }
+  // Every measurement is kept in the run store unless asked not to (docs/store.md).
+  if (!f.no_store) {
+    StoreOptions so;
+    so.db_path = f.db;
+    so.source = "measure";
+    if (auto id = record_measurement(m, so); !id) {
+      const int e = report(id.error());
+      if (rc == 0) rc = e;
+    } else if (!f.quiet) {
+      std::cerr << "jouleprof: recorded as run " << *id << " in " << resolve_db_path(f.db) << "\n";
+    }
+  }
   if (!f.quiet) print_summary(m, std::cout);
   if (m.meter_source.rfind("error: ", 0) == 0) {
     const int e = report(make_error(Errc::parse, m.meter_source.substr(7)));
@@ -154,6 +169,9 @@ Runner add_measure(CLI::App& app) {
   c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W")->capture_default_str();
   c->add_option("--nvml-lib", f->nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
   c->add_option("--burn-seconds", f->burn_seconds, "duration of the built-in GPU workload per run")->capture_default_str();
+  c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else "
+                               "$XDG_DATA_HOME/jouleprof/runs.db, else ~/.local/share/jouleprof/runs.db)");
+  c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
   c->add_option("command", f->command, "the workload and its arguments, after --")->expected(-1);

@@ -51,6 +51,9 @@ CliRun run_cli_with(const std::vector<std::string>& args, const std::vector<std:
   if (pid == 0) {
     freopen(out.c_str(), "w", stdout);
     freopen(err.c_str(), "w", stderr);
+    // Runs go into a store of the test's own, never the user's.
+    const std::string db = "JOULEPROF_DB=" + (temp_dir() / "runs.db").string();
+    putenv(const_cast<char*>(db.c_str()));
     for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
     std::vector<char*> argv;
     std::string cli = JOULEPROF_CLI;

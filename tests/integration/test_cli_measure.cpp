@@ -218,3 +218,16 @@ TEST(CliMeasure, CooldownWaitsBetweenRunsAndGivesUp) {
   EXPECT_TRUE(warned);
   EXPECT_EQ(j["provenance"]["command_line"][1], "measure");
 }
+
+TEST(CliMeasure, RecordsIntoTheRunStoreUnlessAskedNot) {
+  const std::string db = out("own.db");
+  auto r = run_cli({"measure", "--idle", "0", "--db", db, "--tag", "k=v", "--", "true"}, fake_env("idle_w 90\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("recorded as run 1 in " + db), std::string::npos) << r.err;
+  auto list = run_cli({"runs", "--db", db, "list", "--tag", "k=v"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("true"), std::string::npos) << list.out;
+  const std::string none = out("none.db");
+  ASSERT_EQ(run_cli({"measure", "--idle", "0", "-q", "--no-store", "--db", none, "--", "true"}, fake_env("idle_w 90\n")).exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(none));
+}
