@@ -73,7 +73,7 @@ fi
 
 if want llama; then
 log "5. PyTorch Llama-3.2-1B (random weights), prefill 128 + decode 128, 3 repeats"
-"$JP" measure --idle 3 --json "$D/llama1b.json" --timeline "$D/llama1b.csv" --tag model=llama-3.2-1b --tag engine=transformers-eager \
+"$JP" measure --idle 6 --json "$D/llama1b.json" --timeline "$D/llama1b.csv" --tag model=llama-3.2-1b --tag engine=transformers-eager \
   -- python3 scripts/workloads/llama_markers.py --model llama-3.2-1b --prompt 128 --gen 128 --repeats 3 > "$D/llama1b.txt" 2>&1
 tail -30 "$D/llama1b.txt"
 fi

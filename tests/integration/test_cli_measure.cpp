@@ -231,3 +231,16 @@ TEST(CliMeasure, RecordsIntoTheRunStoreUnlessAskedNot) {
   ASSERT_EQ(run_cli({"measure", "--idle", "0", "-q", "--no-store", "--db", none, "--", "true"}, fake_env("idle_w 90\n")).exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(none));
 }
+
+TEST(CliMeasure, IdleBaselineIsTheSettledLevelAndAnUnsettledGpuIsReported) {
+  // The GPU comes out of earlier work at 130 W and settles at 70 W after 0.5 s.
+  const std::string json = out("settle.json");
+  auto r = run_cli({"measure", "--idle", "2", "-q", "--json", json, "--", "true"},
+                   fake_env("idle_w 130\nat 0.5 constant 70\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = load_json(json);
+  EXPECT_NEAR(j["gpus"][0]["idle_power_w"].get<double>(), 70, 2);
+  bool warned = false;
+  for (const auto& w : j["warnings"]) warned |= w.get<std::string>().find("not settled") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
