@@ -1,5 +1,7 @@
 #include "jouleprof/measure/markers.hpp"
 
+#include "jouleprof/core/parse.hpp"
+
 #include <cmath>
 #include <sstream>
 #include <vector>
@@ -15,13 +17,6 @@ bool valid_name(const std::string& s) {
     if (!ok) return false;
   }
   return true;
-}
-
-bool number(const std::string& s, double& out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  out = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && std::isfinite(out);
 }
 
 Error bad(const std::string& why) { return make_error(Errc::parse, "bad marker: " + why); }
@@ -43,7 +38,7 @@ Result<std::optional<Marker>> parse_marker_line(const std::string& raw) {
     m.name = tok[1];
     if (tok.size() == 3) {
       double t = 0;
-      if (tok[2].rfind("t=", 0) != 0 || !number(tok[2].substr(2), t) || t <= 0) {
+      if (tok[2].rfind("t=", 0) != 0 || !parse_finite_double(tok[2].substr(2), t) || t <= 0) {
         return bad("expected t=UNIX_SECONDS, got '" + tok[2] + "'");
       }
       m.unix_s = t;
@@ -54,7 +49,7 @@ Result<std::optional<Marker>> parse_marker_line(const std::string& raw) {
     m.kind = Marker::Kind::count;
     if (tok.size() < 3 || tok.size() > 4) return bad("expected 'count KEY VALUE [WINDOW]'");
     if (!valid_name(tok[1])) return bad("count key '" + tok[1] + "'");
-    if (!number(tok[2], m.value) || m.value < 0) return bad("count value '" + tok[2] + "'");
+    if (!parse_finite_double(tok[2], m.value) || m.value < 0) return bad("count value '" + tok[2] + "'");
     m.key = tok[1];
     if (tok.size() == 4) {
       if (!valid_name(tok[3])) return bad("window name '" + tok[3] + "'");

@@ -1,5 +1,7 @@
 #include "jouleprof/sensors/meter_csv.hpp"
 
+#include "jouleprof/core/parse.hpp"
+
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -28,16 +30,9 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
-bool parse_double(const std::string& s, double& out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  out = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && std::isfinite(out);
-}
-
 // "YYYY-MM-DD HH:MM:SS[.fff]" (space or 'T'), or plain unix seconds.
 bool parse_time(const std::string& s, bool utc, double& unix_s) {
-  if (parse_double(s, unix_s)) return unix_s > 0;
+  if (parse_finite_double(s, unix_s)) return unix_s > 0;
   int Y = 0, M = 0, D = 0, h = 0, m = 0;
   double sec = 0;
   char sep = 0;
@@ -115,7 +110,7 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
     if (!parse_time(f[static_cast<std::size_t>(tcol)], opt.utc, t)) {
       return fail("bad time '" + f[static_cast<std::size_t>(tcol)] + "'");
     }
-    if (!parse_double(f[static_cast<std::size_t>(pcol)], w) || w < 0) {
+    if (!parse_finite_double(f[static_cast<std::size_t>(pcol)], w) || w < 0) {
       return fail("bad power '" + f[static_cast<std::size_t>(pcol)] + "'");
     }
     t += opt.clock_offset_s;

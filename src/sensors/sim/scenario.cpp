@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "jouleprof/core/parse.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 
 namespace jouleprof {
@@ -12,10 +13,7 @@ namespace {
 
 bool read_number(std::istringstream& in, double& out) {
   std::string tok;
-  if (!(in >> tok)) return false;
-  char* end = nullptr;
-  out = std::strtod(tok.c_str(), &end);
-  return end != tok.c_str() && *end == '\0' && std::isfinite(out);
+  return static_cast<bool>(in >> tok) && parse_finite_double(tok, out);
 }
 
 Error line_error(int line, const std::string& what) {
