@@ -26,7 +26,7 @@ for step in "$@"; do
     hf-logits)
       run 200 python3 "$PY" logits --llm "$BIN/jouleprof-llm" --work /tmp/hfw --out "$OUT" ;;
     speed)
-      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants "${VARIANTS:-fused,fused+pdl,gemm}" \
+      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants "${VARIANTS:-fused+pdl,fused,fused+pdl+bps2,gemm+pdl,fused+pdl+cublas-pf}" \
         --prompt 128 --gen 256 --prefill "${PREFILL:-1024,2048,4096,8192}" --json "$OUT/speed.json" ;;
     speed-b)
       run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants auto --batch 1,8,32 \

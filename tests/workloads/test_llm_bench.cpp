@@ -60,7 +60,7 @@ TEST(LlmBench, FlagsRoundTrip) {
   o.prompts = {64, 512};
   o.gen = 33;
   o.per_layer = true;
-  o.pdl = true;
+  o.no_pdl = true;
   o.min_seconds = 0.25;
   o.tags = {"a=b"};
   o.json = "x.json";
@@ -75,7 +75,7 @@ TEST(LlmBench, FlagsRoundTrip) {
   EXPECT_EQ(back.prompts, o.prompts);
   EXPECT_EQ(back.gen, 33);
   EXPECT_TRUE(back.per_layer);
-  EXPECT_TRUE(back.pdl);
+  EXPECT_TRUE(back.no_pdl);
   EXPECT_FALSE(back.no_components);
   EXPECT_DOUBLE_EQ(back.min_seconds, 0.25);
   EXPECT_EQ(back.tags, o.tags);

@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "host/cpu_reference.hpp"
 #include "host/engine.hpp"
 #include "host/model_config.hpp"
+#include "host/numeric.hpp"
 #include "host/weights.hpp"
 
 using namespace jouleprof::llm;
@@ -155,4 +158,43 @@ TEST(LlmReference, PromptsAndTokenFiles) {
   }
   EXPECT_EQ(prompt_token(c, 5, 2, 17), p[17]);
   EXPECT_NE(random_prompt(c, 5, 3, 50), p);
+}
+
+TEST(LlmReference, MatchesTransformersOnTheSameWeights) {
+  // Golden logits from transformers 5.17 (LlamaForCausalLM, float32, CPU) on the GPU machine, for
+  // the tiny model's seeded random weights exported with bf16 norm weights (run 1 of
+  // docs/validation/bench-llm.md; workloads/llm/python/hf_compare.py wrote the file).
+  std::ifstream in(JOULEPROF_LLM_FIXTURES "/golden_tiny_hf.json");
+  ASSERT_TRUE(in.good());
+  const auto g = nlohmann::json::parse(in);
+  const auto c = *builtin_config("tiny");
+  auto w = random_host_weights(c, g["seed"].get<uint64_t>(), DType::bf16);
+  auto round_bf16 = [](std::vector<float>& v) {
+    for (float& f : v) f = round_to(DType::bf16, f);
+  };
+  for (auto& L : w.layers) {
+    round_bf16(L.attn_norm);
+    round_bf16(L.mlp_norm);
+  }
+  round_bf16(w.final_norm);
+  CpuModel m(c, w);
+  m.reset(1, 64);
+  const auto prompt = g["prompt"].get<std::vector<int>>();
+  auto logits = m.forward(0, prompt, true);
+  ASSERT_TRUE(logits);
+  const auto positions = g["positions"].get<std::vector<int>>();
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    const float* ours = logits->data() + static_cast<std::size_t>(positions[i]) * c.vocab;
+    const auto ref = g["logits_head"][i].get<std::vector<float>>();
+    EXPECT_LT(rel_l2(ours, ref.data(), ref.size()), 1e-5) << "position " << positions[i];
+    EXPECT_EQ(argmax(ours, c.vocab), g["argmax"][i].get<int>());
+  }
+  // A reference that got the rope scaling wrong would not match.
+  auto c2 = c;
+  c2.rope.llama3 = false;
+  CpuModel m2(c2, w);
+  m2.reset(1, 64);
+  auto l2 = m2.forward(0, prompt, true);
+  const auto ref = g["logits_head"][2].get<std::vector<float>>();
+  EXPECT_GT(rel_l2(l2->data() + 22 * static_cast<std::size_t>(c.vocab), ref.data(), ref.size()), 1e-3);
 }

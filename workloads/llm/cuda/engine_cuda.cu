@@ -85,8 +85,10 @@ class CudaEngine final : public LlmEngine {
   std::string describe() const override {
     std::string s = fused_ ? "fused GEMV decode (RMSNorm, SwiGLU and residual adds folded in)" : "cuBLAS decode";
     s += o_.graphs ? ", one CUDA graph per step" : ", no graphs";
-    if (o_.pdl && fused_) s += ", programmatic dependent launch";
+    if (o_.pdl) s += ", programmatic dependent launch";
+    if (fused_ && o_.gemv_blocks_per_sm > 0) s += ", " + std::to_string(o_.gemv_blocks_per_sm) + " GEMV block(s) per SM";
     s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
+    s += flash_ ? ", flash prefill attention" : ", cuBLAS prefill attention";
     return s;
   }
   Result<void> prepare(const RunShape& s) override;
@@ -183,7 +185,7 @@ class CudaEngine final : public LlmEngine {
   bool prepared_ = false;
   RunShape shape_;
   int B_ = 0, max_ctx_ = 0, gen_ = 0, nb_ = 1, splits_ = 1, chunk_ = 64, steps_done_ = 0;
-  bool fused_ = true;
+  bool fused_ = true, flash_ = true;
   T *kc_ = nullptr, *vc_ = nullptr;
   int *pos_ = nullptr, *step_ = nullptr, *plen_ = nullptr, *hist_ = nullptr;
   unsigned long long* argmax_ = nullptr;
@@ -380,9 +382,15 @@ template <typename T>
 void CudaEngine<T>::gemv(GemvParams p, bool norm) {
   GemvFn fn = gemv_fn(norm);
   p.b = B_;
-  p.prefetch_elems = 1024;
+  p.prefetch_elems = 2048;
   const size_t smem = static_cast<size_t>(nb_) * p.k * sizeof(T);
-  const int per_sm = gemv_blocks_.count(fn) ? gemv_blocks_[fn] : 1;
+  int per_sm = gemv_blocks_.count(fn) ? gemv_blocks_[fn] : 1;
+  // With programmatic dependent launch, one block per SM leaves room for the next kernel's block.
+  if (o_.gemv_blocks_per_sm > 0) {
+    per_sm = o_.gemv_blocks_per_sm;
+  } else if (o_.pdl) {
+    per_sm = 1;
+  }
   const int grid = std::max(1, std::min(prop_.multiProcessorCount * per_sm, ceil_div(p.units, kern::kGemvThreads / 32)));
   launch(fn, dim3(grid), dim3(kern::kGemvThreads), smem, true, p);
 }
@@ -534,6 +542,10 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   chunk_ = static_cast<int>(std::max<int64_t>(64, round_up(ceil_div(max_ctx_, target), 64)));
   splits_ = ceil_div(max_ctx_, chunk_);
 
+  if (o_.prefill_attention != "flash" && o_.prefill_attention != "cublas") {
+    return make_error(Errc::invalid_argument, "prefill attention is flash or cublas, not " + o_.prefill_attention);
+  }
+  flash_ = o_.prefill_attention == "flash";
   // Prefill chunks: sequences grouped by prompt length, at most chunk_tokens tokens per pass.
   chunks_.clear();
   std::map<int, std::vector<int>> by_len;
@@ -573,7 +585,7 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
         int64_t q = budget_elems / std::max<int64_t>(1, n * kv_max);
         q = std::min<int64_t>(ch.len, std::max<int64_t>(16, q / 16 * 16));
         ch.qrows = static_cast<int>(q);
-        attn_need = std::max(attn_need, n * q * kv_max);
+        if (!flash_) attn_need = std::max(attn_need, n * q * kv_max);
         max_chunk_tok = std::max(max_chunk_tok, static_cast<int>(group.size()) * ch.len);
         chunks_.push_back(std::move(ch));
       }
@@ -662,6 +674,12 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   JP_CK(cudaMemset(step_, 0, B_ * 4));
   JP_CK(cudaMemcpy(pos_, s.prompt_lens.data(), B_ * 4, cudaMemcpyHostToDevice));
 
+  JP_CK(cudaFuncSetAttribute(kern::flash_prefill_kernel<T, 32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kern::flash_smem_bytes<32>())));
+  JP_CK(cudaFuncSetAttribute(kern::flash_prefill_kernel<T, 64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kern::flash_smem_bytes<64>())));
+  JP_CK(cudaFuncSetAttribute(kern::flash_prefill_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kern::flash_smem_bytes<128>())));
   if (fused_) {
     for (bool norm : {false, true}) {
       GemvFn fn = gemv_fn(norm);
@@ -707,7 +725,17 @@ void CudaEngine<T>::prefill() {
       kern::rope_store_kernel<T><<<ntok, 128, 0, st_>>>(qkv_p_, QKV, tok_seq_ + ch.tok_off, tok_pos_ + ch.tok_off, kcache(l),
                                                          vcache(l), max_ctx_, inv_freq_, c_.heads, c_.kv_heads, hd);
       const int n = ns * c_.heads;
-      for (int qoff = 0; qoff < ch.len; qoff += ch.qrows) {
+      if (flash_) {
+        kern::FlashParams fp{qkv_p_, QKV, kcache(l), vcache(l), max_ctx_, chunk_seq_ + ch.seq_off, ch.len, ch.p0,
+                             c_.heads, c_.kv_heads, scale_log2, attn_p_, Q};
+        const dim3 grid(ceil_div(ch.len, kern::kFlashRows), c_.heads, ns);
+        switch (hd) {
+          case 32: kern::flash_prefill_kernel<T, 32><<<grid, 128, kern::flash_smem_bytes<32>(), st_>>>(fp); break;
+          case 64: kern::flash_prefill_kernel<T, 64><<<grid, 128, kern::flash_smem_bytes<64>(), st_>>>(fp); break;
+          default: kern::flash_prefill_kernel<T, 128><<<grid, 128, kern::flash_smem_bytes<128>(), st_>>>(fp); break;
+        }
+      }
+      for (int qoff = 0; !flash_ && qoff < ch.len; qoff += ch.qrows) {
         const int rows = std::min(ch.qrows, ch.len - qoff);
         const int kv_len = ch.p0 + qoff + rows;
         kern::build_ptrs_kernel<T><<<ceil_div(n, 128), 128, 0, st_>>>(

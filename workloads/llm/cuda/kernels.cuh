@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <cstdint>
 
@@ -129,10 +130,17 @@ struct GemvParams {
 };
 
 constexpr int kGemvThreads = 512;
-constexpr int kGemvUnroll = 4;
+// Loads in flight per lane and row: fewer for larger batches, whose accumulators need registers.
+template <int NB>
+constexpr int gemv_unroll() { return NB <= 2 ? 4 : NB == 4 ? 2 : 1; }
+// Small batches fit two blocks per SM (64 registers): one of this kernel and one of the next,
+// which with programmatic dependent launch starts fetching its weights before this one ends.
+template <int NB>
+constexpr int gemv_min_blocks() { return NB <= 2 ? 2 : 1; }
 
 template <typename T, int NB, bool NORM>
-__global__ void __launch_bounds__(kGemvThreads, 1) gemv_kernel(const GemvParams p) {
+__global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB>()) gemv_kernel(const GemvParams p) {
+  constexpr int kGemvUnroll = gemv_unroll<NB>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);
   __shared__ float red[NB][kGemvThreads / 32];
@@ -321,12 +329,28 @@ struct AttnParams {
 };
 
 constexpr int kAttnThreads = 128;
+constexpr int kAttnTile = 64;  // positions per shared-memory tile; splits are multiples of it
 constexpr int kMaxGroup = 8;
 
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+}
+
+// Each block: one sequence, one KV head (all its query heads), one split of the positions. A tile
+// of K and V rows is copied into shared memory at once (cp.async, one memory round trip), then
+// scores, online softmax and the V sum run from shared memory.
 template <typename T, int HD>
 __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnParams p) {
-  constexpr int TILE = kAttnThreads;
+  constexpr int TILE = kAttnTile;
+  constexpr int KP = HD + 8;             // padded K rows: conflict-free 16-byte reads down a column
   constexpr int TG = kAttnThreads / HD;  // thread groups over positions in the V pass
+  constexpr int HALF = HD / 2;
+  __shared__ __align__(16) T ks[TILE * KP];
+  __shared__ __align__(16) T vs[TILE * HD];
   __shared__ float qs[kMaxGroup][HD];
   __shared__ float sc[kMaxGroup][TILE];
   __shared__ float m_s[kMaxGroup], l_s[kMaxGroup], corr_s[kMaxGroup];
@@ -343,7 +367,6 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
   const int64_t cache_base = (static_cast<int64_t>(b) * p.kv_heads + kvh) * p.max_ctx * HD;
   T* kc = static_cast<T*>(p.kcache) + cache_base;
   T* vc = static_cast<T*>(p.vcache) + cache_base;
-  constexpr int HALF = HD / 2;
   for (int idx = tid; idx < g * HALF; idx += kAttnThreads) {
     const int h = idx / HALF, i = idx % HALF;
     const T* q = qkv + (kvh * g + h) * HD;
@@ -353,17 +376,25 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
     qs[h][i] = (x1 * c - x2 * s) * p.scale_log2;
     qs[h][i + HALF] = (x2 * c + x1 * s) * p.scale_log2;
   }
-  if (start <= pos && pos < end) {  // this block owns the new token's slot in the cache
+  // The new token's key (roped) and value: into the cache, and kept for this block's last tile.
+  T knew_lo = Num<T>::from(0.f), knew_hi = knew_lo, vnew = knew_lo;
+  const bool owns_new = start <= pos && pos < end;
+  if (owns_new) {
     const T* kn = qkv + p.heads * HD + kvh * HD;
     const T* vn = qkv + (p.heads + p.kv_heads) * HD + kvh * HD;
     if (tid < HALF) {
       float s, c;
       sincosf(static_cast<float>(pos) * p.inv_freq[tid], &s, &c);
       const float x1 = Num<T>::to(kn[tid]), x2 = Num<T>::to(kn[tid + HALF]);
-      kc[static_cast<int64_t>(pos) * HD + tid] = Num<T>::from(x1 * c - x2 * s);
-      kc[static_cast<int64_t>(pos) * HD + tid + HALF] = Num<T>::from(x2 * c + x1 * s);
+      knew_lo = Num<T>::from(x1 * c - x2 * s);
+      knew_hi = Num<T>::from(x2 * c + x1 * s);
+      kc[static_cast<int64_t>(pos) * HD + tid] = knew_lo;
+      kc[static_cast<int64_t>(pos) * HD + tid + HALF] = knew_hi;
     }
-    for (int d = tid; d < HD; d += kAttnThreads) vc[static_cast<int64_t>(pos) * HD + d] = vn[d];
+    if (tid < HD) {
+      vnew = vn[tid];
+      vc[static_cast<int64_t>(pos) * HD + tid] = vnew;
+    }
   }
   if (tid < kMaxGroup) {
     m_s[tid] = -INFINITY;
@@ -377,32 +408,50 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
   for (int h = 0; h < kMaxGroup; ++h) acc[h] = 0.f;
 
   for (int t0 = start; t0 < end; t0 += TILE) {
-    const int t = t0 + tid;
-    if (t < end) {
-      float s[kMaxGroup];
+    const int nt = min(TILE, end - t0);
+    for (int i = tid; i < nt * (HD / 8); i += kAttnThreads) {
+      const int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
+      const int t = t0 + r;
+      if (t != pos) {
+        cp_async16(ks + r * KP + c, kc + static_cast<int64_t>(t) * HD + c);
+        cp_async16(vs + r * HD + c, vc + static_cast<int64_t>(t) * HD + c);
+      }
+    }
+    if (owns_new && pos < t0 + TILE && pos >= t0) {
+      const int r = pos - t0;
+      if (tid < HALF) {
+        ks[r * KP + tid] = knew_lo;
+        ks[r * KP + tid + HALF] = knew_hi;
+      }
+      if (tid < HD) vs[r * HD + tid] = vnew;
+    }
+    cp_async_wait_all();
+    __syncthreads();
+    // Scores: thread (position r, half hp) for heads hp, hp + 2, ...
+    {
+      const int r = tid % TILE, hp = tid / TILE;
+      float s[kMaxGroup / 2];
 #pragma unroll
-      for (int h = 0; h < kMaxGroup; ++h) s[h] = 0.f;
-      const T* kt = kc + static_cast<int64_t>(t) * HD;
+      for (int j = 0; j < kMaxGroup / 2; ++j) s[j] = 0.f;
+      if (r < nt) {
 #pragma unroll
-      for (int c = 0; c < HD; c += 8) {
-        float kf[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(kt + c), kf);
+        for (int c = 0; c < HD; c += 8) {
+          float kf[8];
+          unpack8<T>(*reinterpret_cast<const uint4*>(ks + r * KP + c), kf);
 #pragma unroll
-        for (int h = 0; h < kMaxGroup; ++h) {
-          if (h < g) {
+          for (int j = 0; j < kMaxGroup / 2; ++j) {
+            const int h = hp + 2 * j;
+            if (h < g) {
 #pragma unroll
-            for (int j = 0; j < 8; ++j) s[h] = fmaf(kf[j], qs[h][c + j], s[h]);
+              for (int e = 0; e < 8; ++e) s[j] = fmaf(kf[e], qs[h][c + e], s[j]);
+            }
           }
         }
       }
 #pragma unroll
-      for (int h = 0; h < kMaxGroup; ++h) {
-        if (h < g) sc[h][tid] = s[h];
-      }
-    } else {
-#pragma unroll
-      for (int h = 0; h < kMaxGroup; ++h) {
-        if (h < g) sc[h][tid] = -INFINITY;
+      for (int j = 0; j < kMaxGroup / 2; ++j) {
+        const int h = hp + 2 * j;
+        if (h < g) sc[h][r] = r < nt ? s[j] : -INFINITY;
       }
     }
     __syncthreads();
@@ -437,11 +486,9 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
     for (int h = 0; h < kMaxGroup; ++h) {
       if (h < g) acc[h] *= corr_s[h];
     }
-    const int nt = min(TILE, end - t0);
-    const T* vt = vc + static_cast<int64_t>(t0) * HD + d;
-#pragma unroll 4
+#pragma unroll 8
     for (int j = tg; j < nt; j += TG) {
-      const float v = Num<T>::to(vt[static_cast<int64_t>(j) * HD]);
+      const float v = Num<T>::to(vs[j * HD + d]);
 #pragma unroll
       for (int h = 0; h < kMaxGroup; ++h) {
         if (h < g) acc[h] = fmaf(sc[h][j], v, acc[h]);
@@ -685,6 +732,165 @@ __global__ void swiglu_kernel(const T* gu, T* act, int inter, int64_t n) {
     const int64_t t = i / inter, j = i % inter;
     const float g = Num<T>::to(gu[t * 2 * inter + j]), u = Num<T>::to(gu[t * 2 * inter + inter + j]);
     act[i] = Num<T>::from(silu(g) * u);
+  }
+}
+
+// Prefill attention, flash style: one block = 64 query rows of one head of one sequence, four
+// warps of 16 rows each. K/V tiles of 64 positions go through shared memory; S = QK^T and O += PV
+// run on tensor cores (WMMA, float accumulation); the running max / sum of the online softmax
+// live in shared memory, as does O (fragments have no defined element layout).
+struct FlashParams {
+  const void* qkv;      ///< roped queries, rows [tokens][qkv_ld]; row of (s, j) = s * rows_per_seq + j
+  int qkv_ld;
+  const void* kcache;   ///< layer cache [B][KV][max_ctx][hd]
+  const void* vcache;
+  int max_ctx;
+  const int* seq_of;    ///< batch row of each sequence of the chunk
+  int rows_per_seq;     ///< query rows per sequence (the chunk length)
+  int p0;               ///< position of query row 0
+  int heads, kv_heads;
+  float scale_log2;
+  void* out;            ///< [tokens][out_ld]
+  int out_ld;
+};
+
+constexpr int kFlashRows = 64, kFlashKeys = 64;
+
+template <int HD>
+constexpr size_t flash_smem_bytes() {
+  // Q, K, V tiles (T, padded rows), S (float), P (T), O (float), row statistics.
+  return size_t{3} * 64 * (HD + 8) * 2 + size_t{64} * 64 * 4 + size_t{64} * (64 + 8) * 2 + size_t{64} * (HD + 4) * 4 +
+         size_t{3} * 64 * 4;
+}
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(128) flash_prefill_kernel(const FlashParams p) {
+  using namespace nvcuda;
+  constexpr int QP = HD + 8, SP = 64, PP = 64 + 8, OP = HD + 4;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* qs = reinterpret_cast<T*>(smem_raw);
+  T* ks = qs + 64 * QP;
+  T* vs = ks + 64 * QP;
+  float* ss = reinterpret_cast<float*>(vs + 64 * QP);
+  T* ps = reinterpret_cast<T*>(ss + 64 * SP);
+  float* os = reinterpret_cast<float*>(ps + 64 * PP);
+  float* m_s = os + 64 * OP;
+  float* l_s = m_s + 64;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int s = blockIdx.z, h = blockIdx.y, r0 = blockIdx.x * kFlashRows;
+  const int nrows = min(kFlashRows, p.rows_per_seq - r0);
+  const int b = p.seq_of[s], g = p.heads / p.kv_heads;
+  const T* q = static_cast<const T*>(p.qkv) + (static_cast<int64_t>(s) * p.rows_per_seq + r0) * p.qkv_ld + h * HD;
+  const int64_t cache = (static_cast<int64_t>(b) * p.kv_heads + h / g) * p.max_ctx * HD;
+  const T* kc = static_cast<const T*>(p.kcache) + cache;
+  const T* vc = static_cast<const T*>(p.vcache) + cache;
+  // Q tile (rows past the chunk: zeros), O = 0, statistics.
+  for (int i = tid; i < 64 * (HD / 8); i += 128) {
+    const int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
+    if (r < nrows) {
+      cp_async16(qs + r * QP + c, q + static_cast<int64_t>(r) * p.qkv_ld + c);
+    } else {
+      *reinterpret_cast<uint4*>(qs + r * QP + c) = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+  for (int i = tid; i < 64 * OP; i += 128) os[i] = 0.f;
+  if (tid < 64) {
+    m_s[tid] = -INFINITY;
+    l_s[tid] = 0.f;
+  }
+  const int last_pos = p.p0 + r0 + nrows - 1;  // keys 0..last_pos are needed
+  for (int t0 = 0; t0 <= last_pos; t0 += kFlashKeys) {
+    __syncthreads();  // previous tile's K/V/P no longer in use
+    for (int i = tid; i < 64 * (HD / 8); i += 128) {
+      const int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
+      if (t0 + r <= last_pos) {
+        cp_async16(ks + r * QP + c, kc + static_cast<int64_t>(t0 + r) * HD + c);
+        cp_async16(vs + r * QP + c, vc + static_cast<int64_t>(t0 + r) * HD + c);
+      } else {
+        *reinterpret_cast<uint4*>(ks + r * QP + c) = make_uint4(0u, 0u, 0u, 0u);
+        *reinterpret_cast<uint4*>(vs + r * QP + c) = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+    cp_async_wait_all();
+    __syncthreads();
+    // S (this warp's 16 rows x 64 keys) = Q K^T.
+    {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) wmma::fill_fragment(acc[j], 0.f);
+#pragma unroll
+      for (int k = 0; k < HD; k += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+        wmma::load_matrix_sync(a, qs + warp * 16 * QP + k, QP);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> bk;
+          wmma::load_matrix_sync(bk, ks + j * 16 * QP + k, QP);
+          wmma::mma_sync(acc[j], a, bk, acc[j]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) wmma::store_matrix_sync(ss + warp * 16 * SP + j * 16, acc[j], SP, wmma::mem_row_major);
+    }
+    __syncwarp();
+    // Online softmax over the warp's rows: lane pair (2r, 2r+1) takes row r, 32 keys each.
+    {
+      const int r = warp * 16 + lane / 2, half = lane & 1;
+      const int qpos = p.p0 + r0 + r;
+      float* srow = ss + r * SP + half * 32;
+      float mx = -INFINITY;
+#pragma unroll 8
+      for (int j = 0; j < 32; ++j) {
+        const int t = t0 + half * 32 + j;
+        const float v = t <= qpos ? srow[j] * p.scale_log2 : -INFINITY;
+        srow[j] = v;
+        mx = fmaxf(mx, v);
+      }
+      mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+      const float m_old = m_s[r];
+      const float m_new = fmaxf(m_old, mx);
+      float sum = 0.f;
+      T* prow = ps + r * PP + half * 32;
+#pragma unroll 8
+      for (int j = 0; j < 32; ++j) {
+        const float e = m_new == -INFINITY ? 0.f : exp2f(srow[j] - m_new);
+        sum += e;
+        prow[j] = Num<T>::from(e);
+      }
+      sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+      const float corr = m_new == -INFINITY ? 1.f : exp2f(m_old - m_new);
+      // Rescale this row's half of O.
+      float* orow = os + r * OP + half * (HD / 2);
+#pragma unroll 8
+      for (int j = 0; j < HD / 2; ++j) orow[j] *= corr;
+      __syncwarp();
+      if (half == 0) {
+        m_s[r] = m_new;
+        l_s[r] = l_s[r] * corr + sum;
+      }
+    }
+    __syncwarp();
+    // O (16 x HD) += P (16 x 64) V (64 x HD).
+#pragma unroll
+    for (int n = 0; n < HD; n += 16) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
+      wmma::load_matrix_sync(o, os + warp * 16 * OP + n, OP, wmma::mem_row_major);
+#pragma unroll
+      for (int k = 0; k < 64; k += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> bv;
+        wmma::load_matrix_sync(a, ps + warp * 16 * PP + k, PP);
+        wmma::load_matrix_sync(bv, vs + k * QP + n, QP);
+        wmma::mma_sync(o, a, bv, o);
+      }
+      wmma::store_matrix_sync(os + warp * 16 * OP + n, o, OP, wmma::mem_row_major);
+    }
+  }
+  __syncthreads();
+  T* out = static_cast<T*>(p.out) + (static_cast<int64_t>(s) * p.rows_per_seq + r0) * p.out_ld + h * HD;
+  for (int i = tid; i < nrows * HD; i += 128) {
+    const int r = i / HD, c = i % HD;
+    out[static_cast<int64_t>(r) * p.out_ld + c] = Num<T>::from(os[r * OP + c] / l_s[r]);
   }
 }
 

@@ -58,7 +58,9 @@ Result<HostWeights> host_weights_for(const LlmConfig& c, const std::string& weig
 struct CheckOptions {
   std::string model = "tiny", weights, dtype = "bf16";
   uint64_t seed = 1234;
-  double tol = 2e-2, tol_emulated = 1e-2;
+  // bf16 keeps 8 significant bits: transformers' own bf16 forward differs from its fp32 one by
+  // 1.7e-2 on this model (docs/validation/bench-llm.md); a wrong kernel gives errors near 1.
+  double tol = 3e-2, tol_emulated = 2.5e-2;
   std::string json;
 };
 
@@ -70,6 +72,7 @@ struct Case {
   bool graphs = true, pdl = false;
   int chunk_tokens = 8192;
   double attn_budget = 1 << 30;
+  std::string prefill = "flash";
 };
 
 int run_check(const CheckOptions& o) {
@@ -84,13 +87,17 @@ int run_check(const CheckOptions& o) {
       {"b1 p7 fused graph", {7}, 10, "fused", true, false, 8192, 1 << 30},
       {"b1 p7 fused pdl", {7}, 10, "fused", true, true, 8192, 1 << 30},
       {"b1 p7 gemm no-graph", {7}, 10, "gemm", false, false, 8192, 1 << 30},
-      {"b3 ragged fused", {5, 17, 33}, 8, "fused", true, false, 8192, 1 << 30},
-      {"b3 ragged gemm", {5, 17, 33}, 8, "gemm", true, false, 8192, 1 << 30},
-      {"b5 fused (pad 8)", {9, 9, 9, 9, 9}, 6, "fused", true, false, 8192, 1 << 30},
-      {"b2 chunked prefill", {40, 40}, 6, "fused", true, false, 16, 1 << 30},
-      {"b2 attn sub-passes", {70, 70}, 6, "gemm", true, false, 8192, 70.0 * 16 * 4 * 2 * 6},
-      {"b1 p300 split attn", {300}, 20, "fused", true, false, 8192, 1 << 30},
-      {"b12 gemm", std::vector<int>(12, 11), 5, "auto", true, false, 8192, 1 << 30},
+      {"b3 ragged fused", {5, 17, 33}, 8, "fused", true, true, 8192, 1 << 30},
+      {"b3 ragged gemm", {5, 17, 33}, 8, "gemm", true, true, 8192, 1 << 30},
+      {"b5 fused (pad 8)", {9, 9, 9, 9, 9}, 6, "fused", true, true, 8192, 1 << 30},
+      {"b2 chunked prefill", {40, 40}, 6, "fused", true, true, 16, 1 << 30},
+      {"b2 attn sub-passes", {70, 70}, 6, "gemm", true, true, 8192, 70.0 * 16 * 4 * 2 * 6, "cublas"},
+      {"b3 ragged cublas-pf", {5, 17, 33}, 8, "fused", true, true, 8192, 1 << 30, "cublas"},
+      {"b2 chunked cublas-pf", {40, 40}, 6, "fused", true, true, 16, 1 << 30, "cublas"},
+      {"b2 p150 chunk 64", {150, 150}, 6, "fused", true, true, 64, 1 << 30},
+      {"b1 p300 split attn", {300}, 20, "fused", true, true, 8192, 1 << 30},
+      {"b2 p200 split nopdl", {200, 130}, 12, "fused", true, false, 8192, 1 << 30},
+      {"b12 gemm", std::vector<int>(12, 11), 5, "auto", true, true, 8192, 1 << 30},
   };
   CpuOptions exact{false, DType::f32}, emul{true, *dt};
   nlohmann::json rows = nlohmann::json::array();
@@ -107,6 +114,7 @@ int run_check(const CheckOptions& o) {
     eo.pdl = k.pdl;
     eo.chunk_tokens = k.chunk_tokens;
     eo.attn_budget_bytes = k.attn_budget;
+    eo.prefill_attention = k.prefill;
     auto eng_r = create_cuda_engine(eo);
     if (!eng_r) return fail(eng_r.error());
     LlmEngine& e = **eng_r;
@@ -200,7 +208,7 @@ struct SpeedOptions {
   std::vector<int> batches{1};
   int prompt = 128, gen = 256;
   std::vector<int> prefill{1024, 2048, 4096, 8192};
-  std::vector<std::string> variants{"fused", "fused+pdl", "gemm"};
+  std::vector<std::string> variants{"fused+pdl", "fused", "gemm"};
   std::string dtype = "bf16";
   double seconds = 1.0;
   std::string json;
@@ -223,6 +231,9 @@ int run_speed(const SpeedOptions& o) {
       eo.dtype = *dt;
       eo.decode_path = variant.rfind("gemm", 0) == 0 ? "gemm" : variant.rfind("fused", 0) == 0 ? "fused" : "auto";
       eo.pdl = variant.find("pdl") != std::string::npos;
+      if (variant.find("cublas-pf") != std::string::npos) eo.prefill_attention = "cublas";
+      if (variant.find("bps1") != std::string::npos) eo.gemv_blocks_per_sm = 1;
+      if (variant.find("bps2") != std::string::npos) eo.gemv_blocks_per_sm = 2;
       eo.graphs = variant.find("nograph") == std::string::npos;
       auto eng_r = create_cuda_engine(eo);
       if (!eng_r) return fail(eng_r.error());
@@ -267,7 +278,7 @@ int run_speed(const SpeedOptions& o) {
                                  {"min_ms", per_step.front() * 1e3}, {"max_ms", per_step.back() * 1e3},
                                  {"reps", per_step.size()}, {"engine", e.describe()}});
       }
-      if (variant != o.variants.front()) continue;
+      if (variant != o.variants.front() && variant.find("-pf") == std::string::npos) continue;
       for (int L : o.prefill) {
         RunShape s;
         s.batch = 1;
@@ -290,9 +301,9 @@ int run_speed(const SpeedOptions& o) {
         std::sort(ts.begin(), ts.end());
         const double med = ts[ts.size() / 2];
         const double fl = WorkModel::prefill_flops(c, L);
-        std::printf("%-14s prefill %5d tokens: %8.2f ms  %9.0f tok/s  %6.1f TFLOP/s = %5.1f%% of GEMM ceiling\n", model.c_str(),
+        std::printf("%-14s %-10s prefill %5d tokens: %8.2f ms  %9.0f tok/s  %6.1f TFLOP/s = %5.1f%% of GEMM ceiling\n", model.c_str(), variant.c_str(),
                     L, med * 1e3, L / med, fl / med / 1e12, 100 * fl / med / dc.gemm_flops);
-        out["prefill"].push_back({{"model", model}, {"tokens", L}, {"ms", med * 1e3}, {"tokens_per_s", L / med},
+        out["prefill"].push_back({{"model", model}, {"variant", variant}, {"tokens", L}, {"ms", med * 1e3}, {"tokens_per_s", L / med},
                                   {"flops", fl}, {"tflops", fl / med / 1e12}, {"fraction_of_gemm", fl / med / dc.gemm_flops}});
       }
     }
@@ -396,7 +407,7 @@ int main(int argc, char** argv) {
   speed->add_option("--prompt", so.prompt)->capture_default_str();
   speed->add_option("--gen", so.gen)->check(CLI::Range(2, 1 << 20))->capture_default_str();
   speed->add_option("--prefill", so.prefill, "prefill lengths to time (0: none)")->delimiter(',')->capture_default_str();
-  speed->add_option("--variants", so.variants, "fused, fused+pdl, gemm, auto, ...+nograph")->delimiter(',')->capture_default_str();
+  speed->add_option("--variants", so.variants, "fused, fused+pdl, gemm, auto; +nograph +bps1 +bps2 +cublas-pf")->delimiter(',')->capture_default_str();
   speed->add_option("--dtype", so.dtype)->capture_default_str();
   speed->add_option("--seconds", so.seconds, "timing per configuration")->capture_default_str();
   speed->add_option("--json", so.json);

@@ -42,8 +42,9 @@ struct BenchOptions {
   bool quiet = false;
   std::string decode_path = "auto";
   bool no_graphs = false;
-  bool pdl = false;
+  bool no_pdl = false;
   int chunk_tokens = 8192;
+  std::string prefill_attention = "flash";
   std::string nvml_lib;
 };
 

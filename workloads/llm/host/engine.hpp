@@ -41,7 +41,9 @@ struct EngineOptions {
   double attn_budget_bytes = 1 << 30;  ///< attention scores per prefill pass
   std::string decode_path = "auto"; ///< auto | fused (GEMV kernels) | gemm (cuBLAS)
   bool graphs = true;               ///< CUDA graphs for decode steps
-  bool pdl = false;                 ///< programmatic dependent launch in the fused path
+  bool pdl = true;                  ///< programmatic dependent launch between decode kernels
+  int gemv_blocks_per_sm = 0;       ///< fused GEMV grid (0: 1 with pdl, else as many as fit)
+  std::string prefill_attention = "flash";  ///< flash (tensor-core kernel) | cublas (scores materialised)
 };
 
 class LlmEngine {

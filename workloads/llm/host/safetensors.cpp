@@ -168,14 +168,16 @@ Result<void> Checkpoint::read_float(const std::string& name, const std::vector<i
 }
 
 Result<void> write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, const std::string& dtype) {
-  const int es = dtype == "F32" ? 4 : (dtype == "BF16" || dtype == "F16") ? 2 : 0;
-  if (es == 0) return make_error(Errc::invalid_argument, "cannot write dtype " + dtype);
+  auto size_of = [](const std::string& d) { return d == "F32" ? 4 : (d == "BF16" || d == "F16") ? 2 : 0; };
   nlohmann::json h = nlohmann::json::object();
   uint64_t off = 0;
   for (const auto& t : tensors) {
+    const std::string dt = t.dtype.empty() ? dtype : t.dtype;
+    const int es = size_of(dt);
+    if (es == 0) return make_error(Errc::invalid_argument, "cannot write dtype " + dt);
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
-    h[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {off, off + static_cast<uint64_t>(n) * es}}};
+    h[t.name] = {{"dtype", dt}, {"shape", t.shape}, {"data_offsets", {off, off + static_cast<uint64_t>(n) * es}}};
     off += static_cast<uint64_t>(n) * es;
   }
   h["__metadata__"] = {{"format", "pt"}};
@@ -190,6 +192,8 @@ Result<void> write_safetensors(const std::string& path, const std::vector<Tensor
   out.write(hs.data(), static_cast<std::streamsize>(hs.size()));
   std::vector<unsigned char> buf;
   for (const auto& t : tensors) {
+    const std::string dt = t.dtype.empty() ? dtype : t.dtype;
+    const int es = size_of(dt);
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
     buf.resize(static_cast<std::size_t>(n) * es);
@@ -197,7 +201,7 @@ Result<void> write_safetensors(const std::string& path, const std::vector<Tensor
       if (es == 4) {
         std::memcpy(&buf[static_cast<std::size_t>(i) * 4], &t.data[i], 4);
       } else {
-        const uint16_t b = dtype == "BF16" ? float_to_bf16_bits(t.data[i]) : float_to_f16_bits(t.data[i]);
+        const uint16_t b = dt == "BF16" ? float_to_bf16_bits(t.data[i]) : float_to_f16_bits(t.data[i]);
         std::memcpy(&buf[static_cast<std::size_t>(i) * 2], &b, 2);
       }
     }

@@ -57,6 +57,7 @@ struct TensorToWrite {
   std::string name;
   std::vector<int64_t> shape;
   const float* data = nullptr;
+  std::string dtype;  ///< empty: the file's default
 };
 Result<void> write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, const std::string& dtype);
 

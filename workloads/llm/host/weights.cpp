@@ -110,7 +110,8 @@ Result<void> save_checkpoint(const std::string& dir, const LlmConfig& c, const H
   }
   std::vector<TensorToWrite> ts;
   HostWeights& mw = const_cast<HostWeights&>(w);
-  for (const auto& s : tensor_specs(c)) ts.push_back({s.hf_name, s.shape, mw.tensor(s).data()});
+  // Norm weights stay float32: the engine keeps them so, and the random ones are not bf16 values.
+  for (const auto& s : tensor_specs(c)) ts.push_back({s.hf_name, s.shape, mw.tensor(s).data(), s.norm ? "F32" : ""});
   const std::string dt = d == DType::bf16 ? "BF16" : d == DType::f16 ? "F16" : "F32";
   return write_safetensors((fs::path(dir) / "model.safetensors").string(), ts, dt);
 }

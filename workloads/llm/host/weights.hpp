@@ -43,7 +43,7 @@ HostWeights random_host_weights(const LlmConfig& c, uint64_t seed, DType d);
 Result<HostWeights> load_host_weights(const LlmConfig& c, const Checkpoint& ck, DType d);
 /// Opens DIR/config.json and DIR/*.safetensors.
 Result<LlmConfig> load_checkpoint_config(const std::string& dir);
-/// Writes config.json + model.safetensors (matrices in `d`, norms in float32 unless d is 16-bit).
+/// Writes config.json + model.safetensors (matrices in `d`, norm weights in float32).
 Result<void> save_checkpoint(const std::string& dir, const LlmConfig& c, const HostWeights& w, DType d);
 
 }  // namespace jouleprof::llm
