@@ -29,7 +29,7 @@ for step in "$@"; do
       run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants "${VARIANTS:-fused+pdl,fused,fused+pdl+bps2,gemm+pdl,fused+pdl+cublas-pf}" \
         --prompt 128 --gen 256 --prefill "${PREFILL:-1024,2048,4096,8192}" --json "$OUT/speed.json" ;;
     speed-b)
-      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants auto --batch 1,8,32 \
+      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants auto+pdl --batch 1,8,32 \
         --prompt 128 --gen 128 --prefill 0 --json "$OUT/speed_batch.json" ;;
     bench-1b)
       run 200 "$BIN/jouleprof" bench llm --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --iso-seconds 0.5 \
