@@ -37,6 +37,23 @@ for step in "$@"; do
     bench-8b)
       run 200 "$BIN/jouleprof" bench llm --model llama-3.1-8b --batch 1 --prompt 128 --gen 128 --iso-seconds 0.5 \
         --json "$OUT/bench_8b.json" ;;
+    speed-final)
+      run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --components \
+        --variants "${VARIANTS:-fused,fused+u8,fused+pdl,fused+pdl+u8,fused+pdl+bps2,gemm}" \
+        --prompt 128 --gen 256 --prefill "${PREFILL:-1024,2048,4096,8192}" --json "$OUT/speed.json" ;;
+    bench-best)
+      # Each model with the GEMV settings of its fastest batch-1 variant in speed.json (decode path left on auto).
+      for m in llama-3.2-1b llama-3.1-8b; do
+        v=$(python3 -c "import json,sys; d=[r for r in json.load(open('$OUT/speed.json'))['decode'] if r['model']=='$m' and r['batch']==1]; b=min(d,key=lambda r:r['ms_per_step'])['variant'].split('+'); print('+'.join(w for w in b if w not in ('fused','gemm','auto')))" 2>/dev/null)
+        short=${m#llama-}; short=${short//./}
+        run 140 "$BIN/jouleprof" bench llm --model "$m" --batch 1,8,32 --prompt 128 --gen 128 --min-seconds 2 \
+          --iso-seconds "${ISO:-1}" --variant "$v" --tag variant="$v" --json "$OUT/bench_$short.json"
+      done ;;
+    hf-measure-short)
+      for m in llama-3.2-1b llama-3.1-8b; do
+        run 100 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_measure_$m.json" -- \
+          python3 "$PY" speed --model "$m" --gen 32 --seconds 3 --static --prefill 2048
+      done ;;
     bench-sweep)
       run 280 "$BIN/jouleprof" bench llm --model llama-3.2-1b,llama-3.1-8b --batch 1,8,32 --prompt 128 --gen 128 \
         --min-seconds 1 --iso-seconds "${ISO:-0.5}" ${BENCH_EXTRA:-} --json "$OUT/bench_sweep.json" ;;

@@ -60,7 +60,8 @@ TEST(LlmBench, FlagsRoundTrip) {
   o.prompts = {64, 512};
   o.gen = 33;
   o.per_layer = true;
-  o.no_pdl = true;
+  o.pdl = true;
+  o.variant = "fused+u8";
   o.min_seconds = 0.25;
   o.tags = {"a=b"};
   o.json = "x.json";
@@ -75,11 +76,29 @@ TEST(LlmBench, FlagsRoundTrip) {
   EXPECT_EQ(back.prompts, o.prompts);
   EXPECT_EQ(back.gen, 33);
   EXPECT_TRUE(back.per_layer);
-  EXPECT_TRUE(back.no_pdl);
+  EXPECT_TRUE(back.pdl);
+  EXPECT_EQ(back.variant, "fused+u8");
   EXPECT_FALSE(back.no_components);
   EXPECT_DOUBLE_EQ(back.min_seconds, 0.25);
   EXPECT_EQ(back.tags, o.tags);
   EXPECT_EQ(back.json, "x.json");
+}
+
+TEST(LlmBench, EngineVariants) {
+  EngineOptions e;
+  ASSERT_TRUE(apply_variant("gemm+pdl+bps2+u8+pf512+flash-pf+fused4+nograph", e));
+  EXPECT_EQ(e.decode_path, "gemm");
+  EXPECT_TRUE(e.pdl);
+  EXPECT_FALSE(e.graphs);
+  EXPECT_EQ(e.gemv_blocks_per_sm, 2);
+  EXPECT_EQ(e.gemv_unroll, 8);
+  EXPECT_EQ(e.gemv_prefetch, 512);
+  EXPECT_EQ(e.prefill_attention, "flash");
+  EXPECT_EQ(e.fused_max_batch, 4);
+  ASSERT_TRUE(apply_variant("", e));
+  auto bad = apply_variant("fused+turbo", e);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("turbo"), std::string::npos);
 }
 
 TEST(LlmBench, SimulatedSweepFillsEveryFigure) {

@@ -87,6 +87,8 @@ class CudaEngine final : public LlmEngine {
     s += o_.graphs ? ", one CUDA graph per step" : ", no graphs";
     if (o_.pdl) s += ", programmatic dependent launch";
     if (fused_ && o_.gemv_blocks_per_sm > 0) s += ", " + std::to_string(o_.gemv_blocks_per_sm) + " GEMV block(s) per SM";
+    if (fused_ && o_.gemv_unroll == 8 && nb_ == 1) s += ", 8 loads in flight per row";
+    if (fused_ && o_.gemv_prefetch >= 0) s += ", prefetch " + std::to_string(o_.gemv_prefetch);
     s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
     s += flash_ ? ", flash prefill attention" : ", cuBLAS prefill attention";
     return s;
@@ -371,10 +373,12 @@ Result<void> CudaEngine<T>::load_weights(const std::string& dir) {
 template <typename T>
 typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm) const {
   switch (nb_) {
-    case 1: return norm ? kern::gemv_kernel<T, 1, true> : kern::gemv_kernel<T, 1, false>;
-    case 2: return norm ? kern::gemv_kernel<T, 2, true> : kern::gemv_kernel<T, 2, false>;
-    case 4: return norm ? kern::gemv_kernel<T, 4, true> : kern::gemv_kernel<T, 4, false>;
-    default: return norm ? kern::gemv_kernel<T, 8, true> : kern::gemv_kernel<T, 8, false>;
+    case 1:
+      if (o_.gemv_unroll == 8) return norm ? kern::gemv_kernel<T, 1, true, 8> : kern::gemv_kernel<T, 1, false, 8>;
+      return norm ? kern::gemv_kernel<T, 1, true, 4> : kern::gemv_kernel<T, 1, false, 4>;
+    case 2: return norm ? kern::gemv_kernel<T, 2, true, 4> : kern::gemv_kernel<T, 2, false, 4>;
+    case 4: return norm ? kern::gemv_kernel<T, 4, true, 2> : kern::gemv_kernel<T, 4, false, 2>;
+    default: return norm ? kern::gemv_kernel<T, 8, true, 1> : kern::gemv_kernel<T, 8, false, 1>;
   }
 }
 
@@ -382,7 +386,9 @@ template <typename T>
 void CudaEngine<T>::gemv(GemvParams p, bool norm) {
   GemvFn fn = gemv_fn(norm);
   p.b = B_;
-  p.prefetch_elems = 2048;
+  // Early L2 prefetch of the first rows; off by default under PDL, where the kernel starts long
+  // before its turn and the prefetched lines would be evicted by the running kernel's stream.
+  p.prefetch_elems = o_.gemv_prefetch >= 0 ? o_.gemv_prefetch : (o_.pdl ? 0 : 2048);
   const size_t smem = static_cast<size_t>(nb_) * p.k * sizeof(T);
   int per_sm = gemv_blocks_.count(fn) ? gemv_blocks_[fn] : 1;
   // With programmatic dependent launch, one block per SM leaves room for the next kernel's block.
@@ -532,11 +538,13 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   // Decode path.
   nb_ = B_ <= 1 ? 1 : B_ <= 2 ? 2 : B_ <= 4 ? 4 : 8;
   const bool fits = B_ <= 8 && static_cast<size_t>(nb_) * kmax * sizeof(T) <= 200u * 1024;
+  // Measured on H100 (docs/validation/bench-llm.md): at batch 8 cuBLAS beats the fused GEMV.
+  const bool fused_pays = B_ <= o_.fused_max_batch;
   if (o_.decode_path == "fused" && !fits) {
     return make_error(Errc::invalid_argument, "the fused decode path takes at most 8 sequences and " +
                                                   std::to_string(200 * 1024 / (kmax * sizeof(T))) + " for this model; use --decode-path gemm");
   }
-  fused_ = o_.decode_path == "fused" || (o_.decode_path == "auto" && fits);
+  fused_ = o_.decode_path == "fused" || (o_.decode_path == "auto" && fits && fused_pays);
   // Attention splits: enough blocks to fill the GPU twice over, at least 64 positions each.
   const int target = std::max(1, ceil_div(2 * prop_.multiProcessorCount, int64_t{B_} * c_.kv_heads));
   chunk_ = static_cast<int>(std::max<int64_t>(64, round_up(ceil_div(max_ctx_, target), 64)));

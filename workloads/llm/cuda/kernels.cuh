@@ -130,17 +130,15 @@ struct GemvParams {
 };
 
 constexpr int kGemvThreads = 512;
-// Loads in flight per lane and row: fewer for larger batches, whose accumulators need registers.
-template <int NB>
-constexpr int gemv_unroll() { return NB <= 2 ? 4 : NB == 4 ? 2 : 1; }
-// Small batches fit two blocks per SM (64 registers): one of this kernel and one of the next,
-// which with programmatic dependent launch starts fetching its weights before this one ends.
-template <int NB>
-constexpr int gemv_min_blocks() { return NB <= 2 ? 2 : 1; }
+// U: 16-byte loads in flight per lane and row (fewer for larger batches, whose accumulators need
+// the registers). U = 4 at small batch fits two blocks per SM (64 registers); U = 8 keeps twice
+// the loads in flight per warp with one block per SM.
+template <int NB, int U>
+constexpr int gemv_min_blocks() { return NB <= 2 && U <= 4 ? 2 : 1; }
 
-template <typename T, int NB, bool NORM>
-__global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB>()) gemv_kernel(const GemvParams p) {
-  constexpr int kGemvUnroll = gemv_unroll<NB>();
+template <typename T, int NB, bool NORM, int U>
+__global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_kernel(const GemvParams p) {
+  constexpr int kGemvUnroll = U;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);
   __shared__ float red[NB][kGemvThreads / 32];

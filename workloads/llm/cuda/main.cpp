@@ -73,6 +73,7 @@ struct Case {
   int chunk_tokens = 8192;
   double attn_budget = 1 << 30;
   std::string prefill = "flash";
+  std::string variant;
 };
 
 int run_check(const CheckOptions& o) {
@@ -95,6 +96,8 @@ int run_check(const CheckOptions& o) {
       {"b3 ragged cublas-pf", {5, 17, 33}, 8, "fused", true, true, 8192, 1 << 30, "cublas"},
       {"b2 chunked cublas-pf", {40, 40}, 6, "fused", true, true, 16, 1 << 30, "cublas"},
       {"b2 p150 chunk 64", {150, 150}, 6, "fused", true, true, 64, 1 << 30},
+      {"b1 p90 fused u8", {90}, 12, "fused", true, false, 8192, 1 << 30, "cublas", "u8"},
+      {"b1 p90 u8 pdl nopf", {90}, 12, "fused", true, true, 8192, 1 << 30, "cublas", "u8+nopf+bps1"},
       {"b1 p300 split attn", {300}, 20, "fused", true, true, 8192, 1 << 30},
       {"b2 p200 split nopdl", {200, 130}, 12, "fused", true, false, 8192, 1 << 30},
       {"b12 gemm", std::vector<int>(12, 11), 5, "auto", true, true, 8192, 1 << 30},
@@ -115,6 +118,7 @@ int run_check(const CheckOptions& o) {
     eo.chunk_tokens = k.chunk_tokens;
     eo.attn_budget_bytes = k.attn_budget;
     eo.prefill_attention = k.prefill;
+    if (auto v = apply_variant(k.variant, eo); !v) return fail(v.error());
     auto eng_r = create_cuda_engine(eo);
     if (!eng_r) return fail(eng_r.error());
     LlmEngine& e = **eng_r;
@@ -208,7 +212,8 @@ struct SpeedOptions {
   std::vector<int> batches{1};
   int prompt = 128, gen = 256;
   std::vector<int> prefill{1024, 2048, 4096, 8192};
-  std::vector<std::string> variants{"fused+pdl", "fused", "gemm"};
+  std::vector<std::string> variants{"fused", "fused+u8", "gemm"};
+  bool components = false;
   std::string dtype = "bf16";
   double seconds = 1.0;
   std::string json;
@@ -229,12 +234,7 @@ int run_speed(const SpeedOptions& o) {
       EngineOptions eo;
       eo.model = model;
       eo.dtype = *dt;
-      eo.decode_path = variant.rfind("gemm", 0) == 0 ? "gemm" : variant.rfind("fused", 0) == 0 ? "fused" : "auto";
-      eo.pdl = variant.find("pdl") != std::string::npos;
-      if (variant.find("cublas-pf") != std::string::npos) eo.prefill_attention = "cublas";
-      if (variant.find("bps1") != std::string::npos) eo.gemv_blocks_per_sm = 1;
-      if (variant.find("bps2") != std::string::npos) eo.gemv_blocks_per_sm = 2;
-      eo.graphs = variant.find("nograph") == std::string::npos;
+      if (auto v = apply_variant(variant, eo); !v) return fail(v.error());
       auto eng_r = create_cuda_engine(eo);
       if (!eng_r) return fail(eng_r.error());
       LlmEngine& e = **eng_r;
@@ -272,7 +272,30 @@ int run_speed(const SpeedOptions& o) {
                     model.c_str(), variant.c_str(), B, B / med, med * 1e3, bytes / 1e6, bw / 1e12,
                     100 * bw / dc.copy_bytes_per_s, per_step.front() * 1e3, per_step.back() * 1e3, per_step.size(),
                     e.describe().c_str());
+        // Each decode component alone (CUDA graphs over all layers), at the middle of the generation.
+        nlohmann::json comps = nlohmann::json::object();
+        if (o.components) {
+          e.rewind();
+          e.decode((o.gen - 1) / 2);
+          std::string line;
+          for (int ci = 0; ci < kComponentCount; ++ci) {
+            const auto comp = static_cast<Component>(ci);
+            const int per = component_per_layer(comp) ? c.layers : 1;
+            e.component(comp, -1, 4);
+            e.synchronize();
+            const double a = now_s();
+            const int n = e.component(comp, -1, std::max(8, 400 / per));
+            e.synchronize();
+            const double us = 1e6 * (now_s() - a) / (static_cast<double>(n) * per);
+            comps[component_name(comp)] = us;
+            char buf[64];
+            std::snprintf(buf, sizeof buf, " %s %.2f", component_name(comp), us);
+            line += buf;
+          }
+          std::printf("%-14s %-10s b%-3d isolated us/call:%s\n", model.c_str(), variant.c_str(), B, line.c_str());
+        }
         out["decode"].push_back({{"model", model}, {"variant", variant}, {"batch", B}, {"prompt", o.prompt}, {"gen", o.gen},
+                                 {"components_us_per_call", comps},
                                  {"ms_per_step", med * 1e3}, {"tokens_per_s", B / med}, {"bytes_per_step", bytes},
                                  {"bandwidth_bytes_per_s", bw}, {"fraction_of_copy", bw / dc.copy_bytes_per_s},
                                  {"min_ms", per_step.front() * 1e3}, {"max_ms", per_step.back() * 1e3},
@@ -407,7 +430,8 @@ int main(int argc, char** argv) {
   speed->add_option("--prompt", so.prompt)->capture_default_str();
   speed->add_option("--gen", so.gen)->check(CLI::Range(2, 1 << 20))->capture_default_str();
   speed->add_option("--prefill", so.prefill, "prefill lengths to time (0: none)")->delimiter(',')->capture_default_str();
-  speed->add_option("--variants", so.variants, "fused, fused+pdl, gemm, auto; +nograph +bps1 +bps2 +cublas-pf")->delimiter(',')->capture_default_str();
+  speed->add_option("--variants", so.variants, "engine variants (docs/bench-llm.md), e.g. fused+u8, gemm+pdl")->delimiter(',')->capture_default_str();
+  speed->add_flag("--components", so.components, "also time each decode component alone");
   speed->add_option("--dtype", so.dtype)->capture_default_str();
   speed->add_option("--seconds", so.seconds, "timing per configuration")->capture_default_str();
   speed->add_option("--json", so.json);

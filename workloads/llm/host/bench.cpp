@@ -63,8 +63,9 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_option("--decode-path", o.decode_path, "auto, fused (GEMV kernels, batch <= 8) or gemm (cuBLAS)")
       ->check(CLI::IsMember({"auto", "fused", "gemm"}))->capture_default_str();
   c->add_flag("--no-graphs", o.no_graphs, "launch decode kernels one by one instead of CUDA graphs");
-  c->add_flag("--no-pdl", o.no_pdl, "no programmatic dependent launch between decode kernels");
-  c->add_option("--prefill-attention", o.prefill_attention, "flash (tensor-core kernel) or cublas (scores materialised)")
+  c->add_flag("--pdl", o.pdl, "programmatic dependent launch between decode kernels");
+  c->add_option("--variant", o.variant, "engine variant words joined by '+' (docs/bench-llm.md), e.g. fused+u8");
+  c->add_option("--prefill-attention", o.prefill_attention, "cublas (scores materialised) or flash (tensor-core kernel)")
       ->check(CLI::IsMember({"flash", "cublas"}))->capture_default_str();
   c->add_option("--chunk-tokens", o.chunk_tokens, "most prompt tokens per prefill pass")->check(CLI::Range(16, 1 << 20))->capture_default_str();
   c->add_option("--nvml-lib", o.nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
@@ -99,7 +100,8 @@ std::vector<std::string> bench_args(const BenchOptions& o) {
   if (o.quiet) a.emplace_back("--quiet");
   add("--decode-path", o.decode_path);
   if (o.no_graphs) a.emplace_back("--no-graphs");
-  if (o.no_pdl) a.emplace_back("--no-pdl");
+  if (o.pdl) a.emplace_back("--pdl");
+  if (!o.variant.empty()) add("--variant", o.variant);
   add("--chunk-tokens", std::to_string(o.chunk_tokens));
   add("--prefill-attention", o.prefill_attention);
   if (!o.nvml_lib.empty()) add("--nvml-lib", o.nvml_lib);
@@ -238,8 +240,12 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
     eo.chunk_tokens = o.chunk_tokens;
     eo.decode_path = o.decode_path;
     eo.graphs = !o.no_graphs;
-    eo.pdl = !o.no_pdl;
+    eo.pdl = o.pdl;
     eo.prefill_attention = o.prefill_attention;
+    if (auto v = apply_variant(o.variant, eo); !v) {
+      (void)mon.finish();
+      return v.error();
+    }
     say("loading " + model + " (" + o.dtype + (o.weights.empty() ? ", random weights" : "") + ")");
     auto eng_r = factory(eo, mon);
     if (!eng_r) {

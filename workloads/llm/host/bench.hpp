@@ -42,9 +42,10 @@ struct BenchOptions {
   bool quiet = false;
   std::string decode_path = "auto";
   bool no_graphs = false;
-  bool no_pdl = false;
+  bool pdl = false;
   int chunk_tokens = 8192;
-  std::string prefill_attention = "flash";
+  std::string prefill_attention = "cublas";
+  std::string variant;
   std::string nvml_lib;
 };
 

@@ -50,6 +50,41 @@ const char* component_group(Component c) {
   }
 }
 
+Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
+  std::size_t i = 0;
+  while (i < variant.size()) {
+    std::size_t j = variant.find('+', i);
+    if (j == std::string::npos) j = variant.size();
+    const std::string w = variant.substr(i, j - i);
+    i = j + 1;
+    if (w.empty()) continue;
+    if (w == "fused" || w == "gemm" || w == "auto") {
+      o.decode_path = w;
+    } else if (w == "pdl") {
+      o.pdl = true;
+    } else if (w == "nopdl") {
+      o.pdl = false;
+    } else if (w == "nograph") {
+      o.graphs = false;
+    } else if (w == "bps1" || w == "bps2") {
+      o.gemv_blocks_per_sm = w[3] - '0';
+    } else if (w == "u4" || w == "u8") {
+      o.gemv_unroll = w[1] - '0';
+    } else if (w == "nopf") {
+      o.gemv_prefetch = 0;
+    } else if (w.rfind("pf", 0) == 0 && w.size() > 2 && w.find_first_not_of("0123456789", 2) == std::string::npos) {
+      o.gemv_prefetch = std::stoi(w.substr(2));
+    } else if (w == "cublas-pf" || w == "flash-pf") {
+      o.prefill_attention = w.substr(0, w.size() - 3);
+    } else if (w.rfind("fused", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
+      o.fused_max_batch = std::stoi(w.substr(5));
+    } else {
+      return make_error(Errc::invalid_argument, "unknown engine variant word '" + w + "' in '" + variant + "'");
+    }
+  }
+  return {};
+}
+
 int RunShape::max_context() const {
   int m = 0;
   for (int l : prompt_lens) m = std::max(m, l);

@@ -41,9 +41,12 @@ struct EngineOptions {
   double attn_budget_bytes = 1 << 30;  ///< attention scores per prefill pass
   std::string decode_path = "auto"; ///< auto | fused (GEMV kernels) | gemm (cuBLAS)
   bool graphs = true;               ///< CUDA graphs for decode steps
-  bool pdl = true;                  ///< programmatic dependent launch between decode kernels
+  bool pdl = false;                 ///< programmatic dependent launch between decode kernels
   int gemv_blocks_per_sm = 0;       ///< fused GEMV grid (0: 1 with pdl, else as many as fit)
-  std::string prefill_attention = "flash";  ///< flash (tensor-core kernel) | cublas (scores materialised)
+  int gemv_unroll = 4;              ///< 16-byte loads in flight per lane and row at batch 1 (4 or 8)
+  int gemv_prefetch = -1;           ///< elements of each first row prefetched to L2 (-1: auto)
+  int fused_max_batch = 2;          ///< decode_path auto: fused GEMV up to this batch
+  std::string prefill_attention = "cublas";  ///< cublas (scores materialised) | flash (tensor-core kernel)
 };
 
 class LlmEngine {
@@ -83,6 +86,10 @@ class LlmEngine {
   virtual void range_push(const std::string& name) { (void)name; }
   virtual void range_pop() {}
 };
+
+/// Applies an engine variant: '+'-separated words fused|gemm|auto, pdl|nopdl, nograph, bps1|bps2,
+/// u4|u8, nopf|pfN, cublas-pf|flash-pf, fusedN (auto fused up to batch N). Empty: no change.
+Result<void> apply_variant(const std::string& variant, EngineOptions& o);
 
 /// Token i of sequence `seq`'s seeded random prompt (the same on every engine).
 int prompt_token(const LlmConfig& c, uint64_t seed, int seq, int i);

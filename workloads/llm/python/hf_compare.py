@@ -150,7 +150,8 @@ def cmd_logits(a):
               "positions": [0, 5, len(p) - 1],
               "logits_head": [lf[i, :64].tolist() for i in [0, 5, len(p) - 1]],
               "argmax": [int(lf[i].argmax()) for i in [0, 5, len(p) - 1]]}
-    json.dump(golden, open(os.path.join(a.out, "golden_tiny_hf.json"), "w"))
+    if a.golden:
+        json.dump(golden, open(os.path.join(a.out, "golden_tiny_hf.json"), "w"))
     # 2. HF-written safetensors (HF's own config.json, re-randomised weights) read by our loader.
     torch.manual_seed(0)
     with torch.no_grad():
@@ -276,6 +277,7 @@ def main():
     lg.add_argument("--llm", required=True)
     lg.add_argument("--work", required=True)
     lg.add_argument("--out", required=True)
+    lg.add_argument("--golden", action="store_true", help="also write the CI fixture golden_tiny_hf.json")
     sp = sub.add_parser("speed")
     sp.add_argument("--model", default="llama-3.2-1b", choices=sorted(CONFIGS))
     sp.add_argument("--batch", type=int, default=1)
