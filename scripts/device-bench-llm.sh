@@ -49,6 +49,14 @@ for step in "$@"; do
         run 140 "$BIN/jouleprof" bench llm --model "$m" --batch 1,8,32 --prompt 128 --gen 128 --min-seconds 2 \
           --iso-seconds "${ISO:-1}" --variant "$v" --tag variant="$v" --json "$OUT/bench_$short.json"
       done ;;
+    bench-layers)
+      run 80 "$BIN/jouleprof" bench llm --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --min-seconds 2 \
+        --iso-seconds 0.7 --per-layer --variant pdl+u8 --json "$OUT/bench_layers_1b.json"
+      run 90 "$BIN/jouleprof" bench llm --model llama-3.1-8b --batch 1 --prompt 128 --gen 128 --min-seconds 2 \
+        --iso-seconds 0.5 --per-layer --json "$OUT/bench_layers_8b.json" ;;
+    bench-long)
+      run 90 "$BIN/jouleprof" bench llm --model llama-3.2-1b,llama-3.1-8b --batch 1 --prompt 1024,4096 --gen 64 \
+        --min-seconds 2 --no-components --json "$OUT/bench_long.json" ;;
     hf-measure-short)
       for m in llama-3.2-1b llama-3.1-8b; do
         run 100 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_measure_$m.json" -- \
