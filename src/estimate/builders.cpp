@@ -13,10 +13,15 @@ using B = GraphBuilder;
 std::string sfx(const std::string& p, const std::string& s) { return p.empty() ? s : p + "." + s; }
 
 // conv (no bias) + batch norm + optional activation, as torchvision runs it in eval mode.
+// Module calls (nn.Module.__call__) are recorded with b.modules(n) before the op they launch
+// first, following the torchvision/transformers module structure (docs/estimate.md).
 int conv_bn(B& b, const std::string& n, int x, int64_t out, int64_t k, int64_t stride, int64_t groups,
             std::string_view act) {
+  b.modules(2);  // Conv2dNormActivation (Sequential), Conv2d
   int y = b.conv2d(sfx(n, "conv"), x, out, k, k, stride, (k - 1) / 2, groups, false);
+  b.modules(1);  // BatchNorm2d
   y = b.batchnorm(sfx(n, "bn"), y);
+  if (!act.empty()) b.modules(1);  // activation module
   if (act == "relu") y = b.unary(sfx(n, "relu"), "Relu", y);
   if (act == "relu6") y = b.unary(sfx(n, "relu6"), "Clip", y, 2);
   if (act == "silu") y = b.unary(sfx(n, "silu"), "Silu", y, 4, 1);
@@ -24,17 +29,23 @@ int conv_bn(B& b, const std::string& n, int x, int64_t out, int64_t k, int64_t s
 }
 
 int classifier(B& b, int x, int64_t classes) {
+  b.modules(1);  // avgpool
   int y = b.global_avg_pool("avgpool", x);
   y = b.reshape("flatten", y, {b.tensor(y).shape[0], -1});
+  b.modules(1);  // fc (Linear)
   return b.linear("fc", y, classes, true);
 }
 
 Result<Graph> resnet(const ModelOptions& o, bool bottleneck, const std::vector<int>& blocks, const std::string& name) {
   B b(name, o.dtype);
   int x = b.input("image", {o.batch, 3, o.image, o.image});
+  b.modules(2);  // ResNet, conv1
   x = b.conv2d("conv1", x, 64, 7, 7, 2, 3);
+  b.modules(1);
   x = b.batchnorm("bn1", x);
+  b.modules(1);
   x = b.unary("relu", "Relu", x);
+  b.modules(1);
   x = b.pool2d("maxpool", "MaxPool", x, 3, 2, 1);
   int64_t in = 64;
   for (int l = 0; l < 4; ++l) {
@@ -44,19 +55,38 @@ Result<Graph> resnet(const ModelOptions& o, bool bottleneck, const std::vector<i
       const int64_t stride = (i == 0 && l > 0) ? 2 : 1;
       const int64_t out = bottleneck ? width * 4 : width;
       int y;
+      // conv, bn and relu are module calls each; the block itself and (first block) the
+      // layer's Sequential are charged to the first conv.
+      auto cbr = [&](const std::string& c, int in_t, int64_t ch, int64_t k, int64_t st, int64_t pad, const char* relu) {
+        b.modules(1);
+        int t = b.conv2d(n + "." + c, in_t, ch, k, k, st, pad);
+        b.modules(1);
+        t = b.batchnorm(n + ".bn" + c.substr(4), t);
+        if (relu) {
+          b.modules(1);
+          t = b.unary(n + "." + relu, "Relu", t);
+        }
+        return t;
+      };
+      b.modules(1 + (i == 0 ? 1 : 0));
       if (bottleneck) {
-        y = b.unary(n + ".relu1", "Relu", b.batchnorm(n + ".bn1", b.conv2d(n + ".conv1", x, width, 1, 1, 1, 0)));
-        y = b.unary(n + ".relu2", "Relu", b.batchnorm(n + ".bn2", b.conv2d(n + ".conv2", y, width, 3, 3, stride, 1)));
-        y = b.batchnorm(n + ".bn3", b.conv2d(n + ".conv3", y, out, 1, 1, 1, 0));
+        y = cbr("conv1", x, width, 1, 1, 0, "relu1");
+        y = cbr("conv2", y, width, 3, stride, 1, "relu2");
+        y = cbr("conv3", y, out, 1, 1, 0, nullptr);
       } else {
-        y = b.unary(n + ".relu1", "Relu", b.batchnorm(n + ".bn1", b.conv2d(n + ".conv1", x, width, 3, 3, stride, 1)));
-        y = b.batchnorm(n + ".bn2", b.conv2d(n + ".conv2", y, width, 3, 3, 1, 1));
+        y = cbr("conv1", x, width, 3, stride, 1, "relu1");
+        y = cbr("conv2", y, width, 3, 1, 1, nullptr);
       }
       int skip = x;
       if (stride != 1 || in != out) {
-        skip = b.batchnorm(n + ".downsample.1", b.conv2d(n + ".downsample.0", x, out, 1, 1, stride, 0));
+        b.modules(2);  // downsample Sequential, its conv
+        skip = b.conv2d(n + ".downsample.0", x, out, 1, 1, stride, 0);
+        b.modules(1);
+        skip = b.batchnorm(n + ".downsample.1", skip);
       }
-      x = b.unary(n + ".relu_out", "Relu", b.binary(n + ".add", "Add", y, skip));
+      const int sum = b.binary(n + ".add", "Add", y, skip);
+      b.modules(1);
+      x = b.unary(n + ".relu_out", "Relu", sum);
       in = out;
     }
   }
@@ -67,6 +97,7 @@ Result<Graph> resnet(const ModelOptions& o, bool bottleneck, const std::vector<i
 Result<Graph> mobilenet_v2(const ModelOptions& o) {
   B b("mobilenet_v2", o.dtype);
   int x = b.input("image", {o.batch, 3, o.image, o.image});
+  b.modules(2);  // MobileNetV2, features (Sequential)
   x = conv_bn(b, "features.0", x, 32, 3, 2, 1, "relu6");
   const int settings[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
                               {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
@@ -77,6 +108,7 @@ Result<Graph> mobilenet_v2(const ModelOptions& o) {
       const std::string n = "features." + std::to_string(idx);
       const int64_t stride = i == 0 ? s[3] : 1, hidden = in * s[0], out = s[1];
       int y = x;
+      b.modules(2);  // InvertedResidual, its conv Sequential
       if (s[0] != 1) y = conv_bn(b, n + ".expand", y, hidden, 1, 1, 1, "relu6");
       y = conv_bn(b, n + ".dw", y, hidden, 3, stride, hidden, "relu6");
       y = conv_bn(b, n + ".project", y, out, 1, 1, 1, "");
@@ -92,6 +124,7 @@ Result<Graph> mobilenet_v2(const ModelOptions& o) {
 Result<Graph> efficientnet_b0(const ModelOptions& o) {
   B b("efficientnet_b0", o.dtype);
   int x = b.input("image", {o.batch, 3, o.image, o.image});
+  b.modules(2);  // EfficientNet, features (Sequential)
   x = conv_bn(b, "features.0", x, 32, 3, 2, 1, "silu");
   // expand ratio, kernel, stride, out channels, repeats (torchvision efficientnet_b0)
   const int settings[7][5] = {{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
@@ -103,15 +136,24 @@ Result<Graph> efficientnet_b0(const ModelOptions& o) {
       const std::string n = "features." + std::to_string(stage) + "." + std::to_string(i);
       const int64_t stride = i == 0 ? s[2] : 1, hidden = in * s[0], out = s[3];
       int y = x;
+      b.modules(2 + (i == 0 ? 1 : 0));  // MBConv, its block Sequential (+ the stage's Sequential)
       if (s[0] != 1) y = conv_bn(b, n + ".expand", y, hidden, 1, 1, 1, "silu");
       y = conv_bn(b, n + ".dw", y, hidden, s[1], stride, hidden, "silu");
       // squeeze-and-excitation
       const int64_t sq = std::max<int64_t>(1, in / 4);
+      b.modules(2);  // SqueezeExcitation, avgpool
       int se = b.global_avg_pool(n + ".se.pool", y);
-      se = b.unary(n + ".se.silu", "Silu", b.conv2d(n + ".se.fc1", se, sq, 1, 1, 1, 0, 1, true), 4, 1);
-      se = b.unary(n + ".se.sigmoid", "Sigmoid", b.conv2d(n + ".se.fc2", se, hidden, 1, 1, 1, 0, 1, true), 4, 1);
+      b.modules(1);
+      se = b.conv2d(n + ".se.fc1", se, sq, 1, 1, 1, 0, 1, true);
+      b.modules(1);
+      se = b.unary(n + ".se.silu", "Silu", se, 4, 1);
+      b.modules(1);
+      se = b.conv2d(n + ".se.fc2", se, hidden, 1, 1, 1, 0, 1, true);
+      b.modules(1);
+      se = b.unary(n + ".se.sigmoid", "Sigmoid", se, 4, 1);
       y = b.binary(n + ".se.scale", "Mul", y, se);
       y = conv_bn(b, n + ".project", y, out, 1, 1, 1, "");
+      if (stride == 1 && in == out) b.modules(1);  // StochasticDepth
       x = (stride == 1 && in == out) ? b.binary(n + ".add", "Add", x, y) : y;
       in = out;
     }
@@ -123,10 +165,14 @@ Result<Graph> efficientnet_b0(const ModelOptions& o) {
 }
 
 // A pre-norm (ViT) or post-norm (BERT) transformer encoder layer with GELU MLP.
+// Module calls as torchvision's EncoderBlock (block, ln_1, self_attention, dropout, ln_2,
+// MLPBlock: Sequential of Linear, GELU, Dropout, Linear, Dropout).
 int encoder_layer(B& b, const std::string& n, int x, int64_t heads, int64_t mlp, bool pre_norm) {
   const Shape s = b.tensor(x).shape;  // [B, S, E]
   const int64_t E = s[2], D = E / heads;
+  b.modules(pre_norm ? 2 : 1);  // the block (+ ln_1)
   int h = pre_norm ? b.layernorm(n + ".ln_1", x) : x;
+  b.modules(1);  // MultiheadAttention
   int qkv = b.linear(n + ".attn.in_proj", h, 3 * E, true);
   qkv = b.reshape(n + ".attn.split", qkv, {s[0], s[1], 3, heads, D});
   auto part = [&](int i, const char* nm) {
@@ -139,13 +185,21 @@ int encoder_layer(B& b, const std::string& n, int x, int64_t heads, int64_t mlp,
   a = b.transpose(n + ".attn.merge", a, {0, 2, 1, 3});  // contiguous copy back to [B, S, H, D]
   a = b.reshape(n + ".attn.merge.view", a, {s[0], s[1], E});
   a = b.linear(n + ".attn.out_proj", a, E, true);
+  b.modules(1);  // dropout
   x = b.binary(n + ".add_1", "Add", x, a);
+  if (!pre_norm) b.modules(1);
   if (!pre_norm) x = b.layernorm(n + ".ln_1", x);
+  if (pre_norm) b.modules(1);
   h = pre_norm ? b.layernorm(n + ".ln_2", x) : x;
+  b.modules(2);  // MLPBlock, Linear
   h = b.linear(n + ".mlp.fc1", h, mlp, true);
+  b.modules(1);
   h = b.unary(n + ".mlp.gelu", "Gelu", h, 8, 1);
+  b.modules(2);  // Dropout, Linear
   h = b.linear(n + ".mlp.fc2", h, E, true);
+  b.modules(1);  // Dropout
   x = b.binary(n + ".add_2", "Add", x, h);
+  if (!pre_norm) b.modules(1);
   if (!pre_norm) x = b.layernorm(n + ".ln_2", x);
   return x;
 }
@@ -154,16 +208,21 @@ Result<Graph> vit_b16(const ModelOptions& o) {
   B b("vit_b_16", o.dtype);
   const int64_t E = 768, P = 16, np = (o.image / P) * (o.image / P);
   int x = b.input("image", {o.batch, 3, o.image, o.image});
+  b.modules(2);  // VisionTransformer, conv_proj
   x = b.conv2d("conv_proj", x, E, P, P, P, 0, 1, true);
   x = b.reshape("patches", x, {o.batch, E, np});
-  x = b.transpose("patches.t", x, {0, 2, 1});
+  x = b.transpose("patches.t", x, {0, 2, 1}, true);  // permute: a view that the concat reads
   const int cls = b.weight("class_token", {o.batch, 1, E});  // expanded view of a [1,1,E] parameter
   x = b.concat("cat_class_token", {cls, x}, 1);
+  b.modules(1);  // Encoder
   x = b.binary("pos_embedding", "Add", x, b.weight("encoder.pos_embedding", {1, np + 1, E}));
+  b.modules(2);  // encoder.dropout, encoder.layers (Sequential)
   for (int i = 0; i < 12; ++i) x = encoder_layer(b, "encoder.layers." + std::to_string(i), x, 12, 3072, true);
+  b.modules(1);
   x = b.layernorm("encoder.ln", x);
   x = b.slice("class_token_out", x, 1, 0, 1, 1, true);
   x = b.reshape("class_token_out.view", x, {o.batch, E});
+  b.modules(2);  // heads (Sequential), head
   b.output(b.linear("heads.head", x, 1000, true));
   return b.finish();
 }
@@ -172,6 +231,7 @@ Result<Graph> bert_base(const ModelOptions& o) {
   B b("bert_base", o.dtype);
   const int64_t E = 768;
   const int ids = b.input("input_ids", {o.batch, o.seq}, DType::i64);
+  b.modules(3);  // BertModel, embeddings, word_embeddings
   int x = b.embedding("embeddings.word", b.weight("embeddings.word.table", {30522, E}), ids);
   x = b.binary("embeddings.position", "Add", x, b.weight("embeddings.position.table", {1, o.seq, E}));
   x = b.binary("embeddings.token_type", "Add", x, b.weight("embeddings.token_type.row", {1, 1, E}));
@@ -189,6 +249,7 @@ Result<Graph> lstm(const ModelOptions& o) {
   B b("lstm", o.dtype);
   const int64_t H = 1024, layers = 2, T = o.seq, Bt = o.batch;
   int seq = b.input("x", {T, Bt, H});
+  b.modules(1);  // nn.LSTM (cuDNN runs the sequence from one call)
   for (int64_t l = 0; l < layers; ++l) {
     const std::string n = "lstm.l" + std::to_string(l);
     const int wih = b.weight(n + ".w_ih", {H, 4 * H});
@@ -267,9 +328,11 @@ Result<Graph> build_llama(const LlamaConfig& c, const ModelOptions& o) {
   B b(c.name + (decode ? "-decode" : "-prefill"), o.dtype);
   const int ids = b.input("input_ids", {Bt, S}, DType::i64);
   const int table = b.weight("model.embed_tokens.weight", {c.vocab, c.hidden});
+  b.modules(3);  // LlamaForCausalLM, LlamaModel, embed_tokens
   int x = b.embedding("model.embed_tokens", table, ids);
   // Rotary cos/sin for the positions of this step (LlamaRotaryEmbedding: matmul, cat, cos, sin, casts).
   const int pos = b.input("position_ids", {1, S, D / 2}, DType::f32);
+  b.modules(1);  // rotary_emb
   int freqs = b.binary("model.rotary_emb.freqs", "Mul", pos, b.weight("model.rotary_emb.inv_freq", {D / 2}, DType::f32));
   int emb = b.concat("model.rotary_emb.cat", {freqs, freqs}, -1);
   int cos = b.cast("model.rotary_emb.cos_cast", b.unary("model.rotary_emb.cos", "Cos", emb, 4, 1), o.dtype);
@@ -278,8 +341,11 @@ Result<Graph> build_llama(const LlamaConfig& c, const ModelOptions& o) {
   sin = b.reshape("model.rotary_emb.sin_view", sin, {1, 1, S, D});
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string n = "model.layers." + std::to_string(l);
+    b.modules(2);  // LlamaDecoderLayer, input_layernorm
     int h = rmsnorm(b, n + ".input_layernorm", x, c.hidden);
+    b.modules(1);  // self_attn
     auto proj = [&](const char* nm, int64_t heads) {
+      b.modules(1);  // the projection's Linear
       int t = b.linear(n + ".self_attn." + nm, h, heads * D, false);
       t = b.reshape(n + ".self_attn." + nm + ".view", t, {Bt, S, heads, D});
       return b.transpose(n + ".self_attn." + nm + ".heads", t, {0, 2, 1, 3}, true);
@@ -302,16 +368,26 @@ Result<Graph> build_llama(const LlamaConfig& c, const ModelOptions& o) {
     int a = b.attention(n + ".self_attn.sdpa", q, k, v, true);
     a = b.transpose(n + ".self_attn.merge", a, {0, 2, 1, 3});  // .transpose(1, 2).contiguous()
     a = b.reshape(n + ".self_attn.merge.view", a, {Bt, S, c.heads * D});
+    b.modules(1);
     a = b.linear(n + ".self_attn.o_proj", a, c.hidden, false);
     x = b.binary(n + ".residual_attn", "Add", x, a);
+    b.modules(1);
     h = rmsnorm(b, n + ".post_attention_layernorm", x, c.hidden);
-    const int g = b.unary(n + ".mlp.act", "Silu", b.linear(n + ".mlp.gate_proj", h, c.intermediate, false), 4, 1);
+    b.modules(2);  // mlp, gate_proj
+    int g = b.linear(n + ".mlp.gate_proj", h, c.intermediate, false);
+    b.modules(1);  // act_fn
+    g = b.unary(n + ".mlp.act", "Silu", g, 4, 1);
+    b.modules(1);
     const int u = b.linear(n + ".mlp.up_proj", h, c.intermediate, false);
-    h = b.linear(n + ".mlp.down_proj", b.binary(n + ".mlp.mul", "Mul", g, u), c.hidden, false);
+    const int gu = b.binary(n + ".mlp.mul", "Mul", g, u);
+    b.modules(1);
+    h = b.linear(n + ".mlp.down_proj", gu, c.hidden, false);
     x = b.binary(n + ".residual_mlp", "Add", x, h);
   }
+  b.modules(1);
   x = rmsnorm(b, "model.norm", x, c.hidden);
   if (!o.all_logits && S > 1) x = b.slice("logits_to_keep", x, 1, S - 1, S, 1, true);
+  b.modules(1);  // lm_head
   const int lm = c.tied_embeddings ? b.transpose("lm_head.tied", table, {1, 0}, true)
                                    : b.weight("lm_head.weight", {c.hidden, c.vocab});
   b.output(b.matmul("lm_head", x, lm, "Gemm"));

@@ -14,62 +14,79 @@ namespace {
 
 using json = nlohmann::json;
 
-// LRU model of the last-level cache over storage tensors (write-back: a dirty tensor costs
-// DRAM write traffic when it is evicted).
+// LRU model of the last-level cache over storage tensors, "fluid": a tensor may be partly
+// resident (one larger than the cache keeps a cache-sized part, as a thrash-resistant
+// replacement policy does on a cyclic sweep: hit ratio C/N, not LRU's zero), and eviction
+// takes bytes from the least recently used tensors. Write-back: evicted dirty bytes cost DRAM
+// write traffic.
 class Llc {
  public:
   explicit Llc(double capacity) : cap_(capacity) {}
   // Returns the bytes that hit; dram_read/dram_write accumulate the misses and write-backs.
   double read(int t, double bytes, double& dram_read, double& dram_write) {
+    double hit = 0;
     auto it = map_.find(t);
     if (it != map_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return bytes;
+      const Entry e = *it->second;
+      hit = e.bytes > 0 ? bytes * std::min(1.0, e.resident / e.bytes) : 0;
+      remove(it);
+      place(t, std::max(bytes, e.bytes), e.dirty, dram_write);
+    } else {
+      place(t, bytes, false, dram_write);
     }
-    dram_read += bytes;
-    insert(t, bytes, false, dram_write);
-    return 0;
+    dram_read += bytes - hit;
+    return hit;
   }
   void write(int t, double bytes, double& dram_write) {
     auto it = map_.find(t);
-    if (it != map_.end()) {
-      it->second->dirty = true;
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return;
-    }
-    insert(t, bytes, true, dram_write);
+    if (it != map_.end()) remove(it);
+    const double kept = place(t, bytes, true, dram_write);
+    dram_write += bytes - kept;  // the part that cannot stay streams to DRAM
   }
   double dirty_bytes() const {
     double d = 0;
-    for (const auto& e : lru_) d += e.dirty ? e.bytes : 0;
+    for (const auto& e : lru_) d += e.dirty ? e.resident : 0;
     return d;
   }
 
  private:
   struct Entry {
     int t;
-    double bytes;
+    double bytes, resident;
     bool dirty;
   };
-  void insert(int t, double bytes, bool dirty, double& dram_write) {
-    if (bytes > cap_) {  // streams through
-      if (dirty) dram_write += bytes;
-      return;
+  using Iter = std::list<Entry>::iterator;
+  void remove(std::unordered_map<int, Iter>::iterator it) {
+    used_ -= it->second->resident;
+    lru_.erase(it->second);
+    map_.erase(it);
+  }
+  // Makes t the most recently used tensor with min(bytes, capacity) resident, evicting bytes
+  // of the least recently used ones; returns the resident bytes.
+  double place(int t, double bytes, bool dirty, double& dram_write) {
+    const double want = std::min(bytes, cap_);
+    double need = used_ + want - cap_;
+    while (need > 1e-9 && !lru_.empty()) {
+      Entry& e = lru_.back();
+      const double take = std::min(need, e.resident);
+      if (e.dirty) dram_write += take;
+      e.resident -= take;
+      used_ -= take;
+      need -= take;
+      if (e.resident <= 1e-9) {
+        map_.erase(e.t);
+        lru_.pop_back();
+      }
     }
-    while (used_ + bytes > cap_ && !lru_.empty()) {
-      const Entry& e = lru_.back();
-      if (e.dirty) dram_write += e.bytes;
-      used_ -= e.bytes;
-      map_.erase(e.t);
-      lru_.pop_back();
-    }
-    lru_.push_front(Entry{t, bytes, dirty});
+    if (want <= 0) return 0;
+    lru_.push_front(Entry{t, bytes, want, dirty});
     map_[t] = lru_.begin();
-    used_ += bytes;
+    used_ += want;
+    return want;
   }
   double cap_, used_ = 0;
   std::list<Entry> lru_;
-  std::unordered_map<int, std::list<Entry>::iterator> map_;
+  std::unordered_map<int, Iter> map_;
 };
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
@@ -89,6 +106,8 @@ struct Counts {
   double dram_read = 0, dram_write = 0, llc_hit = 0;
   double l1_bytes = 0, l2_bytes = 0, l3_bytes = 0, reg_bytes = 0;
   double util = 1;  // tile/array utilization of the matrix units
+  double active_sms = 0;  // GPU GEMMs: SMs with a CTA (0: all); bounds the memory bandwidth
+  double resweep = 0;     // extra read sweeps of multi-pass row kernels, bytes
   double host_s = 0;
   std::vector<std::pair<std::string, double>> extra;  // class-specific event counts (name, count)
 };
@@ -101,9 +120,9 @@ struct Ctx {
   const EstimateOptions& opt;
   const Calibration* cal;
   double b = 2;  // bytes per element at the compute precision
-  double peak_m = 0, peak_v = 0, eff_m = 0.8, eff_v = 0.7, eff_mem = 0.85;
+  double peak_m = 0, peak_v = 0, eff_m = 0.8, eff_v = 0.7, eff_mem = 0.85, eff_att = 0.8, gemm_k0 = 0;
   bool matrix_units = true;
-  double idle_w = 0, active_w = 0, launch_s = 0;
+  double idle_w = 0, active_w = 0, busy_w = 0, launch_s = 0;
   double fmax = 0, fmin = 0;
   std::string mac_key, flop_key;
 };
@@ -116,6 +135,7 @@ Counts count(const Ctx& c, const Subgraph& sg, double dram_read, double dram_wri
   k.dram_read = dram_read;
   k.dram_write = dram_write;
   k.llc_hit = llc_hit;
+  k.resweep = sg.resweep_bytes;
   const double X = sg.bytes();
   k.vflops = sg.vector_flops;
   k.transc = sg.transcendentals;
@@ -129,13 +149,27 @@ Counts count(const Ctx& c, const Subgraph& sg, double dram_read, double dram_wri
       const double tm = hw.param("tile_m", 128), tn = hw.param("tile_n", 128), sms = hw.compute_units.value;
       double smem = X;
       if (gemm) {
-        const double tiles = Bt * ceil_div(M, tm) * ceil_div(N, tn);
+        double tile_m = tm, tile_n = tn;
+        if (sg.anchor != OpClass::attention) {
+          // GEMM libraries map the smaller of M and N onto the MMA's N dimension (operand
+          // swap) and pick a narrow tile for it, padded to the MMA's N granularity.
+          const double gran = std::max(1.0, hw.param("mma_n_granularity", 8));
+          if (M < tm && M <= N) tile_m = std::max(gran, ceil_div(M, gran) * gran);
+          else if (N < tn && N < M) tile_n = std::max(gran, ceil_div(N, gran) * gran);
+        }
+        const double tiles = Bt * ceil_div(M, tile_m) * ceil_div(N, tile_n);
         const double waves = std::ceil(tiles / sms);
-        const double pad = (M * N) / (ceil_div(M, tm) * tm * ceil_div(N, tn) * tn);
-        k.util = std::clamp(tiles / (waves * sms) * pad, 1e-3, 1.0);
+        const double pad = (M * N) / (ceil_div(M, tile_m) * tile_m * ceil_div(N, tile_n) * tile_n);
+        // Per output tile, pipeline fill and the epilogue cost about as much as gemm_k0 more
+        // steps of the K loop: shallow-K GEMMs reach a smaller fraction of the peak.
+        const double depth = sg.anchor == OpClass::attention ? 1.0 : K / (K + c.gemm_k0);
+        k.util = std::clamp(tiles / (waves * sms) * pad * depth, 1e-3, 1.0);
+        k.active_sms = std::min(sms, tiles);
         const double lt = hw.param("l2_tile", tm);  // operand reuse between CTAs (clusters, multicast)
         smem = c.b * Bt * (M * K * ceil_div(N, lt) + K * N * ceil_div(M, lt)) + sg.output_bytes;
       }
+      // Multi-pass row kernels re-read their rows from L1/L2.
+      smem += sg.resweep_bytes;
       k.l1_bytes = smem;
       k.l2_bytes = std::max(smem, dram_read + dram_write + llc_hit);
       k.reg_bytes = 2 * k.mac * c.b / 16 + 3 * (k.vflops + k.matrix_flops_on_vector) * 4;
@@ -195,41 +229,51 @@ Counts count(const Ctx& c, const Subgraph& sg, double dram_read, double dram_wri
 
 struct Timing {
   double t_compute = 0, t_memory = 0, t_overhead = 0, latency = 0;
+  double f = 0;  // clock it runs at (MHz)
   std::string bound;
 };
 
+// Device time of one subgraph at clock f (host dispatch is combined in estimate_partitioned).
 Timing timing(const Ctx& c, const Subgraph& sg, const Counts& k, double f) {
   const HardwareSpec& hw = c.hw;
   // Datasheet peaks hold at the clock they were quoted for (matrix_peak_clock_mhz, default
   // the maximum clock); throughput scales with the clock.
   Timing t;
-  const double m_rate = c.peak_m * c.eff_m * k.util * f / hw.param("matrix_peak_clock_mhz", c.fmax);
+  const double eff_m = sg.anchor == OpClass::attention ? c.eff_att : c.eff_m;
+  const double m_rate = c.peak_m * eff_m * k.util * f / hw.param("matrix_peak_clock_mhz", c.fmax);
   const double v_rate = c.peak_v * c.eff_v * f / c.fmax;
   t.t_compute = (m_rate > 0 ? 2 * k.mac / m_rate : 0) + (k.vflops + k.matrix_flops_on_vector) / v_rate;
-  const double dram = (k.dram_read + k.dram_write) / (hw.dram().bandwidth_gbps.value * 1e9 * c.eff_mem);
+  double dram_bw = hw.dram().bandwidth_gbps.value * 1e9 * c.eff_mem;
+  double llc_cap = INFINITY;
+  if (hw.cls == HwClass::gpu && k.active_sms > 0) {
+    // A GEMM with fewer CTAs than SMs moves its operands through only that many SMs' load
+    // paths (sm_load_bytes_per_clock each, at the core clock).
+    const double per_sm = hw.param("sm_load_bytes_per_clock", 0) * f * 1e6;
+    if (per_sm > 0) {
+      llc_cap = k.active_sms * per_sm;
+      dram_bw = std::min(dram_bw, llc_cap);
+    }
+  }
+  // Multi-pass row kernels: every extra sweep of the rows is charged at the streaming rate
+  // (the passes are separated by block barriers; the kernels are occupancy/latency bound).
+  const double dram = (k.dram_read + k.dram_write + k.resweep) / dram_bw;
   double llc = 0;
   if (const MemoryLevel* l = hw.llc()) {
     const double traffic = hw.cls == HwClass::gpu ? k.l2_bytes : (hw.cls == HwClass::cpu ? k.l3_bytes : k.llc_hit);
     // GPU L2 runs in the core clock domain: its bandwidth scales with the clock.
     const double clk = hw.cls == HwClass::gpu ? f / c.fmax : 1.0;
-    llc = traffic / (l->bandwidth_gbps.value * 1e9 * c.eff_mem * clk);
+    llc = traffic / std::min(l->bandwidth_gbps.value * 1e9 * c.eff_mem * clk, llc_cap);
   }
   t.t_memory = std::max(dram, llc);
-  const double dev = std::max(t.t_compute, t.t_memory) + sg.kernels * c.launch_s;
   t.t_overhead = sg.kernels * c.launch_s;
-  t.latency = dev;
+  t.latency = std::max(t.t_compute, t.t_memory) + t.t_overhead;
   t.bound = t.t_compute >= t.t_memory ? "compute" : "memory";
-  if (c.opt.eager && k.host_s > dev) {
-    t.latency = k.host_s;
-    t.t_overhead = k.host_s - std::max(t.t_compute, t.t_memory);
-    t.bound = "overhead";
-  }
   if (t.t_overhead > std::max(t.t_compute, t.t_memory)) t.bound = "overhead";
   return t;
 }
 
 // Dynamic events at clock f (V^2 scaling of on-chip events); static power over the latency.
-void energy(const Ctx& c, const Counts& k, double f, double latency, SubgraphEstimate& out) {
+void energy(const Ctx& c, const Counts& k, double f, double latency, double busy, SubgraphEstimate& out) {
   const HardwareSpec& hw = c.hw;
   const double v = voltage_at(hw, f) / hw.voltage_max_v.value;
   const double v2 = v * v;
@@ -316,8 +360,9 @@ void energy(const Ctx& c, const Counts& k, double f, double latency, SubgraphEst
   for (const Event& ev : e) dyn += ev.energy_j;
   add("static", "idle_power", "s", latency, c.idle_w * latency);
   add("static", "active_static_power", "s", latency, c.active_w * v * latency);
+  add("static", "device_busy_power", "s", busy, c.busy_w * v * busy);
   out.dynamic_j = dyn;
-  out.static_j = (c.idle_w + c.active_w * v) * latency;
+  out.static_j = (c.idle_w + c.active_w * v) * latency + c.busy_w * v * busy;
   out.energy_j = out.dynamic_j + out.static_j;
 }
 
@@ -365,8 +410,11 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
   c.eff_m = cal_or(cal ? cal->eff_matrix : std::nullopt, hw.eff_matrix.value);
   c.eff_v = cal_or(cal ? cal->eff_vector : std::nullopt, hw.eff_vector.value);
   c.eff_mem = cal_or(cal ? cal->eff_memory : std::nullopt, hw.eff_memory.value);
+  c.eff_att = cal_or(cal ? cal->eff_attention : std::nullopt, hw.param("eff_attention", c.eff_m));
+  c.gemm_k0 = cal_or(cal ? cal->gemm_k0 : std::nullopt, hw.param("gemm_k0", 0));
   c.idle_w = cal_or(cal ? cal->idle_w : std::nullopt, hw.idle_w.value);
   c.active_w = cal_or(cal ? cal->active_w : std::nullopt, 0.1 * hw.tdp_w.value);
+  c.busy_w = cal ? cal->busy_w : 0;
   c.launch_s = cal_or(cal ? cal->launch_us : std::nullopt, hw.launch_overhead_us.value) * 1e-6;
   c.fmax = hw.clock_max_mhz.value;
   c.fmin = hw.clock_min_mhz.value;
@@ -396,7 +444,11 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
 
   // Cache model: one pass (cold) or the second of two passes (steady state).
   const MemoryLevel* llc = hw.llc();
-  Llc cache(llc ? llc->size_bytes.value * hw.param("llc_usable_fraction", 0.75) : 0);
+  // Data read by all cores is cached in every partition of a partitioned LLC (A100/H100 L2:
+  // two halves, each caching for the SMs attached to it), so reuse capacity is one partition.
+  Llc cache(llc ? llc->size_bytes.value / std::max(1.0, hw.param("llc_partitions", 1)) *
+                      std::clamp(hw.param("llc_usable_fraction", 1.0), 0.0, 1.0)
+                : 0);
   std::vector<std::array<double, 3>> traffic(sgs.size());
   for (int pass = 0; pass < (opt.warm ? 2 : 1); ++pass) {
     for (std::size_t i = 0; i < sgs.size(); ++i) {
@@ -410,14 +462,19 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
 
   const bool multi = g.ops.size() > 1;
   est.subgraphs.reserve(sgs.size());
-  std::map<std::pair<std::string, std::string>, std::size_t> total_index;
+  std::vector<Counts> counts(sgs.size());
+  std::vector<Timing> dev(sgs.size());
+  // (1) Counts and host dispatch of every subgraph; the energy of its events at the
+  // requested clock, split into the part that scales with V(f)^2 (on-chip) and DRAM.
+  std::vector<double> e_scaled(sgs.size()), e_fixed(sgs.size());
+  const double v_req = voltage_at(hw, f_req) / hw.voltage_max_v.value;
   for (std::size_t i = 0; i < sgs.size(); ++i) {
     const Subgraph& sg = sgs[i];
-    Counts k = count(c, sg, traffic[i][0], traffic[i][1], traffic[i][2]);
+    Counts& k = counts[i];
+    k = count(c, sg, traffic[i][0], traffic[i][1], traffic[i][2]);
     if (opt.eager) {
-      for (int oi : sg.ops) {
+      for (int oi : sg.dispatched) {
         const Op& op = g.ops[static_cast<std::size_t>(oi)];
-        if (op.cls == OpClass::view) continue;
         double us = 8;  // uncalibrated default: a typical eager-framework op dispatch
         if (cal) {
           auto it = cal->dispatch_us.find(class_key(op.cls));
@@ -427,7 +484,77 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
         }
         k.host_s += us * 1e-6 * op.kernels;
       }
+      if (cal) {
+        for (int oi : sg.ops) {
+          const Op& op = g.ops[static_cast<std::size_t>(oi)];
+          k.host_s += op.module_calls * cal->module_us * 1e-6;
+        }
+      }
     }
+    SubgraphEstimate tmp;
+    energy(c, k, f_req, 0, 0, tmp);
+    double dram_j = 0;  // off-chip events do not scale with the core voltage
+    for (const Event& ev : tmp.events) {
+      if (ev.group == "dram" || ev.group == "dma" || ev.name == "dram_access") dram_j += ev.energy_j;
+    }
+    e_fixed[i] = dram_j;
+    e_scaled[i] = tmp.dynamic_j - dram_j;
+  }
+  // (2) Wall time at clock f. An eager framework dispatches kernels from the host
+  // asynchronously: host and device form a two-stage pipeline. Steady state of repeated runs:
+  // the slower stage sets the pace (max of total host and total device time); one cold run:
+  // kernel i starts when it has been dispatched and kernel i-1 has finished.
+  std::vector<double> wall(sgs.size());
+  auto run_at = [&](double f) {
+    double host_sum = 0, dev_sum = 0;
+    for (std::size_t i = 0; i < sgs.size(); ++i) {
+      dev[i] = timing(c, sgs[i], counts[i], f);
+      dev[i].f = f;
+      host_sum += counts[i].host_s;
+      dev_sum += dev[i].latency;
+    }
+    if (!opt.eager) {
+      for (std::size_t i = 0; i < sgs.size(); ++i) wall[i] = dev[i].latency;
+    } else if (opt.warm) {
+      const bool host_bound = host_sum > dev_sum;
+      for (std::size_t i = 0; i < sgs.size(); ++i) wall[i] = host_bound ? counts[i].host_s : dev[i].latency;
+    } else {
+      double issued = 0, end = 0;
+      for (std::size_t i = 0; i < sgs.size(); ++i) {
+        issued += counts[i].host_s;
+        const double e = std::max(issued, end) + dev[i].latency;
+        wall[i] = e - end;
+        end = e;
+      }
+    }
+    const double v = voltage_at(hw, f) / hw.voltage_max_v.value;
+    const double r = (v * v) / (v_req * v_req);
+    double t = 0, e = 0;
+    for (std::size_t i = 0; i < sgs.size(); ++i) {
+      t += wall[i];
+      e += e_scaled[i] * r + e_fixed[i] + (c.idle_w + c.active_w * v) * wall[i] + c.busy_w * v * dev[i].latency;
+    }
+    return std::make_pair(t, e);
+  };
+  // Power cap: GPUs and accelerators limit their average power over windows longer than a
+  // kernel, so the clock is lowered for the whole run until its average power fits TDP.
+  auto [t_req, e_req] = run_at(f_req);
+  if (opt.power_cap && e_req / std::max(t_req, 1e-30) > hw.tdp_w.value && f_req > c.fmin) {
+    double lo = c.fmin, hi = f_req;
+    for (int it = 0; it < 30; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      const auto [t, e] = run_at(mid);
+      if (e / std::max(t, 1e-30) > hw.tdp_w.value) hi = mid;
+      else lo = mid;
+    }
+    run_at(lo);
+  }
+  // (3) Energy: dynamic events at each subgraph's clock, static power over its wall time.
+  std::map<std::pair<std::string, std::string>, std::size_t> total_index;
+  for (std::size_t i = 0; i < sgs.size(); ++i) {
+    const Subgraph& sg = sgs[i];
+    const Counts& k = counts[i];
+    const Timing& t = dev[i];
     SubgraphEstimate se;
     se.name = sg.name;
     se.anchor = sg.anchor;
@@ -437,32 +564,20 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
     se.matrix_flops = sg.matrix_flops;
     se.dram_bytes = k.dram_read + k.dram_write;
     se.llc_bytes = k.llc_hit;
-    double f = f_req;
-    Timing t = timing(c, sg, k, f);
-    energy(c, k, f, t.latency, se);
-    if (opt.power_cap && se.energy_j / std::max(t.latency, 1e-30) > hw.tdp_w.value && f > c.fmin) {
-      // Throttle: the highest clock at which this subgraph's power fits under TDP.
-      double lo = c.fmin, hi = f;
-      for (int it = 0; it < 30; ++it) {
-        const double mid = 0.5 * (lo + hi);
-        const Timing tm = timing(c, sg, k, mid);
-        SubgraphEstimate tmp;
-        energy(c, k, mid, tm.latency, tmp);
-        if (tmp.energy_j / std::max(tm.latency, 1e-30) > hw.tdp_w.value) hi = mid;
-        else lo = mid;
-      }
-      f = lo;
-      t = timing(c, sg, k, f);
-      energy(c, k, f, t.latency, se);
-    }
-    se.clock_mhz = f;
+    energy(c, k, t.f, wall[i], t.latency, se);
+    se.device_s = t.latency;
+    se.clock_mhz = t.f;
     se.t_compute_s = t.t_compute;
     se.t_memory_s = t.t_memory;
     se.t_overhead_s = t.t_overhead;
-    se.latency_s = t.latency;
+    se.latency_s = wall[i];
     se.bound = t.bound;
+    if (wall[i] > t.latency * (1 + 1e-9)) {  // the device waited for the host
+      se.t_overhead_s = wall[i] - std::max(t.t_compute, t.t_memory);
+      se.bound = "overhead";
+    }
     const double peak = c.peak_m > 0 ? c.peak_m : c.peak_v;
-    se.utilization = t.latency > 0 ? se.flops / t.latency / peak : 0;
+    se.utilization = wall[i] > 0 ? se.flops / wall[i] / peak : 0;
     est.latency_s += se.latency_s;
     est.energy_j += se.energy_j;
     est.dynamic_j += se.dynamic_j;
@@ -510,6 +625,8 @@ Result<Calibration> load_calibration(const std::string& path) {
     opt("eff_matrix", c.eff_matrix);
     opt("eff_vector", c.eff_vector);
     opt("eff_memory", c.eff_memory);
+    opt("eff_attention", c.eff_attention);
+    opt("gemm_k0", c.gemm_k0);
     opt("idle_w", c.idle_w);
     opt("active_w", c.active_w);
     opt("launch_us", c.launch_us);
@@ -517,6 +634,8 @@ Result<Calibration> load_calibration(const std::string& path) {
     c.k_onchip = p.value("k_onchip", 1.0);
     c.k_dram = p.value("k_dram", 1.0);
     c.model_overhead_us = p.value("model_overhead_us", 0.0);
+    c.module_us = p.value("module_us", 0.0);
+    c.busy_w = p.value("busy_w", 0.0);
     if (p.contains("dispatch_us")) c.dispatch_us = p.at("dispatch_us").get<std::map<std::string, double>>();
     if (j.contains("stats")) c.stats = j.at("stats").get<std::map<std::string, double>>();
   } catch (const json::exception& e) {
@@ -536,6 +655,8 @@ Result<void> save_calibration(const Calibration& c, const std::string& path) {
   put("eff_matrix", c.eff_matrix);
   put("eff_vector", c.eff_vector);
   put("eff_memory", c.eff_memory);
+  put("eff_attention", c.eff_attention);
+  put("gemm_k0", c.gemm_k0);
   put("idle_w", c.idle_w);
   put("active_w", c.active_w);
   put("launch_us", c.launch_us);
@@ -543,6 +664,8 @@ Result<void> save_calibration(const Calibration& c, const std::string& path) {
   p["k_onchip"] = c.k_onchip;
   p["k_dram"] = c.k_dram;
   p["model_overhead_us"] = c.model_overhead_us;
+  p["module_us"] = c.module_us;
+  p["busy_w"] = c.busy_w;
   p["dispatch_us"] = c.dispatch_us;
   json j = {{"schema_version", 1}, {"hw_id", c.hw_id}, {"provenance", c.provenance}, {"parameters", p}, {"stats", c.stats}};
   std::ofstream out(path);

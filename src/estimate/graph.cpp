@@ -5,6 +5,12 @@
 #include <numeric>
 
 namespace jouleprof::estimate {
+namespace {
+// Longest row a row-wise kernel keeps in registers (one warp, 32 values per lane: PyTorch's
+// persistent softmax handles rows up to 1024 elements this way); longer rows are re-read.
+constexpr int64_t kRegisterRow = 1024;
+int64_t s_last(const Shape& s) { return s.empty() ? 1 : s.back(); }
+}  // namespace
 
 double dtype_bytes(DType t) {
   switch (t) {
@@ -175,9 +181,20 @@ int GraphBuilder::add_op(Op op) {
     if (std::find(c.begin(), c.end(), id) == c.end()) c.push_back(id);
   }
   for (int t : op.outputs) g_.tensors[static_cast<std::size_t>(t)].producer = id;
-  if (op.cls == OpClass::view) op.kernels = 0;
+  if (op.cls == OpClass::view) {
+    op.kernels = 0;
+  } else {
+    op.module_calls += pending_modules_;
+    pending_modules_ = 0;
+  }
   g_.ops.push_back(std::move(op));
   return id;
+}
+
+void GraphBuilder::mark_epilogue(int t) {
+  if (!valid(t)) return;
+  const int p = g_.tensors[static_cast<std::size_t>(t)].producer;
+  if (p >= 0) g_.ops[static_cast<std::size_t>(p)].eager_epilogue = true;
 }
 
 namespace {
@@ -236,6 +253,7 @@ int GraphBuilder::linear(const std::string& name, int x, int64_t out_features, b
   if (bias && y >= 0) {
     const int b = weight(name + ".bias", {out_features});
     y = binary(name + ".bias_add", "Add", y, b);
+    mark_epilogue(y);  // F.linear with bias is one addmm (cuBLASLt bias epilogue)
   }
   return y;
 }
@@ -260,8 +278,8 @@ int GraphBuilder::conv2d(const std::string& name, int x, int64_t out_ch, int64_t
 int GraphBuilder::conv2d_w(const std::string& name, int x, int w, int b, std::vector<int64_t> strides,
                            std::vector<int64_t> pads, std::vector<int64_t> dil, int64_t groups) {
   if (!valid(x) || !valid(w)) return -1;
-  const Shape& xs = tensor(x).shape;
-  const Shape& ws = tensor(w).shape;
+  const Shape xs = tensor(x).shape;
+  const Shape ws = tensor(w).shape;
   if (xs.size() != 4 || ws.size() != 4) {
     fail(name + ": only 2-D convolutions (NCHW) are supported, got input " + to_string(xs));
     return -1;
@@ -305,7 +323,7 @@ int GraphBuilder::conv2d_w(const std::string& name, int x, int w, int b, std::ve
 
 int GraphBuilder::attention(const std::string& name, int q, int k, int v, bool causal) {
   if (!valid(q) || !valid(k) || !valid(v)) return -1;
-  const Shape &qs = tensor(q).shape, &ks = tensor(k).shape, &vs = tensor(v).shape;
+  const Shape qs = tensor(q).shape, ks = tensor(k).shape, vs = tensor(v).shape;  // copies: new tensors reallocate
   if (qs.size() != 4 || ks.size() != 4 || vs != ks || qs[0] != ks[0] || qs[3] != ks[3] || ks[1] <= 0 ||
       qs[1] % ks[1] != 0) {
     fail(name + ": attention expects q [B,H,Sq,D], k/v [B,Hkv,Skv,D], got " + to_string(qs) + " " + to_string(ks) + " " +
@@ -371,7 +389,7 @@ int GraphBuilder::cast(const std::string& name, int x, DType to) {
 
 int GraphBuilder::batchnorm(const std::string& name, int x) {
   if (!valid(x)) return -1;
-  const Shape& s = tensor(x).shape;
+  const Shape s = tensor(x).shape;
   if (s.size() < 2) {
     fail(name + ": BatchNormalization needs a channel dimension, got " + to_string(s));
     return -1;
@@ -388,7 +406,7 @@ int GraphBuilder::batchnorm(const std::string& name, int x) {
 
 int GraphBuilder::layernorm(const std::string& name, int x, bool bias) {
   if (!valid(x)) return -1;
-  const Shape& s = tensor(x).shape;
+  const Shape s = tensor(x).shape;
   std::vector<int> in{x, weight(name + ".weight", {s.back()})};
   if (bias) in.push_back(weight(name + ".bias", {s.back()}));
   const int o = new_tensor(name + ".out", s, tensor(x).dtype);
@@ -397,6 +415,8 @@ int GraphBuilder::layernorm(const std::string& name, int x, bool bias) {
   const double n = static_cast<double>(numel(s));
   op.vector_flops = 8.0 * n;  // mean, variance (2), subtract, scale by rstd, affine (2) + rounding
   op.transcendentals = n / static_cast<double>(s.back());  // one rsqrt per row
+  // Statistics (Welford) pass, then a normalize pass that reads the row again.
+  op.row_passes = s.back() > kRegisterRow ? 2 : 1;
   add_op(std::move(op));
   return o;
 }
@@ -409,6 +429,9 @@ int GraphBuilder::softmax(const std::string& name, int x) {
   const double n = static_cast<double>(numel(tensor(x).shape));
   op.vector_flops = 5.0 * n;  // max, subtract, exp, sum, divide
   op.transcendentals = n;
+  // Rows longer than one warp's registers hold (PyTorch: > 1024 elements) are swept three
+  // times: row maximum, sum of exponentials, normalize-and-write.
+  op.row_passes = s_last(tensor(x).shape) > kRegisterRow ? 3 : 1;
   add_op(std::move(op));
   return o;
 }
@@ -416,7 +439,7 @@ int GraphBuilder::softmax(const std::string& name, int x) {
 int GraphBuilder::reduce(const std::string& name, std::string_view type, int x, std::vector<int64_t> axes,
                          bool keepdims) {
   if (!valid(x)) return -1;
-  const Shape& s = tensor(x).shape;
+  const Shape s = tensor(x).shape;
   const auto rank = static_cast<int64_t>(s.size());
   std::vector<bool> red(s.size(), axes.empty());
   for (int64_t a : axes) {
@@ -446,7 +469,7 @@ int GraphBuilder::pool2d(const std::string& name, std::string_view type, int x, 
 int GraphBuilder::pool2d_ex(const std::string& name, std::string_view type, int x, std::vector<int64_t> kernel,
                             std::vector<int64_t> strides, std::vector<int64_t> pads, bool ceil_mode) {
   if (!valid(x)) return -1;
-  const Shape& s = tensor(x).shape;
+  const Shape s = tensor(x).shape;
   if (s.size() != 4 || kernel.size() != 2 || strides.size() != 2 || pads.size() != 4 || strides[0] <= 0 ||
       strides[1] <= 0) {
     fail(name + ": only 2-D pooling on NCHW is supported, got " + to_string(s));
@@ -478,7 +501,7 @@ int GraphBuilder::global_avg_pool(const std::string& name, int x) {
 
 int GraphBuilder::reshape(const std::string& name, int x, Shape shape) {
   if (!valid(x)) return -1;
-  const Shape& s = tensor(x).shape;
+  const Shape s = tensor(x).shape;
   int infer = -1;
   int64_t known = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -522,7 +545,7 @@ int GraphBuilder::reshape(const std::string& name, int x, Shape shape) {
 
 int GraphBuilder::transpose(const std::string& name, int x, std::vector<int64_t> perm, bool as_view) {
   if (!valid(x)) return -1;
-  const Shape& s = tensor(x).shape;
+  const Shape s = tensor(x).shape;
   if (perm.empty()) {
     for (std::size_t i = 0; i < s.size(); ++i) perm.push_back(static_cast<int64_t>(s.size() - 1 - i));
   }
@@ -564,7 +587,7 @@ int GraphBuilder::concat(const std::string& name, const std::vector<int>& xs, in
   const auto ax = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
   out[ax] = 0;
   for (int x : xs) {
-    const Shape& s = tensor(x).shape;
+    const Shape s = tensor(x).shape;
     for (std::size_t i = 0; i < s.size() && s.size() == out.size(); ++i) {
       if (i != ax && s[i] != out[i]) {
         fail(name + ": Concat inputs differ outside the axis: " + to_string(s));
@@ -617,7 +640,7 @@ int GraphBuilder::embedding(const std::string& name, int table, int ids) {
 
 int GraphBuilder::gather(const std::string& name, int x, int idx, int64_t axis) {
   if (!valid(x) || !valid(idx)) return -1;
-  const Shape& s = tensor(x).shape;
+  const Shape s = tensor(x).shape;
   const auto rank = static_cast<int64_t>(s.size());
   if (axis < -rank || axis >= rank) {
     fail(name + ": Gather axis out of range");

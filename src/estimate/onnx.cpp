@@ -641,7 +641,10 @@ class Importer {
       if (attr_i(n, "transA", 0)) a = b_.transpose(name + ".transA", a, {}, true);
       if (attr_i(n, "transB", 0)) bm = b_.transpose(name + ".transB", bm, {}, true);
       int y = b_.matmul(name, a, bm, "Gemm");
-      if (in(n, 2) >= 0) y = b_.binary(name + ".bias", "Add", y, in(n, 2));
+      if (in(n, 2) >= 0) {
+        y = b_.binary(name + ".bias", "Add", y, in(n, 2));
+        b_.mark_epilogue(y);  // one ONNX Gemm: the bias is the GEMM's epilogue
+      }
       set_out(n, y);
       return {};
     }

@@ -46,6 +46,10 @@ std::vector<Subgraph> partition(const Graph& g, const PartitionOptions& opt) {
     if (op.cls == OpClass::view) {
       // Views cost nothing and belong with whatever produced their input.
       target = op.inputs.empty() ? -1 : producer_sg(op.inputs[0]);
+    } else if (!opt.fuse && op.eager_epilogue && !op.inputs.empty()) {
+      // Eager: the bias add runs in its GEMM's epilogue (one addmm kernel).
+      const int s = producer_sg(op.inputs[0]);
+      if (s >= 0 && has_gemm[static_cast<std::size_t>(s)]) target = s;
     } else if (opt.fuse && !op.inputs.empty()) {
       int first = -1, latest = -1;
       bool any = false;
@@ -91,7 +95,9 @@ std::vector<Subgraph> partition(const Graph& g, const PartitionOptions& opt) {
     for (int oi : sg.ops) {
       const Op& op = g.ops[static_cast<std::size_t>(oi)];
       if (op.cls == OpClass::view) continue;
-      sg.kernels += opt.fuse ? 0 : op.kernels;
+      const bool epilogue = !opt.fuse && op.eager_epilogue && oi != sg.ops.front();
+      if (!epilogue && op.kernels > 0) sg.dispatched.push_back(oi);
+      sg.kernels += (opt.fuse || epilogue) ? 0 : op.kernels;
       sg.matrix_flops += op.matrix_flops;
       sg.vector_flops += op.vector_flops;
       sg.transcendentals += op.transcendentals;
@@ -109,6 +115,9 @@ std::vector<Subgraph> partition(const Graph& g, const PartitionOptions& opt) {
         const double b = t.bytes() * op.input_fraction(k);
         (t.is_weight ? sg.weight_bytes : sg.input_bytes) += b;
         sg.reads.emplace_back(st, b);
+      }
+      if (op.row_passes > 1 && !op.inputs.empty()) {
+        sg.resweep_bytes += (op.row_passes - 1) * g.tensors[static_cast<std::size_t>(op.inputs[0])].bytes();
       }
     }
     // Outputs: written when used outside this subgraph or a graph output.

@@ -173,3 +173,48 @@ TEST(EstimateModels, UnknownModelSuggestsCloseNames) {
   EXPECT_FALSE(build_model("gemm:12x3", {}));
   EXPECT_FALSE(build_model("gemm:0x3x4", {}));
 }
+
+// Framework module calls recorded by the builders (eager host overhead is charged per call):
+// the counts follow torchvision's and transformers' module structure.
+TEST(EstimateModels, ModuleCallsFollowTheFrameworkModules) {
+  auto calls = [](const char* model, ModelOptions o) {
+    auto g = build_model(model, o);
+    EXPECT_TRUE(g) << model;
+    double n = 0;
+    for (const Op& op : g->ops) n += op.module_calls;
+    return n;
+  };
+  // ResNet-50: ResNet, conv1/bn1/relu/maxpool, 4 layers, 16 Bottlenecks with 3 conv + 3 bn +
+  // 3 relu calls each, 4 downsample Sequentials with conv and bn, avgpool, fc.
+  EXPECT_DOUBLE_EQ(calls("resnet50", {}), 1 + 4 + 4 + 16 * 10 + 4 * 3 + 2);
+  // ViT-B/16: VisionTransformer, conv_proj, encoder, dropout, layers; 11 per EncoderBlock; ln, heads, head.
+  EXPECT_DOUBLE_EQ(calls("vit_b_16", {}), 5 + 12 * 11 + 3);
+  // Llama: CausalLM, model, embed_tokens, rotary_emb; 13 per decoder layer; norm, lm_head.
+  ModelOptions o;
+  o.phase = "decode";
+  EXPECT_DOUBLE_EQ(calls("llama-3.2-1b", o), 4 + 16 * 13 + 2);
+  // No module call is lost on a view or an epilogue: every one sits on an op that launches a kernel.
+  auto g = build_model("vit_b_16", {});
+  ASSERT_TRUE(g);
+  for (const Op& op : g->ops) {
+    if (op.module_calls > 0) {
+      EXPECT_NE(op.cls, OpClass::view) << op.name;
+      EXPECT_FALSE(op.eager_epilogue) << op.name;
+    }
+  }
+}
+
+TEST(EstimateGraph, RowPassesAndBiasEpilogue) {
+  GraphBuilder b("t", DType::bf16);
+  const int x = b.input("x", {8, 4096});
+  b.softmax("sm", x);
+  b.layernorm("ln", x);
+  b.linear("fc", x, 16, true);
+  auto g = b.finish();
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->ops[0].row_passes, 3);
+  EXPECT_EQ(g->ops[1].row_passes, 2);
+  EXPECT_EQ(g->ops[2].row_passes, 1);
+  EXPECT_FALSE(g->ops[2].eager_epilogue);  // the GEMM
+  EXPECT_TRUE(g->ops[3].eager_epilogue);   // its bias add
+}

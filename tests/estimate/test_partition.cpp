@@ -32,13 +32,33 @@ TEST(EstimatePartition, EpilogueFusionChargesOnlyBoundaryBytes) {
   EXPECT_DOUBLE_EQ(fused[1].input_bytes, 2.0 * 64 * 256);
   EXPECT_DOUBLE_EQ(fused[1].output_bytes, 2.0 * 64 * 32);
   EXPECT_EQ(fused[0].kernels, 1);
+  // Eager: one kernel per op, except the bias add, which is the GEMM's epilogue (one addmm).
   const auto eager = partition(g, {false});
-  ASSERT_EQ(eager.size(), 4u);
+  ASSERT_EQ(eager.size(), 3u);
+  EXPECT_EQ(eager[0].ops.size(), 2u);  // matmul + bias add
+  EXPECT_EQ(eager[0].kernels, 1);
+  EXPECT_EQ(eager[0].dispatched.size(), 1u);
   double fused_bytes = 0, eager_bytes = 0;
   for (const auto& s : fused) fused_bytes += s.bytes();
   for (const auto& s : eager) eager_bytes += s.bytes();
-  EXPECT_DOUBLE_EQ(eager_bytes, g.unfused_bytes());
-  EXPECT_DOUBLE_EQ(eager_bytes - fused_bytes, 2 * 2.0 * 2 * 64 * 256);  // two intermediates written and read back
+  EXPECT_DOUBLE_EQ(eager_bytes, g.unfused_bytes() - 2 * 2.0 * 64 * 256);  // the GEMM output stays on chip
+  EXPECT_DOUBLE_EQ(eager_bytes - fused_bytes, 2 * 2.0 * 64 * 256);  // relu's input written and read back
+}
+
+TEST(EstimatePartition, MultiPassRowKernelsRecordTheirExtraSweeps) {
+  GraphBuilder b("rows", DType::bf16);
+  const int x = b.input("x", {512, 4096});
+  b.softmax("sm", x);
+  b.layernorm("ln", x);
+  const int small = b.input("s", {512, 1024});
+  b.softmax("sm_small", small);  // rows that fit one warp's registers: one sweep
+  auto g = b.finish();
+  ASSERT_TRUE(g);
+  const auto p = partition(*g, {false});
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_DOUBLE_EQ(p[0].resweep_bytes, 2 * 2.0 * 512 * 4096);  // max, sum: 2 extra reads before the final pass
+  EXPECT_DOUBLE_EQ(p[1].resweep_bytes, 1 * 2.0 * 512 * 4096);  // statistics, then normalize
+  EXPECT_DOUBLE_EQ(p[2].resweep_bytes, 0);
 }
 
 TEST(EstimatePartition, AttentionPatternFusesIntoOneSubgraph) {

@@ -17,10 +17,20 @@ namespace jouleprof::estimate {
 struct Calibration {
   std::string hw_id, file, provenance;
   std::optional<double> eff_matrix, eff_vector, eff_memory, idle_w, active_w, launch_us;
+  /// Matrix efficiency of fused attention kernels (default: eff_matrix): PyTorch's SDPA flash
+  /// kernel (FlashAttention-2) does not use Hopper's wgmma/TMA paths that cuBLAS GEMMs use.
+  std::optional<double> eff_attention;
+  /// GEMM per-tile fixed cost (pipeline fill, epilogue) in equivalent K-loop depth: a GEMM
+  /// reaches K / (K + gemm_k0) of the matrix efficiency (GPU).
+  std::optional<double> gemm_k0;
   double k_compute = 1, k_onchip = 1, k_dram = 1;  ///< multipliers on the event energies
   /// Eager frameworks: host time per op by class (matmul, conv, attention, other), microseconds.
   std::map<std::string, double> dispatch_us;
   double model_overhead_us = 0;  ///< eager: extra host time per op inside a multi-op model
+  double module_us = 0;          ///< eager: host time per framework module call (Op::module_calls)
+  /// Power drawn while the device executes kernels (clocked SMs, schedulers, on-chip network),
+  /// on top of active_w, scaled by V(f)/Vmax like it; charged over device busy time.
+  double busy_w = 0;
   std::map<std::string, double> stats;  ///< fit statistics (mape_* ...), for display
 };
 Result<Calibration> load_calibration(const std::string& path);
@@ -47,6 +57,7 @@ struct SubgraphEstimate {
   int kernels = 0;
   double flops = 0, matrix_flops = 0, dram_bytes = 0, llc_bytes = 0;
   double t_compute_s = 0, t_memory_s = 0, t_overhead_s = 0, latency_s = 0;
+  double device_s = 0;  ///< device busy time (kernel execution and launch gaps)
   std::string bound;  ///< compute, memory, overhead (launch/dispatch)
   double utilization = 0;  ///< achieved FLOP/s over the precision's peak
   double clock_mhz = 0;

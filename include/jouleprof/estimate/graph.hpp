@@ -63,6 +63,15 @@ struct Op {
   /// GEMM shape for the mapper's tile model: batch x (m x k) * (k x n); 0 when not a GEMM.
   int64_t gemm_batch = 0, gemm_m = 0, gemm_n = 0, gemm_k = 0;
   int kernels = 1;  ///< kernels an eager framework launches for this op (0 for views)
+  /// Read sweeps a row-wise kernel makes over its input (softmax over long rows: max, sum of
+  /// exponentials, normalize = 3; layer norm: statistics, normalize = 2); 1 for everything else.
+  int row_passes = 1;
+  /// Eager frameworks run this op inside its producer's kernel (a GEMM's bias add: cuBLASLt
+  /// bias epilogue of addmm), so it costs no launch, no dispatch and no intermediate traffic.
+  bool eager_epilogue = false;
+  /// Framework module calls (PyTorch nn.Module __call__: hooks, forward dispatch, Python
+  /// bodies) made on the host before this op's dispatch; eager host time is charged per call.
+  double module_calls = 0;
   /// Fraction of each input that is read (empty: all of every input); e.g. an embedding
   /// lookup reads only the gathered rows of its table.
   std::vector<double> read_fraction;
@@ -148,6 +157,11 @@ class GraphBuilder {
   int new_tensor(const std::string& name, Shape shape, DType dt);
   /// Adds an op with the given costs (for importers with ops outside the list above).
   int add_op(Op op);
+  /// Marks the op that produced tensor t as an eager epilogue of its producer (Op::eager_epilogue).
+  void mark_epilogue(int t);
+  /// Records n framework module calls; they are charged to the next op that launches a
+  /// kernel (Op::module_calls). Builders mirror the framework's module structure with it.
+  void modules(double n) { pending_modules_ += n; }
   Graph& graph() { return g_; }
   DType dtype() const { return g_.dtype; }
   Result<Graph> finish();
@@ -156,6 +170,7 @@ class GraphBuilder {
   bool valid(int t) const;
   Graph g_;
   std::optional<Error> err_;
+  double pending_modules_ = 0;
 };
 
 /// Numpy broadcasting of two shapes; nullopt when incompatible.

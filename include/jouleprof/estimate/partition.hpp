@@ -27,6 +27,12 @@ struct Subgraph {
   std::vector<std::pair<int, double>> reads;   ///< (storage tensor, bytes) read, for the cache model
   std::vector<std::pair<int, double>> writes;  ///< (tensor, bytes) written
   int kernels = 0;            ///< kernel launches (eager: one per op; fused: one)
+  /// Extra read sweeps of multi-pass row kernels (Op::row_passes - 1 times their input), bytes:
+  /// re-read from on-chip caches, but they take time (see docs/estimate.md, "Row kernels").
+  double resweep_bytes = 0;
+  /// Ops that run as their own kernel and need a host dispatch in an eager framework (views
+  /// and eager epilogues excluded).
+  std::vector<int> dispatched;
   /// Dominant GEMM (largest matrix_flops) for the tile-utilization model; 0 when none.
   int64_t gemm_batch = 0, gemm_m = 0, gemm_n = 0, gemm_k = 0;
   double bytes() const { return input_bytes + weight_bytes + output_bytes; }
