@@ -6,24 +6,14 @@
 #include "jouleprof/report/trace.hpp"
 #include "jouleprof/store/synthetic.hpp"
 
+#include "synthetic_run.hpp"
+
 using namespace jouleprof;
 
 namespace {
 
-const Measurement& long_run_report() {
-  static const Measurement m = [] {
-    SyntheticSpec s;
-    s.gpus = 8;
-    s.duration_s = 7200;
-    s.sample_hz = 50;
-    s.runs = 10;
-    return make_synthetic_measurement(s);
-  }();
-  return m;
-}
-
 void BM_Report_Html_2h_8gpu_50Hz(benchmark::State& state) {
-  const Measurement& m = long_run_report();
+  const Measurement& m = bench::long_synthetic_run();
   std::size_t size = 0;
   for (auto _ : state) {
     auto html = render_html_report({{"run 1", 1, &m}});
@@ -38,7 +28,7 @@ void BM_Report_Html_2h_8gpu_50Hz(benchmark::State& state) {
 BENCHMARK(BM_Report_Html_2h_8gpu_50Hz)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void BM_Report_Trace_2h_8gpu_50Hz(benchmark::State& state) {
-  const Measurement& m = long_run_report();
+  const Measurement& m = bench::long_synthetic_run();
   TraceOptions o;
   o.max_points = static_cast<std::size_t>(state.range(0));
   std::size_t size = 0;

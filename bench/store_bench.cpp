@@ -11,21 +11,11 @@
 #include "jouleprof/store/store.hpp"
 #include "jouleprof/store/synthetic.hpp"
 
+#include "synthetic_run.hpp"
+
 using namespace jouleprof;
 
 namespace {
-
-const Measurement& long_run() {
-  static const Measurement m = [] {
-    SyntheticSpec s;
-    s.gpus = 8;
-    s.duration_s = 7200;
-    s.sample_hz = 50;
-    s.runs = 10;
-    return make_synthetic_measurement(s);
-  }();
-  return m;
-}
 
 std::string temp_db(const char* name) {
   return (std::filesystem::temp_directory_path() / (std::string("jouleprof-bench-") + name + "-" + std::to_string(getpid()) + ".db")).string();
@@ -46,7 +36,7 @@ void remove_db(const std::string& p) {
 }
 
 void BM_Store_Insert_2h_8gpu_50Hz(benchmark::State& state) {
-  const Measurement& m = long_run();
+  const Measurement& m = bench::long_synthetic_run();
   const std::string db = temp_db("insert");
   double bytes = 0;
   for (auto _ : state) {
@@ -74,7 +64,7 @@ void BM_Store_Insert_2h_8gpu_50Hz(benchmark::State& state) {
 BENCHMARK(BM_Store_Insert_2h_8gpu_50Hz)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void BM_Store_Load_2h_8gpu_50Hz(benchmark::State& state) {
-  const Measurement& m = long_run();
+  const Measurement& m = bench::long_synthetic_run();
   const std::string db = temp_db("load");
   remove_db(db);
   StoreOptions o;
@@ -104,7 +94,7 @@ BENCHMARK(BM_Store_Load_2h_8gpu_50Hz)->Arg(1)->Arg(0)->Unit(benchmark::kMillisec
 
 // The alternative layout: samples(run_id, device, metric, t_s, value), one row each.
 void BM_Store_SamplesTableBaseline_InsertLoad(benchmark::State& state) {
-  const Measurement& m = long_run();
+  const Measurement& m = bench::long_synthetic_run();
   const std::string db = temp_db("rows");
   double insert_s = 0, load_s = 0, bytes = 0;
   for (auto _ : state) {

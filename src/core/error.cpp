@@ -1,5 +1,7 @@
 #include "jouleprof/core/error.hpp"
 
+#include <cstdio>
+
 namespace jouleprof {
 
 const char* to_string(Errc c) {
@@ -16,6 +18,27 @@ const char* to_string(Errc c) {
     case Errc::internal: return "internal error";
   }
   return "error";
+}
+
+int exit_code_for(const Error& e) {
+  switch (e.code) {
+    case Errc::invalid_argument:
+    case Errc::parse: return 2;
+    case Errc::unavailable:
+    case Errc::not_found:
+    case Errc::lost: return 3;
+    case Errc::exec: return 127;
+    default: return 1;
+  }
+}
+
+int report_error(const Error& e) {
+  std::string msg = e.message;
+  for (char& c : msg) {
+    if (c == '\n') c = ' ';
+  }
+  std::fprintf(stderr, "jouleprof: error: %s\n", msg.c_str());
+  return exit_code_for(e);
 }
 
 }  // namespace jouleprof

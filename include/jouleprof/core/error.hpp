@@ -65,4 +65,10 @@ class [[nodiscard]] Result<void> {
 
 inline Error make_error(Errc c, std::string msg) { return Error{c, std::move(msg)}; }
 
+/// The process exit code for an error (README "Exit codes"): 2 bad input, 3 no device / not
+/// present / lost, 127 the workload cannot be executed, 1 anything else.
+int exit_code_for(const Error& e);
+/// Prints "jouleprof: error: MESSAGE" as one line on stderr and returns exit_code_for(e).
+int report_error(const Error& e);
+
 }  // namespace jouleprof

@@ -24,21 +24,7 @@ using namespace jouleprof::llm;
 
 namespace {
 
-int fail(const Error& e) {
-  std::string msg = e.message;
-  for (char& ch : msg) {
-    if (ch == '\n') ch = ' ';
-  }
-  std::fprintf(stderr, "jouleprof: error: %s\n", msg.c_str());
-  switch (e.code) {
-    case Errc::invalid_argument:
-    case Errc::parse: return 2;
-    case Errc::unavailable:
-    case Errc::not_found:
-    case Errc::lost: return 3;
-    default: return 1;
-  }
-}
+int fail(const Error& e) { return report_error(e); }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 

@@ -693,22 +693,7 @@ Result<void> write_bench_json(const BenchResult& r, const std::string& path) {
 }
 
 int bench_main(const BenchOptions& o, const EngineFactory& factory) {
-  auto report = [](const Error& e) {
-    std::string msg = e.message;
-    for (char& ch : msg) {
-      if (ch == '\n') ch = ' ';
-    }
-    std::fprintf(stderr, "jouleprof: error: %s\n", msg.c_str());
-    switch (e.code) {
-      case Errc::invalid_argument:
-      case Errc::parse: return 2;
-      case Errc::unavailable:
-      case Errc::not_found:
-      case Errc::lost: return 3;
-      case Errc::exec: return 127;
-      default: return 1;
-    }
-  };
+  const auto report = [](const Error& e) { return report_error(e); };
   std::function<void(const std::string&)> progress;
   if (!o.quiet) progress = [](const std::string& s) { std::fprintf(stderr, "jouleprof: %s\n", s.c_str()); };
   auto r = run_bench(o, factory, progress);
