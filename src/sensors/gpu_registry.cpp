@@ -84,8 +84,7 @@ Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>&
   }
   std::vector<Present> present;
   for (int i = 0; i < cfg.gpus; ++i) {
-    present.push_back({static_cast<unsigned>(i),
-                       "GPU-5151a000-0000-4000-8000-" + std::string(11, '0') + std::to_string(i)});
+    present.push_back({static_cast<unsigned>(i), sim_gpu_uuid(i)});
   }
   auto which = resolve(ids, present);
   if (!which) return which.error();

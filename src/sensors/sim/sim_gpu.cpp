@@ -1,6 +1,8 @@
 // The simulated GPU backend: a SimGpuModel read on the run time base.
 #include "sim_gpu.hpp"
 
+#include <cstdio>
+
 namespace jouleprof {
 namespace {
 
@@ -27,12 +29,18 @@ const char* feature_of(Metric m) {
 
 const char* sim_feature_of(Metric m) { return feature_of(m); }
 
+std::string sim_gpu_uuid(int index) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "GPU-5151a000-0000-4000-8000-%012d", index);
+  return buf;
+}
+
 SimGpu::SimGpu(int index, std::shared_ptr<SimGpuModel> model, const TimeBase& tb)
     : model_(std::move(model)), tb_(tb) {
   const SimConfig& c = model_->config();
   info_.index = index;
   info_.name = c.name;
-  info_.uuid = "GPU-5151a000-0000-4000-8000-" + std::string(11, '0') + std::to_string(index);
+  info_.uuid = sim_gpu_uuid(index);
   info_.pci_bus_id = "00000000:" + std::to_string(0x18 + index) + ":00.0";
   info_.driver_version = c.driver_version;
   info_.backend = "sim";

@@ -7,6 +7,9 @@
 
 namespace jouleprof {
 
+/// The simulated GPU's UUID: a fixed prefix and the index, zero-padded to 12 digits.
+std::string sim_gpu_uuid(int index);
+
 /// Scenario feature name ("samples", "energy", ...) that gates a metric.
 const char* sim_feature_of(Metric m);
 
