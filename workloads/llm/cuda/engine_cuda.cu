@@ -89,8 +89,10 @@ class CudaEngine final : public LlmEngine {
     if (fused_ && o_.gemv_blocks_per_sm > 0) s += ", " + std::to_string(o_.gemv_blocks_per_sm) + " GEMV block(s) per SM";
     if (fused_ && o_.gemv_unroll == 8 && nb_ == 1) s += ", 8 loads in flight per row";
     if (fused_ && o_.gemv_prefetch >= 0) s += ", prefetch " + std::to_string(o_.gemv_prefetch);
+    if (fused_ && o_.l2_ahead_mb > 0) s += ", L2 prefetch " + std::to_string(o_.l2_ahead_mb) + " MB ahead";
     s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
     s += flash_ ? ", flash prefill attention" : ", cuBLAS prefill attention";
+    s += ", " + describe_sampling(o_.sampling);
     return s;
   }
   Result<void> prepare(const RunShape& s) override;
@@ -128,6 +130,14 @@ class CudaEngine final : public LlmEngine {
   void check_blas(cublasStatus_t s, const char* what) {
     if (s != CUBLAS_STATUS_SUCCESS) fail(std::string(what) + ": cuBLAS " + blas_str(s));
   }
+  /// Top-k sampling over logits_ (no-op when greedy: the argmax is already chosen).
+  void sample(bool pdl) {
+    const SamplingOptions& so = o_.sampling;
+    if (so.greedy()) return;
+    const kern::SampleParams sp{logits_, c_.vocab, std::min(so.top_k, c_.vocab), 1.0f / so.temperature, so.seed, step_,
+                                argmax_};
+    launch(kern::topk_sample_kernel, dim3(B_), dim3(kern::kSampleThreads), 0, pdl, sp);
+  }
   template <typename... P, typename... A>
   void launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, bool pdl, A&&... args) {
     cudaLaunchConfig_t cfg = {};
@@ -148,6 +158,8 @@ class CudaEngine final : public LlmEngine {
     return {};
   }
   void release_run();
+  void prefetch_ahead(const void* a, size_t na, const void* b, size_t nb);
+  bool pending_side_ = false;
   void release();
   Result<void> init_weights();
   Result<void> load_weights(const std::string& dir);
@@ -174,6 +186,8 @@ class CudaEngine final : public LlmEngine {
   DType dt_ = DType::bf16;
   cudaDeviceProp prop_{};
   cudaStream_t st_ = nullptr;
+  cudaStream_t side_ = nullptr;      ///< L2 prefetch branch of the decode graph (--variant aheadN)
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   std::vector<void*> allocs_, run_allocs_;
   std::string err_;
@@ -228,6 +242,11 @@ void CudaEngine<T>::release() {
   blas_ = nullptr;
   if (st_) cudaStreamDestroy(st_);
   st_ = nullptr;
+  if (side_) cudaStreamDestroy(side_);
+  side_ = nullptr;
+  if (fork_) cudaEventDestroy(fork_);
+  if (join_) cudaEventDestroy(join_);
+  fork_ = join_ = nullptr;
 }
 
 template <typename T>
@@ -248,6 +267,9 @@ Result<std::unique_ptr<LlmEngine>> CudaEngine<T>::create(const EngineOptions& o,
     }
   }
   JP_CK(cudaStreamCreateWithFlags(&e->st_, cudaStreamNonBlocking));
+  JP_CK(cudaStreamCreateWithFlags(&e->side_, cudaStreamNonBlocking));
+  JP_CK(cudaEventCreateWithFlags(&e->fork_, cudaEventDisableTiming));
+  JP_CK(cudaEventCreateWithFlags(&e->join_, cudaEventDisableTiming));
   if (cublasCreate(&e->blas_) != CUBLAS_STATUS_SUCCESS) return make_error(Errc::vendor, "cublasCreate failed");
   const size_t ws = 32u << 20;
   if (auto r = e->alloc(&e->blas_ws_, ws, false); !r) return r.error();
@@ -487,12 +509,14 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
         p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = final_norm_; p.eps = eps;
         p.y = logits_; p.ldy = V; p.argmax = argmax_;
         gemv(p, true);
+        sample(true);
       } else {
         launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
                static_cast<const int*>(nullptr), static_cast<const float*>(final_norm_), eps, xn_d_, H, H);
         gemm(lm_, xn_d_, H, logits_, V, B_, V, H, true, 0.f);
         launch(kern::argmax_kernel, dim3(B_), dim3(1024), 0, true, static_cast<const float*>(logits_), V,
                static_cast<const int*>(nullptr), argmax_, static_cast<float*>(nullptr));
+        sample(true);
       }
       break;
     case Component::embed: {
@@ -505,15 +529,44 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
 }
 
 template <typename T>
+void CudaEngine<T>::prefetch_ahead(const void* a, size_t na, const void* b, size_t nb) {
+  check(cudaEventRecord(fork_, st_), "cudaEventRecord");
+  check(cudaStreamWaitEvent(side_, fork_, 0), "cudaStreamWaitEvent");
+  kern::l2_prefetch_kernel<<<1, 128, 0, side_>>>(static_cast<const char*>(a), na, static_cast<const char*>(b), nb);
+  pending_side_ = true;
+}
+
+template <typename T>
 void CudaEngine<T>::enqueue_step(bool advance) {
+  // --variant aheadN: while the latency-bound attention core runs, a side branch asks L2 to fetch
+  // the output projection and the first N MB of the gate/up matrix; while the down projection
+  // streams, the first N MB of the next layer's QKV matrix (or of the LM head).
+  const size_t ahead = static_cast<size_t>(o_.l2_ahead_mb) << 20;
+  const size_t tb = sizeof(T);
+  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim();
   for (int l = 0; l < c_.layers; ++l) {
+    const LayerW& L = lw_[static_cast<size_t>(l)];
     for (Component comp : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
                            Component::mlp_down}) {
+      if (fused_ && ahead > 0 && comp == Component::attn_core) {
+        prefetch_ahead(L.wo, size_t{1} * H * Q * tb, L.wgu, std::min(ahead, size_t{2} * I * H * tb));
+      }
+      if (fused_ && ahead > 0 && comp == Component::mlp_down) {
+        const bool last = l + 1 == c_.layers;
+        const void* next = last ? static_cast<const void*>(lm_) : static_cast<const void*>(lw_[static_cast<size_t>(l) + 1].wqkv);
+        const size_t next_bytes = last ? size_t{1} * c_.vocab * H * tb : size_t{1} * QKV * H * tb;
+        prefetch_ahead(next, std::min(ahead, next_bytes), nullptr, 0);
+      }
       enqueue(comp, l, true);
     }
   }
   enqueue(Component::lm_head, -1, true);
   if (advance) enqueue(Component::embed, -1, true);
+  if (pending_side_) {  // the branch rejoins the step, so a captured graph has one sink
+    check(cudaEventRecord(join_, side_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(st_, join_, 0), "cudaStreamWaitEvent");
+    pending_side_ = false;
+  }
 }
 
 template <typename T>
@@ -775,6 +828,7 @@ void CudaEngine<T>::prefill() {
       kern::argmax_kernel<<<ns, 1024, 0, st_>>>(logits_tmp_, V, chunk_seq_ + ch.seq_off, argmax_, logits_);
     }
   }
+  sample(false);
   AdvanceParams a{argmax_, hist_, gen_ + 1, step_, pos_, embed_, resid_d_, H, 1, 0};
   kern::advance_kernel<T><<<B_, 256, 0, st_>>>(a);
   check(cudaGetLastError(), "prefill launch");
@@ -906,6 +960,7 @@ Result<std::unique_ptr<LlmEngine>> create_cuda_engine(const EngineOptions& o) {
   if (cfg->head_dim != 32 && cfg->head_dim != 64 && cfg->head_dim != 128) {
     return make_error(Errc::unsupported, "the CUDA engine supports head_dim 32, 64 and 128, not " + std::to_string(cfg->head_dim));
   }
+  if (auto v = validate_sampling(o.sampling); !v) return v.error();
   switch (o.dtype) {
     case DType::bf16: return CudaEngine<__nv_bfloat16>::create(o, std::move(*cfg));
     case DType::f16: return CudaEngine<__half>::create(o, std::move(*cfg));

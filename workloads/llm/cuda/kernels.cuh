@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "../host/rng.hpp"
+#include "../host/sampling.hpp"
 
 namespace jouleprof::llm::kern {
 
@@ -913,6 +914,137 @@ __global__ void argmax_kernel(const float* logits, int vocab, const int* out_idx
   if (threadIdx.x == 0) {
     for (int j = 0; j < static_cast<int>(blockDim.x / 32); ++j) best = max(best, red[j]);
     argmax[b] = best;
+  }
+}
+
+// Top-k sampling of one row of logits per block (host twin: top_k_draw in sampling.hpp). The k-th
+// largest logit is found by a radix select over order-preserving 32-bit keys (4 passes of 8 bits,
+// a 256-bin histogram each); the logits above it and the ties at it are gathered, ranked (larger
+// logit first, then the smaller id), and one draw of sample_uniform(seed, row, step) picks a token
+// from their softmax at the given temperature. Writes the pick as an argmax key, so the token
+// bookkeeping is the same as greedy decoding's.
+struct SampleParams {
+  const float* logits;  ///< [rows][vocab]
+  int vocab, k;
+  float inv_temperature;
+  uint64_t seed;
+  const int* step;      ///< draw index per row: tokens generated so far
+  unsigned long long* argmax;
+};
+
+constexpr int kSampleThreads = 1024;
+constexpr int kSampleCandidates = 1024;  // logits above the threshold (< k) plus ties at it
+
+__device__ __forceinline__ uint32_t order_key(float v) {
+  const uint32_t u = __float_as_uint(v);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+__global__ void __launch_bounds__(kSampleThreads) topk_sample_kernel(const SampleParams p) {
+  __shared__ unsigned hist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ int s_need, s_n;
+  __shared__ uint32_t cand_key[kSampleCandidates];
+  __shared__ int cand_idx[kSampleCandidates];
+  __shared__ float top_v[kMaxTopK];
+  __shared__ int top_i[kMaxTopK];
+  pdl_trigger();
+  pdl_wait();
+  const int b = blockIdx.x, tid = threadIdx.x;
+  const float* x = p.logits + static_cast<int64_t>(b) * p.vocab;
+  uint32_t prefix = 0, mask = 0;
+  int need = p.k;  // rank of the k-th largest among the keys that still match the prefix
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = tid; i < 256; i += kSampleThreads) hist[i] = 0;
+    __syncthreads();
+    for (int t = tid; t < p.vocab; t += kSampleThreads) {
+      const uint32_t key = order_key(x[t]);
+      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (tid == 0) {
+      int above = 0, d = 255;
+      for (; d > 0; --d) {
+        if (above + static_cast<int>(hist[d]) >= need) break;
+        above += static_cast<int>(hist[d]);
+      }
+      s_prefix = prefix | (static_cast<uint32_t>(d) << shift);
+      s_need = need - above;
+      s_n = 0;
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    need = s_need;
+    mask |= 255u << shift;
+  }
+  // prefix is now the k-th largest key: k - need keys lie above it, at least `need` equal it.
+  // Those above go first so that ties can never crowd them out of the candidate buffer.
+  for (int t = tid; t < p.vocab; t += kSampleThreads) {
+    const uint32_t key = order_key(x[t]);
+    if (key > prefix) {
+      const int at = atomicAdd(&s_n, 1);
+      cand_key[at] = key;
+      cand_idx[at] = t;
+    }
+  }
+  __syncthreads();
+  for (int t = tid; t < p.vocab; t += kSampleThreads) {
+    const uint32_t key = order_key(x[t]);
+    if (key == prefix) {
+      const int at = atomicAdd(&s_n, 1);
+      if (at < kSampleCandidates) {
+        cand_key[at] = key;
+        cand_idx[at] = t;
+      }
+    }
+  }
+  __syncthreads();
+  const int n = min(s_n, kSampleCandidates);
+  for (int i = tid; i < n; i += kSampleThreads) {
+    int rank = 0;
+    for (int j = 0; j < n; ++j) {
+      rank += cand_key[j] > cand_key[i] || (cand_key[j] == cand_key[i] && cand_idx[j] < cand_idx[i]);
+    }
+    if (rank < p.k) {
+      top_v[rank] = x[cand_idx[i]];
+      top_i[rank] = cand_idx[i];
+    }
+  }
+  __syncthreads();
+  if (tid == 0) {
+    float total = 0.f;
+    for (int i = 0; i < p.k; ++i) total += __expf((top_v[i] - top_v[0]) * p.inv_temperature);
+    const float target = sample_uniform(p.seed, b, p.step[b]) * total;
+    float cum = 0.f;
+    int pick = p.k - 1;
+    for (int i = 0; i < p.k; ++i) {
+      cum += __expf((top_v[i] - top_v[0]) * p.inv_temperature);
+      if (target < cum) {
+        pick = i;
+        break;
+      }
+    }
+    p.argmax[b] = argmax_key(top_v[pick], top_i[pick]);
+  }
+}
+
+// Asks L2 to fetch two byte ranges (16-byte aligned) and returns at once: the data arrives while
+// the kernels on the main branch run (Hopper bulk prefetch; 128-byte prefetches before sm_90).
+__global__ void l2_prefetch_kernel(const char* a, size_t na, const char* b, size_t nb) {
+  constexpr size_t kChunk = 64 << 10;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (int r = 0; r < 2; ++r) {
+    const char* base = r == 0 ? a : b;
+    const size_t n = r == 0 ? na : nb;
+    if (!base) continue;
+    for (size_t off = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kChunk; off < n; off += stride * kChunk) {
+      const uint32_t len = static_cast<uint32_t>(min(kChunk, n - off)) & ~15u;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      if (len) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(len) : "memory");
+#else
+      for (uint32_t i = 0; i < len; i += 128) prefetch_l2(base + off + i);
+#endif
+    }
   }
 }
 

@@ -60,6 +60,8 @@ struct Case {
   double attn_budget = 1 << 30;
   std::string prefill = "flash";
   std::string variant;
+  int top_k = 0;  ///< > 1: sampled tokens, verified against the host twin of the sampling kernel
+  float temperature = 1.f;
 };
 
 int run_check(const CheckOptions& o) {
@@ -87,6 +89,9 @@ int run_check(const CheckOptions& o) {
       {"b1 p300 split attn", {300}, 20, "fused", true, true, 8192, 1 << 30},
       {"b2 p200 split nopdl", {200, 130}, 12, "fused", true, false, 8192, 1 << 30},
       {"b12 gemm", std::vector<int>(12, 11), 5, "auto", true, true, 8192, 1 << 30},
+      {"b3 ragged top-k 40", {5, 17, 33}, 10, "fused", true, true, 8192, 1 << 30, "flash", "", 40, 0.8f},
+      {"b1 top-k 5 no-graph", {7}, 12, "gemm", false, false, 8192, 1 << 30, "cublas", "", 5, 1.0f},
+      {"b12 top-k 256 T1.5", std::vector<int>(12, 11), 6, "auto", true, true, 8192, 1 << 30, "flash", "", 256, 1.5f},
   };
   CpuOptions exact{false, DType::f32}, emul{true, *dt};
   nlohmann::json rows = nlohmann::json::array();
@@ -105,6 +110,9 @@ int run_check(const CheckOptions& o) {
     eo.attn_budget_bytes = k.attn_budget;
     eo.prefill_attention = k.prefill;
     if (auto v = apply_variant(k.variant, eo); !v) return fail(v.error());
+    eo.sampling.top_k = k.top_k;
+    eo.sampling.temperature = k.temperature;
+    eo.sampling.seed = o.seed + 5;
     auto eng_r = create_cuda_engine(eo);
     if (!eng_r) return fail(eng_r.error());
     LlmEngine& e = **eng_r;
@@ -157,7 +165,19 @@ int run_check(const CheckOptions& o) {
           if (!ref) return fail(ref.error());
           const float* got = steps[static_cast<size_t>(i)].data() + static_cast<size_t>(b) * V;
           const double err = rel_l2(got, ref->data(), static_cast<size_t>(V));
-          if (!co.round_activations) {
+          if (!co.round_activations && !eo.sampling.greedy()) {
+            // The sampled token must be the host twin's draw from the engine's own logits.
+            worst = std::max(worst, err);
+            ++total;
+            const TopKDraw d = top_k_draw(got, V, eo.sampling.top_k, eo.sampling.temperature,
+                                          sample_uniform(eo.sampling.seed, b, i));
+            const int tok = gen_toks[static_cast<size_t>(i)];
+            if (tok == d.token || (d.margin < 1e-4 && tok == d.neighbour)) {
+              ++agree;
+            } else {
+              ++hard_mismatch;
+            }
+          } else if (!co.round_activations) {
             worst = std::max(worst, err);
             ++total;
             const int ref_top = argmax(ref->data(), V);

@@ -1,6 +1,8 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -76,6 +78,10 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.gemv_prefetch = std::stoi(w.substr(2));
     } else if (w == "cublas-pf" || w == "flash-pf") {
       o.prefill_attention = w.substr(0, w.size() - 3);
+    } else if (w.rfind("ahead", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
+      o.l2_ahead_mb = std::stoi(w.substr(5));
+    } else if (w.rfind("topk", 0) == 0 && w.size() > 4 && w.find_first_not_of("0123456789", 4) == std::string::npos) {
+      o.sampling.top_k = std::stoi(w.substr(4));
     } else if (w.rfind("fused", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
       o.fused_max_batch = std::stoi(w.substr(5));
     } else {
@@ -83,6 +89,23 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
     }
   }
   return {};
+}
+
+Result<void> validate_sampling(const SamplingOptions& s) {
+  if (s.top_k < 0 || s.top_k > kMaxTopK) {
+    return make_error(Errc::invalid_argument, "--top-k must be between 0 (greedy) and " + std::to_string(kMaxTopK) +
+                                                  ", not " + std::to_string(s.top_k));
+  }
+  if (!std::isfinite(s.temperature)) return make_error(Errc::invalid_argument, "--temperature must be a finite number");
+  return {};
+}
+
+std::string describe_sampling(const SamplingOptions& s) {
+  if (s.greedy()) return "greedy";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "top-k %d, temperature %g, seed %llu", s.top_k, static_cast<double>(s.temperature),
+                static_cast<unsigned long long>(s.seed));
+  return buf;
 }
 
 int RunShape::max_context() const {

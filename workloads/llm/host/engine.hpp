@@ -9,6 +9,7 @@
 
 #include "jouleprof/core/error.hpp"
 #include "model_config.hpp"
+#include "sampling.hpp"
 
 namespace jouleprof::llm {
 
@@ -45,8 +46,10 @@ struct EngineOptions {
   int gemv_blocks_per_sm = 0;       ///< fused GEMV grid (0: 1 with pdl, else as many as fit)
   int gemv_unroll = 4;              ///< 16-byte loads in flight per lane and row at batch 1 (4 or 8)
   int gemv_prefetch = -1;           ///< elements of each first row prefetched to L2 (-1: auto)
+  int l2_ahead_mb = 0;              ///< fused decode: MB of the next matrices prefetched to L2 on a side branch (0: off)
   int fused_max_batch = 2;          ///< decode_path auto: fused GEMV up to this batch
   std::string prefill_attention = "cublas";  ///< cublas (scores materialised) | flash (tensor-core kernel)
+  SamplingOptions sampling;         ///< greedy unless top_k > 1
 };
 
 class LlmEngine {
@@ -88,8 +91,15 @@ class LlmEngine {
 };
 
 /// Applies an engine variant: '+'-separated words fused|gemm|auto, pdl|nopdl, nograph, bps1|bps2,
-/// u4|u8, nopf|pfN, cublas-pf|flash-pf, fusedN (auto fused up to batch N). Empty: no change.
+/// u4|u8, nopf|pfN, cublas-pf|flash-pf, fusedN (auto fused up to batch N), topkN (top-k sampling),
+/// aheadN (N MB of the next matrices prefetched to L2 during the attention core and down projection).
+/// Empty: no change.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
+
+/// Refuses a top-k above kMaxTopK, a negative k, or a temperature that is not a finite number.
+Result<void> validate_sampling(const SamplingOptions& s);
+/// "greedy" or "top-k 40, temperature 0.8, seed 1".
+std::string describe_sampling(const SamplingOptions& s);
 
 /// Token i of sequence `seq`'s seeded random prompt (the same on every engine).
 int prompt_token(const LlmConfig& c, uint64_t seed, int seq, int i);
