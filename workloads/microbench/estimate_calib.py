@@ -6,9 +6,15 @@ Run under `jouleprof measure` (scripts/device-estimate.sh): every phase is one m
 measures its energy; this script records the iteration count, latency and shape of each phase
 (and, as a cross-check, NVML's energy counter read outside the window edges) into a JSON file.
 
-Usage: estimate_calib.py OUT.json [--onnx-dir DIR] [--seconds S]
+Usage: estimate_calib.py OUT.json [--onnx-dir DIR] [--seconds S] [--set calib|blind2]
 Every phase runs about S seconds (default 2.5) after a warm-up; phases that fail are recorded
 with their error and the script goes on.
+
+Sets: `calib` (default) is the calibration set of 2026-11-22 (train and test items). `blind2` is
+a second held-out set whose items were chosen and committed before it was first measured, and
+whose results are never used to fit or change the model (docs/validation/estimate.md): other
+GEMM shapes, other sizes of the memory-bound ops, other attention shapes, Llama-3.2-1B at other
+batches/lengths, Llama-3.2-3B, BERT-base and vision networks the calibration never saw.
 """
 import json
 import math
@@ -22,6 +28,7 @@ import torch
 OUT = sys.argv[1]
 ONNX_DIR = None
 SECONDS = 2.5
+SET = "calib"
 args = sys.argv[2:]
 while args:
     a = args.pop(0)
@@ -29,6 +36,8 @@ while args:
         ONNX_DIR = args.pop(0)
     elif a == "--seconds":
         SECONDS = float(args.pop(0))
+    elif a == "--set":
+        SET = args.pop(0)
 
 _mk = os.environ.get("JOULEPROF_MARKERS")
 _mf = open(_mk, "w", buffering=1) if _mk else None
@@ -56,7 +65,9 @@ def nvml(fn, *a):
         return None
 
 
-results = {"schema_version": 1, "torch": torch.__version__, "cuda": torch.version.cuda,
+if SET not in ("calib", "blind2"):
+    sys.exit(f"estimate_calib.py: unknown --set {SET} (calib or blind2)")
+results = {"schema_version": 1, "set": SET, "torch": torch.__version__, "cuda": torch.version.cuda,
            "gpu": torch.cuda.get_device_name(0), "started_unix_s": time.time(), "phases": []}
 if pynvml:
     results["driver"] = pynvml.nvmlSystemGetDriverVersion()
@@ -121,8 +132,53 @@ bf16 = torch.bfloat16
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
-with torch.inference_mode():
-    # Warm-up: ~5 s of large GEMMs so clocks and temperature are at their working state.
+
+def llama_config(name):
+    from transformers import LlamaConfig
+    dims = {"llama-3.2-1b": (2048, 8192, 16, 32, 64), "llama-3.2-3b": (3072, 8192, 28, 24, 128)}[name]
+    cfg = LlamaConfig(hidden_size=dims[0], intermediate_size=dims[1], num_hidden_layers=dims[2],
+                      num_attention_heads=dims[3], num_key_value_heads=8, head_dim=dims[4],
+                      vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
+                      rms_norm_eps=1e-5, tie_word_embeddings=True)
+    cfg._attn_implementation = "sdpa"
+    return cfg
+
+
+def new_cache(cfg):
+    from transformers import DynamicCache
+    try:
+        return DynamicCache(config=cfg)
+    except TypeError:
+        return DynamicCache()
+
+
+def llama_phases(name, tag, prefills, decodes, split):
+    """Prefill (logits of the last position only) and decode steps (DynamicCache cropped back)."""
+    from transformers import LlamaForCausalLM
+    cfg = llama_config(name)
+    with torch.device(dev):
+        model = LlamaForCausalLM(cfg).to(bf16).eval()
+    for B_, P in prefills:
+        ids = torch.randint(0, 128000, (B_, P), device=dev)
+        phase(f"{tag}_prefill_b{B_}_p{P}", lambda: model(input_ids=ids, use_cache=False, logits_to_keep=1),
+              split, kind="llama_prefill", model=name, batch=B_, prompt=P)
+    for B_, Cx in decodes:
+        ids = torch.randint(0, 128000, (B_, Cx), device=dev)
+        cache = new_cache(cfg)
+        model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        tok = torch.randint(0, 128000, (B_, 1), device=dev)
+
+        def step():
+            model(input_ids=tok, past_key_values=cache, use_cache=True)
+            cache.crop(Cx)
+        phase(f"{tag}_decode_b{B_}_c{Cx}", step, split, kind="llama_decode", model=name, batch=B_, context=Cx)
+        del cache
+    del model
+    torch.cuda.empty_cache()
+
+
+def warm_up():
+    """~5 s of large GEMMs so clocks and temperature are at their working state."""
     a = torch.randn(8192, 8192, device=dev, dtype=bf16)
     t_end = time.time() + 5
     while time.time() < t_end:
@@ -130,6 +186,101 @@ with torch.inference_mode():
             a @ a
         torch.cuda.synchronize()
     del a
+
+
+def blind2():
+    """The second held-out set (chosen before its first measurement; never fitted)."""
+    S = "blind"
+    warm_up()
+    for M, N, K in [(3072, 3072, 3072), (1, 8192, 8192), (2, 2048, 2048), (64, 14336, 4096),
+                    (2048, 512, 2048), (12288, 4096, 1024), (4, 128256, 2048), (768, 768, 3072)]:
+        A = torch.randn(M, K, device=dev, dtype=bf16)
+        B = torch.randn(K, N, device=dev, dtype=bf16)
+        C = torch.empty(M, N, device=dev, dtype=bf16)
+        phase(f"gemm_bf16_{M}x{N}x{K}", lambda: torch.mm(A, B, out=C), S, kind="gemm", M=M, N=N, K=K, dtype="bf16")
+        del A, B, C
+    A = torch.randn(2048, 2048, device=dev)
+    B = torch.randn(2048, 2048, device=dev)
+    C = torch.empty(2048, 2048, device=dev)
+    phase("gemm_fp32_2048x2048x2048", lambda: torch.mm(A, B, out=C), S, kind="gemm", M=2048, N=2048, K=2048,
+          dtype="fp32")
+    del A, B, C
+    n = 64 * 1024 * 1024
+    x = torch.randn(n, device=dev, dtype=bf16)
+    y = torch.randn(n, device=dev, dtype=bf16)
+    z = torch.empty(n, device=dev, dtype=bf16)
+    phase("copy_bf16_64M", lambda: z.copy_(x), S, kind="copy", elements=n, dtype="bf16")
+    phase("add_bf16_64M", lambda: torch.add(x, y, out=z), S, kind="add", elements=n, dtype="bf16")
+    m = 1024 * 1024
+    phase("relu_bf16_1M", lambda: torch.clamp_min(x[:m], 0, out=z[:m]), S, kind="relu", elements=m, dtype="bf16")
+    x2 = x.view(16384, 4096)
+    phase("softmax_bf16_16384x4096", lambda: torch.softmax(x2, -1), S, kind="softmax", rows=16384, cols=4096,
+          dtype="bf16")
+    x3 = x.view(8192, 8192)
+    lw = torch.ones(8192, device=dev, dtype=bf16)
+    lb = torch.zeros(8192, device=dev, dtype=bf16)
+    phase("layernorm_bf16_8192x8192", lambda: torch.nn.functional.layer_norm(x3, (8192,), lw, lb), S,
+          kind="layernorm", rows=8192, cols=8192, dtype="bf16")
+    del x, y, z, x2, x3
+    F = torch.nn.functional
+    for (B_, H, Sq, Skv, D, causal) in [(8, 16, 1024, 1024, 64, True), (1, 32, 1, 8192, 128, False),
+                                        (16, 32, 1, 2048, 64, False), (2, 24, 4096, 4096, 128, True)]:
+        q = torch.randn(B_, H, Sq, D, device=dev, dtype=bf16)
+        k = torch.randn(B_, H, Skv, D, device=dev, dtype=bf16)
+        v = torch.randn(B_, H, Skv, D, device=dev, dtype=bf16)
+        phase(f"sdpa_b{B_}_h{H}_q{Sq}_kv{Skv}_d{D}{'_causal' if causal else ''}",
+              lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), S,
+              kind="attention", B=B_, H=H, Sq=Sq, Skv=Skv, D=D, causal=causal, dtype="bf16")
+        del q, k, v
+    torch.cuda.empty_cache()
+    try:
+        import transformers
+        results["transformers"] = transformers.__version__
+        llama_phases("llama-3.2-1b", "llama1b", [(1, 2048), (8, 256)], [(1, 2048), (8, 512)], S)
+        llama_phases("llama-3.2-3b", "llama3b", [(1, 512)], [(1, 512)], S)
+        from transformers import BertConfig, BertModel
+        with torch.device(dev):
+            bert = BertModel(BertConfig()).to(bf16).eval()
+        for B_, L in [(8, 128), (32, 384)]:
+            ids = torch.randint(0, 30000, (B_, L), device=dev)
+            phase(f"bert_base_b{B_}_s{L}", lambda: bert(input_ids=ids), S, kind="bert", model="bert_base",
+                  batch=B_, seq=L)
+        del bert
+        torch.cuda.empty_cache()
+    except Exception as e:
+        results["llama_error"] = f"{type(e).__name__}: {e}"
+        traceback.print_exc()
+    try:
+        import torchvision
+        results["torchvision"] = torchvision.__version__
+        for mname, batches in [("resnet18", (1, 32)), ("mobilenet_v2", (32,)), ("efficientnet_b0", (32,)),
+                               ("resnet50", (16,)), ("vit_b_16", (8,))]:
+            with torch.device(dev):
+                net = getattr(torchvision.models, mname)().to(bf16).eval()
+            cl = mname != "vit_b_16"
+            if cl:
+                net = net.to(memory_format=torch.channels_last)
+            for B_ in batches:
+                xin = torch.randn(B_, 3, 224, 224, device=dev, dtype=bf16)
+                if cl:
+                    xin = xin.to(memory_format=torch.channels_last)
+                phase(f"{mname}_b{B_}", lambda: net(xin), S, kind="vision", model=mname, batch=B_)
+            del net
+            torch.cuda.empty_cache()
+    except Exception as e:
+        results["vision_error"] = f"{type(e).__name__}: {e}"
+        traceback.print_exc()
+
+
+if SET == "blind2":
+    with torch.inference_mode():
+        blind2()
+    results["finished_unix_s"] = time.time()
+    save()
+    sys.exit(0)
+
+with torch.inference_mode():
+    warm_up()
 
     # ---- GEMM C[M,N] = A[M,K] B[K,N], bf16 (cuBLAS) ----
     gemms = [  # (M, N, K, split)

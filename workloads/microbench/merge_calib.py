@@ -35,11 +35,14 @@ for p in ph["phases"]:
     elif k == "attention":
         it["model"] = f"attention:{p['B']},{p['H']},{p['Sq']},{p['Skv']},{p['D']}" + (",causal" if p["causal"] else "")
     elif k == "llama_prefill":
-        it["model"] = "llama-3.2-1b"
+        it["model"] = p.get("model", "llama-3.2-1b")
         it["options"] = {"phase": "prefill", "batch": p["batch"], "prompt": p["prompt"]}
     elif k == "llama_decode":
-        it["model"] = "llama-3.2-1b"
+        it["model"] = p.get("model", "llama-3.2-1b")
         it["options"] = {"phase": "decode", "batch": p["batch"], "context": p["context"], "kv_concat": True}
+    elif k == "bert":
+        it["model"] = p["model"]
+        it["options"] = {"batch": p["batch"], "seq": p["seq"]}
     elif k == "vision":
         it["model"] = p["model"]
         it["options"] = {"batch": p["batch"]}
