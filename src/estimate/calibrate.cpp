@@ -349,11 +349,16 @@ std::string render_validation(const std::vector<ValidationRow>& before, const st
                   b.energy_err_pct(), a.pred_energy_j * 1e3, a.energy_err_pct());
     out += line;
   }
-  for (const char* split : {"train", "test"}) {
+  // One line per split, in order of appearance (train, test, and any held-out set such as blind).
+  std::vector<std::string> splits;
+  for (const ValidationRow& r : after) {
+    if (std::find(splits.begin(), splits.end(), r.split) == splits.end()) splits.push_back(r.split);
+  }
+  for (const std::string& split : splits) {
     const Mape b = mape(before, split), a = mape(after, split);
     std::snprintf(line, sizeof(line),
-                  "MAPE %-5s (n=%zu): latency %.1f%% uncalibrated -> %.1f%% calibrated; energy %.1f%% -> %.1f%%\n", split,
-                  a.n, b.latency_pct, a.latency_pct, b.energy_pct, a.energy_pct);
+                  "MAPE %-5s (n=%zu): latency %.1f%% uncalibrated -> %.1f%% calibrated; energy %.1f%% -> %.1f%%\n",
+                  split.c_str(), a.n, b.latency_pct, a.latency_pct, b.energy_pct, a.energy_pct);
     out += line;
   }
   return out;

@@ -12,7 +12,7 @@
 namespace jouleprof::estimate {
 
 struct MeasuredItem {
-  std::string name, split, model;  ///< split: "train" or "test"
+  std::string name, split, model;  ///< split: "train" (fitted), "test" or another held-out set ("blind")
   ModelOptions options;
   bool eager = true;
   double latency_s = 0, energy_j = 0;
