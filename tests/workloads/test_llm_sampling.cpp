@@ -79,9 +79,10 @@ TEST(LlmSampling, OptionsAreValidatedAndDescribed) {
 
 TEST(LlmSampling, EngineVariantWords) {
   EngineOptions e;
-  ASSERT_TRUE(apply_variant("fused+topk40+ahead16", e));
+  ASSERT_TRUE(apply_variant("fused+topk40+ahead16+chunk512", e));
   EXPECT_EQ(e.sampling.top_k, 40);
   EXPECT_EQ(e.l2_ahead_mb, 16);
+  EXPECT_EQ(e.attn_chunk, 512);
   EXPECT_FALSE(apply_variant("topk", e));
   EXPECT_FALSE(apply_variant("aheadx", e));
 }

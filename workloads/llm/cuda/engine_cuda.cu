@@ -600,7 +600,8 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   fused_ = o_.decode_path == "fused" || (o_.decode_path == "auto" && fits && fused_pays);
   // Attention splits: enough blocks to fill the GPU twice over, at least 64 positions each.
   const int target = std::max(1, ceil_div(2 * prop_.multiProcessorCount, int64_t{B_} * c_.kv_heads));
-  chunk_ = static_cast<int>(std::max<int64_t>(64, round_up(ceil_div(max_ctx_, target), 64)));
+  chunk_ = o_.attn_chunk > 0 ? static_cast<int>(round_up(o_.attn_chunk, 64))
+                            : static_cast<int>(std::max<int64_t>(64, round_up(ceil_div(max_ctx_, target), 64)));
   splits_ = ceil_div(max_ctx_, chunk_);
 
   if (o_.prefill_attention != "flash" && o_.prefill_attention != "cublas") {

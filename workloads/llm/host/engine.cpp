@@ -80,6 +80,8 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.prefill_attention = w.substr(0, w.size() - 3);
     } else if (w.rfind("ahead", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
       o.l2_ahead_mb = std::stoi(w.substr(5));
+    } else if (w.rfind("chunk", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
+      o.attn_chunk = std::stoi(w.substr(5));
     } else if (w.rfind("topk", 0) == 0 && w.size() > 4 && w.find_first_not_of("0123456789", 4) == std::string::npos) {
       o.sampling.top_k = std::stoi(w.substr(4));
     } else if (w.rfind("fused", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
