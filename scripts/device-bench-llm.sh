@@ -2,7 +2,8 @@
 # bench-llm on the GPU machine, in one call. Binaries are built here (cmake --preset device) and
 # carried in .devbuild/llm (jouleprof + jouleprof-llm); Python/PyTorch/transformers are on the device.
 #   scripts/device-bench-llm.sh STEP...   steps: check hf-logits speed speed-b bench-1b bench-8b
-#                                          bench-sweep hf-speed hf-compile hf-measure
+#                                          bench-sweep hf-speed hf-compile hf-measure speed-ahead 3b
+#                                          hf-compile-measure hf-batch
 # Writes logs and JSON under $OUT (at most 8 files come back), prints a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -75,6 +76,26 @@ for step in "$@"; do
       for m in llama-3.2-1b llama-3.1-8b; do
         run 150 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_measure_$m.json" -- \
           python3 "$PY" speed --model "$m" --seconds 3 --prefill 2048
+      done ;;
+    speed-ahead)
+      # L2 prefetch-ahead and top-k sampling against the best batch-1 variants of run 3.
+      run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --components --prompt 128 --gen 256 --prefill 0 \
+        --variants "${VARIANTS:-fused+pdl+u8,fused+pdl+u8+ahead8,fused+pdl+u8+ahead16,fused+pdl+u8+ahead32,fused+u8+ahead16,fused+pdl+u8+chunk512,fused+pdl+u8+ahead16+chunk512,fused+pdl+u8+topk40}" \
+        --json "$OUT/speed_ahead_1b.json"
+      run 200 "$BIN/jouleprof-llm" speed --model llama-3.1-8b --prompt 128 --gen 256 --prefill 0 \
+        --variants "${VARIANTS8:-fused,fused+ahead16,fused+ahead32,fused+topk40}" --json "$OUT/speed_ahead_8b.json" ;;
+    3b)
+      run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-3b --variants "${VARIANTS3:-fused,fused+pdl+u8}" --components \
+        --prompt 128 --gen 256 --prefill 1024,4096 --json "$OUT/speed_3b.json"
+      run 200 "$BIN/jouleprof" bench llm --model llama-3.2-3b --batch 1,8,32 --prompt 128 --gen 128 --min-seconds 2 \
+        --iso-seconds 0.5 ${BENCH3_EXTRA:-} --json "$OUT/bench_3b.json" ;;
+    hf-compile-measure)
+      run 300 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_compile_1b.json" -- \
+        python3 "$PY" speed --model llama-3.2-1b --gen 32 --seconds 3 --static --compile ;;
+    hf-batch)
+      for b in 8 32; do
+        run 200 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_b${b}_1b.json" -- \
+          python3 "$PY" speed --model llama-3.2-1b --batch "$b" --gen 32 --seconds 3 --static
       done ;;
     *) echo "unknown step $step" ;;
   esac
