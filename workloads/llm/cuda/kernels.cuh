@@ -940,6 +940,26 @@ __device__ __forceinline__ uint32_t order_key(float v) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+// Eight consecutive logits per thread as order keys, all loads issued before any is used (one
+// block reads the whole row, so it is latency-bound unless many loads are in flight).
+constexpr int kSampleStep = kSampleThreads * 8;
+__device__ __forceinline__ void load8_keys(const float* x, int n, int base, bool vec, uint32_t (&key)[8],
+                                           bool (&valid)[8]) {
+  float v[8];
+  if (vec && base + 8 <= n) {
+    const float4 a = *reinterpret_cast<const float4*>(x + base), b = *reinterpret_cast<const float4*>(x + base + 4);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = base + j < n ? x[base + j] : 0.f;
+  }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    valid[j] = base + j < n;
+    key[j] = order_key(v[j]);
+  }
+}
+
 __global__ void __launch_bounds__(kSampleThreads) topk_sample_kernel(const SampleParams p) {
   // Logits crowd into a few bins of each digit, so every warp counts into its own histogram and
   // lanes with the same bin add once (match_any): no pile-up of atomics on one address.
@@ -959,18 +979,22 @@ __global__ void __launch_bounds__(kSampleThreads) topk_sample_kernel(const Sampl
   uint32_t prefix = 0, mask = 0;
   int need = p.k;  // rank of the k-th largest among the keys that still match the prefix
   const int lane = tid & 31, warp = tid >> 5;
+  const bool vec = (p.vocab & 3) == 0;  // rows 16-byte aligned: two float4 loads per thread and step
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int i = lane; i < 256; i += 32) warp_hist[warp][i] = 0;
     __syncwarp();
-    for (int t0 = 0; t0 < p.vocab; t0 += kSampleThreads) {  // whole warps step together (match_any)
-      const int t = t0 + tid;
-      const uint32_t key = t < p.vocab ? order_key(x[t]) : 0u;
-      const bool in = t < p.vocab && (key & mask) == prefix;
-      const unsigned voters = __ballot_sync(0xFFFFFFFFu, in);
-      if (!voters) continue;
-      const unsigned bin = in ? (key >> shift) & 255u : 256u + static_cast<unsigned>(lane);
-      const unsigned same = __match_any_sync(0xFFFFFFFFu, bin);
-      if (in && lane == __ffs(same) - 1) warp_hist[warp][bin] += static_cast<unsigned>(__popc(same));
+    for (int t0 = 0; t0 < p.vocab; t0 += kSampleStep) {  // whole warps step together (match_any)
+      uint32_t key[8];
+      bool valid[8];
+      load8_keys(x, p.vocab, t0 + tid * 8, vec, key, valid);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const bool in = valid[j] && (key[j] & mask) == prefix;
+        if (!__ballot_sync(0xFFFFFFFFu, in)) continue;
+        const unsigned bin = in ? (key[j] >> shift) & 255u : 256u + static_cast<unsigned>(lane);
+        const unsigned same = __match_any_sync(0xFFFFFFFFu, bin);
+        if (in && lane == __ffs(same) - 1) warp_hist[warp][bin] += static_cast<unsigned>(__popc(same));
+      }
     }
     __syncthreads();
     for (int i = tid; i < 256; i += kSampleThreads) {
@@ -996,24 +1020,23 @@ __global__ void __launch_bounds__(kSampleThreads) topk_sample_kernel(const Sampl
   }
   // prefix is now the k-th largest key: k - need keys lie above it, at least `need` equal it.
   // Those above go first so that ties can never crowd them out of the candidate buffer.
-  for (int t = tid; t < p.vocab; t += kSampleThreads) {
-    const uint32_t key = order_key(x[t]);
-    if (key > prefix) {
-      const int at = atomicAdd(&s_n, 1);
-      cand_key[at] = key;
-      cand_idx[at] = t;
-    }
-  }
-  __syncthreads();
-  for (int t = tid; t < p.vocab; t += kSampleThreads) {
-    const uint32_t key = order_key(x[t]);
-    if (key == prefix) {
-      const int at = atomicAdd(&s_n, 1);
-      if (at < kSampleCandidates) {
-        cand_key[at] = key;
-        cand_idx[at] = t;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int t0 = 0; t0 < p.vocab; t0 += kSampleStep) {
+      uint32_t key[8];
+      bool valid[8];
+      load8_keys(x, p.vocab, t0 + tid * 8, vec, key, valid);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (valid[j] && (pass == 0 ? key[j] > prefix : key[j] == prefix)) {
+          const int at = atomicAdd(&s_n, 1);
+          if (at < kSampleCandidates) {
+            cand_key[at] = key[j];
+            cand_idx[at] = t0 + tid * 8 + j;
+          }
+        }
       }
     }
+    __syncthreads();
   }
   __syncthreads();
   const int n = min(s_n, kSampleCandidates);
