@@ -961,10 +961,6 @@ __device__ __forceinline__ void load8_keys(const float* x, int n, int base, bool
 }
 
 __global__ void __launch_bounds__(kSampleThreads) topk_sample_kernel(const SampleParams p) {
-  // Logits crowd into a few bins of each digit, so every warp counts into its own histogram and
-  // lanes with the same bin add once (match_any): no pile-up of atomics on one address.
-  constexpr int kWarps = kSampleThreads / 32;
-  __shared__ unsigned warp_hist[kWarps][256];
   __shared__ unsigned hist[256];
   __shared__ uint32_t s_prefix;
   __shared__ int s_need, s_n;
@@ -978,29 +974,18 @@ __global__ void __launch_bounds__(kSampleThreads) topk_sample_kernel(const Sampl
   const float* x = p.logits + static_cast<int64_t>(b) * p.vocab;
   uint32_t prefix = 0, mask = 0;
   int need = p.k;  // rank of the k-th largest among the keys that still match the prefix
-  const int lane = tid & 31, warp = tid >> 5;
   const bool vec = (p.vocab & 3) == 0;  // rows 16-byte aligned: two float4 loads per thread and step
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = lane; i < 256; i += 32) warp_hist[warp][i] = 0;
-    __syncwarp();
-    for (int t0 = 0; t0 < p.vocab; t0 += kSampleStep) {  // whole warps step together (match_any)
+    for (int i = tid; i < 256; i += kSampleThreads) hist[i] = 0;
+    __syncthreads();
+    for (int t0 = 0; t0 < p.vocab; t0 += kSampleStep) {
       uint32_t key[8];
       bool valid[8];
       load8_keys(x, p.vocab, t0 + tid * 8, vec, key, valid);
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const bool in = valid[j] && (key[j] & mask) == prefix;
-        if (!__ballot_sync(0xFFFFFFFFu, in)) continue;
-        const unsigned bin = in ? (key[j] >> shift) & 255u : 256u + static_cast<unsigned>(lane);
-        const unsigned same = __match_any_sync(0xFFFFFFFFu, bin);
-        if (in && lane == __ffs(same) - 1) warp_hist[warp][bin] += static_cast<unsigned>(__popc(same));
+        if (valid[j] && (key[j] & mask) == prefix) atomicAdd(&hist[(key[j] >> shift) & 255u], 1u);
       }
-    }
-    __syncthreads();
-    for (int i = tid; i < 256; i += kSampleThreads) {
-      unsigned c = 0;
-      for (int w = 0; w < kWarps; ++w) c += warp_hist[w][i];
-      hist[i] = c;
     }
     __syncthreads();
     if (tid == 0) {

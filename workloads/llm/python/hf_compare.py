@@ -200,7 +200,7 @@ def cmd_speed(a):
     prompt = torch.randint(0, 128256, (a.batch, a.prompt), generator=g).to("cuda")
 
     def decode_loop(static, steps, compiled=None):
-        fwd = compiled or model
+        fwd = compiled if compiled is not None else model  # (a compiled module has no truth value)
         if static:
             cache = make_static_cache(model.config, a.batch, a.prompt + steps + 1)
         else:
