@@ -89,6 +89,7 @@ class CudaEngine final : public LlmEngine {
     if (fused_ && o_.gemv_blocks_per_sm > 0) s += ", " + std::to_string(o_.gemv_blocks_per_sm) + " GEMV block(s) per SM";
     if (fused_ && o_.gemv_unroll == 8 && nb_ == 1) s += ", 8 loads in flight per row";
     if (fused_ && o_.gemv_prefetch >= 0) s += ", prefetch " + std::to_string(o_.gemv_prefetch);
+    if (fused_ && o_.prefetch_after_attention) s += ", output projection prefetched during attention";
     if (fused_ && o_.l2_ahead_mb > 0) s += ", L2 prefetch " + std::to_string(o_.l2_ahead_mb) + " MB ahead";
     s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
     s += flash_ ? ", flash prefill attention" : ", cuBLAS prefill attention";
@@ -173,7 +174,9 @@ class CudaEngine final : public LlmEngine {
                "cublasGemmEx");
   }
   GemvFn gemv_fn(bool norm) const;
-  void gemv(GemvParams p, bool norm);
+  /// prefetch_all: every warp's first rows go to L2 in full before the wait for the previous
+  /// kernel (the whole matrix when each warp has one row pair).
+  void gemv(GemvParams p, bool norm, bool prefetch_all = false);
   void attention(int l);
   void enqueue(Component c, int l, bool commit);
   void enqueue_step(bool advance);
@@ -405,12 +408,12 @@ typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm) const {
 }
 
 template <typename T>
-void CudaEngine<T>::gemv(GemvParams p, bool norm) {
+void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all) {
   GemvFn fn = gemv_fn(norm);
   p.b = B_;
   // Early L2 prefetch of the first rows; off by default under PDL, where the kernel starts long
   // before its turn and the prefetched lines would be evicted by the running kernel's stream.
-  p.prefetch_elems = o_.gemv_prefetch >= 0 ? o_.gemv_prefetch : (o_.pdl ? 0 : 2048);
+  p.prefetch_elems = prefetch_all ? p.k : o_.gemv_prefetch >= 0 ? o_.gemv_prefetch : (o_.pdl ? 0 : 2048);
   const size_t smem = static_cast<size_t>(nb_) * p.k * sizeof(T);
   int per_sm = gemv_blocks_.count(fn) ? gemv_blocks_[fn] : 1;
   // With programmatic dependent launch, one block per SM leaves room for the next kernel's block.
@@ -475,7 +478,7 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
       if (fused_) {
         p.w = L->wo; p.units = H / 2; p.k = Q; p.mode = kern::gemv_add;
         p.x = attn_d_; p.ldx = Q; p.resid = resid_d_; p.ld_resid = H;
-        gemv(p, false);
+        gemv(p, false, o_.prefetch_after_attention);
       } else {
         gemm(L->wo, attn_d_, Q, resid_d_, H, B_, H, Q, true, 1.f);
       }

@@ -91,6 +91,7 @@ int run_check(const CheckOptions& o) {
       {"b12 gemm", std::vector<int>(12, 11), 5, "auto", true, true, 8192, 1 << 30},
       {"b1 p300 1 split ahead", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "u8+chunk512+ahead4"},
       {"b2 p200 ahead nopdl", {200, 130}, 12, "fused", true, false, 8192, 1 << 30, "cublas", "ahead8"},
+      {"b3 p90 pdl u8 pfo", {90, 40, 7}, 12, "fused", true, true, 8192, 1 << 30, "cublas", "u8+pfo"},
       {"b3 ragged top-k 40", {5, 17, 33}, 10, "fused", true, true, 8192, 1 << 30, "flash", "", 40, 0.8f},
       {"b1 top-k 5 no-graph", {7}, 12, "gemm", false, false, 8192, 1 << 30, "cublas", "", 5, 1.0f},
       {"b12 top-k 256 T1.5", std::vector<int>(12, 11), 6, "auto", true, true, 8192, 1 << 30, "flash", "", 256, 1.5f},

@@ -72,6 +72,8 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.gemv_blocks_per_sm = w[3] - '0';
     } else if (w == "u4" || w == "u8") {
       o.gemv_unroll = w[1] - '0';
+    } else if (w == "pfo") {
+      o.prefetch_after_attention = true;
     } else if (w == "nopf") {
       o.gemv_prefetch = 0;
     } else if (w.rfind("pf", 0) == 0 && w.size() > 2 && w.find_first_not_of("0123456789", 2) == std::string::npos) {
