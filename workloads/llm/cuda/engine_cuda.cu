@@ -136,9 +136,14 @@ class CudaEngine final : public LlmEngine {
     const SamplingOptions& so = o_.sampling;
     if (so.greedy()) return;
     const kern::SampleParams sp{logits_, c_.vocab, std::min(so.top_k, c_.vocab), 1.0f / so.temperature, so.seed, step_,
-                                argmax_};
-    launch(kern::topk_sample_kernel, dim3(B_), dim3(kern::kSampleThreads), 0, pdl, sp);
+                                argmax_, shards_, shard_len_, cand_key_, cand_idx_, cand_n_};
+    launch(kern::topk_shard_kernel, dim3(shards_, B_), dim3(kern::kShardThreads), 0, pdl, sp);
+    launch(kern::topk_pick_kernel, dim3(B_), dim3(kern::kPickThreads), pick_smem(), pdl, sp);
   }
+  size_t pick_smem() const { return static_cast<size_t>(shards_) * std::min(o_.sampling.top_k, c_.vocab) * 8; }
+  int shards_ = 0, shard_len_ = 0;
+  uint32_t* cand_key_ = nullptr;
+  int *cand_idx_ = nullptr, *cand_n_ = nullptr;
   template <typename... P, typename... A>
   void launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem, bool pdl, A&&... args) {
     cudaLaunchConfig_t cfg = {};
@@ -697,6 +702,22 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
               get(&qkv_d_, static_cast<size_t>(B_) * QKV * tb), get(&attn_d_, static_cast<size_t>(B_) * Q * tb),
               get(&gu_d_, static_cast<size_t>(B_) * 2 * I * tb), get(&act_d_, static_cast<size_t>(B_) * I * tb)});
   if (!r) return r.error();
+  if (!o_.sampling.greedy()) {
+    // Top-k shards: about 2k logits each, as many as the picking block can hold k candidates of.
+    const int k = std::min(o_.sampling.top_k, V);
+    const int max_shards = std::max(1, kern::kMaxCandidates / k);
+    shards_ = std::clamp(ceil_div(V, 2048), 1, max_shards);
+    shard_len_ = static_cast<int>(round_up(ceil_div(V, shards_), 8));
+    if (shard_len_ > kern::kMaxShardLen) {
+      return make_error(Errc::invalid_argument, "top-k " + std::to_string(k) + " over a vocabulary of " + std::to_string(V) +
+                                                    " needs shards of " + std::to_string(shard_len_) + " logits (at most " +
+                                                    std::to_string(kern::kMaxShardLen) + "); use a smaller --top-k");
+    }
+    const size_t slots = static_cast<size_t>(B_) * shards_ * k;
+    auto rs = all_ok({get(&cand_key_, slots * 4), get(&cand_idx_, slots * 4), get(&cand_n_, static_cast<size_t>(B_) * shards_ * 4)});
+    if (!rs) return rs.error();
+    JP_CK(cudaFuncSetAttribute(kern::topk_pick_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(pick_smem())));
+  }
   const size_t ct_s = static_cast<size_t>(chunk_tok_);
   auto r2 = all_ok({get(&resid_p_, ct_s * H * 4), get(&xn_p_, ct_s * H * tb), get(&qkv_p_, ct_s * QKV * tb),
               get(&attn_p_, ct_s * Q * tb), get(&gu_p_, ct_s * 2 * I * tb), get(&act_p_, ct_s * I * tb),

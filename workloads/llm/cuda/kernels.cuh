@@ -917,12 +917,15 @@ __global__ void argmax_kernel(const float* logits, int vocab, const int* out_idx
   }
 }
 
-// Top-k sampling of one row of logits per block (host twin: top_k_draw in sampling.hpp). The k-th
-// largest logit is found by a radix select over order-preserving 32-bit keys (4 passes of 8 bits,
-// a 256-bin histogram each); the logits above it and the ties at it are gathered, ranked (larger
-// logit first, then the smaller id), and one draw of sample_uniform(seed, row, step) picks a token
-// from their softmax at the given temperature. Writes the pick as an argmax key, so the token
-// bookkeeping is the same as greedy decoding's.
+// Top-k sampling (host twin: top_k_draw in sampling.hpp), in two stages. (1) Each row is cut into
+// shards, one block each: the shard's logits go to shared memory as order-preserving 32-bit keys,
+// a radix select (4 passes of 8 bits) finds the shard's k-th largest key, and the shard's top k
+// (ties at the threshold: the smaller ids) go to a candidate list. The row's top k lie in the
+// union of the shards' lists: a logit beaten by fewer than k in its row is beaten by fewer than k
+// in its shard. (2) One block per row selects the top k of the candidates the same way, ranks
+// them (larger logit first, then the smaller id) and draws one token from their softmax at the
+// given temperature with sample_uniform(seed, row, step). The pick is written as an argmax key,
+// so the token bookkeeping is greedy decoding's.
 struct SampleParams {
   const float* logits;  ///< [rows][vocab]
   int vocab, k;
@@ -930,119 +933,166 @@ struct SampleParams {
   uint64_t seed;
   const int* step;      ///< draw index per row: tokens generated so far
   unsigned long long* argmax;
+  int shards, shard_len;
+  uint32_t* cand_key;   ///< [rows][shards][k]
+  int* cand_idx;        ///< [rows][shards][k]
+  int* cand_n;          ///< [rows][shards]
 };
 
-constexpr int kSampleThreads = 1024;
-constexpr int kSampleCandidates = 1024;  // logits above the threshold (< k) plus ties at it
+constexpr int kShardThreads = 256;
+constexpr int kMaxShardLen = 8192;     // keys of one shard in shared memory (32 KiB)
+constexpr int kMaxCandidates = 8192;   // shards * k, in the picking block's shared memory
+constexpr int kPickThreads = 1024;
+constexpr int kPickSelected = 1024;    // candidates at or above the row's threshold (k plus ties)
 
 __device__ __forceinline__ uint32_t order_key(float v) {
   const uint32_t u = __float_as_uint(v);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
-
-// Eight consecutive logits per thread as order keys, all loads issued before any is used (one
-// block reads the whole row, so it is latency-bound unless many loads are in flight).
-constexpr int kSampleStep = kSampleThreads * 8;
-__device__ __forceinline__ void load8_keys(const float* x, int n, int base, bool vec, uint32_t (&key)[8],
-                                           bool (&valid)[8]) {
-  float v[8];
-  if (vec && base + 8 <= n) {
-    const float4 a = *reinterpret_cast<const float4*>(x + base), b = *reinterpret_cast<const float4*>(x + base + 4);
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-  } else {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = base + j < n ? x[base + j] : 0.f;
-  }
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    valid[j] = base + j < n;
-    key[j] = order_key(v[j]);
-  }
+__device__ __forceinline__ float key_value(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k);
 }
 
-__global__ void __launch_bounds__(kSampleThreads) topk_sample_kernel(const SampleParams p) {
-  __shared__ unsigned hist[256];
-  __shared__ uint32_t s_prefix;
-  __shared__ int s_need, s_n;
-  __shared__ uint32_t cand_key[kSampleCandidates];
-  __shared__ int cand_idx[kSampleCandidates];
-  __shared__ float top_v[kMaxTopK];
-  __shared__ int top_i[kMaxTopK];
-  pdl_trigger();
-  pdl_wait();
-  const int b = blockIdx.x, tid = threadIdx.x;
-  const float* x = p.logits + static_cast<int64_t>(b) * p.vocab;
+// The k-th largest of keys[0, n) (shared memory; 1 <= k <= n) and how many keys equal to it
+// belong to the top k. Called by every thread of the block.
+__device__ void radix_select(const uint32_t* keys, int n, int k, unsigned* hist, uint32_t* s_prefix, int* s_need,
+                             uint32_t& threshold, int& need) {
   uint32_t prefix = 0, mask = 0;
-  int need = p.k;  // rank of the k-th largest among the keys that still match the prefix
-  const bool vec = (p.vocab & 3) == 0;  // rows 16-byte aligned: two float4 loads per thread and step
+  need = k;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = tid; i < 256; i += kSampleThreads) hist[i] = 0;
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
     __syncthreads();
-    for (int t0 = 0; t0 < p.vocab; t0 += kSampleStep) {
-      uint32_t key[8];
-      bool valid[8];
-      load8_keys(x, p.vocab, t0 + tid * 8, vec, key, valid);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (valid[j] && (key[j] & mask) == prefix) atomicAdd(&hist[(key[j] >> shift) & 255u], 1u);
-      }
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const uint32_t key = keys[i];
+      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
     }
     __syncthreads();
-    if (tid == 0) {
+    if (threadIdx.x == 0) {
       int above = 0, d = 255;
       for (; d > 0; --d) {
         if (above + static_cast<int>(hist[d]) >= need) break;
         above += static_cast<int>(hist[d]);
       }
-      s_prefix = prefix | (static_cast<uint32_t>(d) << shift);
-      s_need = need - above;
-      s_n = 0;
+      *s_prefix = prefix | (static_cast<uint32_t>(d) << shift);
+      *s_need = need - above;
     }
     __syncthreads();
-    prefix = s_prefix;
-    need = s_need;
+    prefix = *s_prefix;
+    need = *s_need;
     mask |= 255u << shift;
+    __syncthreads();  // before the next pass rewrites hist and the shared results
   }
-  // prefix is now the k-th largest key: k - need keys lie above it, at least `need` equal it.
-  // Those above go first so that ties can never crowd them out of the candidate buffer.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int t0 = 0; t0 < p.vocab; t0 += kSampleStep) {
-      uint32_t key[8];
-      bool valid[8];
-      load8_keys(x, p.vocab, t0 + tid * 8, vec, key, valid);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        if (valid[j] && (pass == 0 ? key[j] > prefix : key[j] == prefix)) {
-          const int at = atomicAdd(&s_n, 1);
-          if (at < kSampleCandidates) {
-            cand_key[at] = key[j];
-            cand_idx[at] = t0 + tid * 8 + j;
-          }
-        }
+  threshold = prefix;
+}
+
+__global__ void __launch_bounds__(kShardThreads) topk_shard_kernel(const SampleParams p) {
+  __shared__ uint32_t keys[kMaxShardLen];
+  __shared__ unsigned hist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ int s_need, s_above, warp_ties[kShardThreads / 32];
+  pdl_trigger();
+  pdl_wait();
+  const int sh = blockIdx.x, b = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int lo = sh * p.shard_len, n = max(0, min(p.shard_len, p.vocab - lo));
+  const float* x = p.logits + static_cast<int64_t>(b) * p.vocab + lo;
+  for (int i = tid; i < n; i += kShardThreads) keys[i] = order_key(x[i]);
+  if (tid == 0) s_above = 0;
+  __syncthreads();
+  const int k = min(p.k, n);
+  const int64_t slot = static_cast<int64_t>(b) * p.shards + sh;
+  if (tid == 0) p.cand_n[slot] = k;
+  if (k == 0) return;
+  uint32_t* ok = p.cand_key + slot * p.k;
+  int* oi = p.cand_idx + slot * p.k;
+  uint32_t thr;
+  int need;
+  radix_select(keys, n, k, hist, &s_prefix, &s_need, thr, need);
+  for (int i = tid; i < n; i += kShardThreads) {  // the k - need keys above the threshold, any order
+    if (keys[i] > thr) {
+      const int at = atomicAdd(&s_above, 1);
+      ok[at] = keys[i];
+      oi[at] = lo + i;
+    }
+  }
+  // Ties at the threshold: the `need` smallest ids. Each thread owns a contiguous segment; a
+  // block-wide exclusive scan of the per-segment tie counts gives each its first position.
+  const int seg = (n + kShardThreads - 1) / kShardThreads, a = tid * seg, e = min(n, a + seg);
+  int ties = 0;
+  for (int i = a; i < e; ++i) ties += keys[i] == thr;
+  int incl = ties;
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+    if (lane >= o) incl += y;
+  }
+  if (lane == 31) warp_ties[warp] = incl;
+  __syncthreads();
+  int before = incl - ties;
+  for (int w = 0; w < warp; ++w) before += warp_ties[w];
+  const int g = k - need;
+  for (int i = a; i < e && before < need; ++i) {
+    if (keys[i] == thr) {
+      ok[g + before] = thr;
+      oi[g + before] = lo + i;
+      ++before;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kPickThreads) topk_pick_kernel(const SampleParams p) {
+  extern __shared__ uint32_t cand[];  // keys [shards * k], then ids [shards * k]
+  __shared__ unsigned hist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ int s_need, s_n;
+  __shared__ uint32_t sel_key[kPickSelected];
+  __shared__ int sel_idx[kPickSelected];
+  __shared__ float top_v[kMaxTopK];
+  __shared__ int top_i[kMaxTopK];
+  pdl_trigger();
+  pdl_wait();
+  const int b = blockIdx.x, tid = threadIdx.x;
+  const int cap = p.shards * p.k;
+  uint32_t* keys = cand;
+  int* idx = reinterpret_cast<int*>(cand + cap);
+  for (int i = tid; i < cap; i += kPickThreads) {  // unused slots: key 0, below every logit
+    const bool used = i % p.k < p.cand_n[static_cast<int64_t>(b) * p.shards + i / p.k];
+    keys[i] = used ? p.cand_key[static_cast<int64_t>(b) * cap + i] : 0u;
+    idx[i] = used ? p.cand_idx[static_cast<int64_t>(b) * cap + i] : -1;
+  }
+  if (tid == 0) s_n = 0;
+  __syncthreads();
+  const int k = min(p.k, p.vocab);
+  uint32_t thr;
+  int need;
+  radix_select(keys, cap, k, hist, &s_prefix, &s_need, thr, need);
+  for (int i = tid; i < cap; i += kPickThreads) {
+    if (idx[i] >= 0 && keys[i] >= thr) {
+      const int at = atomicAdd(&s_n, 1);
+      if (at < kPickSelected) {
+        sel_key[at] = keys[i];
+        sel_idx[at] = idx[i];
       }
     }
-    __syncthreads();
   }
   __syncthreads();
-  const int n = min(s_n, kSampleCandidates);
-  for (int i = tid; i < n; i += kSampleThreads) {
+  const int n = min(s_n, kPickSelected);
+  for (int i = tid; i < n; i += kPickThreads) {
     int rank = 0;
     for (int j = 0; j < n; ++j) {
-      rank += cand_key[j] > cand_key[i] || (cand_key[j] == cand_key[i] && cand_idx[j] < cand_idx[i]);
+      rank += sel_key[j] > sel_key[i] || (sel_key[j] == sel_key[i] && sel_idx[j] < sel_idx[i]);
     }
-    if (rank < p.k) {
-      top_v[rank] = x[cand_idx[i]];
-      top_i[rank] = cand_idx[i];
+    if (rank < k) {
+      top_v[rank] = key_value(sel_key[i]);
+      top_i[rank] = sel_idx[i];
     }
   }
   __syncthreads();
   if (tid == 0) {
     float total = 0.f;
-    for (int i = 0; i < p.k; ++i) total += __expf((top_v[i] - top_v[0]) * p.inv_temperature);
+    for (int i = 0; i < k; ++i) total += __expf((top_v[i] - top_v[0]) * p.inv_temperature);
     const float target = sample_uniform(p.seed, b, p.step[b]) * total;
     float cum = 0.f;
-    int pick = p.k - 1;
-    for (int i = 0; i < p.k; ++i) {
+    int pick = k - 1;
+    for (int i = 0; i < k; ++i) {
       cum += __expf((top_v[i] - top_v[0]) * p.inv_temperature);
       if (target < cum) {
         pick = i;
