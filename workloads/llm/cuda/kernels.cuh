@@ -967,14 +967,32 @@ __device__ void radix_select(const uint32_t* keys, int n, int k, unsigned* hist,
       if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      int above = 0, d = 255;
-      for (; d > 0; --d) {
-        if (above + static_cast<int>(hist[d]) >= need) break;
-        above += static_cast<int>(hist[d]);
+    if (threadIdx.x < 32) {
+      // The digit holding the need-th largest key: lane l owns bins 255-8l down to 248-8l; a scan
+      // over the lanes gives each the count of keys in higher bins (a serial walk over 256 bins
+      // cost ~4 us per pass on an H100).
+      const int l = threadIdx.x;
+      int c[8], tot = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) tot += c[j] = static_cast<int>(hist[255 - 8 * l - j]);
+      int incl = tot;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+        if (l >= o) incl += y;
       }
-      *s_prefix = prefix | (static_cast<uint32_t>(d) << shift);
-      *s_need = need - above;
+      int run = incl - tot;
+      if (run < need && need <= incl) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (run + c[j] >= need) {
+            *s_prefix = prefix | (static_cast<uint32_t>(255 - 8 * l - j) << shift);
+            *s_need = need - run;
+            break;
+          }
+          run += c[j];
+        }
+      }
     }
     __syncthreads();
     prefix = *s_prefix;
