@@ -33,6 +33,15 @@ json summary_json(const Summary& s) {
           {"ci95_relative", s.ci95_relative()}};
 }
 
+json samples_json(const std::vector<Sample>& v, const char* source, std::size_t device, const std::string& metric) {
+  json ts = json::array(), vs = json::array();
+  for (const Sample& s : v) {
+    ts.push_back(s.t_s);
+    vs.push_back(s.value);
+  }
+  return {{"source", source}, {"device", device}, {"metric", metric}, {"t_s", std::move(ts)}, {"value", std::move(vs)}};
+}
+
 }  // namespace
 
 std::string result_to_json(const Measurement& m, int indent) {
@@ -157,6 +166,31 @@ std::string result_to_json(const Measurement& m, int indent) {
   for (const RepeatStat& s : m.stats) stats[s.what] = summary_json(s.summary);
   j["statistics"] = stats;
   j["warnings"] = m.warnings;
+  // Sections of other producers (e.g. "llm" from bench llm), never overriding a field above.
+  for (const auto& [key, text] : m.sections) {
+    if (j.contains(key) || key == "timelines") continue;
+    j[key] = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j[key].is_discarded()) j.erase(key);
+  }
+  return j.dump(indent);
+}
+
+std::string result_to_json_with_timelines(const Measurement& m, int indent) {
+  json j = json::parse(result_to_json(m, -1));
+  json arr = json::array();
+  for (std::size_t g = 0; g < m.timelines.size(); ++g) {
+    if (!m.timelines[g]) continue;
+    for (int k = 0; k < kMetricCount; ++k) {
+      const Series& s = m.timelines[g]->series[static_cast<std::size_t>(k)];
+      if (s.empty()) continue;
+      arr.push_back(samples_json(s.all(), "gpu", g, metric_name(static_cast<Metric>(k))));
+    }
+  }
+  for (std::size_t d = 0; d < m.cpu_energy.size() && d < m.cpu_domains.size(); ++d) {
+    if (!m.cpu_energy[d].empty()) arr.push_back(samples_json(m.cpu_energy[d], "cpu", d, m.cpu_domains[d] + "_energy_j"));
+  }
+  if (!m.meter_power.empty()) arr.push_back(samples_json(m.meter_power, "meter", 0, "power_w"));
+  j["timelines"] = std::move(arr);
   return j.dump(indent);
 }
 

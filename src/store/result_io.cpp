@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -217,17 +218,16 @@ Measurement from_json(const json& j) {
     for (const auto& [what, s] : st->items()) m.stats.push_back({what, summary_from(s)});
   }
   m.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
+  // Every other top-level section (e.g. "llm" from bench llm) is kept verbatim.
+  static const std::set<std::string> kFields = {
+      "schema_version", "simulated", "status", "incomplete_reason", "exit_code", "command", "builtin_workload", "tags",
+      "started_at_utc", "origin_realtime_ns", "duration_s", "provenance", "time_base", "gpus", "cpu", "meter", "runs",
+      "windows", "statistics", "warnings", "timelines"};
+  for (const auto& [key, val] : j.items()) {
+    if (kFields.count(key) == 0) m.sections[key] = val.dump();
+  }
   if (auto t = j.find("timelines"); t != j.end() && t->is_array()) read_timelines(*t, m);
   return m;
-}
-
-json samples_json(const std::vector<Sample>& v, const char* source, std::size_t device, const std::string& metric) {
-  json ts = json::array(), vs = json::array();
-  for (const Sample& s : v) {
-    ts.push_back(s.t_s);
-    vs.push_back(s.value);
-  }
-  return {{"source", source}, {"device", device}, {"metric", metric}, {"t_s", std::move(ts)}, {"value", std::move(vs)}};
 }
 
 }  // namespace
@@ -347,25 +347,6 @@ Result<void> read_timeline_csv(const std::string& path, Measurement& m) {
     }
   }
   return {};
-}
-
-std::string result_to_json_with_timelines(const Measurement& m, int indent) {
-  json j = json::parse(result_to_json(m, -1));
-  json arr = json::array();
-  for (std::size_t g = 0; g < m.timelines.size(); ++g) {
-    if (!m.timelines[g]) continue;
-    for (int k = 0; k < kMetricCount; ++k) {
-      const Series& s = m.timelines[g]->series[static_cast<std::size_t>(k)];
-      if (s.empty()) continue;
-      arr.push_back(samples_json(s.all(), "gpu", g, metric_name(static_cast<Metric>(k))));
-    }
-  }
-  for (std::size_t d = 0; d < m.cpu_energy.size() && d < m.cpu_domains.size(); ++d) {
-    if (!m.cpu_energy[d].empty()) arr.push_back(samples_json(m.cpu_energy[d], "cpu", d, m.cpu_domains[d] + "_energy_j"));
-  }
-  if (!m.meter_power.empty()) arr.push_back(samples_json(m.meter_power, "meter", 0, "power_w"));
-  j["timelines"] = std::move(arr);
-  return j.dump(indent);
 }
 
 std::size_t timeline_sample_count(const Measurement& m) {

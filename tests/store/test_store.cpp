@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/store/compare.hpp"
@@ -109,6 +110,27 @@ TEST_F(StoreTest, JsonWithTimelinesRoundTrips) {
   EXPECT_EQ(result_to_json(*back), result_to_json(m));
   expect_same_timelines(m, *back);
   EXPECT_EQ(timeline_sample_count(*back), timeline_sample_count(m));
+}
+
+TEST_F(StoreTest, ExtraSectionsAreKeptVerbatim) {
+  // Sections of other producers (bench llm's "llm") survive JSON, the store and export.
+  auto m = make_synthetic_measurement(small());
+  m.sections["llm"] = R"({"schema":"jouleprof.bench-llm/1","points":[{"batch":8,"decode":{"j_per_token":0.0123456789012345}}]})";
+  m.sections["status"] = R"("never over a field of the schema")";
+  const std::string text = result_to_json(m);
+  EXPECT_NE(text.find("0.0123456789012345"), std::string::npos);
+  auto back = measurement_from_json(text);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->sections.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(back->sections.at("llm")), nlohmann::json::parse(m.sections.at("llm")));
+  EXPECT_TRUE(back->complete);
+  Store s = open_write();
+  auto id = s.insert(m);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  auto loaded = s.load(*id, false);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(loaded->sections.at("llm"), back->sections.at("llm"));
+  EXPECT_EQ(result_to_json(*loaded), text);
 }
 
 TEST_F(StoreTest, TimelineCsvIsRead) {

@@ -115,6 +115,9 @@ struct Measurement {
   int exit_code = 0;  ///< what jouleprof should exit with (the workload's status)
   double sampler_cpu_s = 0;
   double duration_s = 0;
+  /// Further top-level sections of the result JSON, as JSON text by key (e.g. "llm" from
+  /// `jouleprof bench llm`): written by result_to_json, read back and stored verbatim.
+  std::map<std::string, std::string> sections;
 
   // Timelines (run time base), shared with the sampler that filled them.
   std::vector<std::shared_ptr<const GpuTimeline>> timelines;

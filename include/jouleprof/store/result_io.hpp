@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
+#include "jouleprof/measure/output.hpp"  // result_to_json_with_timelines
 #include "jouleprof/measure/result.hpp"
 
 namespace jouleprof {
@@ -31,9 +32,6 @@ Result<std::vector<Measurement>> read_result_documents(const std::string& path);
 /// Adds the long-format timeline CSV written by `measure --timeline` (t_s,device,metric,value)
 /// to a measurement that has none.
 Result<void> read_timeline_csv(const std::string& path, Measurement& m);
-
-/// result_to_json(m) plus the "timelines" array.
-std::string result_to_json_with_timelines(const Measurement& m, int indent = -1);
 
 /// Counts the samples of every timeline (GPU series, CPU energy, meter power).
 std::size_t timeline_sample_count(const Measurement& m);
