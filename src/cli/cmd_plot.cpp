@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -38,6 +39,26 @@ int run(const PlotFlags& f) {
   if (f.chart == "repeats") spec = repeats_chart(rr, o);
   if (f.chart == "compare") spec = compare_chart(rr, o);
   if (f.chart == "tokens") spec = per_count_chart(rr, o);
+  if (f.chart == "scaling" || f.chart == "throughput" || f.chart == "components") {
+    // bench llm: J/token or tokens/s along --by (prompt, batch or model; default: the first that varies).
+    const auto points = bench_points(rr);
+    if (points.empty()) return report(make_error(Errc::invalid_argument, "--chart " + f.chart + " needs bench llm runs"));
+    std::optional<BenchAxis> axis;
+    if (!f.by.empty()) {
+      axis = bench_axis_from_name(f.by);
+      if (!axis) return report(make_error(Errc::invalid_argument, "--by for --chart " + f.chart + " is prompt, batch or model"));
+    } else if (const auto axes = bench_axes(points); !axes.empty()) {
+      axis = axes.front();
+    }
+    if (f.chart == "components") {
+      spec = bench_components_chart(points, o);
+    } else if (!axis) {
+      return report(make_error(Errc::invalid_argument, "the runs vary in no sweep dimension (prompt, batch, model): nothing to scale"));
+    } else {
+      spec = f.chart == "scaling" ? bench_energy_chart(points, *axis, o) : bench_throughput_chart(points, *axis, o);
+    }
+    if (spec.option_json.empty()) return report(make_error(Errc::invalid_argument, "the runs have no figures for --chart " + f.chart));
+  }
   if (rr.size() > 1 && (f.chart == "timeline" || f.chart == "clocks" || f.chart == "windows")) {
     fmt::print(stderr, "jouleprof: note: --chart {} draws the first run only\n", f.chart);
   }
@@ -62,14 +83,17 @@ Runner add_plot(CLI::App& app) {
   auto f = std::make_shared<PlotFlags>();
   CLI::App* c = app.add_subcommand("plot", "Static figures (SVG or PNG) for papers, from the report's chart specifications");
   c->footer("Charts: timeline (power per GPU, windows shaded, idle baseline), clocks, windows (energy per window),\n"
-            "repeats (distribution over repeats), compare (energy vs a tag, --by), tokens (energy per count).\n"
+            "repeats (distribution over repeats), compare (energy vs a tag, --by), tokens (energy per count);\n"
+            "bench llm runs: scaling (J/token vs --by prompt|batch|model), throughput (tokens/s), components (stacked).\n"
             "Needs Node.js; PNG also rsvg-convert or chromium. Example: jouleprof plot 12 13 14 --chart compare --by batch --svg cmp.svg");
   c->add_option("run", f->refs, "RUN...: run ids, 'last', 'last~N' or result JSON files")->required();
   c->add_option("--svg", f->svg, "write an SVG here");
   c->add_option("--png", f->png, "write a PNG here");
   c->add_option("--chart", f->chart, "which chart")
-      ->check(CLI::IsMember({"timeline", "clocks", "windows", "repeats", "compare", "tokens"}))->capture_default_str();
-  c->add_option("--by", f->by, "tag for --chart compare (default: the first tag whose values differ)");
+      ->check(CLI::IsMember({"timeline", "clocks", "windows", "repeats", "compare", "tokens", "scaling", "throughput", "components"}))
+      ->capture_default_str();
+  c->add_option("--by", f->by, "tag for --chart compare (default: the first tag whose values differ); prompt, batch or model "
+                               "for scaling and throughput (default: the first that varies)");
   c->add_option("--width", f->width, "pixels")->check(CLI::Range(200, 8000))->capture_default_str();
   c->add_option("--height", f->height, "pixels")->check(CLI::Range(150, 8000))->capture_default_str();
   c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");

@@ -367,4 +367,278 @@ ChartSpec per_count_chart(const std::vector<ReportRun>& runs, const ChartOptions
   return spec;
 }
 
+// ---- bench llm: scaling with prompt length, batch and model size --------------------------
+
+namespace {
+
+std::optional<double> num_at(const json& o, const char* phase, const char* key) {
+  if (!o.contains(phase) || !o[phase].is_object()) return std::nullopt;
+  const json& p = o[phase];
+  auto it = p.find(key);
+  if (it == p.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+double axis_value(const BenchPoint& p, BenchAxis a) {
+  switch (a) {
+    case BenchAxis::prompt: return p.prompt;
+    case BenchAxis::batch: return p.batch;
+    case BenchAxis::model: return p.params / 1e9;
+  }
+  return 0;
+}
+
+// The other sweep values of a point, where they vary: names one line of a scaling chart.
+std::string group_of(const BenchPoint& p, BenchAxis a, const std::vector<BenchPoint>& all) {
+  auto varies = [&](auto get) {
+    for (const auto& q : all) {
+      if (get(q) != get(all.front())) return true;
+    }
+    return false;
+  };
+  std::string g;
+  auto add = [&](const std::string& s) { g += (g.empty() ? "" : " ") + s; };
+  if (a != BenchAxis::model && varies([](const BenchPoint& q) { return q.model; })) add(p.model);
+  if (varies([](const BenchPoint& q) { return q.dtype; })) add(p.dtype);
+  if (a != BenchAxis::batch && varies([](const BenchPoint& q) { return q.batch; })) add("b" + std::to_string(p.batch));
+  if (a != BenchAxis::prompt && varies([](const BenchPoint& q) { return q.prompt; })) add("p" + fmt::format("{:g}", p.prompt));
+  if (varies([](const BenchPoint& q) { return q.gen; })) add("g" + std::to_string(p.gen));
+  if (varies([](const BenchPoint& q) { return q.variant; })) add(p.variant);
+  return g;
+}
+
+// A value axis, logarithmic when the values span a factor of `ratio` or more (and are positive).
+json value_axis(const std::string& name, const std::vector<double>& values, double ratio, int log_base) {
+  json ax = {{"type", "value"}, {"name", name}};
+  double lo = 0, hi = 0;
+  bool positive = !values.empty();
+  for (double v : values) {
+    positive = positive && v > 0;
+    lo = lo == 0 ? v : std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  if (positive && hi / lo >= ratio) {
+    ax["type"] = "log";
+    ax["logBase"] = log_base;
+  } else {
+    ax["scale"] = true;
+  }
+  return ax;
+}
+
+struct BenchMetric {
+  const char* name;
+  std::optional<double> BenchPoint::*field;
+  bool dashed;         ///< above idle: the dashed twin of a figure
+  const char* symbol;  ///< prefill and decode told apart by their markers
+};
+
+// ECharts' default palette: one colour per line group, shared by its figures.
+constexpr const char* kPalette[] = {"#5470c6", "#91cc75", "#fac858", "#ee6666", "#73c0de",
+                                    "#3ba272", "#fc8452", "#9a60b4", "#ea7ccc"};
+
+ChartSpec scaling_chart(const std::vector<BenchPoint>& points, BenchAxis axis, const ChartOptions& o, const std::string& id,
+                        const std::string& what, const std::string& y_name, const std::vector<BenchMetric>& metrics, double scale) {
+  const std::string axis_title = axis == BenchAxis::prompt ? "prompt length" : axis == BenchAxis::batch ? "batch size" : "model size";
+  ChartSpec spec{id, what + " vs " + axis_title, "", 360};
+  if (points.empty()) return spec;
+  bool sim = false;
+  for (const auto& p : points) sim = sim || p.simulated;
+  // (group, metric) -> x -> values (several runs of one configuration are averaged).
+  std::vector<std::string> groups;
+  std::map<std::pair<std::string, std::size_t>, std::map<double, std::vector<double>>> data;
+  std::map<double, std::string> model_names;
+  std::vector<double> xs, ys;
+  for (const auto& p : points) {
+    const std::string g = group_of(p, axis, points);
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+    const double x = axis_value(p, axis);
+    if (axis == BenchAxis::model) model_names[x] = p.model;
+    for (std::size_t k = 0; k < metrics.size(); ++k) {
+      const auto& v = p.*(metrics[k].field);
+      if (!v) continue;
+      data[{g, k}][x].push_back(*v * scale);
+    }
+  }
+  json series = json::array();
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    const std::string& g = groups[gi];
+    for (std::size_t k = 0; k < metrics.size(); ++k) {
+      auto it = data.find({g, k});
+      if (it == data.end()) continue;
+      json d = json::array();
+      for (const auto& [x, vals] : it->second) {
+        double mean = 0;
+        for (double v : vals) mean += v;
+        mean /= static_cast<double>(vals.size());
+        xs.push_back(x);
+        ys.push_back(mean);
+        json item = {{"value", json::array({round_sig(x), round_sig(mean)})}};
+        if (axis == BenchAxis::model) item["name"] = model_names[x];
+        d.push_back(item);
+      }
+      json sr = {{"type", "line"},
+                 {"name", g.empty() ? std::string(metrics[k].name) : g + " " + metrics[k].name},
+                 {"symbol", metrics[k].symbol},
+                 {"symbolSize", 8},
+                 {"itemStyle", {{"color", kPalette[gi % std::size(kPalette)]}}},
+                 {"lineStyle", {{"color", kPalette[gi % std::size(kPalette)]}, {"type", metrics[k].dashed ? "dashed" : "solid"}}},
+                 {"data", d}};
+      if (axis == BenchAxis::model) sr["label"] = {{"show", true}, {"formatter", "{b}"}, {"fontSize", 9}, {"position", "top"}};
+      series.push_back(sr);
+    }
+  }
+  if (series.empty()) return spec;
+  json j = base_option(spec.title + (sim ? " (simulated)" : ""), o);
+  j["tooltip"] = {{"trigger", "axis"}};
+  const std::string x_name = axis == BenchAxis::prompt ? "prompt (tokens per sequence)"
+                             : axis == BenchAxis::batch ? "batch (sequences)"
+                                                        : "parameters (billions)";
+  j["xAxis"] = value_axis(x_name, xs, 8, axis == BenchAxis::model ? 10 : 2);
+  j["xAxis"]["min"] = "dataMin";
+  j["xAxis"]["max"] = "dataMax";
+  j["xAxis"]["nameLocation"] = "middle";
+  j["xAxis"]["nameGap"] = 28;
+  j["yAxis"] = value_axis(y_name, ys, 20, 10);
+  j["series"] = series;
+  spec.option_json = j.dump();
+  return spec;
+}
+
+}  // namespace
+
+std::string BenchPoint::label() const {
+  return fmt::format("{} {} b{} p{:g} g{}", model, dtype, batch, prompt, gen);
+}
+
+std::vector<BenchPoint> bench_points(const std::vector<ReportRun>& runs) {
+  std::vector<BenchPoint> out;
+  for (const auto& r : runs) {
+    auto it = r.m->sections.find("llm");
+    if (it == r.m->sections.end()) continue;
+    const json llm = json::parse(it->second, nullptr, false);
+    if (!llm.is_object() || !llm.contains("points") || !llm["points"].is_array()) continue;
+    for (const json& p : llm["points"]) {
+      if (!p.is_object()) continue;
+      BenchPoint b;
+      b.run = r.label;
+      b.model = p.value("model", std::string("?"));
+      b.dtype = p.value("dtype", std::string("?"));
+      b.variant = p.value("variant", std::string());
+      b.status = p.value("status", std::string(p.contains("skipped") ? "skipped" : "complete"));
+      b.params = p.value("params", 0.0);
+      b.batch = p.value("batch", 0);
+      b.gen = p.value("gen", 0);
+      b.simulated = llm.value("simulated", false);
+      if (p.contains("prompt") && p["prompt"].is_array() && !p["prompt"].empty()) {
+        for (const auto& x : p["prompt"]) b.prompt += x.get<double>();
+        b.prompt /= static_cast<double>(p["prompt"].size());
+      } else {
+        b.prompt = p.value("prompt", 0.0);
+      }
+      b.prefill_j_per_token = num_at(p, "prefill", "j_per_token");
+      b.prefill_above_idle_j_per_token = num_at(p, "prefill", "above_idle_j_per_token");
+      b.prefill_tokens_per_s = num_at(p, "prefill", "tokens_per_s");
+      b.prefill_mean_power_w = num_at(p, "prefill", "mean_power_w");
+      b.decode_j_per_token = num_at(p, "decode", "j_per_token");
+      b.decode_above_idle_j_per_token = num_at(p, "decode", "above_idle_j_per_token");
+      b.decode_tokens_per_s = num_at(p, "decode", "tokens_per_s");
+      b.decode_mean_power_w = num_at(p, "decode", "mean_power_w");
+      b.decode_ms_per_step = num_at(p, "decode", "ms_per_step");
+      for (const json& c : p.value("components", json::array())) {
+        if (c.contains("j_per_token") && c["j_per_token"].is_number()) {
+          b.components_j_per_token.emplace_back(c.value("name", std::string("?")), c["j_per_token"].get<double>());
+        }
+      }
+      out.push_back(std::move(b));
+    }
+  }
+  return out;
+}
+
+const char* bench_axis_name(BenchAxis a) {
+  switch (a) {
+    case BenchAxis::prompt: return "prompt";
+    case BenchAxis::batch: return "batch";
+    case BenchAxis::model: return "model";
+  }
+  return "?";
+}
+
+std::optional<BenchAxis> bench_axis_from_name(const std::string& name) {
+  for (BenchAxis a : {BenchAxis::prompt, BenchAxis::batch, BenchAxis::model}) {
+    if (name == bench_axis_name(a)) return a;
+  }
+  return std::nullopt;
+}
+
+std::vector<BenchAxis> bench_axes(const std::vector<BenchPoint>& points) {
+  std::vector<BenchAxis> out;
+  for (BenchAxis a : {BenchAxis::prompt, BenchAxis::batch, BenchAxis::model}) {
+    std::set<double> values;
+    for (const auto& p : points) {
+      if (p.status != "skipped") values.insert(axis_value(p, a));
+    }
+    if (values.size() > 1) out.push_back(a);
+  }
+  return out;
+}
+
+ChartSpec bench_energy_chart(const std::vector<BenchPoint>& points, BenchAxis axis, const ChartOptions& o) {
+  return scaling_chart(points, axis, o, std::string("bench-energy-") + bench_axis_name(axis), "Energy per token", "mJ per token",
+                       {{"prefill", &BenchPoint::prefill_j_per_token, false, "circle"},
+                        {"prefill above idle", &BenchPoint::prefill_above_idle_j_per_token, true, "emptyCircle"},
+                        {"decode", &BenchPoint::decode_j_per_token, false, "triangle"},
+                        {"decode above idle", &BenchPoint::decode_above_idle_j_per_token, true, "emptyTriangle"}},
+                       1e3);
+}
+
+ChartSpec bench_throughput_chart(const std::vector<BenchPoint>& points, BenchAxis axis, const ChartOptions& o) {
+  return scaling_chart(points, axis, o, std::string("bench-throughput-") + bench_axis_name(axis), "Tokens per second",
+                       "tokens per second",
+                       {{"prefill", &BenchPoint::prefill_tokens_per_s, false, "circle"},
+                        {"decode", &BenchPoint::decode_tokens_per_s, false, "triangle"}},
+                       1.0);
+}
+
+ChartSpec bench_components_chart(const std::vector<BenchPoint>& points, const ChartOptions& o) {
+  ChartSpec spec{"bench-components", "Decode energy per token by component (each isolated)", "", 380};
+  std::vector<std::string> names;  // first-seen order (the order of a decode step)
+  std::vector<const BenchPoint*> with;
+  bool sim = false;
+  for (const auto& p : points) {
+    if (p.components_j_per_token.empty()) continue;
+    with.push_back(&p);
+    sim = sim || p.simulated;
+    for (const auto& [n, _] : p.components_j_per_token) {
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    }
+  }
+  if (with.empty()) return spec;
+  json cats = json::array();
+  for (const BenchPoint* p : with) cats.push_back(with.size() > 1 && p->run.rfind("run ", 0) == 0 ? p->label() + " (" + p->run + ")" : p->label());
+  json series = json::array();
+  for (const auto& n : names) {
+    json d = json::array();
+    for (const BenchPoint* p : with) {
+      auto it = std::find_if(p->components_j_per_token.begin(), p->components_j_per_token.end(),
+                             [&](const auto& c) { return c.first == n; });
+      d.push_back(it == p->components_j_per_token.end() ? json(nullptr) : json(round_sig(it->second * 1e3)));
+    }
+    series.push_back({{"type", "bar"}, {"name", n}, {"stack", "components"}, {"data", d}});
+  }
+  json measured = json::array();
+  for (const BenchPoint* p : with) measured.push_back(p->decode_j_per_token ? json(round_sig(*p->decode_j_per_token * 1e3)) : json(nullptr));
+  series.push_back({{"type", "scatter"}, {"name", "decode (measured)"}, {"symbol", "diamond"}, {"symbolSize", 11}, {"data", measured}});
+  json j = base_option(spec.title + (sim ? " (simulated)" : ""), o);
+  j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
+  j["grid"]["bottom"] = 110;
+  j["xAxis"] = {{"type", "category"}, {"data", cats}, {"axisLabel", {{"rotate", 25}, {"fontSize", 10}}}};
+  j["yAxis"] = {{"type", "value"}, {"name", "mJ per token"}};
+  j["series"] = series;
+  spec.option_json = j.dump();
+  return spec;
+}
+
 }  // namespace jouleprof

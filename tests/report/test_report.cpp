@@ -104,6 +104,68 @@ TEST(ReportCharts, SpecsAreDataOnlyJson) {
   EXPECT_FALSE(clocks_chart(runs[0], 0, o).option_json.empty());
 }
 
+// A bench llm point as the "llm" section holds it.
+json bench_point(const std::string& model, double params, int batch, int prompt, double decode_j) {
+  return {{"model", model}, {"dtype", "bf16"}, {"batch", batch}, {"prompt", prompt}, {"gen", 128}, {"params", params},
+          {"variant", "auto"}, {"status", "complete"},
+          {"prefill", {{"j_per_token", decode_j / 20}, {"above_idle_j_per_token", decode_j / 40}, {"tokens_per_s", 1e4 * batch}}},
+          {"decode", {{"j_per_token", decode_j}, {"above_idle_j_per_token", decode_j / 2}, {"tokens_per_s", 100.0 * batch}}},
+          {"components", json::array({{{"name", "attn_qkv"}, {"j_per_token", decode_j / 3}},
+                                      {{"name", "mlp_down"}, {"j_per_token", decode_j / 2}}})}};
+}
+
+TEST(ReportCharts, BenchScalingChartsFromLlmSections) {
+  // One "run" per configuration (as bench llm stores them): 2 models x 2 batches x 3 prompts.
+  std::vector<Measurement> ms;
+  for (const auto& [model, params] : {std::pair{"llama-3.2-1b", 1.24e9}, std::pair{"llama-3.1-8b", 8.03e9}}) {
+    for (int batch : {1, 8}) {
+      for (int prompt : {128, 512, 1024}) {
+        Measurement m = make_synthetic_measurement();
+        json llm = {{"schema", "jouleprof.bench-llm/1"}, {"simulated", false},
+                    {"points", json::array({bench_point(model, params, batch, prompt, 0.002 * params / 1e9 / batch)})}};
+        m.sections["llm"] = llm.dump();
+        ms.push_back(std::move(m));
+      }
+    }
+  }
+  std::vector<ReportRun> runs;
+  for (std::size_t i = 0; i < ms.size(); ++i) runs.push_back({"run " + std::to_string(i + 1), static_cast<int64_t>(i + 1), &ms[i]});
+  const auto pts = bench_points(runs);
+  ASSERT_EQ(pts.size(), 12u);
+  EXPECT_EQ(pts[3].run, "run 4");
+  EXPECT_EQ(pts[3].batch, 8);
+  EXPECT_EQ(bench_axes(pts), (std::vector<BenchAxis>{BenchAxis::prompt, BenchAxis::batch, BenchAxis::model}));
+  ChartOptions o;
+  // Prompt: one line per model x batch and figure; 128..1024 is a factor 8: a log-2 axis.
+  const json e = json::parse(bench_energy_chart(pts, BenchAxis::prompt, o).option_json);
+  EXPECT_EQ(e["xAxis"]["type"], "log");
+  EXPECT_EQ(e["xAxis"]["logBase"], 2);
+  ASSERT_EQ(e["series"].size(), 16u);  // 4 groups x (prefill, above idle, decode, above idle)
+  EXPECT_EQ(e["series"][2]["name"], "llama-3.2-1b b1 decode");
+  EXPECT_EQ(e["series"][2]["data"].size(), 3u);
+  EXPECT_DOUBLE_EQ(e["series"][2]["data"][0]["value"][1].get<double>(), 1e3 * 0.002 * 1.24);  // mJ
+  EXPECT_EQ(e["series"][3]["lineStyle"]["type"], "dashed");
+  // Model size: parameters in billions, points named by model.
+  const json m = json::parse(bench_energy_chart(pts, BenchAxis::model, o).option_json);
+  EXPECT_DOUBLE_EQ(m["series"][0]["data"][1]["value"][0].get<double>(), 8.03);
+  EXPECT_EQ(m["series"][0]["data"][1]["name"], "llama-3.1-8b");
+  const json t = json::parse(bench_throughput_chart(pts, BenchAxis::batch, o).option_json);
+  EXPECT_EQ(t["series"].size(), 12u);  // 6 groups x (prefill, decode)
+  const json c = json::parse(bench_components_chart(pts, o).option_json);
+  ASSERT_EQ(c["series"].size(), 3u);  // two stacked components and the measured decode
+  EXPECT_EQ(c["series"][0]["stack"], "components");
+  EXPECT_EQ(c["xAxis"]["data"].size(), 12u);
+  EXPECT_TRUE(bench_components_chart({}, o).option_json.empty());
+  EXPECT_TRUE(bench_axes({pts[0]}).empty());
+  if (charting_library_js().ok()) {
+    auto html = render_html_report(runs);
+    ASSERT_TRUE(html.ok()) << html.error().message;
+    for (const char* id : {"bench-energy-prompt", "bench-throughput-batch", "bench-energy-model", "bench-components"}) {
+      EXPECT_NE(html->find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+    }
+  }
+}
+
 TEST(ReportHtml, EscapesUserTextEverywhere) {
   if (!charting_library_js().ok()) GTEST_SKIP() << "charting library not installed";
   auto m = make_synthetic_measurement();

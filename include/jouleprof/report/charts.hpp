@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jouleprof/measure/result.hpp"
@@ -46,5 +48,40 @@ ChartSpec per_count_chart(const std::vector<ReportRun>& runs, const ChartOptions
 
 /// The tag to compare along: o.by_tag, else the first tag whose value differs between runs.
 std::string comparison_tag(const std::vector<ReportRun>& runs, const ChartOptions& o);
+
+/// One configuration of `jouleprof bench llm` as the charts see it: a point of a run's "llm"
+/// section (docs/bench-llm.md). A stored configuration has one; a sweep's JSON file has all.
+struct BenchPoint {
+  std::string run;  ///< label of the run it came from
+  std::string model, dtype, variant, status;  ///< status: complete | incomplete | skipped
+  double params = 0;   ///< model parameters
+  int batch = 0, gen = 0;
+  double prompt = 0;   ///< tokens per sequence (the mean for a --tokens file)
+  bool simulated = false;
+  std::optional<double> prefill_j_per_token, prefill_above_idle_j_per_token, prefill_tokens_per_s;
+  std::optional<double> decode_j_per_token, decode_above_idle_j_per_token, decode_tokens_per_s;
+  std::optional<double> decode_mean_power_w, prefill_mean_power_w, decode_ms_per_step;
+  std::vector<std::pair<std::string, double>> components_j_per_token;  ///< isolated, in step order
+  std::string label() const;  ///< "llama-3.2-1b bf16 b8 p128 g128"
+};
+
+/// Every bench llm point among the runs, in run order.
+std::vector<BenchPoint> bench_points(const std::vector<ReportRun>& runs);
+
+/// A sweep dimension on a bench chart's x axis: prompt length, batch, or model size (parameters).
+enum class BenchAxis { prompt, batch, model };
+const char* bench_axis_name(BenchAxis a);
+std::optional<BenchAxis> bench_axis_from_name(const std::string& name);  ///< "prompt", "batch", "model"
+/// The dimensions along which the points vary, in the order prompt, batch, model.
+std::vector<BenchAxis> bench_axes(const std::vector<BenchPoint>& points);
+
+/// J/token of prefill and decode (solid) and above idle (dashed) against a dimension, one line
+/// per combination of the other sweep values; empty option without points.
+ChartSpec bench_energy_chart(const std::vector<BenchPoint>& points, BenchAxis axis, const ChartOptions& o);
+/// Tokens per second of prefill and decode against a dimension.
+ChartSpec bench_throughput_chart(const std::vector<BenchPoint>& points, BenchAxis axis, const ChartOptions& o);
+/// Decode J/token per component (isolated), stacked per configuration, with the measured decode
+/// J/token beside; empty option when no point has components.
+ChartSpec bench_components_chart(const std::vector<BenchPoint>& points, const ChartOptions& o);
 
 }  // namespace jouleprof
