@@ -10,6 +10,8 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "host/bench.hpp"
+#include "host/bench_record.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/store/compare.hpp"
 #include "jouleprof/store/result_io.hpp"
@@ -164,6 +166,14 @@ int cmd_show(const RunsFlags& f) {
     fmt::print("  started {} on {}, command: {}\n", s->started_at_utc, s->host, join_command(s->command));
     if (!s->tags.empty()) fmt::print("  tags: {}\n", tags_text(s->tags));
     print_summary(*m, std::cout);
+    // A configuration of `bench llm`: its figures as the benchmark printed them.
+    if (auto llm = m->sections.find("llm"); llm != m->sections.end()) {
+      const json section = json::parse(llm->second, nullptr, false);
+      if (section.is_object() && section.value("schema", "") == llm::kBenchSchema) {
+        std::cout << "\nbench llm:\n";
+        llm::print_bench_section(section, std::cout);
+      }
+    }
   }
   return 0;
 }
@@ -314,12 +324,23 @@ int cmd_import(const RunsFlags& f) {
   for (const std::string& file : f.files) {
     auto docs = read_result_documents(file);
     if (!docs) return report(docs.error());
-    for (auto& m : *docs) {
+    for (auto& doc : *docs) {
       if (!f.timeline_csv.empty()) {
-        if (auto r = read_timeline_csv(f.timeline_csv, m); !r) return report(r.error());
+        if (auto r = read_timeline_csv(f.timeline_csv, doc); !r) return report(r.error());
       }
-      for (const auto& [k, v] : extra_tags) m.tags[k] = v;
-      all.emplace_back(file, std::move(m));
+      // A `bench llm --json` sweep becomes one run per configuration, as bench llm records it.
+      std::vector<Measurement> parts;
+      if (llm::is_bench_sweep(doc)) {
+        auto split = llm::split_bench_sweep(doc);
+        if (!split) return report(make_error(split.error().code, file + ": " + split.error().message));
+        parts = std::move(*split);
+      } else {
+        parts.push_back(std::move(doc));
+      }
+      for (auto& m : parts) {
+        for (const auto& [k, v] : extra_tags) m.tags[k] = v;
+        all.emplace_back(file, std::move(m));
+      }
     }
   }
   auto store = open_store(f, Store::Mode::write);

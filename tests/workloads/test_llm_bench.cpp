@@ -28,6 +28,8 @@ Run run_cli(const std::vector<std::string>& args) {
   const pid_t pid = fork();
   if (pid == 0) {
     if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(125);
+    // bench llm records into the run store: the test's own, never the user's.
+    setenv("JOULEPROF_DB", tmp("default.db").c_str(), 1);
     std::vector<std::string> copy = args;
     std::vector<char*> argv;
     std::string cli = JOULEPROF_CLI;
@@ -58,13 +60,15 @@ TEST(LlmBench, FlagsRoundTrip) {
   o.models = {"tiny", "llama-3.2-1b"};
   o.batches = {1, 8};
   o.prompts = {64, 512};
-  o.gen = 33;
+  o.gens = {33, 65};
   o.per_layer = true;
   o.pdl = true;
   o.variant = "fused+u8";
   o.min_seconds = 0.25;
   o.tags = {"a=b"};
   o.json = "x.json";
+  o.json_timelines = true;
+  o.dtypes = {"bf16", "fp16"};
   CLI::App app;
   BenchOptions back;
   add_bench_options(&app, back);
@@ -74,7 +78,7 @@ TEST(LlmBench, FlagsRoundTrip) {
   EXPECT_EQ(back.models, o.models);
   EXPECT_EQ(back.batches, o.batches);
   EXPECT_EQ(back.prompts, o.prompts);
-  EXPECT_EQ(back.gen, 33);
+  EXPECT_EQ(back.gens, o.gens);
   EXPECT_TRUE(back.per_layer);
   EXPECT_TRUE(back.pdl);
   EXPECT_EQ(back.variant, "fused+u8");
@@ -82,6 +86,8 @@ TEST(LlmBench, FlagsRoundTrip) {
   EXPECT_DOUBLE_EQ(back.min_seconds, 0.25);
   EXPECT_EQ(back.tags, o.tags);
   EXPECT_EQ(back.json, "x.json");
+  EXPECT_TRUE(back.json_timelines);
+  EXPECT_EQ(back.dtypes, o.dtypes);
 }
 
 TEST(LlmBench, EngineVariants) {
@@ -107,7 +113,7 @@ TEST(LlmBench, SimulatedSweepFillsEveryFigure) {
   o.device = "sim";
   o.batches = {1, 3};
   o.prompts = {16};
-  o.gen = 6;
+  o.gens = {6};
   o.min_seconds = 0.15;
   o.iso_seconds = 0.05;
   o.idle_s = 0.3;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "jouleprof/measure/output.hpp"
+#include "jouleprof/measure/process.hpp"
 #include "jouleprof/sampler/monitor.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "sim_engine.hpp"
@@ -42,8 +44,10 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_option("--weights", o.weights, "Hugging Face checkpoint directory (config.json + *.safetensors) instead of random weights");
   c->add_option("--batch", o.batches, "batch sizes to sweep (comma separated)")->delimiter(',')->capture_default_str();
   c->add_option("--prompt", o.prompts, "prompt lengths in tokens to sweep (comma separated)")->delimiter(',')->capture_default_str();
-  c->add_option("--gen", o.gen, "tokens generated per sequence (the first by prefill)")->check(CLI::Range(2, 1 << 20))->capture_default_str();
-  c->add_option("--dtype", o.dtype, "bf16 or fp16")->check(CLI::IsMember({"bf16", "fp16"}))->capture_default_str();
+  c->add_option("--gen", o.gens, "tokens generated per sequence (the first by prefill); comma separated to sweep")
+      ->delimiter(',')->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  c->add_option("--dtype", o.dtypes, "bf16 or fp16 (comma separated to sweep)")
+      ->delimiter(',')->check(CLI::IsMember({"bf16", "fp16"}))->capture_default_str();
   c->add_option("--device", o.device, "auto, nvml (a real GPU through jouleprof-llm) or sim (simulated GPU and engine)")
       ->check(CLI::IsMember({"auto", "nvml", "sim"}))
       ->capture_default_str();
@@ -57,6 +61,7 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_option("--idle", o.idle_s, "seconds of idle baseline after loading the first model (0: none)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   c->add_option("--json", o.json, "write the result JSON here");
+  c->add_flag("--json-timelines", o.json_timelines, "embed every sample in the JSON (a \"timelines\" array, as runs export writes)");
   c->add_option("--tokens", o.tokens_file, "prompt token ids: one sequence per line (sets batch and prompt lengths)");
   c->add_option("--seed", o.seed, "seed of the random weights and prompts")->capture_default_str();
   c->add_option("--tag", o.tags, "KEY=VALUE recorded with the result (repeatable)");
@@ -84,8 +89,10 @@ std::vector<std::string> bench_args(const BenchOptions& o) {
   if (!o.weights.empty()) add("--weights", o.weights);
   add("--batch", join_ints(o.batches));
   add("--prompt", join_ints(o.prompts));
-  add("--gen", std::to_string(o.gen));
-  add("--dtype", o.dtype);
+  add("--gen", join_ints(o.gens));
+  std::string dtypes;
+  for (const auto& d : o.dtypes) dtypes += (dtypes.empty() ? "" : ",") + d;
+  add("--dtype", dtypes);
   add("--device", o.device);
   add("--gpu", std::to_string(o.gpu));
   add("--min-seconds", fmt_double(o.min_seconds));
@@ -94,6 +101,7 @@ std::vector<std::string> bench_args(const BenchOptions& o) {
   if (o.per_layer) a.emplace_back("--per-layer");
   add("--idle", fmt_double(o.idle_s));
   if (!o.json.empty()) add("--json", o.json);
+  if (o.json_timelines) a.emplace_back("--json-timelines");
   if (!o.tokens_file.empty()) add("--tokens", o.tokens_file);
   add("--seed", std::to_string(o.seed));
   for (const auto& t : o.tags) add("--tag", t);
@@ -140,7 +148,9 @@ struct LayerWin {
 struct Point {
   nlohmann::json meta;
   std::string skipped;
-  int prefill_w = -1, decode_w = -1, step_w = -1;
+  std::string incomplete;  ///< why the point stopped early (interrupted, engine error)
+  int index = 0;           ///< run index of its windows
+  int run_w = -1, prefill_w = -1, decode_w = -1, step_w = -1;
   double passes = 0, prefill_tokens = 0, prefill_flops = 0;
   double steps = 0, decode_tokens = 0, decode_bytes_per_step = 0, decode_flops_per_step = 0;
   double step_reps = 0;
@@ -172,6 +182,18 @@ nlohmann::json window_json(const WindowResult& w, std::optional<double> idle_w) 
   return j;
 }
 
+/// The engine settings in --variant words ("auto", "fused+pdl", "gemm+nograph+flash-pf+u8").
+std::string variant_words(const BenchOptions& o) {
+  std::string v = o.decode_path;
+  if (o.pdl) v += "+pdl";
+  if (o.no_graphs) v += "+nograph";
+  if (o.prefill_attention == "flash") v += "+flash-pf";
+  if (!o.variant.empty()) v += "+" + o.variant;
+  return v;
+}
+
+std::string signal_reason(int sig) { return "interrupted by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")"; }
+
 }  // namespace
 
 Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factory,
@@ -179,22 +201,32 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
-  auto dt = dtype_from_string(o.dtype);
-  if (!dt) return dt.error();
-  if (o.gen < 2) return make_error(Errc::invalid_argument, "--gen must be at least 2 (one prefill token and one decode step)");
+  if (o.dtypes.empty() || o.gens.empty() || o.batches.empty() || o.prompts.empty() || (o.models.empty() && o.weights.empty())) {
+    return make_error(Errc::invalid_argument, "--model, --dtype, --batch, --prompt and --gen need at least one value");
+  }
+  std::vector<DType> dtypes;
+  for (const auto& d : o.dtypes) {
+    auto dt = dtype_from_string(d);
+    if (!dt) return dt.error();
+    dtypes.push_back(*dt);
+  }
+  for (int g : o.gens) {
+    if (g < 2) return make_error(Errc::invalid_argument, "--gen must be at least 2 (one prefill token and one decode step)");
+  }
   for (int b : o.batches) {
     if (b < 1) return make_error(Errc::invalid_argument, "--batch values must be at least 1");
   }
   for (int p : o.prompts) {
     if (p < 1) return make_error(Errc::invalid_argument, "--prompt values must be at least 1");
   }
-  if (o.batches.empty() || o.prompts.empty() || (o.models.empty() && o.weights.empty())) {
-    return make_error(Errc::invalid_argument, "--model, --batch and --prompt need at least one value");
-  }
   std::vector<std::string> models = o.models;
   if (!o.weights.empty()) models = {o.weights};
   for (const auto& t : o.tags) {
     if (t.find('=') == std::string::npos || t.front() == '=') return make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'");
+  }
+  {
+    EngineOptions check;
+    if (auto v = apply_variant(o.variant, check); !v) return v.error();
   }
 
   MonitorOptions mo;
@@ -219,242 +251,287 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   mo.synchronize = [&current] {
     if (current != nullptr) current->synchronize();
   };
+  // Ctrl-C and friends are collected between repetitions (the sampler thread, started by
+  // Monitor::create, inherits the blocked mask): what was measured is kept.
+  install_signal_forwarding();
   auto mon_r = Monitor::create(mo);
   if (!mon_r) return mon_r.error();
   Monitor& mon = **mon_r;
 
   std::vector<Point> points;
   int idle_window = -1;
-  std::string device_name, engine_desc;
+  std::string device_name;
   bool simulated = false;
+  std::optional<Error> failure;
+  int signal = 0;
+  auto stopped = [&] {
+    if (signal == 0) signal = interrupting_signal();
+    return signal != 0 || failure.has_value();
+  };
+  auto stop_reason = [&] { return failure ? failure->message : signal_reason(signal); };
+  // Sleeps in small steps; false when stopped.
+  auto sleep_s = [&](double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      if (stopped()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return !stopped();
+  };
+  const std::string variant = variant_words(o);
   for (const std::string& model : models) {
-    EngineOptions eo;
-    if (o.weights.empty()) {
-      eo.model = model;
-    } else {
-      eo.weights_dir = model;
-    }
-    eo.dtype = *dt;
-    eo.seed = o.seed;
-    eo.device = o.gpu;
-    eo.chunk_tokens = o.chunk_tokens;
-    eo.decode_path = o.decode_path;
-    eo.graphs = !o.no_graphs;
-    eo.pdl = o.pdl;
-    eo.prefill_attention = o.prefill_attention;
-    if (auto v = apply_variant(o.variant, eo); !v) {
-      (void)mon.finish();
-      return v.error();
-    }
-    say("loading " + model + " (" + o.dtype + (o.weights.empty() ? ", random weights" : "") + ")");
-    auto eng_r = factory(eo, mon);
-    if (!eng_r) {
-      current = nullptr;
-      (void)mon.finish();
-      return eng_r.error();
-    }
-    std::unique_ptr<LlmEngine> eng = std::move(*eng_r);
-    current = eng.get();
-    simulated = eng->simulated();
-    device_name = eng->device_name();
-    const LlmConfig& cfg = eng->config();
-    if (idle_window < 0 && o.idle_s > 0) {
-      eng->synchronize();
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      say("measuring the idle baseline for " + fmt_double(o.idle_s) + " s");
-      const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
-      std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_s));
-      mon.end(id);
-      idle_window = static_cast<int>(id);
-    }
-    std::vector<std::vector<int>> file_tokens;
-    if (!o.tokens_file.empty()) {
-      auto ft = read_token_file(o.tokens_file, cfg.vocab);
-      if (!ft) {
-        (void)mon.finish();
-        return ft.error();
-      }
-      file_tokens = std::move(*ft);
-    }
-    std::vector<std::pair<int, int>> grid;
-    if (file_tokens.empty()) {
-      for (int b : o.batches) {
-        for (int p : o.prompts) grid.emplace_back(b, p);
-      }
-    } else {
-      grid.emplace_back(static_cast<int>(file_tokens.size()), 0);
-    }
-    for (const auto& [B, P] : grid) {
-      Point pt;
-      pt.batch = B;
-      pt.layers = cfg.layers;
-      RunShape s;
-      s.batch = B;
-      s.gen = o.gen;
-      s.seed = o.seed;
-      if (file_tokens.empty()) {
-        s.prompt_lens.assign(static_cast<std::size_t>(B), P);
+    for (std::size_t di = 0; di < dtypes.size() && !stopped(); ++di) {
+      const std::string& dtype_name = o.dtypes[di];
+      EngineOptions eo;
+      if (o.weights.empty()) {
+        eo.model = model;
       } else {
-        for (const auto& t : file_tokens) s.prompt_lens.push_back(static_cast<int>(t.size()));
-        s.prompt_tokens = file_tokens;
+        eo.weights_dir = model;
       }
-      const int G = o.gen;
-      pt.meta = {{"model", cfg.name},
-                 {"dtype", o.dtype},
-                 {"batch", B},
-                 {"prompt", file_tokens.empty() ? nlohmann::json(P) : nlohmann::json(s.prompt_lens)},
-                 {"gen", G},
-                 {"num_layers", cfg.layers},
-                 {"params", cfg.total_params()},
-                 {"weights", o.weights.empty() ? "random (seed " + std::to_string(o.seed) + ")" : o.weights}};
-      const std::string base = cfg.name + "/b" + std::to_string(B) + "/p" + (file_tokens.empty() ? std::to_string(P) : "file");
-      say(base + ": preparing");
-      if (auto r = eng->prepare(s); !r) {
-        pt.skipped = r.error().message;
-        say(base + ": skipped: " + pt.skipped);
-        points.push_back(std::move(pt));
-        continue;
+      eo.dtype = dtypes[di];
+      eo.seed = o.seed;
+      eo.device = o.gpu;
+      eo.chunk_tokens = o.chunk_tokens;
+      eo.decode_path = o.decode_path;
+      eo.graphs = !o.no_graphs;
+      eo.pdl = o.pdl;
+      eo.prefill_attention = o.prefill_attention;
+      (void)apply_variant(o.variant, eo);  // checked above
+      say("loading " + model + " (" + dtype_name + (o.weights.empty() ? ", random weights" : "") + ")");
+      auto eng_r = factory(eo, mon);
+      if (!eng_r) {
+        failure = eng_r.error();
+        break;
       }
-      engine_desc = eng->describe();
-      pt.meta["engine"] = engine_desc;
-      // Warm-up (graphs, cuBLAS heuristics, clocks), then one timed pass of each phase.
-      eng->prefill();
-      eng->decode(G - 1);
-      eng->synchronize();
-      double t0 = now_s();
-      eng->prefill();
-      eng->synchronize();
-      const double t_p = std::max(1e-6, now_s() - t0);
-      t0 = now_s();
-      eng->rewind();
-      eng->decode(G - 1);
-      eng->synchronize();
-      const double t_d = std::max(1e-6, now_s() - t0);
-      if (auto st = eng->status(); !st) {
-        (void)mon.finish();
-        return st.error();
-      }
-      if (auto toks = eng->generated(); toks) {
-        nlohmann::json sample = nlohmann::json::array();
-        for (const auto& seq : *toks) {
-          std::vector<int> head(seq.begin(), seq.begin() + std::min<long>(16, static_cast<long>(seq.size())));
-          sample.push_back(head);
-          if (sample.size() >= 4) break;
-        }
-        pt.meta["generated_sample"] = sample;
-      }
-      double sum_len = 0;
-      for (int len : s.prompt_lens) {
-        sum_len += len;
-        pt.prefill_flops += WorkModel::prefill_flops(cfg, len);
-        pt.decode_bytes_per_step += WorkModel::decode_kv_bytes(cfg, *dt, len + (G - 2) / 2);
-        pt.decode_flops_per_step += WorkModel::decode_flops(cfg, len + (G - 2) / 2);
-      }
-      pt.decode_bytes_per_step += WorkModel::decode_weight_bytes(cfg, *dt, B);
-
-      // Repeats `fn` until the window has lasted min_seconds (estimates from the timed pass, then
-      // tops up if the GPU was faster than that pass).
-      auto repeat_for = [&](double seconds, double per, const std::function<void()>& fn) {
-        int n = 0;
-        const double start = now_s();
-        double left = seconds;
-        while (left > 0) {
-          const int k = static_cast<int>(std::clamp(std::ceil(left / per), 1.0, 1e6));
-          for (int i = 0; i < k; ++i) fn();
-          n += k;
-          eng->synchronize();
-          const double el = now_s() - start;
-          left = seconds - el;
-          per = std::max(1e-7, el / n);
-        }
-        return n;
-      };
-      say(base + ": prefill (" + fmt_double(1e3 * t_p) + " ms a pass)");
-      auto w = mon.begin(base + "/prefill");
-      eng->range_push(base + "/prefill");
-      const int rp = repeat_for(o.min_seconds, t_p, [&] { eng->prefill(); });
-      eng->range_pop();
-      mon.end(w);
-      pt.prefill_w = static_cast<int>(w);
-      pt.passes = rp;
-      pt.prefill_tokens = rp * sum_len;
-      mon.count(w, "tokens", pt.prefill_tokens);
-
-      say(base + ": decode (" + fmt_double(1e3 * t_d) + " ms for " + std::to_string(G - 1) + " steps)");
-      w = mon.begin(base + "/decode");
-      eng->range_push(base + "/decode");
-      const int rd = repeat_for(o.min_seconds, t_d, [&] {
-        eng->rewind();
-        eng->decode(G - 1);
-      });
-      eng->range_pop();
-      mon.end(w);
-      pt.decode_w = static_cast<int>(w);
-      pt.steps = static_cast<double>(rd) * (G - 1);
-      pt.decode_tokens = pt.steps * B;
-      mon.count(w, "tokens", pt.decode_tokens);
-
-      if (!o.no_components || o.per_layer) {
-        // Isolation at the middle of the generation: each piece replayed on its own for
-        // iso_seconds (CUDA graphs), so the sensor sees a steady load it can resolve.
-        eng->rewind();
-        eng->decode((G - 1) / 2);
+      std::unique_ptr<LlmEngine> eng = std::move(*eng_r);
+      current = eng.get();
+      simulated = eng->simulated();
+      device_name = eng->device_name();
+      const LlmConfig& cfg = eng->config();
+      if (idle_window < 0 && o.idle_s > 0) {
         eng->synchronize();
-        pt.meta["isolation_context"] = s.prompt_lens.front() + (G - 1) / 2;
-        auto isolate = [&](const std::string& name, const std::function<int(int)>& run) -> std::pair<int, double> {
-          (void)run(2);
-          eng->synchronize();
-          const double a = now_s();
-          const int n = run(4);
-          eng->synchronize();
-          const double per = std::max(1e-7, (now_s() - a) / std::max(1, n));
-          auto id = mon.begin(base + "/" + name);
-          eng->range_push(base + "/" + name);
-          int done = 0;
-          const double start = now_s();
-          double left = o.iso_seconds, per_rep = per;
-          while (left > 0) {
-            done += run(static_cast<int>(std::clamp(std::ceil(left / per_rep), 1.0, 1e8)));
-            eng->synchronize();
-            const double el = now_s() - start;
-            left = o.iso_seconds - el;
-            per_rep = std::max(1e-7, el / std::max(1, done));
+        if (sleep_s(0.5)) {
+          say("measuring the idle baseline for " + fmt_double(o.idle_s) + " s");
+          const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
+          const bool full = sleep_s(o.idle_s);
+          mon.end_at(id, std::nullopt, full);
+          idle_window = static_cast<int>(id);
+        }
+      }
+      std::vector<std::vector<int>> file_tokens;
+      if (!o.tokens_file.empty()) {
+        auto ft = read_token_file(o.tokens_file, cfg.vocab);
+        if (!ft) {
+          failure = ft.error();
+          current = nullptr;
+          break;
+        }
+        file_tokens = std::move(*ft);
+      }
+      struct Shape {
+        int batch, prompt, gen;
+      };
+      std::vector<Shape> grid;  // generation length varies fastest, then prompt, then batch
+      if (file_tokens.empty()) {
+        for (int b : o.batches) {
+          for (int p : o.prompts) {
+            for (int G : o.gens) grid.push_back({b, p, G});
           }
+        }
+      } else {
+        for (int G : o.gens) grid.push_back({static_cast<int>(file_tokens.size()), 0, G});
+      }
+      for (const Shape& shape : grid) {
+        if (stopped()) break;
+        const int B = shape.batch, P = shape.prompt, G = shape.gen;
+        Point pt;
+        pt.index = static_cast<int>(points.size());
+        pt.batch = B;
+        pt.layers = cfg.layers;
+        RunShape s;
+        s.batch = B;
+        s.gen = G;
+        s.seed = o.seed;
+        if (file_tokens.empty()) {
+          s.prompt_lens.assign(static_cast<std::size_t>(B), P);
+        } else {
+          for (const auto& t : file_tokens) s.prompt_lens.push_back(static_cast<int>(t.size()));
+          s.prompt_tokens = file_tokens;
+        }
+        pt.meta = {{"index", pt.index},
+                   {"model", cfg.name},
+                   {"dtype", dtype_name},
+                   {"batch", B},
+                   {"prompt", file_tokens.empty() ? nlohmann::json(P) : nlohmann::json(s.prompt_lens)},
+                   {"gen", G},
+                   {"num_layers", cfg.layers},
+                   {"params", cfg.total_params()},
+                   {"weights", o.weights.empty() ? "random (seed " + std::to_string(o.seed) + ")" : o.weights},
+                   {"variant", variant}};
+        // Window names: MODEL[/DTYPE]/bBATCH/pPROMPT[/gGEN] (dtype and gen when swept).
+        const std::string base = cfg.name + (o.dtypes.size() > 1 ? "/" + dtype_name : "") + "/b" + std::to_string(B) + "/p" +
+                                 (file_tokens.empty() ? std::to_string(P) : "file") +
+                                 (o.gens.size() > 1 ? "/g" + std::to_string(G) : "");
+        // One window of kind "run" per configuration: everything it cost, from preparing the
+        // engine to the last isolation window (the run store keeps each as a run).
+        const auto run_w = mon.begin_at(base, std::nullopt, "run", pt.index);
+        pt.run_w = static_cast<int>(run_w);
+        pt.meta["run_window"] = pt.run_w;
+        auto measure_point = [&]() {
+          say(base + ": preparing");
+          if (auto r = eng->prepare(s); !r) {
+            pt.skipped = r.error().message;
+            say(base + ": skipped: " + pt.skipped);
+            return;
+          }
+          pt.meta["engine"] = eng->describe();
+          // Warm-up (graphs, cuBLAS heuristics, clocks), then one timed pass of each phase.
+          eng->prefill();
+          eng->decode(G - 1);
+          eng->synchronize();
+          double t0 = now_s();
+          eng->prefill();
+          eng->synchronize();
+          const double t_p = std::max(1e-6, now_s() - t0);
+          t0 = now_s();
+          eng->rewind();
+          eng->decode(G - 1);
+          eng->synchronize();
+          const double t_d = std::max(1e-6, now_s() - t0);
+          if (auto st = eng->status(); !st) {
+            failure = st.error();
+            return;
+          }
+          if (auto toks = eng->generated(); toks) {
+            nlohmann::json sample = nlohmann::json::array();
+            for (const auto& seq : *toks) {
+              std::vector<int> head(seq.begin(), seq.begin() + std::min<long>(16, static_cast<long>(seq.size())));
+              sample.push_back(head);
+              if (sample.size() >= 4) break;
+            }
+            pt.meta["generated_sample"] = sample;
+          }
+          double sum_len = 0;
+          for (int len : s.prompt_lens) {
+            sum_len += len;
+            pt.prefill_flops += WorkModel::prefill_flops(cfg, len);
+            pt.decode_bytes_per_step += WorkModel::decode_kv_bytes(cfg, eo.dtype, len + (G - 2) / 2);
+            pt.decode_flops_per_step += WorkModel::decode_flops(cfg, len + (G - 2) / 2);
+          }
+          pt.decode_bytes_per_step += WorkModel::decode_weight_bytes(cfg, eo.dtype, B);
+
+          // Repeats `fn` until the window has lasted min_seconds (estimates from the timed pass,
+          // then tops up if the GPU was faster than that pass), or until stopped.
+          auto repeat_for = [&](double seconds, double per, const std::function<void()>& fn) {
+            int n = 0;
+            const double start = now_s();
+            double left = seconds;
+            while (left > 0 && !stopped()) {
+              const int k = static_cast<int>(std::clamp(std::ceil(left / per), 1.0, 1e6));
+              for (int i = 0; i < k; ++i) fn();
+              n += k;
+              eng->synchronize();
+              const double el = now_s() - start;
+              left = seconds - el;
+              per = std::max(1e-7, el / n);
+            }
+            return n;
+          };
+          if (stopped()) return;
+          say(base + ": prefill (" + fmt_double(1e3 * t_p) + " ms a pass)");
+          auto w = mon.begin_at(base + "/prefill", std::nullopt, "phase", pt.index);
+          eng->range_push(base + "/prefill");
+          const int rp = repeat_for(o.min_seconds, t_p, [&] { eng->prefill(); });
           eng->range_pop();
-          mon.end(id);
-          return {static_cast<int>(id), static_cast<double>(done)};
+          mon.end_at(w, std::nullopt, !stopped());
+          pt.prefill_w = static_cast<int>(w);
+          pt.passes = rp;
+          pt.prefill_tokens = rp * sum_len;
+          mon.count(w, "tokens", pt.prefill_tokens);
+          if (stopped()) return;
+
+          say(base + ": decode (" + fmt_double(1e3 * t_d) + " ms for " + std::to_string(G - 1) + " steps)");
+          w = mon.begin_at(base + "/decode", std::nullopt, "phase", pt.index);
+          eng->range_push(base + "/decode");
+          const int rd = repeat_for(o.min_seconds, t_d, [&] {
+            eng->rewind();
+            eng->decode(G - 1);
+          });
+          eng->range_pop();
+          mon.end_at(w, std::nullopt, !stopped());
+          pt.decode_w = static_cast<int>(w);
+          pt.steps = static_cast<double>(rd) * (G - 1);
+          pt.decode_tokens = pt.steps * B;
+          mon.count(w, "tokens", pt.decode_tokens);
+          if (stopped() || (o.no_components && !o.per_layer)) return;
+
+          // Isolation at the middle of the generation: each piece replayed on its own for
+          // iso_seconds (CUDA graphs), so the sensor sees a steady load it can resolve.
+          eng->rewind();
+          eng->decode((G - 1) / 2);
+          eng->synchronize();
+          pt.meta["isolation_context"] = s.prompt_lens.front() + (G - 1) / 2;
+          auto isolate = [&](const std::string& name, const std::function<int(int)>& run) -> std::pair<int, double> {
+            (void)run(2);
+            eng->synchronize();
+            const double a = now_s();
+            const int n = run(4);
+            eng->synchronize();
+            const double per = std::max(1e-7, (now_s() - a) / std::max(1, n));
+            auto id = mon.begin(base + "/" + name);
+            eng->range_push(base + "/" + name);
+            int done = 0;
+            const double start = now_s();
+            double left = o.iso_seconds, per_rep = per;
+            while (left > 0 && !stopped()) {
+              done += run(static_cast<int>(std::clamp(std::ceil(left / per_rep), 1.0, 1e8)));
+              eng->synchronize();
+              const double el = now_s() - start;
+              left = o.iso_seconds - el;
+              per_rep = std::max(1e-7, el / std::max(1, done));
+            }
+            eng->range_pop();
+            mon.end_at(id, std::nullopt, !stopped());
+            return {static_cast<int>(id), static_cast<double>(done)};
+          };
+          if (!o.no_components) {
+            say(base + ": isolating components (" + fmt_double(o.iso_seconds) + " s each)");
+            for (int ci = 0; ci < kComponentCount && !stopped(); ++ci) {
+              const auto c = static_cast<Component>(ci);
+              auto [id, done] = isolate(std::string("component/") + component_name(c),
+                                        [&](int reps) { return eng->component(c, -1, reps); });
+              const double per_rep = component_per_layer(c) ? cfg.layers : 1;
+              mon.count(static_cast<Monitor::WindowId>(id), "calls", done * per_rep);
+              pt.comps.push_back({c, id, done * per_rep, per_rep});
+            }
+            if (stopped()) return;
+            auto [id, done] = isolate("step", [&](int reps) { return eng->step(reps); });
+            mon.count(static_cast<Monitor::WindowId>(id), "steps", done);
+            pt.step_w = id;
+            pt.step_reps = done;
+          }
+          if (o.per_layer) {
+            say(base + ": isolating " + std::to_string(cfg.layers) + " layers");
+            for (int l = 0; l < cfg.layers && !stopped(); ++l) {
+              auto [id, done] = isolate("layer/" + std::to_string(l), [&](int reps) { return eng->layer_block(l, reps); });
+              mon.count(static_cast<Monitor::WindowId>(id), "calls", done);
+              pt.layer_wins.push_back({l, id, done});
+            }
+          }
+          if (auto st = eng->status(); !st) failure = st.error();
         };
-        if (!o.no_components) {
-          say(base + ": isolating components (" + fmt_double(o.iso_seconds) + " s each)");
-          for (int ci = 0; ci < kComponentCount; ++ci) {
-            const auto c = static_cast<Component>(ci);
-            auto [id, done] = isolate(std::string("component/") + component_name(c),
-                                      [&](int reps) { return eng->component(c, -1, reps); });
-            const double per_rep = component_per_layer(c) ? cfg.layers : 1;
-            mon.count(static_cast<Monitor::WindowId>(id), "calls", done * per_rep);
-            pt.comps.push_back({c, id, done * per_rep, per_rep});
-          }
-          auto [id, done] = isolate("step", [&](int reps) { return eng->step(reps); });
-          mon.count(static_cast<Monitor::WindowId>(id), "steps", done);
-          pt.step_w = id;
-          pt.step_reps = done;
-        }
-        if (o.per_layer) {
-          say(base + ": isolating " + std::to_string(cfg.layers) + " layers");
-          for (int l = 0; l < cfg.layers; ++l) {
-            auto [id, done] = isolate("layer/" + std::to_string(l), [&](int reps) { return eng->layer_block(l, reps); });
-            mon.count(static_cast<Monitor::WindowId>(id), "calls", done);
-            pt.layer_wins.push_back({l, id, done});
-          }
-        }
+        measure_point();
+        if (pt.skipped.empty() && stopped()) pt.incomplete = stop_reason();
+        mon.end_at(run_w, std::nullopt, pt.skipped.empty() && pt.incomplete.empty());
+        points.push_back(std::move(pt));
       }
-      if (auto st = eng->status(); !st) {
-        (void)mon.finish();
-        return st.error();
-      }
-      points.push_back(std::move(pt));
+      current = nullptr;
     }
-    current = nullptr;
+    if (stopped()) break;
+  }
+  if (failure && points.empty()) {
+    (void)mon.finish();
+    return *failure;
   }
   // Idle baseline: the mean power of the idle window, sampled long before finish() needs it.
   if (idle_window >= 0) {
@@ -473,10 +550,31 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   for (const auto& a : bench_args(o)) m.command.push_back(a);
   m.builtin_workload = true;
   m.tags["workload"] = "bench-llm";
-  m.tags["dtype"] = o.dtype;
+  std::string dtype_tag;
+  for (const auto& d : o.dtypes) dtype_tag += (dtype_tag.empty() ? "" : ",") + d;
+  m.tags["dtype"] = dtype_tag;
   for (const auto& t : o.tags) {
     const auto eq = t.find('=');
     m.tags[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  // Each configuration is a run (no statistics over them: they differ on purpose).
+  for (const Point& pt : points) {
+    RunInfo r;
+    r.index = pt.index;
+    r.window = pt.run_w;
+    r.complete = pt.skipped.empty() && pt.incomplete.empty();
+    r.reason = !pt.skipped.empty() ? "skipped: " + pt.skipped : pt.incomplete;
+    m.runs.push_back(r);
+  }
+  if (failure) {
+    res.error = failure;
+    m.complete = false;
+    m.incomplete_reason = failure->message;
+    m.exit_code = exit_code_for(*failure);
+  } else if (signal != 0) {
+    m.complete = false;
+    m.incomplete_reason = signal_reason(signal);
+    m.exit_code = 128 + signal;
   }
   std::optional<double> idle_w;
   if (!m.gpu_state.empty()) {
@@ -492,7 +590,7 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
     if (all) idle_w = sum;
   }
   nlohmann::json out;
-  out["schema"] = "jouleprof.bench-llm/1";
+  out["schema"] = kBenchSchema;
   out["simulated"] = simulated;
   out["device"] = device_name;
   out["idle_power_w"] = num_or_null(idle_w);
@@ -507,12 +605,14 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   };
   for (const Point& pt : points) {
     nlohmann::json j = pt.meta;
+    j["status"] = !pt.skipped.empty() ? "skipped" : pt.incomplete.empty() ? "complete" : "incomplete";
+    if (!pt.incomplete.empty()) j["incomplete_reason"] = pt.incomplete;
     if (!pt.skipped.empty()) {
       j["skipped"] = pt.skipped;
       pts.push_back(j);
       continue;
     }
-    if (const auto* w = win(pt.prefill_w)) {
+    if (const auto* w = win(pt.prefill_w); w != nullptr && pt.passes > 0) {
       nlohmann::json p = window_json(*w, idle_w);
       p["window"] = pt.prefill_w;
       p["passes"] = pt.passes;
@@ -525,7 +625,7 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
       j["prefill"] = p;
     }
     double decode_j_step = 0, decode_ms_step = 0;
-    if (const auto* w = win(pt.decode_w)) {
+    if (const auto* w = win(pt.decode_w); w != nullptr && pt.steps > 0) {
       nlohmann::json d = window_json(*w, idle_w);
       d["window"] = pt.decode_w;
       d["steps"] = pt.steps;
@@ -548,7 +648,7 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
       std::map<std::string, double> groups;
       for (const CompWin& cw : pt.comps) {
         const auto* w = win(cw.window);
-        if (w == nullptr) continue;
+        if (w == nullptr || cw.calls <= 0) continue;
         const double jpc = w->gpu_energy_j / cw.calls;
         nlohmann::json c = window_json(*w, idle_w);
         c["name"] = component_name(cw.c);
@@ -573,7 +673,7 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
       nlohmann::json k;
       k["sum_components_j_per_step"] = sum_j;
       k["sum_components_ms_per_step"] = sum_ms;
-      if (const auto* w = win(pt.step_w)) {
+      if (const auto* w = win(pt.step_w); w != nullptr && pt.step_reps > 0) {
         k["isolated_step_j_per_step"] = w->gpu_energy_j / pt.step_reps;
         k["isolated_step_ms_per_step"] = 1e3 * w->duration_s() / pt.step_reps;
         k["step_window"] = pt.step_w;
@@ -590,7 +690,7 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
       nlohmann::json ls = nlohmann::json::array();
       for (const LayerWin& lw : pt.layer_wins) {
         const auto* w = win(lw.window);
-        if (w == nullptr) continue;
+        if (w == nullptr || lw.reps <= 0) continue;
         nlohmann::json l = window_json(*w, idle_w);
         l["layer"] = lw.layer;
         l["window"] = lw.window;
@@ -605,14 +705,20 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
     pts.push_back(j);
   }
   out["points"] = pts;
+  out["configurations"] = pts.size();
   res.llm = out;
+  m.sections["llm"] = out.dump();
   return res;
 }
 
 void print_bench(const BenchResult& r, std::ostream& out) {
-  const auto& j = r.llm;
+  print_bench_section(r.llm, out);
+  if (!r.measurement.complete) out << "\nINCOMPLETE: " << r.measurement.incomplete_reason << "\n";
+}
+
+void print_bench_section(const nlohmann::json& j, std::ostream& out) {
   char buf[512];
-  if (r.simulated) {
+  if (j.value("simulated", false)) {
     out << "SIMULATED: simulated GPU and engine (time and power models); no number below is a measurement.\n";
   }
   out << "device: " << j.value("device", std::string("?"));
@@ -629,6 +735,7 @@ void print_bench(const BenchResult& r, std::ostream& out) {
       out << "  SKIPPED: " << p["skipped"].get<std::string>() << "\n";
       continue;
     }
+    if (p.contains("incomplete_reason")) out << "  INCOMPLETE: " << p["incomplete_reason"].get<std::string>();
     out << "\n  engine: " << p.value("engine", std::string("?")) << "\n";
     if (p.contains("prefill")) {
       const auto& f = p["prefill"];
@@ -658,11 +765,15 @@ void print_bench(const BenchResult& r, std::ostream& out) {
         out << buf;
       }
       const auto& k = p["consistency"];
-      std::snprintf(buf, sizeof buf,
-                    "  per step: sum of components %.4f J / %.3f ms; isolated step %.4f J / %.3f ms; real decode %.4f J / "
-                    "%.3f ms (sum/real %.3f)\n",
-                    get(k, "sum_components_j_per_step"), get(k, "sum_components_ms_per_step"),
-                    get(k, "isolated_step_j_per_step"), get(k, "isolated_step_ms_per_step"), get(k, "decode_j_per_step"),
+      std::snprintf(buf, sizeof buf, "  per step: sum of components %.4f J / %.3f ms", get(k, "sum_components_j_per_step"),
+                    get(k, "sum_components_ms_per_step"));
+      out << buf;
+      if (k.contains("isolated_step_j_per_step")) {  // absent when the sweep stopped before it
+        std::snprintf(buf, sizeof buf, "; isolated step %.4f J / %.3f ms", get(k, "isolated_step_j_per_step"),
+                      get(k, "isolated_step_ms_per_step"));
+        out << buf;
+      }
+      std::snprintf(buf, sizeof buf, "; real decode %.4f J / %.3f ms (sum/real %.3f)\n", get(k, "decode_j_per_step"),
                     get(k, "decode_ms_per_step"), get(k, "sum_over_decode"));
       out << buf;
     }
@@ -677,32 +788,43 @@ void print_bench(const BenchResult& r, std::ostream& out) {
   }
 }
 
-Result<void> write_bench_json(const BenchResult& r, const std::string& path) {
+Result<void> write_bench_json(const BenchResult& r, const std::string& path, bool with_timelines) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(result_to_json(r.measurement));
+    j = nlohmann::json::parse(with_timelines ? result_to_json_with_timelines(r.measurement, -1) : result_to_json(r.measurement, -1));
   } catch (const std::exception& e) {
     return make_error(Errc::internal, std::string("result JSON: ") + e.what());
   }
   j["llm"] = r.llm;
   std::ofstream out(path);
   if (!out) return make_error(Errc::io, "cannot write " + path);
-  out << j.dump(2) << "\n";
+  out << j.dump(with_timelines ? -1 : 2) << "\n";
   if (!out) return make_error(Errc::io, "write failed: " + path);
   return {};
 }
 
-int bench_main(const BenchOptions& o, const EngineFactory& factory) {
+int bench_main(const BenchOptions& o, const EngineFactory& factory, const BenchAfter& after) {
   const auto report = [](const Error& e) { return report_error(e); };
   std::function<void(const std::string&)> progress;
   if (!o.quiet) progress = [](const std::string& s) { std::fprintf(stderr, "jouleprof: %s\n", s.c_str()); };
   auto r = run_bench(o, factory, progress);
   if (!r) return report(r.error());
   print_bench(*r, std::cout);
+  std::cout.flush();
+  // What was measured is printed and written before any error is reported.
+  int rc = r->measurement.complete ? 0 : r->measurement.exit_code;
   if (!o.json.empty()) {
-    if (auto w = write_bench_json(*r, o.json); !w) return report(w.error());
+    if (auto w = write_bench_json(*r, o.json, o.json_timelines); !w) {
+      const int e = report(w.error());
+      if (rc == 0) rc = e;
+    }
   }
-  return 0;
+  if (r->error) (void)report(*r->error);
+  if (after) {
+    const int a = after(*r);
+    if (rc == 0) rc = a;
+  }
+  return rc;
 }
 
 }  // namespace jouleprof::llm
