@@ -79,7 +79,8 @@ TEST(LlmSampling, OptionsAreValidatedAndDescribed) {
 
 TEST(LlmSampling, EngineVariantWords) {
   EngineOptions e;
-  ASSERT_TRUE(apply_variant("fused+topk40+ahead16+chunk512+pfo", e));
+  ASSERT_TRUE(apply_variant("fused+topk40+ahead16+chunk512+pfo+mega", e));
+  EXPECT_TRUE(e.mega);
   EXPECT_TRUE(e.prefetch_after_attention);
   EXPECT_EQ(e.sampling.top_k, 40);
   EXPECT_EQ(e.l2_ahead_mb, 16);

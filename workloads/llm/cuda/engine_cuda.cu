@@ -89,6 +89,7 @@ class CudaEngine final : public LlmEngine {
     if (fused_ && o_.gemv_blocks_per_sm > 0) s += ", " + std::to_string(o_.gemv_blocks_per_sm) + " GEMV block(s) per SM";
     if (fused_ && o_.gemv_unroll == 8 && nb_ == 1) s += ", 8 loads in flight per row";
     if (fused_ && o_.gemv_prefetch >= 0) s += ", prefetch " + std::to_string(o_.gemv_prefetch);
+    if (mega_) s = "persistent decode kernel (one block per SM, grid barriers between phases)";
     if (fused_ && o_.prefetch_after_attention) s += ", output projection prefetched during attention";
     if (fused_ && o_.l2_ahead_mb > 0) s += ", L2 prefetch " + std::to_string(o_.l2_ahead_mb) + " MB ahead";
     s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
@@ -182,6 +183,24 @@ class CudaEngine final : public LlmEngine {
   /// prefetch_all: every warp's first rows go to L2 in full before the wait for the previous
   /// kernel (the whole matrix when each warp has one row pair).
   void gemv(GemvParams p, bool norm, bool prefetch_all = false);
+  /// The fused GEMV of a component (l: layer, -1 for the LM head), shared with the persistent kernel.
+  GemvParams gemv_params(Component comp, int l) const;
+  AttnParams attn_params(int l) const;
+  /// --variant mega: the parameters of every phase on the device, and the step as one launch.
+  Result<void> prepare_mega();
+  void launch_mega();
+  using MegaFn = void (*)(kern::MegaParams);
+  MegaFn mega_kernel() const {
+    switch (c_.head_dim) {
+      case 32: return kern::decode_step_kernel<T, 32>;
+      case 64: return kern::decode_step_kernel<T, 64>;
+      default: return kern::decode_step_kernel<T, 128>;
+    }
+  }
+  bool mega_ = false;
+  kern::GemvParams* mega_gemv_ = nullptr;
+  kern::AttnParams* mega_attn_ = nullptr;
+  unsigned* mega_barrier_ = nullptr;
   void attention(int l);
   void enqueue(Component c, int l, bool commit);
   void enqueue_step(bool advance);
@@ -432,7 +451,7 @@ void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all) {
 }
 
 template <typename T>
-void CudaEngine<T>::attention(int l) {
+AttnParams CudaEngine<T>::attn_params(int l) const {
   AttnParams a{};
   a.qkv = qkv_d_;
   a.qkv_ld = c_.qkv_dim();
@@ -451,6 +470,12 @@ void CudaEngine<T>::attention(int l) {
   a.counters = counters_;
   a.out = attn_d_;
   a.out_ld = c_.q_dim();
+  return a;
+}
+
+template <typename T>
+void CudaEngine<T>::attention(int l) {
+  const AttnParams a = attn_params(l);
   const dim3 grid(splits_, c_.kv_heads, B_);
   switch (c_.head_dim) {
     case 32: launch(kern::attn_decode_kernel<T, 32>, grid, dim3(kern::kAttnThreads), 0, true, a); break;
@@ -460,18 +485,50 @@ void CudaEngine<T>::attention(int l) {
 }
 
 template <typename T>
-void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
+GemvParams CudaEngine<T>::gemv_params(Component comp, int l) const {
   const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
   const float eps = static_cast<float>(c_.rms_eps);
   const LayerW* L = l >= 0 ? &lw_[static_cast<size_t>(l)] : nullptr;
   GemvParams p{};
   switch (comp) {
     case Component::attn_qkv:
+      p.w = L->wqkv; p.units = QKV / 2; p.k = H; p.mode = kern::gemv_store;
+      p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = L->attn_norm; p.eps = eps;
+      p.y = qkv_d_; p.ldy = QKV;
+      break;
+    case Component::attn_out:
+      p.w = L->wo; p.units = H / 2; p.k = Q; p.mode = kern::gemv_add;
+      p.x = attn_d_; p.ldx = Q; p.resid = resid_d_; p.ld_resid = H;
+      break;
+    case Component::mlp_gate_up:
+      p.w = L->wgu; p.units = I; p.k = H; p.mode = kern::gemv_swiglu; p.pair_offset = I;
+      p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = L->mlp_norm; p.eps = eps;
+      p.y = act_d_; p.ldy = I;
+      break;
+    case Component::mlp_down:
+      p.w = L->wd; p.units = H / 2; p.k = I; p.mode = kern::gemv_add;
+      p.x = act_d_; p.ldx = I; p.resid = resid_d_; p.ld_resid = H;
+      break;
+    case Component::lm_head:
+      p.w = lm_; p.units = V / 2; p.k = H; p.mode = kern::gemv_logits;
+      p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = final_norm_; p.eps = eps;
+      p.y = logits_; p.ldy = V; p.argmax = argmax_;
+      break;
+    default: break;
+  }
+  p.b = B_;
+  return p;
+}
+
+template <typename T>
+void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
+  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
+  const float eps = static_cast<float>(c_.rms_eps);
+  const LayerW* L = l >= 0 ? &lw_[static_cast<size_t>(l)] : nullptr;
+  switch (comp) {
+    case Component::attn_qkv:
       if (fused_) {
-        p.w = L->wqkv; p.units = QKV / 2; p.k = H; p.mode = kern::gemv_store;
-        p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = L->attn_norm; p.eps = eps;
-        p.y = qkv_d_; p.ldy = QKV;
-        gemv(p, true);
+        gemv(gemv_params(comp, l), true);
       } else {
         launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
                static_cast<const int*>(nullptr), static_cast<const float*>(L->attn_norm), eps, xn_d_, H, H);
@@ -481,19 +538,14 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
     case Component::attn_core: attention(l); break;
     case Component::attn_out:
       if (fused_) {
-        p.w = L->wo; p.units = H / 2; p.k = Q; p.mode = kern::gemv_add;
-        p.x = attn_d_; p.ldx = Q; p.resid = resid_d_; p.ld_resid = H;
-        gemv(p, false, o_.prefetch_after_attention);
+        gemv(gemv_params(comp, l), false, o_.prefetch_after_attention);
       } else {
         gemm(L->wo, attn_d_, Q, resid_d_, H, B_, H, Q, true, 1.f);
       }
       break;
     case Component::mlp_gate_up:
       if (fused_) {
-        p.w = L->wgu; p.units = I; p.k = H; p.mode = kern::gemv_swiglu; p.pair_offset = I;
-        p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = L->mlp_norm; p.eps = eps;
-        p.y = act_d_; p.ldy = I;
-        gemv(p, true);
+        gemv(gemv_params(comp, l), true);
       } else {
         launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
                static_cast<const int*>(nullptr), static_cast<const float*>(L->mlp_norm), eps, xn_d_, H, H);
@@ -504,19 +556,14 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
       break;
     case Component::mlp_down:
       if (fused_) {
-        p.w = L->wd; p.units = H / 2; p.k = I; p.mode = kern::gemv_add;
-        p.x = act_d_; p.ldx = I; p.resid = resid_d_; p.ld_resid = H;
-        gemv(p, false);
+        gemv(gemv_params(comp, l), false);
       } else {
         gemm(L->wd, act_d_, I, resid_d_, H, B_, H, I, true, 1.f);
       }
       break;
     case Component::lm_head:
       if (fused_) {
-        p.w = lm_; p.units = V / 2; p.k = H; p.mode = kern::gemv_logits;
-        p.resid_in = resid_d_; p.ld_resid_in = H; p.norm_w = final_norm_; p.eps = eps;
-        p.y = logits_; p.ldy = V; p.argmax = argmax_;
-        gemv(p, true);
+        gemv(gemv_params(comp, l), true);
         sample(true);
       } else {
         launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
@@ -545,7 +592,67 @@ void CudaEngine<T>::prefetch_ahead(const void* a, size_t na, const void* b, size
 }
 
 template <typename T>
+Result<void> CudaEngine<T>::prepare_mega() {
+  if (!fused_ || B_ != 1 || !o_.sampling.greedy()) {
+    return make_error(Errc::invalid_argument,
+                      "--variant mega (persistent decode kernel) runs batch 1, greedy, through the fused GEMV path");
+  }
+  const int layers = c_.layers;
+  std::vector<GemvParams> g;
+  for (int l = 0; l < layers; ++l) {
+    for (Component comp : {Component::attn_qkv, Component::attn_out, Component::mlp_gate_up, Component::mlp_down}) {
+      g.push_back(gemv_params(comp, l));
+    }
+  }
+  g.push_back(gemv_params(Component::lm_head, -1));
+  for (GemvParams& p : g) p.prefetch_elems = p.k;  // each warp's first rows, whole, before each barrier
+  std::vector<AttnParams> a;
+  for (int l = 0; l < layers; ++l) a.push_back(attn_params(l));
+  auto alloc_run = [&](void** ptr, size_t bytes) { return alloc(ptr, bytes, true); };
+  void *gp = nullptr, *ap = nullptr, *bp = nullptr;
+  if (auto r = alloc_run(&gp, g.size() * sizeof(GemvParams)); !r) return r.error();
+  if (auto r = alloc_run(&ap, a.size() * sizeof(AttnParams)); !r) return r.error();
+  if (auto r = alloc_run(&bp, 64); !r) return r.error();
+  mega_gemv_ = static_cast<GemvParams*>(gp);
+  mega_attn_ = static_cast<AttnParams*>(ap);
+  mega_barrier_ = static_cast<unsigned*>(bp);
+  JP_CK(cudaMemcpy(mega_gemv_, g.data(), g.size() * sizeof(GemvParams), cudaMemcpyHostToDevice));
+  JP_CK(cudaMemcpy(mega_attn_, a.data(), a.size() * sizeof(AttnParams), cudaMemcpyHostToDevice));
+  JP_CK(cudaMemset(mega_barrier_, 0, 64));
+  const size_t smem = static_cast<size_t>(std::max({c_.hidden, c_.q_dim(), c_.intermediate})) * sizeof(T);
+  JP_CK(cudaFuncSetAttribute(mega_kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  int blocks = 0;
+  JP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, mega_kernel(), kern::kGemvThreads, smem));
+  if (blocks < 1) return make_error(Errc::unsupported, "the persistent decode kernel does not fit on an SM of this GPU");
+  mega_ = true;
+  return {};
+}
+
+template <typename T>
+void CudaEngine<T>::launch_mega() {
+  kern::MegaParams mp{};
+  mp.gemv = mega_gemv_;
+  mp.attn = mega_attn_;
+  mp.advance = AdvanceParams{argmax_, hist_, gen_ + 1, step_, pos_, embed_, resid_d_, c_.hidden, 1, 1};
+  mp.layers = c_.layers;
+  mp.attn_items = splits_ * c_.kv_heads;
+  mp.barrier = mega_barrier_;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(prop_.multiProcessorCount);
+  cfg.blockDim = dim3(kern::kGemvThreads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(std::max({c_.hidden, c_.q_dim(), c_.intermediate})) * sizeof(T);
+  cfg.stream = st_;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;  // every block resident at once, or the launch fails
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  check(cudaLaunchKernelEx(&cfg, mega_kernel(), mp), "cudaLaunchKernelEx(decode_step_kernel)");
+}
+
+template <typename T>
 void CudaEngine<T>::enqueue_step(bool advance) {
+  if (mega_ && advance) return launch_mega();
   // --variant aheadN: while the latency-bound attention core runs, a side branch asks L2 to fetch
   // the output projection and the first N MB of the gate/up matrix; while the down projection
   // streams, the first N MB of the next layer's QKV matrix (or of the LM head).
@@ -775,6 +882,10 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
       JP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, kern::kGemvThreads, static_cast<size_t>(nb_) * H * tb));
       gemv_blocks_[fn] = std::max(1, blocks);
     }
+  }
+  mega_ = false;
+  if (o_.mega) {
+    if (auto r = prepare_mega(); !r) return r.error();
   }
   if (o_.graphs) {
     cudaGraph_t g = nullptr;

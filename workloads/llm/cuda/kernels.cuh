@@ -137,8 +137,10 @@ constexpr int kGemvThreads = 512;
 template <int NB, int U>
 constexpr int gemv_min_blocks() { return NB <= 2 && U <= 4 ? 2 : 1; }
 
-template <typename T, int NB, bool NORM, int U>
-__global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_kernel(const GemvParams p) {
+// The GEMV of one block out of nblk; `wait` returns when the inputs are ready (the previous
+// kernel's completion, or a grid barrier inside the persistent decode kernel).
+template <typename T, int NB, bool NORM, int U, typename Wait>
+__device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk, Wait&& wait) {
   constexpr int kGemvUnroll = U;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);
@@ -148,11 +150,10 @@ __global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_k
   constexpr int WARPS = kGemvThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, K = p.k;
   const T* W = static_cast<const T*>(p.w);
-  const int first = warp * gridDim.x + blockIdx.x;
-  const int stride = gridDim.x * WARPS;
+  const int first = warp * nblk + bid;
+  const int stride = nblk * WARPS;
   auto row_of = [&](int u, int r) { return p.mode == gemv_swiglu ? u + r * p.pair_offset : 2 * u + r; };
 
-  pdl_trigger();
   // Weights do not depend on the previous kernel: start fetching them before waiting for it.
   if (first < p.units) {
     const int lim = min(K, p.prefetch_elems) * static_cast<int>(sizeof(T));
@@ -162,7 +163,7 @@ __global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_k
       for (int off = lane * 128; off < lim; off += 32 * 128) prefetch_l2(base + off);
     }
   }
-  pdl_wait();
+  wait();
 
   if constexpr (NORM) {
     float ss[NB];
@@ -305,6 +306,12 @@ __global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_k
   }
 }
 
+template <typename T, int NB, bool NORM, int U>
+__global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_kernel(const GemvParams p) {
+  pdl_trigger();
+  gemv_body<T, NB, NORM, U>(p, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), [] { pdl_wait(); });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decode attention for one new token per sequence: RoPE of q and of the new k, the new k/v
 // written to the cache, then softmax(q K^T / sqrt(d)) V over positions 0..pos, split over blocks
@@ -342,8 +349,11 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // Each block: one sequence, one KV head (all its query heads), one split of the positions. A tile
 // of K and V rows is copied into shared memory at once (cp.async, one memory round trip), then
 // scores, online softmax and the V sum run from shared memory.
-template <typename T, int HD>
-__global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnParams p) {
+// One (split, kv head, sequence) item by the block's first kAttnThreads threads; `sync` is their
+// barrier (__syncthreads, or a named barrier inside the persistent decode kernel), `wait` returns
+// when the projections are ready.
+template <typename T, int HD, typename Sync, typename Wait>
+__device__ __forceinline__ void attn_body(const AttnParams& p, int split, int kvh, int b, Sync&& sync, Wait&& wait) {
   constexpr int TILE = kAttnTile;
   constexpr int KP = HD + 8;             // padded K rows: conflict-free 16-byte reads down a column
   constexpr int TG = kAttnThreads / HD;  // thread groups over positions in the V pass
@@ -355,10 +365,8 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
   __shared__ float m_s[kMaxGroup], l_s[kMaxGroup], corr_s[kMaxGroup];
   __shared__ float red[TG > 1 ? kMaxGroup : 1][TG > 1 ? kAttnThreads : 1];
   __shared__ bool last_s;
-  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
   const int g = p.heads / p.kv_heads, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  pdl_trigger();
-  pdl_wait();
+  wait();
   const int pos = p.pos[b];
   const int ctx = pos + 1;
   const int start = split * p.chunk, end = min(start + p.chunk, ctx);
@@ -399,7 +407,7 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
     m_s[tid] = -INFINITY;
     l_s[tid] = 0.f;
   }
-  __syncthreads();
+  sync();
 
   const int d = tid % HD, tg = tid / HD;
   float acc[kMaxGroup];
@@ -425,7 +433,7 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
       if (tid < HD) vs[r * HD + tid] = vnew;
     }
     cp_async_wait_all();
-    __syncthreads();
+    sync();
     // Scores: thread (position r, half hp) for heads hp, hp + 2, ...
     {
       const int r = tid % TILE, hp = tid / TILE;
@@ -453,7 +461,7 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
         if (h < g) sc[h][r] = r < nt ? s[j] : -INFINITY;
       }
     }
-    __syncthreads();
+    sync();
     for (int h = warp; h < g; h += kAttnThreads / 32) {
       float v[TILE / 32];
       float mx = -INFINITY;
@@ -480,7 +488,7 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
         m_s[h] = m_new;
       }
     }
-    __syncthreads();
+    sync();
 #pragma unroll
     for (int h = 0; h < kMaxGroup; ++h) {
       if (h < g) acc[h] *= corr_s[h];
@@ -493,14 +501,14 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
         if (h < g) acc[h] = fmaf(sc[h][j], v, acc[h]);
       }
     }
-    __syncthreads();
+    sync();
   }
   if constexpr (TG > 1) {
 #pragma unroll
     for (int h = 0; h < kMaxGroup; ++h) {
       if (h < g) red[h][tid] = acc[h];
     }
-    __syncthreads();
+    sync();
     if (tg == 0) {
 #pragma unroll
       for (int h = 0; h < kMaxGroup; ++h) {
@@ -536,12 +544,12 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
     }
   }
   __threadfence();
-  __syncthreads();
+  sync();
   if (tid == 0) {
     const unsigned prev = atomicAdd(p.counters + b * p.kv_heads + kvh, 1u);
     last_s = (prev == static_cast<unsigned>(p.splits - 1));
   }
-  __syncthreads();
+  sync();
   if (!last_s) return;
   __threadfence();
   for (int idx = tid; idx < g * HD; idx += kAttnThreads) {
@@ -562,6 +570,13 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
   if (tid == 0) p.counters[b * p.kv_heads + kvh] = 0u;
 }
 
+template <typename T, int HD>
+__global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnParams p) {
+  pdl_trigger();
+  attn_body<T, HD>(p, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z),
+                   [] { __syncthreads(); }, [] { pdl_wait(); });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Token bookkeeping after sampling: the chosen token goes to the history, its embedding becomes
 // the next step's residual input, the position advances. commit=0 only gathers the embedding
@@ -580,10 +595,7 @@ struct AdvanceParams {
 };
 
 template <typename T>
-__global__ void advance_kernel(const AdvanceParams p) {
-  const int b = blockIdx.x;
-  pdl_trigger();
-  pdl_wait();
+__device__ __forceinline__ void advance_body(const AdvanceParams& p, int b) {
   const int tok = key_index(p.argmax[b]);
   const T* e = static_cast<const T*>(p.embed) + static_cast<int64_t>(tok) * p.hidden;
   for (int k = threadIdx.x; k < p.hidden; k += blockDim.x) p.resid[static_cast<int64_t>(b) * p.hidden + k] = Num<T>::to(e[k]);
@@ -594,6 +606,13 @@ __global__ void advance_kernel(const AdvanceParams p) {
     p.pos[b] += p.inc;
     p.argmax[b] = 0ull;
   }
+}
+
+template <typename T>
+__global__ void advance_kernel(const AdvanceParams p) {
+  pdl_trigger();
+  pdl_wait();
+  advance_body<T>(p, static_cast<int>(blockIdx.x));
 }
 
 // Back to the state after prefill: first generated token, positions = prompt lengths.
@@ -608,6 +627,94 @@ __global__ void rewind_kernel(const int* prompt_len, const int* hist, int hist_l
     step[b] = 1;
     pos[b] = prompt_len[b];
     argmax[b] = 0ull;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Persistent decode step (batch 1, `--variant mega`): one block per SM runs every phase of the
+// step — per layer the QKV, attention, output, gate/up and down phases, then the LM head and the
+// token advance — separated by grid barriers instead of kernel boundaries. Each block issues the
+// L2 prefetch of its next weights before it waits at a barrier, so HBM keeps streaming while the
+// slowest block, the attention latency or the barrier itself would otherwise leave it idle.
+// The barrier is the one of cooperative groups (arrive with release, wait with acquire) on a
+// counter of our own whose top bit flips once per barrier, so it never needs resetting; all blocks
+// are resident at once (one 512-thread block per SM, launched cooperatively).
+struct MegaParams {
+  const GemvParams* gemv;  ///< per layer: qkv, out, gate/up, down; then the LM head
+  const AttnParams* attn;  ///< per layer
+  AdvanceParams advance;
+  int layers, attn_items;  ///< attention items per layer: splits * kv heads
+  unsigned* barrier;
+};
+
+__device__ __forceinline__ unsigned grid_arrive(unsigned* bar) {
+  unsigned old = 0;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned nb = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+    asm volatile("atom.add.release.gpu.u32 %0,[%1],%2;" : "=r"(old) : "l"(bar), "r"(nb) : "memory");
+  }
+  return old;
+}
+__device__ __forceinline__ void grid_wait(unsigned* bar, unsigned old) {
+  if (threadIdx.x == 0) {
+    unsigned cur;
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0,[%1];" : "=r"(cur) : "l"(bar) : "memory");
+    } while (((old ^ cur) & 0x80000000u) == 0);
+  }
+  __syncthreads();
+}
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(kGemvThreads, 1) decode_step_kernel(const MegaParams P) {
+  const int bid = static_cast<int>(blockIdx.x), nblk = static_cast<int>(gridDim.x);
+  unsigned tok = 0;
+  bool pending = false;  // no barrier before the first phase: the previous step's kernel has ended
+  auto wait = [&] {
+    if (pending) grid_wait(P.barrier, tok);
+  };
+  auto arrive = [&] {
+    tok = grid_arrive(P.barrier);
+    pending = true;
+  };
+  for (int l = 0; l < P.layers; ++l) {
+    const GemvParams* g = P.gemv + 4 * l;
+    gemv_body<T, 1, true, 8>(g[0], bid, nblk, wait);  // RMSNorm + QKV
+    arrive();
+    {
+      // Attention: the first 4 warps of some blocks; every block first asks L2 for its rows of
+      // the output projection, which the next phase reads.
+      const GemvParams& o = g[1];
+      const int first = (static_cast<int>(threadIdx.x) >> 5) * nblk + bid;
+      if (first < o.units) {
+        const char* base = reinterpret_cast<const char*>(static_cast<const T*>(o.w) + static_cast<int64_t>(2 * first) * o.k);
+        for (int off = (threadIdx.x & 31) * 128; off < 2 * o.k * static_cast<int>(sizeof(T)); off += 32 * 128) {
+          prefetch_l2(base + off);
+        }
+      }
+      wait();
+      for (int w = bid; w < P.attn_items; w += nblk) {
+        if (threadIdx.x < kAttnThreads) {
+          const AttnParams& a = P.attn[l];
+          attn_body<T, HD>(a, w % a.splits, w / a.splits, 0,
+                           [] { asm volatile("bar.sync 1, %0;" ::"n"(kAttnThreads) : "memory"); }, [] {});
+        }
+      }
+      arrive();
+    }
+    gemv_body<T, 1, false, 8>(g[1], bid, nblk, wait);  // output projection + residual
+    arrive();
+    gemv_body<T, 1, true, 8>(g[2], bid, nblk, wait);   // RMSNorm + gate/up + SwiGLU
+    arrive();
+    gemv_body<T, 1, false, 8>(g[3], bid, nblk, wait);  // down projection + residual
+    arrive();
+  }
+  gemv_body<T, 1, true, 8>(P.gemv[4 * P.layers], bid, nblk, wait);  // final norm + LM head + argmax
+  arrive();
+  if (bid == 0) {  // the token: into the residual stream and the history
+    wait();
+    advance_body<T>(P.advance, 0);
   }
 }
 

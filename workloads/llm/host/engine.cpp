@@ -72,6 +72,8 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.gemv_blocks_per_sm = w[3] - '0';
     } else if (w == "u4" || w == "u8") {
       o.gemv_unroll = w[1] - '0';
+    } else if (w == "mega") {
+      o.mega = true;
     } else if (w == "pfo") {
       o.prefetch_after_attention = true;
     } else if (w == "nopf") {
