@@ -605,7 +605,14 @@ Result<void> CudaEngine<T>::prepare_mega() {
     }
   }
   g.push_back(gemv_params(Component::lm_head, -1));
-  for (GemvParams& p : g) p.prefetch_elems = p.k;  // each warp's first rows, whole, before each barrier
+  // Before each barrier every warp asks L2 for the start of its first row pair: at most
+  // mega_prefetch_mb per phase (more evicts what the running phase streams), the whole rows by default.
+  const int warps = prop_.multiProcessorCount * (kern::kGemvThreads / 32);
+  for (GemvParams& p : g) {
+    const int64_t pairs = std::min<int64_t>(p.units, warps);
+    const int64_t budget = o_.mega_prefetch_mb < 0 ? INT64_MAX : (int64_t{o_.mega_prefetch_mb} << 20) / (pairs * 2 * int64_t{sizeof(T)});
+    p.prefetch_elems = static_cast<int>(std::min<int64_t>(p.k, budget));
+  }
   std::vector<AttnParams> a;
   for (int l = 0; l < layers; ++l) a.push_back(attn_params(l));
   auto alloc_run = [&](void** ptr, size_t bytes) { return alloc(ptr, bytes, true); };

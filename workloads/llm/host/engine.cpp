@@ -74,6 +74,9 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.gemv_unroll = w[1] - '0';
     } else if (w == "mega") {
       o.mega = true;
+    } else if (w.rfind("megapf", 0) == 0 && w.size() > 6 && w.find_first_not_of("0123456789", 6) == std::string::npos) {
+      o.mega = true;
+      o.mega_prefetch_mb = std::stoi(w.substr(6));
     } else if (w == "pfo") {
       o.prefetch_after_attention = true;
     } else if (w == "nopf") {

@@ -46,7 +46,8 @@ struct EngineOptions {
   int gemv_blocks_per_sm = 0;       ///< fused GEMV grid (0: 1 with pdl, else as many as fit)
   int gemv_unroll = 4;              ///< 16-byte loads in flight per lane and row at batch 1 (4 or 8)
   int gemv_prefetch = -1;           ///< elements of each first row prefetched to L2 (-1: auto)
-  bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy, head_dim 64)
+  bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy)
+  int mega_prefetch_mb = -1;        ///< mega: MB of each phase's weights prefetched to L2 before its barrier (-1: first row pairs whole)
   bool prefetch_after_attention = false;  ///< fused decode: the output projection's weights to L2 while attention runs
   int attn_chunk = 0;               ///< decode attention: positions per split block (0: enough splits to fill the GPU twice)
   int l2_ahead_mb = 0;              ///< fused decode: MB of the next matrices prefetched to L2 on a side branch (0: off)
@@ -97,7 +98,7 @@ class LlmEngine {
 /// u4|u8, nopf|pfN, cublas-pf|flash-pf, fusedN (auto fused up to batch N), topkN (top-k sampling),
 /// aheadN (N MB of the next matrices prefetched to L2 during the attention core and down projection),
 /// chunkN (N positions per decode-attention split), pfo (output projection prefetched to L2 during
-/// the attention core), mega (the batch-1 decode step as one persistent kernel).
+/// the attention core), mega (the batch-1 decode step as one persistent kernel), megapfN (its L2 prefetch per phase, MB).
 /// Empty: no change.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
 
