@@ -129,10 +129,14 @@ int run_child(const BenchFlags& f) {
     return st.exit_code;
   }
   int rc = st.exit_code;
+  // The command is the user's (jouleprof-llm's names our temporary file).
+  std::vector<std::string> command{"jouleprof", "bench", "llm"};
+  for (auto& a : llm::bench_args(f.o)) command.push_back(std::move(a));
   if (!f.o.json.empty()) {
     auto doc = nlohmann::json::parse(*text, nullptr, false);
     if (doc.is_discarded()) return report(make_error(Errc::parse, bin.string() + " wrote a malformed result"));
     if (!f.o.json_timelines) doc.erase("timelines");
+    if (doc.contains("command")) doc["command"] = command;
     std::ofstream out(f.o.json);
     out << doc.dump(f.o.json_timelines ? -1 : 2) << "\n";
     if (!out) {
@@ -142,6 +146,7 @@ int run_child(const BenchFlags& f) {
   }
   auto sweep = measurement_from_json(*text);
   if (!sweep) return report(make_error(sweep.error().code, bin.string() + ": " + sweep.error().message));
+  sweep->command = command;
   const int r = record(std::move(*sweep), f, [&remove_tmp] { return std::exchange(remove_tmp.path, std::string()); });
   return rc != 0 ? rc : r;
 }
@@ -167,7 +172,8 @@ Runner add_bench(CLI::App& app) {
       "  jouleprof bench llm --weights ~/Llama-3.1-8B --per-layer\n"
       "  jouleprof bench llm --device sim --model tiny      # no GPU needed; every number simulated\n"
       "  jouleprof runs list --tag bench=llm && jouleprof report 12 13 14 -o bench.html\n"
-      "Every configuration is recorded in the run store (--no-store: not). Method and fields: docs/bench-llm.md");
+      "Every configuration is recorded in the run store (--no-store: not). On a GPU this runs jouleprof-llm from\n"
+      "beside jouleprof ($JOULEPROF_LLM names another). Method and fields: docs/bench-llm.md");
   llm::add_bench_options(llm, f->o);
   llm->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else "
                                  "$XDG_DATA_HOME/jouleprof/runs.db, else ~/.local/share/jouleprof/runs.db)");

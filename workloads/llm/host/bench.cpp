@@ -557,15 +557,8 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
     const auto eq = t.find('=');
     m.tags[t.substr(0, eq)] = t.substr(eq + 1);
   }
-  // Each configuration is a run (no statistics over them: they differ on purpose).
-  for (const Point& pt : points) {
-    RunInfo r;
-    r.index = pt.index;
-    r.window = pt.run_w;
-    r.complete = pt.skipped.empty() && pt.incomplete.empty();
-    r.reason = !pt.skipped.empty() ? "skipped: " + pt.skipped : pt.incomplete;
-    m.runs.push_back(r);
-  }
+  // No runs[] and no statistics over the configurations: they differ on purpose. Each is a run
+  // of its own once split (bench_record.hpp); here its run window and point carry the status.
   if (failure) {
     res.error = failure;
     m.complete = false;
