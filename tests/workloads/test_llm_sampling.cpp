@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "host/bench.hpp"
 #include "host/engine.hpp"
 #include "host/sampling.hpp"
 
@@ -87,4 +88,40 @@ TEST(LlmSampling, EngineVariantWords) {
   EXPECT_EQ(e.attn_chunk, 512);
   EXPECT_FALSE(apply_variant("topk", e));
   EXPECT_FALSE(apply_variant("aheadx", e));
+}
+
+TEST(LlmSampling, BenchFlagsCarryTopK) {
+  BenchOptions o;
+  o.top_k = 40;
+  o.temperature = 0.75f;
+  CLI::App app;
+  BenchOptions back;
+  add_bench_options(&app, back);
+  auto args = bench_args(o);
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  app.parse(rev);
+  EXPECT_EQ(back.top_k, 40);
+  EXPECT_FLOAT_EQ(back.temperature, 0.75f);
+}
+
+TEST(LlmSampling, SimulatedBenchRecordsTheSamplingAndRefusesABadK) {
+  BenchOptions o;
+  o.device = "sim";
+  o.models = {"tiny"};
+  o.prompts = {16};
+  o.gens = {4};
+  o.min_seconds = 0.02;
+  o.iso_seconds = 0.02;
+  o.idle_s = 0;
+  o.no_components = true;
+  o.quiet = true;
+  o.top_k = 40;
+  auto r = run_bench(o, sim_engine_factory(), nullptr);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->llm["points"][0]["sampling"], "top-k 40, temperature 1, seed 1234");
+  EXPECT_NE(r->llm["points"][0]["variant"].get<std::string>().find("topk40"), std::string::npos);
+  o.top_k = kMaxTopK + 1;
+  auto bad = run_bench(o, sim_engine_factory(), nullptr);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("--top-k"), std::string::npos);
 }

@@ -70,6 +70,9 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_flag("--no-graphs", o.no_graphs, "launch decode kernels one by one instead of CUDA graphs");
   c->add_flag("--pdl", o.pdl, "programmatic dependent launch between decode kernels");
   c->add_option("--variant", o.variant, "engine variant words joined by '+' (docs/bench-llm.md), e.g. fused+u8");
+  c->add_option("--top-k", o.top_k, "sample each token from the k most likely (0: greedy)")
+      ->check(CLI::Range(0, kMaxTopK))->capture_default_str();
+  c->add_option("--temperature", o.temperature, "softmax temperature of top-k sampling")->check(CLI::PositiveNumber)->capture_default_str();
   c->add_option("--prefill-attention", o.prefill_attention, "cublas (scores materialised) or flash (tensor-core kernel)")
       ->check(CLI::IsMember({"flash", "cublas"}))->capture_default_str();
   c->add_option("--chunk-tokens", o.chunk_tokens, "most prompt tokens per prefill pass")->check(CLI::Range(16, 1 << 20))->capture_default_str();
@@ -110,6 +113,8 @@ std::vector<std::string> bench_args(const BenchOptions& o) {
   if (o.no_graphs) a.emplace_back("--no-graphs");
   if (o.pdl) a.emplace_back("--pdl");
   if (!o.variant.empty()) add("--variant", o.variant);
+  if (o.top_k > 0) add("--top-k", std::to_string(o.top_k));
+  if (o.temperature != 1.0f) add("--temperature", fmt_double(static_cast<double>(o.temperature)));
   add("--chunk-tokens", std::to_string(o.chunk_tokens));
   add("--prefill-attention", o.prefill_attention);
   if (!o.nvml_lib.empty()) add("--nvml-lib", o.nvml_lib);
@@ -189,6 +194,7 @@ std::string variant_words(const BenchOptions& o) {
   if (o.no_graphs) v += "+nograph";
   if (o.prefill_attention == "flash") v += "+flash-pf";
   if (!o.variant.empty()) v += "+" + o.variant;
+  if (o.top_k > 1) v += "+topk" + std::to_string(o.top_k);
   return v;
 }
 
@@ -227,6 +233,9 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   {
     EngineOptions check;
     if (auto v = apply_variant(o.variant, check); !v) return v.error();
+    check.sampling.top_k = std::max(check.sampling.top_k, o.top_k);
+    check.sampling.temperature = o.temperature;
+    if (auto v = validate_sampling(check.sampling); !v) return v.error();
   }
 
   MonitorOptions mo;
@@ -297,6 +306,9 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
       eo.pdl = o.pdl;
       eo.prefill_attention = o.prefill_attention;
       (void)apply_variant(o.variant, eo);  // checked above
+      if (o.top_k > 0) eo.sampling.top_k = o.top_k;
+      eo.sampling.temperature = o.temperature;
+      eo.sampling.seed = o.seed;
       say("loading " + model + " (" + dtype_name + (o.weights.empty() ? ", random weights" : "") + ")");
       auto eng_r = factory(eo, mon);
       if (!eng_r) {
@@ -367,7 +379,8 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
                    {"num_layers", cfg.layers},
                    {"params", cfg.total_params()},
                    {"weights", o.weights.empty() ? "random (seed " + std::to_string(o.seed) + ")" : o.weights},
-                   {"variant", variant}};
+                   {"variant", variant},
+                   {"sampling", describe_sampling(eo.sampling)}};
         // Window names: MODEL[/DTYPE]/bBATCH/pPROMPT[/gGEN] (dtype and gen when swept).
         const std::string base = cfg.name + (o.dtypes.size() > 1 ? "/" + dtype_name : "") + "/b" + std::to_string(B) + "/p" +
                                  (file_tokens.empty() ? std::to_string(P) : "file") +

@@ -49,6 +49,8 @@ struct BenchOptions {
   int chunk_tokens = 8192;
   std::string prefill_attention = "cublas";
   std::string variant;
+  int top_k = 0;               ///< 0: greedy decoding
+  float temperature = 1.0f;    ///< top-k softmax temperature
   std::string nvml_lib;
 };
 
