@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "../common/run_program.hpp"
+
 namespace jp_test {
 
 inline std::filesystem::path temp_dir() {
@@ -31,47 +33,18 @@ inline std::string write_file(const std::string& name, const std::string& text) 
   return p.string();
 }
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string read_file(const std::string& path) { return slurp_file(path); }
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using CliRun = ProgramRun;
 
-/// Starts the CLI with extra environment; `after_start` may signal it (gets the pid).
+/// Starts the CLI with extra environment; `after_start` may signal it (gets the pid). Runs go
+/// into a store of the test's own, never the user's (an env entry JOULEPROF_DB=... overrides it).
 template <class F>
 CliRun run_cli_with(const std::vector<std::string>& args, const std::vector<std::string>& env, F after_start) {
-  const std::string out = (temp_dir() / "stdout.txt").string(), err = (temp_dir() / "stderr.txt").string();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    freopen(out.c_str(), "w", stdout);
-    freopen(err.c_str(), "w", stderr);
-    // Runs go into a store of the test's own, never the user's.
-    const std::string db = "JOULEPROF_DB=" + (temp_dir() / "runs.db").string();
-    putenv(const_cast<char*>(db.c_str()));
-    for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
-    std::vector<char*> argv;
-    std::string cli = JOULEPROF_CLI;
-    argv.push_back(cli.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(cli.c_str(), argv.data());
-    _exit(126);
-  }
-  after_start(pid);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  CliRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
+  std::vector<std::string> all{"JOULEPROF_DB=" + (temp_dir() / "runs.db").string()};
+  all.insert(all.end(), env.begin(), env.end());
+  return run_program(JOULEPROF_CLI, args, all, "", (temp_dir() / "stdout.txt").string(), (temp_dir() / "stderr.txt").string(),
+                     after_start);
 }
 
 inline CliRun run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {

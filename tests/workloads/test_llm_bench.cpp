@@ -69,6 +69,8 @@ TEST(LlmBench, FlagsRoundTrip) {
   o.json = "x.json";
   o.json_timelines = true;
   o.dtypes = {"bf16", "fp16"};
+  o.top_k = 40;
+  o.temperature = 0.75f;
   CLI::App app;
   BenchOptions back;
   add_bench_options(&app, back);
@@ -86,6 +88,8 @@ TEST(LlmBench, FlagsRoundTrip) {
   EXPECT_DOUBLE_EQ(back.min_seconds, 0.25);
   EXPECT_EQ(back.tags, o.tags);
   EXPECT_EQ(back.json, "x.json");
+  EXPECT_EQ(back.top_k, 40);
+  EXPECT_FLOAT_EQ(back.temperature, 0.75f);
   EXPECT_TRUE(back.json_timelines);
   EXPECT_EQ(back.dtypes, o.dtypes);
 }

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../common/run_program.hpp"
 #include "host/bench.hpp"
 #include "host/bench_record.hpp"
 #include "jouleprof/store/result_io.hpp"
@@ -43,39 +44,18 @@ class BenchStore : public ::testing::Test {
     int code = -1;
     std::string out, err;
   };
-  /// Runs jouleprof with JOULEPROF_DB=<dir>/default.db plus `env`; `while_running` gets the pid.
+  /// Runs jouleprof in the test's folder with JOULEPROF_DB=<dir>/default.db plus `env`;
+  /// `while_running` gets the pid.
   Cli cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
           const std::function<void(pid_t)>& while_running = nullptr) const {
-    const std::string out = path("cli.out"), err = path("cli.err");
-    const pid_t pid = fork();
-    if (pid == 0) {
-      if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(125);
-      if (chdir(dir_.c_str()) != 0) _exit(125);
-      setenv("JOULEPROF_DB", path("default.db").c_str(), 1);
-      for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
-      std::vector<std::string> copy = args;
-      std::string exe = JOULEPROF_CLI;
-      std::vector<char*> argv{exe.data()};
-      for (auto& a : copy) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(exe.c_str(), argv.data());
-      _exit(126);
-    }
-    if (while_running) while_running(pid);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    Cli r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    std::vector<std::string> all{"JOULEPROF_DB=" + path("default.db")};
+    all.insert(all.end(), env.begin(), env.end());
+    const auto r = jp_test::run_program(JOULEPROF_CLI, args, all, dir_, path("cli.out"), path("cli.err"), [&](pid_t pid) {
+      if (while_running) while_running(pid);
+    });
+    return Cli{r.exit_code, r.out, r.err};
   }
-  static std::string slurp(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  static std::string slurp(const std::string& p) { return jp_test::slurp_file(p); }
   static json read_json(const std::string& p) {
     std::ifstream in(p);
     return json::parse(in);

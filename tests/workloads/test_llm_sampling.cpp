@@ -90,20 +90,6 @@ TEST(LlmSampling, EngineVariantWords) {
   EXPECT_FALSE(apply_variant("aheadx", e));
 }
 
-TEST(LlmSampling, BenchFlagsCarryTopK) {
-  BenchOptions o;
-  o.top_k = 40;
-  o.temperature = 0.75f;
-  CLI::App app;
-  BenchOptions back;
-  add_bench_options(&app, back);
-  auto args = bench_args(o);
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  app.parse(rev);
-  EXPECT_EQ(back.top_k, 40);
-  EXPECT_FLOAT_EQ(back.temperature, 0.75f);
-}
-
 TEST(LlmSampling, SimulatedBenchRecordsTheSamplingAndRefusesABadK) {
   BenchOptions o;
   o.device = "sim";

@@ -152,8 +152,10 @@ def new_cache(cfg):
         return DynamicCache()
 
 
-def llama_phases(name, tag, prefills, decodes, split):
-    """Prefill (logits of the last position only) and decode steps (DynamicCache cropped back)."""
+def llama_phases(name, tag, prefills, decodes, split, profile_key=None):
+    """Prefill (logits of the last position only) and decode steps (DynamicCache cropped back);
+    with profile_key, the CUDA kernels of one batch-1 decode step at context 512 (for the
+    estimator's dispatch model) go into results[profile_key]."""
     from transformers import LlamaForCausalLM
     cfg = llama_config(name)
     with torch.device(dev):
@@ -173,7 +175,34 @@ def llama_phases(name, tag, prefills, decodes, split):
             cache.crop(Cx)
         phase(f"{tag}_decode_b{B_}_c{Cx}", step, split, kind="llama_decode", model=name, batch=B_, context=Cx)
         del cache
+    if profile_key:
+        try:
+            from torch.profiler import profile, ProfilerActivity
+            ids = torch.randint(0, 128000, (1, 512), device=dev)
+            cache = new_cache(cfg)
+            model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            tok = torch.randint(0, 128000, (1, 1), device=dev)
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                model(input_ids=tok, past_key_values=cache, use_cache=True)
+                torch.cuda.synchronize()
+            results[profile_key] = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        except Exception as e:
+            results["profile_error"] = str(e)
     del model
+    torch.cuda.empty_cache()
+
+
+def sdpa_phases(shapes):
+    """PyTorch SDPA (flash) over (B, H, Sq, Skv, D, causal, split) shapes."""
+    F = torch.nn.functional
+    for (B_, H, Sq, Skv, D, causal, split) in shapes:
+        q = torch.randn(B_, H, Sq, D, device=dev, dtype=bf16)
+        k = torch.randn(B_, H, Skv, D, device=dev, dtype=bf16)
+        v = torch.randn(B_, H, Skv, D, device=dev, dtype=bf16)
+        phase(f"sdpa_b{B_}_h{H}_q{Sq}_kv{Skv}_d{D}{'_causal' if causal else ''}",
+              lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), split,
+              kind="attention", B=B_, H=H, Sq=Sq, Skv=Skv, D=D, causal=causal, dtype="bf16")
+        del q, k, v
     torch.cuda.empty_cache()
 
 
@@ -222,17 +251,8 @@ def blind2():
     phase("layernorm_bf16_8192x8192", lambda: torch.nn.functional.layer_norm(x3, (8192,), lw, lb), S,
           kind="layernorm", rows=8192, cols=8192, dtype="bf16")
     del x, y, z, x2, x3
-    F = torch.nn.functional
-    for (B_, H, Sq, Skv, D, causal) in [(8, 16, 1024, 1024, 64, True), (1, 32, 1, 8192, 128, False),
-                                        (16, 32, 1, 2048, 64, False), (2, 24, 4096, 4096, 128, True)]:
-        q = torch.randn(B_, H, Sq, D, device=dev, dtype=bf16)
-        k = torch.randn(B_, H, Skv, D, device=dev, dtype=bf16)
-        v = torch.randn(B_, H, Skv, D, device=dev, dtype=bf16)
-        phase(f"sdpa_b{B_}_h{H}_q{Sq}_kv{Skv}_d{D}{'_causal' if causal else ''}",
-              lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), S,
-              kind="attention", B=B_, H=H, Sq=Sq, Skv=Skv, D=D, causal=causal, dtype="bf16")
-        del q, k, v
-    torch.cuda.empty_cache()
+    sdpa_phases([(8, 16, 1024, 1024, 64, True, S), (1, 32, 1, 8192, 128, False, S),
+                 (16, 32, 1, 2048, 64, False, S), (2, 24, 4096, 4096, 128, True, S)])
     try:
         import transformers
         results["transformers"] = transformers.__version__
@@ -333,68 +353,15 @@ with torch.inference_mode():
     del x, y, z, x2, z2, xs, zs
 
     # ---- attention (SDPA, bf16) ----
-    F = torch.nn.functional
-    for (B_, H, Sq, Skv, D, causal, split) in [(4, 32, 2048, 2048, 128, True, "train"),
-                                               (1, 32, 8192, 8192, 128, True, "test"),
-                                               (32, 32, 1, 4096, 128, False, "test")]:
-        q = torch.randn(B_, H, Sq, D, device=dev, dtype=bf16)
-        k = torch.randn(B_, H, Skv, D, device=dev, dtype=bf16)
-        v = torch.randn(B_, H, Skv, D, device=dev, dtype=bf16)
-        phase(f"sdpa_b{B_}_h{H}_q{Sq}_kv{Skv}_d{D}{'_causal' if causal else ''}",
-              lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), split,
-              kind="attention", B=B_, H=H, Sq=Sq, Skv=Skv, D=D, causal=causal, dtype="bf16")
-        del q, k, v
-    torch.cuda.empty_cache()
+    sdpa_phases([(4, 32, 2048, 2048, 128, True, "train"), (1, 32, 8192, 8192, 128, True, "test"),
+                 (32, 32, 1, 4096, 128, False, "test")])
 
     # ---- Llama-3.2-1B architecture (random weights), HF transformers eager + SDPA ----
     try:
         import transformers
-        from transformers import LlamaConfig, LlamaForCausalLM, DynamicCache
         results["transformers"] = transformers.__version__
-        cfg = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                          num_attention_heads=32, num_key_value_heads=8, head_dim=64,
-                          vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
-                          rms_norm_eps=1e-5, tie_word_embeddings=True)
-        cfg._attn_implementation = "sdpa"
-        with torch.device(dev):
-            model = LlamaForCausalLM(cfg).to(bf16).eval()
-        for B_, P in [(1, 512), (4, 1024)]:
-            ids = torch.randint(0, 128000, (B_, P), device=dev)
-            phase(f"llama1b_prefill_b{B_}_p{P}", lambda: model(input_ids=ids, use_cache=False, logits_to_keep=1),
-                  "test", kind="llama_prefill", model="llama-3.2-1b", batch=B_, prompt=P)
-        def new_cache():
-            try:
-                return DynamicCache(config=cfg)
-            except TypeError:
-                return DynamicCache()
-        for B_, Cx in [(1, 512), (4, 1024)]:
-            ids = torch.randint(0, 128000, (B_, Cx), device=dev)
-            cache = new_cache()
-            model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            tok = torch.randint(0, 128000, (B_, 1), device=dev)
-
-            def step():
-                model(input_ids=tok, past_key_values=cache, use_cache=True)
-                cache.crop(Cx)
-            phase(f"llama1b_decode_b{B_}_c{Cx}", step, "test", kind="llama_decode",
-                  model="llama-3.2-1b", batch=B_, context=Cx)
-            del cache
-        # kernels per decode step, for the dispatch model
-        try:
-            from torch.profiler import profile, ProfilerActivity
-            ids = torch.randint(0, 128000, (1, 512), device=dev)
-            cache = new_cache()
-            model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            tok = torch.randint(0, 128000, (1, 1), device=dev)
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                model(input_ids=tok, past_key_values=cache, use_cache=True)
-                torch.cuda.synchronize()
-            results["llama1b_decode_kernels_per_step"] = sum(
-                1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-        except Exception as e:
-            results["profile_error"] = str(e)
-        del model
-        torch.cuda.empty_cache()
+        llama_phases("llama-3.2-1b", "llama1b", [(1, 512), (4, 1024)], [(1, 512), (4, 1024)], "test",
+                     profile_key="llama1b_decode_kernels_per_step")
     except Exception as e:
         results["llama_error"] = f"{type(e).__name__}: {e}"
         traceback.print_exc()
