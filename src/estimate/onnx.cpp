@@ -1,350 +1,48 @@
+// ONNX import through Debian's libonnx (1.12) and libprotobuf: protobuf parses the ModelProto,
+// the tensors and wiring ONNX will read are checked (onnx_model.cpp), ONNX's shape inference
+// (with data propagation) fills in the shapes and the values of integer shape arithmetic, and
+// every node is costed through GraphBuilder (docs/estimate.md, "ONNX").
 #include "jouleprof/estimate/onnx.hpp"
 
+#include <onnx/common/version.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
 #include <algorithm>
-#include <cmath>
-#include <cstring>
+#include <climits>
+#include <filesystem>
 #include <fstream>
-#include <functional>
+#include <optional>
 #include <set>
-#include <sstream>
 #include <unordered_map>
+
+#include "onnx_model.hpp"
 
 namespace jouleprof::estimate {
 namespace {
 
-// ---- protobuf wire format -------------------------------------------------------------------
+using TP = onnx::TensorProto;
+using detail::check_tensors;
+using detail::check_topology;
+using detail::escape_controls;
+using detail::guarded_schemas;
+using detail::inline_value;
+using detail::int_values;
+using detail::kMaxElements;
+using detail::kMaxFoldElements;
+using detail::node_name;
+using detail::one_line;
+using detail::onnx_inferred;
 
-struct Field {
-  uint32_t number = 0;
-  uint32_t wire = 0;
-  uint64_t varint = 0;       // wire 0, and fixed32/64 values
-  std::string_view bytes;    // wire 2
-};
-
-class PbReader {
- public:
-  explicit PbReader(std::string_view b) : p_(b.data()), end_(b.data() + b.size()) {}
-  // Reads the next field; false at the end or on malformed input (error() tells).
-  bool next(Field& f) {
-    if (p_ == end_ || !err_.empty()) return false;
-    uint64_t key = 0;
-    if (!varint(key)) return false;
-    f.number = static_cast<uint32_t>(key >> 3);
-    f.wire = static_cast<uint32_t>(key & 7);
-    if (f.number == 0) return fail("field number 0");
-    switch (f.wire) {
-      case 0:
-        return varint(f.varint);
-      case 1:
-        if (end_ - p_ < 8) return fail("truncated fixed64");
-        std::memcpy(&f.varint, p_, 8);
-        p_ += 8;
-        return true;
-      case 5: {
-        if (end_ - p_ < 4) return fail("truncated fixed32");
-        uint32_t v = 0;
-        std::memcpy(&v, p_, 4);
-        f.varint = v;
-        p_ += 4;
-        return true;
-      }
-      case 2: {
-        uint64_t n = 0;
-        if (!varint(n)) return false;
-        if (n > static_cast<uint64_t>(end_ - p_)) return fail("length-delimited field runs past the end");
-        f.bytes = std::string_view(p_, static_cast<std::size_t>(n));
-        p_ += n;
-        return true;
-      }
-      default:
-        return fail("unsupported wire type " + std::to_string(f.wire));
-    }
-  }
-  const std::string& error() const { return err_; }
-
- private:
-  bool varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) return fail("truncated varint");
-      const auto byte = static_cast<uint8_t>(*p_++);
-      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if (byte < 0x80) return true;
-    }
-    return fail("varint longer than 10 bytes");
-  }
-  bool fail(const std::string& why) {
-    if (err_.empty()) err_ = why;
-    return false;
-  }
-  const char* p_;
-  const char* end_;
-  std::string err_;
-};
-
-// Repeated int64 fields come packed (wire 2) or one per field (wire 0).
-bool read_ints(const Field& f, std::vector<int64_t>& out, std::string& err) {
-  if (f.wire == 0) {
-    out.push_back(static_cast<int64_t>(f.varint));
-    return true;
-  }
-  if (f.wire != 2) {
-    err = "repeated integer with wire type " + std::to_string(f.wire);
-    return false;
-  }
-  const char* p = f.bytes.data();
-  const char* end = p + f.bytes.size();
-  while (p < end) {
-    uint64_t v = 0;
-    int shift = 0;
-    for (;;) {
-      if (p == end || shift >= 64) {
-        err = "truncated packed varint";
-        return false;
-      }
-      const auto byte = static_cast<uint8_t>(*p++);
-      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      shift += 7;
-      if (byte < 0x80) break;
-    }
-    out.push_back(static_cast<int64_t>(v));
-  }
-  return true;
-}
-
-// ---- ONNX messages (only the fields the importer needs) ---------------------------------------
-
-struct OTensor {
-  std::string name;
-  std::vector<int64_t> dims;
-  int data_type = 0;
-  std::vector<int64_t> ints;  // int32/int64 values when present
-  bool has_ints = false;
-};
-
-struct OAttr {
-  int64_t i = 0;
-  float f = 0;
-  std::string s;
-  std::vector<int64_t> ints;
-  OTensor t;
-  bool has_t = false, has_i = false;
-};
-
-struct ONode {
-  std::string name, op_type, domain;
-  std::vector<std::string> inputs, outputs;
-  std::unordered_map<std::string, OAttr> attrs;
-};
-
-struct ODim {
-  int64_t value = -1;
-  std::string param;
-};
-
-struct OValueInfo {
-  std::string name;
-  int elem_type = 0;
-  bool has_shape = false;
-  std::vector<ODim> dims;
-};
-
-struct OGraph {
-  std::string name;
-  std::vector<ONode> nodes;
-  std::vector<OTensor> initializers;
-  std::vector<OValueInfo> inputs, outputs, value_info;
-};
-
-using Err = std::string;
-
-bool parse_tensor(std::string_view b, OTensor& t, Err& err) {
-  PbReader r(b);
-  Field f;
-  std::string_view raw;
-  while (r.next(f)) {
-    switch (f.number) {
-      case 1:
-        if (!read_ints(f, t.dims, err)) return false;
-        break;
-      case 2: t.data_type = static_cast<int>(f.varint); break;
-      case 5: case 7:
-        if (!read_ints(f, t.ints, err)) return false;
-        t.has_ints = true;
-        break;
-      case 8: t.name = std::string(f.bytes); break;
-      case 9: raw = f.bytes; break;
-      default: break;
-    }
-  }
-  if (!r.error().empty()) {
-    err = "TensorProto: " + r.error();
-    return false;
-  }
-  if (!raw.empty() && (t.data_type == 7 || t.data_type == 6)) {
-    const std::size_t w = t.data_type == 7 ? 8 : 4;
-    if (raw.size() % w != 0 || raw.size() / w > 4096) return true;  // only small shape tensors are decoded
-    for (std::size_t i = 0; i < raw.size(); i += w) {
-      if (w == 8) {
-        int64_t v = 0;
-        std::memcpy(&v, raw.data() + i, 8);
-        t.ints.push_back(v);
-      } else {
-        int32_t v = 0;
-        std::memcpy(&v, raw.data() + i, 4);
-        t.ints.push_back(v);
-      }
-    }
-    t.has_ints = true;
-  }
-  return true;
-}
-
-bool parse_attr(std::string_view b, std::string& name, OAttr& a, Err& err) {
-  PbReader r(b);
-  Field f;
-  while (r.next(f)) {
-    switch (f.number) {
-      case 1: name = std::string(f.bytes); break;
-      case 2: {
-        const auto u = static_cast<uint32_t>(f.varint);
-        std::memcpy(&a.f, &u, 4);
-        break;
-      }
-      case 3: a.i = static_cast<int64_t>(f.varint); a.has_i = true; break;
-      case 4: a.s = std::string(f.bytes); break;
-      case 5:
-        if (!parse_tensor(f.bytes, a.t, err)) return false;
-        a.has_t = true;
-        break;
-      case 8:
-        if (!read_ints(f, a.ints, err)) return false;
-        break;
-      default: break;
-    }
-  }
-  if (!r.error().empty()) {
-    err = "AttributeProto: " + r.error();
-    return false;
-  }
-  return true;
-}
-
-bool parse_node(std::string_view b, ONode& n, Err& err) {
-  PbReader r(b);
-  Field f;
-  while (r.next(f)) {
-    switch (f.number) {
-      case 1: n.inputs.emplace_back(f.bytes); break;
-      case 2: n.outputs.emplace_back(f.bytes); break;
-      case 3: n.name = std::string(f.bytes); break;
-      case 4: n.op_type = std::string(f.bytes); break;
-      case 7: n.domain = std::string(f.bytes); break;
-      case 5: {
-        std::string an;
-        OAttr a;
-        if (!parse_attr(f.bytes, an, a, err)) return false;
-        n.attrs[an] = std::move(a);
-        break;
-      }
-      default: break;
-    }
-  }
-  if (!r.error().empty()) {
-    err = "NodeProto: " + r.error();
-    return false;
-  }
-  return true;
-}
-
-bool parse_value_info(std::string_view b, OValueInfo& v, Err& err) {
-  PbReader r(b);
-  Field f;
-  while (r.next(f)) {
-    if (f.number == 1) v.name = std::string(f.bytes);
-    if (f.number != 2 || f.wire != 2) continue;
-    PbReader tr(f.bytes);  // TypeProto
-    Field tf;
-    while (tr.next(tf)) {
-      if (tf.number != 1 || tf.wire != 2) continue;  // tensor_type
-      PbReader tt(tf.bytes);
-      Field x;
-      while (tt.next(x)) {
-        if (x.number == 1) v.elem_type = static_cast<int>(x.varint);
-        if (x.number == 2 && x.wire == 2) {  // TensorShapeProto
-          v.has_shape = true;
-          PbReader sr(x.bytes);
-          Field d;
-          while (sr.next(d)) {
-            if (d.number != 1 || d.wire != 2) continue;
-            ODim dim;
-            PbReader dr(d.bytes);
-            Field dv;
-            while (dr.next(dv)) {
-              if (dv.number == 1) dim.value = static_cast<int64_t>(dv.varint);
-              if (dv.number == 2) dim.param = std::string(dv.bytes);
-            }
-            if (!dr.error().empty()) err = dr.error();
-            v.dims.push_back(dim);
-          }
-          if (!sr.error().empty()) err = sr.error();
-        }
-      }
-      if (!tt.error().empty()) err = tt.error();
-    }
-    if (!tr.error().empty()) err = tr.error();
-  }
-  if (!r.error().empty()) err = r.error();
-  if (!err.empty()) {
-    err = "ValueInfoProto: " + err;
-    return false;
-  }
-  return true;
-}
-
-bool parse_graph(std::string_view b, OGraph& g, Err& err) {
-  PbReader r(b);
-  Field f;
-  while (r.next(f)) {
-    if (f.wire != 2) continue;
-    switch (f.number) {
-      case 1: {
-        ONode n;
-        if (!parse_node(f.bytes, n, err)) return false;
-        g.nodes.push_back(std::move(n));
-        break;
-      }
-      case 2: g.name = std::string(f.bytes); break;
-      case 5: {
-        OTensor t;
-        if (!parse_tensor(f.bytes, t, err)) return false;
-        g.initializers.push_back(std::move(t));
-        break;
-      }
-      case 11: case 12: case 13: {
-        OValueInfo v;
-        if (!parse_value_info(f.bytes, v, err)) return false;
-        (f.number == 11 ? g.inputs : f.number == 12 ? g.outputs : g.value_info).push_back(std::move(v));
-        break;
-      }
-      default: break;
-    }
-  }
-  if (!r.error().empty()) {
-    err = "GraphProto: " + r.error();
-    return false;
-  }
-  return true;
-}
-
-// ---- import ------------------------------------------------------------------------------------
+// ---- import -------------------------------------------------------------------------------------
 
 DType dtype_of(int onnx_type, DType float_as) {
   switch (onnx_type) {
-    case 6: return DType::i32;
-    case 7: return DType::i64;
-    case 9: return DType::boolean;
-    case 2: case 3: return DType::i8;
+    case TP::INT32: return DType::i32;
+    case TP::INT64: return DType::i64;
+    case TP::BOOL: return DType::boolean;
+    case TP::UINT8: case TP::INT8: return DType::i8;
     default: return float_as;
   }
 }
@@ -366,29 +64,54 @@ const std::set<std::string>& transcendental_ops() {
   return s;
 }
 
+// A node with its attributes by name.
+struct Node {
+  const onnx::NodeProto& p;
+  std::unordered_map<std::string, const onnx::AttributeProto*> attrs;
+  explicit Node(const onnx::NodeProto& n) : p(n) {
+    for (const auto& a : n.attribute()) attrs[a.name()] = &a;
+  }
+  const std::string& type() const { return p.op_type(); }
+  std::size_t n_in() const { return static_cast<std::size_t>(p.input_size()); }
+  const std::string& input(std::size_t i) const { return p.input(static_cast<int>(i)); }
+  const onnx::AttributeProto* attr(const char* k) const {
+    auto it = attrs.find(k);
+    return it == attrs.end() ? nullptr : it->second;
+  }
+};
+
 class Importer {
  public:
-  Importer(const OGraph& og, const OnnxOptions& opt, const std::string& name) : og_(og), opt_(opt), b_(name, opt.dtype) {}
+  Importer(onnx::ModelProto& m, const OnnxOptions& opt, const std::string& file, const std::string& name)
+      : m_(m), g_(*m.mutable_graph()), opt_(opt), file_(file), b_(name, opt.dtype) {}
 
   Result<Graph> run() {
-    for (const auto& v : og_.value_info) hints_[v.name] = &v;
-    for (const auto& v : og_.outputs) hints_[v.name] = &v;
+    if (auto r = check_opset(); !r) return r.error();
+    substitute_dims();
+    // Initializers: weights (their values only matter for small integer tensors).
     std::set<std::string> init_names;
-    for (const OTensor& t : og_.initializers) {
-      init_names.insert(t.name);
-      if (t.has_ints) consts_[t.name] = t.ints;
-      if (std::any_of(t.dims.begin(), t.dims.end(), [](int64_t d) { return d <= 0; })) continue;  // empty/optional
-      ids_[t.name] = b_.weight(t.name, t.dims, dtype_of(t.data_type, opt_.dtype));
+    for (const TP& t : g_.initializer()) {
+      init_names.insert(t.name());
+      if (auto v = int_values(t)) consts_[t.name()] = std::move(*v);
+      if (std::any_of(t.dims().begin(), t.dims().end(), [](int64_t d) { return d <= 0; })) continue;  // empty/optional
+      ids_[t.name()] = b_.weight(t.name(), Shape(t.dims().begin(), t.dims().end()), dtype_of(t.data_type(), opt_.dtype));
     }
-    for (const OValueInfo& v : og_.inputs) {
-      if (init_names.count(v.name)) continue;
+    const int n_inputs = g_.input_size();  // before infer() adds the value-less initializers
+    for (int i = 0; i < n_inputs; ++i) {
+      const onnx::ValueInfoProto& v = g_.input(i);
+      if (init_names.count(v.name())) continue;
       auto s = resolve(v, true);
       if (!s) return s.error();
-      ids_[v.name] = b_.input(v.name, *s, dtype_of(v.elem_type, opt_.dtype));
+      ids_[v.name()] = b_.input(v.name(), *s, dtype_of(v.type().tensor_type().elem_type(), opt_.dtype));
     }
-    for (const ONode& n : og_.nodes) {
+    if (auto r = infer(); !r) return r.error();
+    for (const auto& v : g_.value_info()) hints_[v.name()] = &v;
+    for (const auto& v : g_.output()) hints_[v.name()] = &v;
+    for (const auto& np : g_.node()) {
+      const Node n(np);
       if (auto r = node(n); !r) return r.error();
       if (!b_.ok()) return *b_.error();
+      if (auto r = agrees_with_onnx(n); !r) return r.error();
     }
     if (!unsupported_.empty()) {
       std::string list;
@@ -397,39 +120,126 @@ class Importer {
                                                "; rerun with --onnx-unsupported elementwise to estimate them as pointwise "
                                                "ops on their first input");
     }
-    for (const auto& v : og_.outputs) {
-      auto it = ids_.find(v.name);
+    for (const auto& v : g_.output()) {
+      auto it = ids_.find(v.name());
       if (it != ids_.end()) b_.output(it->second);
     }
     return b_.finish();
   }
 
  private:
-  // A declared shape with dynamic dims resolved from opt.dims; for graph inputs an unresolved
-  // dim is an error, for hints it just makes the hint unusable.
-  Result<Shape> resolve(const OValueInfo& v, bool required) {
-    if (!v.has_shape) {
-      return make_error(Errc::invalid_argument, "input '" + v.name + "' has no shape (run onnx.shape_inference or give static shapes)");
+  // ---- model-level steps ----
+
+  // ONNX's schemas resolve an op at the newest version <= the model's opset; for an opset newer
+  // than this ONNX knows, they would be silently older ones, so its inference is not run and only
+  // shapes declared in the file (and our own fallbacks) are used.
+  Result<void> check_opset() {
+    const auto& range = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN);
+    int64_t version = -1;
+    for (const auto& o : m_.opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx") version = o.version();
+    }
+    const bool default_domain_nodes = std::any_of(g_.node().begin(), g_.node().end(), [](const onnx::NodeProto& n) {
+      return n.domain().empty() || n.domain() == "ai.onnx";
+    });
+    if (version < 0 && default_domain_nodes) {
+      return make_error(Errc::parse, file_ + ": not a valid ONNX model: it imports no ai.onnx opset (opset_import)");
+    }
+    if (version >= 0 && version < range.first) {
+      return make_error(Errc::parse, file_ + ": not a valid ONNX model: ai.onnx opset " + std::to_string(version));
+    }
+    if (version > range.second) {
+      infer_ = false;
+      no_inference_ = "the model imports ai.onnx opset " + std::to_string(version) + ", newer than ONNX " +
+                      onnx::LAST_RELEASE_VERSION + " infers (opset <= " + std::to_string(range.second) +
+                      "); re-export with opset_version=" + std::to_string(range.second) +
+                      " or store inferred shapes in the file";
+    }
+    return {};
+  }
+
+  // --dim NAME=VALUE: dynamic dimensions get their values before ONNX's inference runs, so
+  // every shape it infers is static.
+  void substitute_dims() {
+    auto fix = [&](onnx::ValueInfoProto& v) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+        if (!d.has_dim_param()) continue;
+        auto it = opt_.dims.find(d.dim_param());
+        if (it != opt_.dims.end() && it->second > 0) d.set_dim_value(it->second);
+      }
+    };
+    for (auto& v : *g_.mutable_input()) fix(v);
+    for (auto& v : *g_.mutable_output()) fix(v);
+    for (auto& v : *g_.mutable_value_info()) fix(v);
+  }
+
+  // ONNX shape inference, non-strict (ops without a schema, or whose inference fails, just get
+  // no shape), with data propagation (values through the opset 13-15 Shape/Size/Gather/Concat/
+  // Slice/Squeeze/Unsqueeze/Cast/Add/Sub/Mul). Initializers without an inline value (stripped
+  // weights, external data) are given to it as typed inputs: it needs their shapes, and must
+  // not try to read their data. Before IR version 4 initializers were also graph inputs, and
+  // ONNX only looks for them there.
+  Result<void> infer() {
+    if (!infer_) return {};
+    std::set<std::string> input_names;
+    for (const auto& v : g_.input()) input_names.insert(v.name());
+    auto add_input = [&](const TP& t) {
+      onnx::ValueInfoProto* v = g_.add_input();
+      v->set_name(t.name());
+      auto* tt = v->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      auto* shape = tt->mutable_shape();
+      for (int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
+    };
+    google::protobuf::RepeatedPtrField<TP> keep;
+    for (TP& t : *g_.mutable_initializer()) {
+      const auto has_value = inline_value(t);  // checked by check_tensors: no error here
+      if (has_value && *has_value) {
+        if (m_.ir_version() < 4 && !input_names.count(t.name())) add_input(t);
+        keep.Add(std::move(t));
+      } else if (!input_names.count(t.name())) {
+        add_input(t);
+      }
+    }
+    g_.mutable_initializer()->Swap(&keep);
+    try {
+      const onnx::ShapeInferenceOptions o(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/true);
+      onnx::shape_inference::InferShapes(m_, &guarded_schemas(), o, &propagated_);
+    } catch (const std::exception& e) {
+      return make_error(Errc::parse, file_ + ": ONNX shape inference failed: " + one_line(e.what()));
+    }
+    return {};
+  }
+
+  // ---- shapes ----
+
+  // A declared shape; for graph inputs an unresolved dim is an error, for hints it just makes
+  // the hint unusable.
+  Result<Shape> resolve(const onnx::ValueInfoProto& v, bool required) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) {
+      return make_error(Errc::invalid_argument, "input '" + v.name() + "' has no shape; export the model with input shapes");
     }
     Shape s;
-    for (std::size_t i = 0; i < v.dims.size(); ++i) {
-      const ODim& d = v.dims[i];
-      if (d.value > 0) {
-        s.push_back(d.value);
+    int64_t n = 1;
+    const auto& dims = v.type().tensor_type().shape().dim();
+    for (int i = 0; i < dims.size(); ++i) {
+      const auto& d = dims[i];
+      if (d.has_dim_value() && d.dim_value() > 0) {
+        if (n > kMaxElements / d.dim_value()) {
+          return make_error(Errc::parse, "'" + v.name() + "' has an implausible shape (over 2^48 elements)");
+        }
+        n *= d.dim_value();
+        s.push_back(d.dim_value());
         continue;
       }
-      if (!d.param.empty()) {
-        auto it = opt_.dims.find(d.param);
-        if (it != opt_.dims.end() && it->second > 0) {
-          s.push_back(it->second);
-          continue;
-        }
-        if (required) {
-          return make_error(Errc::invalid_argument, "input '" + v.name + "' dimension " + std::to_string(i) +
-                                                        " is dynamic ('" + d.param + "'); give --dim " + d.param + "=VALUE");
-        }
-      } else if (required) {
-        return make_error(Errc::invalid_argument, "input '" + v.name + "' dimension " + std::to_string(i) +
+      if (required && d.has_dim_param() && !d.dim_param().empty()) {
+        return make_error(Errc::invalid_argument, "input '" + v.name() + "' dimension " + std::to_string(i) +
+                                                      " is dynamic ('" + d.dim_param() + "'); give --dim " + d.dim_param() +
+                                                      "=VALUE");
+      }
+      if (required) {
+        return make_error(Errc::invalid_argument, "input '" + v.name() + "' dimension " + std::to_string(i) +
                                                       " is dynamic and unnamed; export the model with static shapes");
       }
       return make_error(Errc::invalid_argument, "unresolved");
@@ -437,6 +247,7 @@ class Importer {
     return s;
   }
 
+  // The shape ONNX inferred (or the file declared) for a tensor, when fully static.
   std::optional<Shape> hint(const std::string& name) {
     auto it = hints_.find(name);
     if (it == hints_.end()) return std::nullopt;
@@ -445,46 +256,76 @@ class Importer {
     return *s;
   }
 
-  int in(const ONode& n, std::size_t i) {
-    if (i >= n.inputs.size() || n.inputs[i].empty()) return -1;
-    auto it = ids_.find(n.inputs[i]);
+  // The value ONNX's data propagation computed for an integer tensor, when fully static.
+  std::optional<std::vector<int64_t>> propagated(const std::string& name) const {
+    auto it = propagated_.find(name);
+    if (it == propagated_.end() || it->second.dim_size() > kMaxFoldElements) return std::nullopt;
+    std::vector<int64_t> v;
+    for (const auto& d : it->second.dim()) {
+      if (!d.has_dim_value()) return std::nullopt;
+      v.push_back(d.dim_value());
+    }
+    return v;
+  }
+
+  // GraphBuilder derives the shapes of the ops it costs from their inputs; where ONNX inferred
+  // one too, they must agree (the costs would be wrong otherwise).
+  Result<void> agrees_with_onnx(const Node& n) {
+    if (n.p.output_size() == 0 || consts_.count(n.p.output(0))) return {};
+    auto it = ids_.find(n.p.output(0));
+    if (it == ids_.end()) return {};
+    const auto h = hint(n.p.output(0));
+    const Shape& ours = b_.tensor(it->second).shape;
+    if (!h || numel(*h) == numel(ours)) return {};
+    return make_error(Errc::parse, "node '" + nm(n) + "' (" + n.type() + "): its output shape " + to_string(ours) +
+                                       " disagrees with the shape " + to_string(*h) +
+                                       " that the file declares or ONNX shape inference gives");
+  }
+
+  // ---- helpers ----
+
+  int in(const Node& n, std::size_t i) {
+    if (i >= n.n_in() || n.input(i).empty()) return -1;
+    auto it = ids_.find(n.input(i));
     return it == ids_.end() ? -1 : it->second;
   }
-  const std::vector<int64_t>* cin(const ONode& n, std::size_t i) {
-    if (i >= n.inputs.size()) return nullptr;
-    auto it = consts_.find(n.inputs[i]);
+  const std::vector<int64_t>* cin(const Node& n, std::size_t i) {
+    if (i >= n.n_in()) return nullptr;
+    auto it = consts_.find(n.input(i));
     return it == consts_.end() ? nullptr : &it->second;
   }
-  int64_t attr_i(const ONode& n, const char* k, int64_t def) {
-    auto it = n.attrs.find(k);
-    return it == n.attrs.end() ? def : it->second.i;
+  int64_t attr_i(const Node& n, const char* k, int64_t def) {
+    const auto* a = n.attr(k);
+    return a ? a->i() : def;
   }
-  std::vector<int64_t> attr_ints(const ONode& n, const char* k) {
-    auto it = n.attrs.find(k);
-    return it == n.attrs.end() ? std::vector<int64_t>{} : it->second.ints;
+  std::vector<int64_t> attr_ints(const Node& n, const char* k) {
+    const auto* a = n.attr(k);
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
   }
-  std::string nm(const ONode& n) { return n.name.empty() ? (n.outputs.empty() ? n.op_type : n.outputs[0]) : n.name; }
-  void set_out(const ONode& n, int t) {
-    if (!n.outputs.empty() && t >= 0) ids_[n.outputs[0]] = t;
+  std::string nm(const Node& n) { return node_name(n.p); }
+  void set_out(const Node& n, int t) {
+    if (n.p.output_size() > 0 && t >= 0) ids_[n.p.output(0)] = t;
   }
-  // An op we only know the output shape of (from value_info): cost as pointwise over the output.
-  Result<void> by_hint(const ONode& n, OpClass cls, double flops_per_elem, bool count_unsupported,
-                       std::optional<Shape> known = std::nullopt) {
-    auto s = known ? known : hint(n.outputs.empty() ? "" : n.outputs[0]);
+
+  // An op we only know the output shape of (from ONNX's inference, or `known` from our own
+  // fallback): cost as pointwise over the output.
+  Result<void> by_hint(const Node& n, OpClass cls, double flops_per_elem, std::optional<Shape> known = std::nullopt) {
+    auto s = known ? known : hint(n.p.output_size() == 0 ? "" : n.p.output(0));
     if (!s) {
-      if (count_unsupported) {
-        ++unsupported_[n.op_type];
-        return {};
-      }
-      return make_error(Errc::invalid_argument, "node '" + nm(n) + "' (" + n.op_type +
-                                                    "): cannot infer its output shape and the file declares none; "
-                                                    "run onnx.shape_inference.infer_shapes on the model");
+      const std::string why =
+          !infer_ ? no_inference_
+          : !onnx_inferred(n.type())
+              ? "jouleprof runs ONNX's shape inference only for the op types it supports; store inferred shapes in "
+                "the file (onnx.shape_inference.infer_shapes)"
+              : "ONNX's shape inference gives none (an input shape is unknown, or its inference failed)";
+      return make_error(Errc::invalid_argument,
+                        "node '" + nm(n) + "' (" + n.type() + "): the file declares no output shape, and " + why);
     }
     Op op;
     op.name = nm(n);
-    op.type = n.op_type;
+    op.type = n.type();
     op.cls = cls;
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+    for (std::size_t i = 0; i < n.n_in(); ++i) {
       const int t = in(n, i);
       if (t >= 0) op.inputs.push_back(t);
     }
@@ -499,11 +340,30 @@ class Importer {
     return {};
   }
 
-  // Folds integer shape arithmetic when every input is a known constant.
-  bool fold(const ONode& n) {
-    const std::string& t = n.op_type;
-    if (n.outputs.size() != 1) return false;
+  // Integer shape arithmetic: a node whose value is known costs nothing (it runs on the host or
+  // is folded by the exporter) and becomes a small constant.
+  bool fold(const Node& n) {
+    if (n.p.output_size() != 1) return false;
     std::vector<int64_t> out;
+    if (auto v = propagated(n.p.output(0))) {
+      out = std::move(*v);  // ONNX's data propagation
+    } else if (!fold_fallback(n, out)) {
+      return false;
+    }
+    const std::string& name = n.p.output(0);
+    const int w = b_.weight(name, Shape{std::max<int64_t>(1, static_cast<int64_t>(out.size()))}, DType::i64);
+    consts_[name] = std::move(out);
+    ids_[name] = w;
+    return true;
+  }
+
+  // Our own folding, only where ONNX's data propagation gives no value: ops it does not
+  // propagate (Constant value_ints/value_int, ConstantOfShape, Where, Equal, Div, Mod,
+  // Identity, Reshape/Flatten of a shape vector, and every op below opset 13), and inputs whose
+  // shapes it could not infer (downstream of ops without a schema, or when its inference does
+  // not run).
+  bool fold_fallback(const Node& n, std::vector<int64_t>& out) {
+    const std::string& t = n.type();
     if (t == "Shape") {
       const int x = in(n, 0);
       if (x < 0) return false;
@@ -513,100 +373,162 @@ class Importer {
       s = std::clamp(s < 0 ? s + r : s, int64_t{0}, r);
       e = std::clamp(e < 0 ? e + r : e, int64_t{0}, r);
       out = std::vector<int64_t>(out.begin() + s, out.begin() + std::max(s, e));
-    } else if (t == "Constant") {
-      auto it = n.attrs.find("value");
-      if (it != n.attrs.end() && it->second.has_t && it->second.t.has_ints) out = it->second.t.ints;
-      else if ((it = n.attrs.find("value_ints")) != n.attrs.end()) out = it->second.ints;
-      else if ((it = n.attrs.find("value_int")) != n.attrs.end()) out = {it->second.i};
-      else return false;
-    } else {
-      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-        if (!n.inputs[i].empty() && !cin(n, i)) return false;
-      }
-      if (n.inputs.empty() || !cin(n, 0)) return false;
-      const auto& a = *cin(n, 0);
-      if (t == "Identity" || t == "Cast" || t == "Unsqueeze" || t == "Squeeze" || t == "Reshape" || t == "Flatten") {
-        out = a;
-      } else if (t == "Concat") {
-        for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-          if (auto* c = cin(n, i)) out.insert(out.end(), c->begin(), c->end());
-        }
-      } else if (t == "Gather") {
-        const auto* idx = cin(n, 1);
-        if (!idx) return false;
-        for (int64_t k : *idx) {
-          const int64_t j = k < 0 ? k + static_cast<int64_t>(a.size()) : k;
-          if (j < 0 || j >= static_cast<int64_t>(a.size())) return false;
-          out.push_back(a[static_cast<std::size_t>(j)]);
-        }
-      } else if (t == "ConstantOfShape") {
-        int64_t count = 1;
-        for (int64_t d : a) count *= d;
-        if (count < 0 || count > 4096) return false;
-        int64_t v = 0;
-        auto it = n.attrs.find("value");
-        if (it != n.attrs.end() && it->second.has_t) {
-          if (!it->second.t.has_ints || it->second.t.ints.empty()) return false;  // a float fill: not shape arithmetic
-          v = it->second.t.ints[0];
-        }
-        out.assign(static_cast<std::size_t>(count), v);
-      } else if (t == "Where") {
-        const auto *p1 = cin(n, 1), *p2 = cin(n, 2);
-        if (!p1 || !p2 || a.empty() || p1->empty() || p2->empty()) return false;
-        const std::size_t len = std::max({a.size(), p1->size(), p2->size()});
-        for (std::size_t i = 0; i < len; ++i) {
-          out.push_back(a[i % a.size()] ? (*p1)[i % p1->size()] : (*p2)[i % p2->size()]);
-        }
-      } else if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div" || t == "Mod" || t == "Equal") {
-        const auto* bb = cin(n, 1);
-        if (!bb || bb->empty() || a.empty()) return false;
-        const std::size_t len = std::max(a.size(), bb->size());
-        for (std::size_t i = 0; i < len; ++i) {
-          const int64_t x = a[a.size() == 1 ? 0 : i % a.size()], y = (*bb)[bb->size() == 1 ? 0 : i % bb->size()];
-          if ((t == "Div" || t == "Mod") && y == 0) return false;
-          out.push_back(t == "Add"   ? x + y
-                        : t == "Sub" ? x - y
-                        : t == "Mul" ? x * y
-                        : t == "Div" ? x / y
-                        : t == "Mod" ? x % y
-                                     : static_cast<int64_t>(x == y));
-        }
-      } else if (t == "Slice") {
-        const auto *st = cin(n, 1), *en = cin(n, 2);
-        if (!st || !en || st->empty() || en->empty()) return false;
-        const auto len = static_cast<int64_t>(a.size());
-        int64_t s = (*st)[0], e = (*en)[0];
-        s = std::clamp(s < 0 ? s + len : s, int64_t{0}, len);
-        e = std::clamp(e < 0 ? e + len : e, int64_t{0}, len);
-        out = std::vector<int64_t>(a.begin() + s, a.begin() + std::max(s, e));
+      return true;
+    }
+    if (t == "Size") {
+      const int x = in(n, 0);
+      if (x < 0) return false;
+      out = {numel(b_.tensor(x).shape)};
+      return true;
+    }
+    if (t == "Constant") {
+      if (const auto* a = n.attr("value"); a && a->has_t()) {
+        auto v = int_values(a->t());
+        if (!v) return false;
+        out = std::move(*v);
+      } else if ((a = n.attr("value_ints"))) {
+        out.assign(a->ints().begin(), a->ints().end());
+      } else if ((a = n.attr("value_int"))) {
+        out = {a->i()};
       } else {
         return false;
       }
+      return true;
     }
-    consts_[n.outputs[0]] = out;
-    // A small constant tensor (shape arithmetic runs on the host / is folded): no cost.
-    const int w = b_.weight(n.outputs[0], Shape{std::max<int64_t>(1, static_cast<int64_t>(out.size()))}, DType::i64);
-    ids_[n.outputs[0]] = w;
+    for (std::size_t i = 0; i < n.n_in(); ++i) {
+      if (!n.input(i).empty() && !cin(n, i)) return false;
+    }
+    if (n.n_in() == 0 || !cin(n, 0)) return false;
+    const auto& a = *cin(n, 0);
+    if (t == "Identity" || t == "Cast" || t == "Unsqueeze" || t == "Squeeze" || t == "Reshape" || t == "Flatten") {
+      out = a;
+    } else if (t == "Concat") {
+      for (std::size_t i = 0; i < n.n_in(); ++i) {
+        if (const auto* c = cin(n, i)) out.insert(out.end(), c->begin(), c->end());
+      }
+    } else if (t == "Gather") {
+      const auto* idx = cin(n, 1);
+      if (!idx) return false;
+      for (int64_t k : *idx) {
+        const int64_t j = k < 0 ? k + static_cast<int64_t>(a.size()) : k;
+        if (j < 0 || j >= static_cast<int64_t>(a.size())) return false;
+        out.push_back(a[static_cast<std::size_t>(j)]);
+      }
+    } else if (t == "ConstantOfShape") {
+      int64_t count = 1;
+      for (int64_t d : a) {
+        if (d < 0 || d > kMaxFoldElements) return false;
+        count *= d;
+        if (count > kMaxFoldElements) return false;
+      }
+      int64_t v = 0;
+      if (const auto* val = n.attr("value"); val && val->has_t()) {
+        auto iv = int_values(val->t());
+        if (!iv || iv->empty()) return false;  // a float fill: not shape arithmetic
+        v = (*iv)[0];
+      }
+      out.assign(static_cast<std::size_t>(count), v);
+    } else if (t == "Where") {
+      const auto *p1 = cin(n, 1), *p2 = cin(n, 2);
+      if (!p1 || !p2 || a.empty() || p1->empty() || p2->empty()) return false;
+      const std::size_t len = std::max({a.size(), p1->size(), p2->size()});
+      for (std::size_t i = 0; i < len; ++i) {
+        out.push_back(a[i % a.size()] ? (*p1)[i % p1->size()] : (*p2)[i % p2->size()]);
+      }
+    } else if (t == "Add" || t == "Sub" || t == "Mul" || t == "Div" || t == "Mod" || t == "Equal") {
+      const auto* bb = cin(n, 1);
+      if (!bb || bb->empty() || a.empty()) return false;
+      const std::size_t len = std::max(a.size(), bb->size());
+      for (std::size_t i = 0; i < len; ++i) {
+        const int64_t x = a[a.size() == 1 ? 0 : i % a.size()], y = (*bb)[bb->size() == 1 ? 0 : i % bb->size()];
+        if ((t == "Div" || t == "Mod") && (y == 0 || (x == INT64_MIN && y == -1))) return false;
+        int64_t r = 0;
+        if (t == "Add" ? __builtin_add_overflow(x, y, &r)
+            : t == "Sub" ? __builtin_sub_overflow(x, y, &r)
+            : t == "Mul" ? __builtin_mul_overflow(x, y, &r)
+                         : false) {
+          return false;
+        }
+        out.push_back(t == "Div"   ? x / y
+                      : t == "Mod" ? x % y
+                      : t == "Equal" ? static_cast<int64_t>(x == y)
+                                     : r);
+      }
+    } else if (t == "Slice") {
+      const auto *st = cin(n, 1), *en = cin(n, 2);
+      if (!st || !en || st->empty() || en->empty()) return false;
+      const auto len = static_cast<int64_t>(a.size());
+      int64_t s = (*st)[0], e = (*en)[0];
+      s = std::clamp(s < 0 ? s + len : s, int64_t{0}, len);
+      e = std::clamp(e < 0 ? e + len : e, int64_t{0}, len);
+      out = std::vector<int64_t>(a.begin() + s, a.begin() + std::max(s, e));
+    } else {
+      return false;
+    }
     return true;
   }
 
-  Result<void> node(const ONode& n) {
-    const std::string& t = n.op_type;
-    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
-      if (!n.inputs[i].empty() && !ids_.count(n.inputs[i]) && !consts_.count(n.inputs[i])) {
-        return make_error(Errc::invalid_argument, "node '" + nm(n) + "' (" + t + ") reads '" + n.inputs[i] +
+  // A view whose output shape comes from ONNX's inference where it has one; our own rule
+  // (`fallback`) only where it has none.
+  Result<void> view(const Node& n, const std::string& name, int x, const std::optional<Shape>& fallback) {
+    if (auto h = hint(n.p.output(0))) {
+      set_out(n, b_.reshape(name, x, *h));
+      return {};
+    }
+    if (fallback) {
+      set_out(n, b_.reshape(name, x, *fallback));
+      return {};
+    }
+    return by_hint(n, OpClass::view, 0);
+  }
+
+  // Squeeze/Unsqueeze by their axes (attribute before opset 13, constant input since): the
+  // fallback for when ONNX has no output shape.
+  Result<std::optional<Shape>> squeeze_shape(const Node& n, const std::string& name, int x) {
+    auto axes = attr_ints(n, "axes");
+    if (axes.empty() && cin(n, 1)) axes = *cin(n, 1);
+    Shape s = b_.tensor(x).shape;
+    if (n.type() == "Squeeze") {
+      Shape o;
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        const bool drop = axes.empty() ? s[i] == 1 : std::any_of(axes.begin(), axes.end(), [&](int64_t a) {
+          return (a < 0 ? a + static_cast<int64_t>(s.size()) : a) == static_cast<int64_t>(i);
+        });
+        if (!drop) o.push_back(s[i]);
+      }
+      return std::optional<Shape>(o);
+    }
+    const auto r = static_cast<int64_t>(s.size() + axes.size());
+    std::vector<int64_t> norm;
+    for (int64_t a : axes) norm.push_back(a < 0 ? a + r : a);
+    std::sort(norm.begin(), norm.end());
+    for (int64_t a : norm) {
+      if (a < 0 || a > static_cast<int64_t>(s.size())) {
+        return make_error(Errc::invalid_argument, "node '" + name + "': Unsqueeze axis out of range");
+      }
+      s.insert(s.begin() + a, 1);
+    }
+    return std::optional<Shape>(s);
+  }
+
+  Result<void> node(const Node& n) {
+    const std::string& t = n.type();
+    for (std::size_t i = 0; i < n.n_in(); ++i) {
+      if (!n.input(i).empty() && !ids_.count(n.input(i)) && !consts_.count(n.input(i))) {
+        return make_error(Errc::invalid_argument, "node '" + nm(n) + "' (" + t + ") reads '" + n.input(i) +
                                                       "', which no earlier node or initializer defines");
       }
     }
-    if (n.outputs.empty()) return {};
+    if (n.p.output_size() == 0) return {};
     if (fold(n)) return {};
     const std::string name = nm(n);
     const int x = in(n, 0);
     if (t == "Constant") {  // a float constant: a weight of the declared shape
-      auto it = n.attrs.find("value");
       Shape s{1};
-      if (it != n.attrs.end() && it->second.has_t && !it->second.t.dims.empty()) s = it->second.t.dims;
-      set_out(n, b_.weight(n.outputs[0], s));
+      if (const auto* a = n.attr("value"); a && a->has_t() && a->t().dims_size() > 0) {
+        s.assign(a->t().dims().begin(), a->t().dims().end());
+      }
+      set_out(n, b_.weight(n.p.output(0), s));
       return {};
     }
     if (t == "Conv") {
@@ -618,14 +540,17 @@ class Importer {
       if (strides.empty()) strides = {1, 1};
       auto dil = attr_ints(n, "dilations");
       if (dil.empty()) dil = {1, 1};
-      const std::string autopad = n.attrs.count("auto_pad") ? n.attrs.at("auto_pad").s : "";
-      if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {
-        if (auto h = hint(n.outputs[0]); h && h->size() == 4 && b_.tensor(x).shape.size() == 4 && b_.tensor(w).shape.size() == 4) {
-          for (int d = 0; d < 2; ++d) {
-            const int64_t ins = b_.tensor(x).shape[static_cast<std::size_t>(2 + d)], k = b_.tensor(w).shape[static_cast<std::size_t>(2 + d)];
-            const int64_t total = std::max<int64_t>(0, ((*h)[static_cast<std::size_t>(2 + d)] - 1) * strides[static_cast<std::size_t>(d)] + (k - 1) * dil[static_cast<std::size_t>(d)] + 1 - ins);
-            pads[static_cast<std::size_t>(d)] = total / 2;
-            pads[static_cast<std::size_t>(d + 2)] = total - total / 2;
+      const auto* ap = n.attr("auto_pad");
+      const std::string autopad = ap ? ap->s() : "";
+      if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {  // pads from ONNX's output shape
+        const auto h = hint(n.p.output(0));
+        if (h && x >= 0 && h->size() == 4 && b_.tensor(x).shape.size() == 4 && b_.tensor(w).shape.size() == 4 &&
+            strides.size() >= 2 && dil.size() >= 2 && pads.size() >= 4) {
+          for (std::size_t d = 0; d < 2; ++d) {
+            const int64_t ins = b_.tensor(x).shape[2 + d], k = b_.tensor(w).shape[2 + d];
+            const int64_t total = std::max<int64_t>(0, ((*h)[2 + d] - 1) * strides[d] + (k - 1) * dil[d] + 1 - ins);
+            pads[d] = total / 2;
+            pads[d + 2] = total - total / 2;
           }
         }
       }
@@ -658,8 +583,7 @@ class Importer {
       return {};
     }
     if (t == "Cast") {
-      auto it = n.attrs.find("to");
-      set_out(n, b_.cast(name, x, dtype_of(it == n.attrs.end() ? 1 : static_cast<int>(it->second.i), opt_.dtype)));
+      set_out(n, b_.cast(name, x, dtype_of(static_cast<int>(attr_i(n, "to", TP::FLOAT)), opt_.dtype)));
       return {};
     }
     if (t == "Identity" || t == "Dropout") {
@@ -698,51 +622,25 @@ class Importer {
       return {};
     }
     if (t == "Flatten") {
+      if (x < 0) return by_hint(n, OpClass::view, 0);
       const Shape& s = b_.tensor(x).shape;
       int64_t axis = attr_i(n, "axis", 1);
       if (axis < 0) axis += static_cast<int64_t>(s.size());
       int64_t outer = 1;
       for (int64_t i = 0; i < axis && i < static_cast<int64_t>(s.size()); ++i) outer *= s[static_cast<std::size_t>(i)];
-      set_out(n, b_.reshape(name, x, {outer, -1}));
-      return {};
+      return view(n, name, x, Shape{outer, -1});
     }
     if (t == "Reshape" || t == "Squeeze" || t == "Unsqueeze") {
+      if (x < 0) return by_hint(n, OpClass::view, 0);
+      std::optional<Shape> own;
       if (t == "Reshape" && cin(n, 1)) {
-        set_out(n, b_.reshape(name, x, *cin(n, 1)));
-        return {};
+        own = Shape(*cin(n, 1));  // a shape from our own folding
+      } else if (t != "Reshape" && !hint(n.p.output(0))) {
+        auto s = squeeze_shape(n, name, x);
+        if (!s) return s.error();
+        own = *s;
       }
-      if (auto h = hint(n.outputs[0])) {
-        set_out(n, b_.reshape(name, x, *h));
-        return {};
-      }
-      if (t != "Reshape") {  // axes from the attribute (opset < 13) or a constant input
-        auto axes = attr_ints(n, "axes");
-        if (axes.empty() && cin(n, 1)) axes = *cin(n, 1);
-        Shape s = b_.tensor(x).shape;
-        if (t == "Squeeze") {
-          Shape o;
-          for (std::size_t i = 0; i < s.size(); ++i) {
-            const bool drop = axes.empty() ? s[i] == 1
-                                           : std::any_of(axes.begin(), axes.end(), [&](int64_t a) {
-                                               return (a < 0 ? a + static_cast<int64_t>(s.size()) : a) == static_cast<int64_t>(i);
-                                             });
-            if (!drop) o.push_back(s[i]);
-          }
-          set_out(n, b_.reshape(name, x, o));
-          return {};
-        }
-        const auto r = static_cast<int64_t>(s.size() + axes.size());
-        std::vector<int64_t> norm;
-        for (int64_t a : axes) norm.push_back(a < 0 ? a + r : a);
-        std::sort(norm.begin(), norm.end());
-        for (int64_t a : norm) {
-          if (a < 0 || a > static_cast<int64_t>(s.size())) return make_error(Errc::invalid_argument, "node '" + name + "': Unsqueeze axis out of range");
-          s.insert(s.begin() + a, 1);
-        }
-        set_out(n, b_.reshape(name, x, s));
-        return {};
-      }
-      return by_hint(n, OpClass::view, 0, false);
+      return view(n, name, x, own);
     }
     if (t == "Transpose") {
       set_out(n, b_.transpose(name, x, attr_ints(n, "perm")));
@@ -750,7 +648,7 @@ class Importer {
     }
     if (t == "Concat") {
       std::vector<int> xs;
-      for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      for (std::size_t i = 0; i < n.n_in(); ++i) {
         if (in(n, i) >= 0) xs.push_back(in(n, i));
       }
       set_out(n, b_.concat(name, xs, attr_i(n, "axis", 0)));
@@ -766,45 +664,70 @@ class Importer {
         set_out(n, b_.slice(name, x, ax ? (*ax)[0] : 0, (*st)[0], (*en)[0], sp ? (*sp)[0] : 1));
         return {};
       }
-      return by_hint(n, OpClass::data_movement, 0, false);
+      return by_hint(n, OpClass::data_movement, 0);
     }
-    if (t == "Expand" && x >= 0 && cin(n, 1)) {
-      auto s = broadcast_shapes(b_.tensor(x).shape, *cin(n, 1));
-      if (s) return by_hint(n, OpClass::data_movement, 0, false, *s);
-    }
-    if (t == "ConstantOfShape" && cin(n, 0)) return by_hint(n, OpClass::data_movement, 0, false, Shape(*cin(n, 0)));
-    if (t == "Where" && in(n, 1) >= 0 && in(n, 2) >= 0 && x >= 0) {
-      auto s = broadcast_shapes(b_.tensor(x).shape, b_.tensor(in(n, 1)).shape);
-      if (s) s = broadcast_shapes(*s, b_.tensor(in(n, 2)).shape);
-      if (s) return by_hint(n, OpClass::elementwise, 1, false, *s);
-    }
+    // Ops costed over their output shape: ONNX's, else our own broadcasting of known inputs.
     if (t == "Expand" || t == "Tile" || t == "Pad" || t == "Resize" || t == "Upsample" || t == "Split" ||
-        t == "ConstantOfShape" || t == "Range" || t == "Shape") {
-      return by_hint(n, OpClass::data_movement, 0, false);
-    }
-    if (t == "Where") {
-      return by_hint(n, OpClass::elementwise, 1, false);
+        t == "ConstantOfShape" || t == "Range" || t == "Shape" || t == "Size" || t == "Where") {
+      const OpClass cls = t == "Where" ? OpClass::elementwise : OpClass::data_movement;
+      const double flops = t == "Where" ? 1 : 0;
+      std::optional<Shape> own;
+      if (!hint(n.p.output(0))) {
+        if (t == "Expand" && x >= 0 && cin(n, 1)) own = broadcast_shapes(b_.tensor(x).shape, *cin(n, 1));
+        if (t == "ConstantOfShape" && cin(n, 0)) own = Shape(*cin(n, 0));
+        if (t == "Where" && x >= 0 && in(n, 1) >= 0 && in(n, 2) >= 0) {
+          own = broadcast_shapes(b_.tensor(x).shape, b_.tensor(in(n, 1)).shape);
+          if (own) own = broadcast_shapes(*own, b_.tensor(in(n, 2)).shape);
+        }
+      }
+      return by_hint(n, cls, flops, own);
     }
     // Unsupported: refuse (collected, reported together) or a stated fallback.
-    if (opt_.fallback) return by_hint(n, OpClass::elementwise, 1, false);
+    if (opt_.fallback) return by_hint(n, OpClass::elementwise, 1);
     ++unsupported_[t];
-    if (auto h = hint(n.outputs[0])) {  // keep going to list every unsupported op
-      const int o = b_.new_tensor(n.outputs[0], *h, opt_.dtype);
-      ids_[n.outputs[0]] = o;
+    if (auto h = hint(n.p.output(0))) {  // keep going to list every unsupported op
+      ids_[n.p.output(0)] = b_.new_tensor(n.p.output(0), *h, opt_.dtype);
     } else if (x >= 0) {
-      ids_[n.outputs[0]] = x;
+      ids_[n.p.output(0)] = x;
     }
     return {};
   }
 
-  const OGraph& og_;
+  onnx::ModelProto& m_;
+  onnx::GraphProto& g_;
   const OnnxOptions& opt_;
+  std::string file_;
   GraphBuilder b_;
+  bool infer_ = true;
+  std::string no_inference_;  // why ONNX's inference did not run
+  std::unordered_map<std::string, onnx::TensorShapeProto> propagated_;  // ONNX's data propagation
   std::unordered_map<std::string, int> ids_;
   std::unordered_map<std::string, std::vector<int64_t>> consts_;
-  std::unordered_map<std::string, const OValueInfo*> hints_;
+  std::unordered_map<std::string, const onnx::ValueInfoProto*> hints_;
   std::map<std::string, int> unsupported_;
 };
+
+Result<Graph> import_model(onnx::ModelProto& model, const std::string& name, const OnnxOptions& opt) {
+  if (!model.has_graph()) return make_error(Errc::parse, name + ": not an ONNX model (no graph)");
+  if (model.graph().node_size() == 0) return make_error(Errc::parse, name + ": the ONNX graph has no nodes");
+  if (auto r = check_tensors(model.graph()); !r) return make_error(Errc::parse, name + ": malformed ONNX: " + r.error().message);
+  if (auto r = check_topology(model.graph()); !r) return r.error();
+  std::string gname = name;
+  if (const auto slash = gname.find_last_of('/'); slash != std::string::npos) gname = gname.substr(slash + 1);
+  Importer imp(model, opt, name, gname);
+  return imp.run();
+}
+
+Result<Graph> parse_and_import(std::string_view bytes, const std::string& name, const OnnxOptions& opt) {
+  const detail::QuietProtobuf quiet;  // held through shape inference too
+  onnx::ModelProto model;
+  if (auto r = detail::parse_model(bytes, name, model); !r) return r.error();
+  try {
+    return import_model(model, name, opt);
+  } catch (const std::exception& e) {  // ONNX throws on inconsistencies it finds outside InferShapes
+    return make_error(Errc::parse, name + ": malformed ONNX: " + one_line(e.what()));
+  }
+}
 
 }  // namespace
 
@@ -815,7 +738,7 @@ const std::vector<std::string>& onnx_supported_ops() {
                                   "MaxPool", "AveragePool", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                                   "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Gather", "Slice",
                                   "Expand", "Tile", "Pad", "Resize", "Upsample", "Split", "ConstantOfShape", "Range",
-                                  "Shape", "Constant", "Where"};
+                                  "Shape", "Size", "Constant", "Where"};
     s.insert(s.end(), unary_ops().begin(), unary_ops().end());
     s.insert(s.end(), binary_ops().begin(), binary_ops().end());
     std::sort(s.begin(), s.end());
@@ -825,63 +748,31 @@ const std::vector<std::string>& onnx_supported_ops() {
 }
 
 Result<Graph> import_onnx(std::string_view bytes, const std::string& name, const OnnxOptions& opt) {
-  PbReader r(bytes);
-  Field f;
-  OGraph g;
-  bool have_graph = false;
-  Err err;
-  while (r.next(f)) {
-    if (f.number == 7 && f.wire == 2) {
-      if (!parse_graph(f.bytes, g, err)) return make_error(Errc::parse, name + ": malformed ONNX: " + err);
-      have_graph = true;
-    }
-  }
-  if (!r.error().empty()) return make_error(Errc::parse, name + ": malformed ONNX (ModelProto): " + r.error());
-  if (!have_graph) return make_error(Errc::parse, name + ": not an ONNX model (no graph)");
-  if (g.nodes.empty()) return make_error(Errc::parse, name + ": the ONNX graph has no nodes");
-  std::string gname = name;
-  if (const auto slash = gname.find_last_of('/'); slash != std::string::npos) gname = gname.substr(slash + 1);
-  Importer imp(g, opt, gname);
-  return imp.run();
+  auto r = parse_and_import(bytes, name, opt);
+  if (!r) return make_error(r.error().code, escape_controls(r.error().message));
+  return r;
 }
 
 Result<Graph> import_onnx_file(const std::string& path, const OnnxOptions& opt) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return make_error(Errc::invalid_argument, path + " is a directory, not an ONNX file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(Errc::not_found, "cannot read ONNX file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<std::uintmax_t>(INT_MAX)) {
+    return make_error(Errc::parse, path + ": " + std::to_string(size) +
+                                       " bytes, over protobuf's 2 GiB message limit; save the weights as external "
+                                       "data (only their shapes are read)");
+  }
+  std::string bytes;
+  try {
+    if (!ec) bytes.reserve(static_cast<std::size_t>(size));
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::exception& e) {  // libstdc++ throws from a failed read
+    return make_error(Errc::io, "cannot read ONNX file " + path + ": " + e.what());
+  }
+  if (in.bad()) return make_error(Errc::io, "cannot read ONNX file " + path);
   return import_onnx(bytes, path, opt);
 }
-
-namespace detail {
-void PbWriter::raw_varint(uint64_t v) {
-  while (v >= 0x80) {
-    buf_.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  buf_.push_back(static_cast<char>(v));
-}
-void PbWriter::varint(uint32_t field, uint64_t v) {
-  raw_varint(static_cast<uint64_t>(field) << 3);
-  raw_varint(v);
-}
-void PbWriter::bytes(uint32_t field, std::string_view s) {
-  raw_varint((static_cast<uint64_t>(field) << 3) | 2);
-  raw_varint(s.size());
-  buf_.append(s.data(), s.size());
-}
-void PbWriter::fixed32(uint32_t field, uint32_t v) {
-  raw_varint((static_cast<uint64_t>(field) << 3) | 5);
-  char b[4];
-  std::memcpy(b, &v, 4);
-  buf_.append(b, 4);
-}
-void PbWriter::packed_varints(uint32_t field, const std::vector<int64_t>& v) {
-  PbWriter inner;
-  for (int64_t x : v) inner.raw_varint(static_cast<uint64_t>(x));
-  bytes(field, inner.data());
-}
-}  // namespace detail
 
 }  // namespace jouleprof::estimate

@@ -1,7 +1,10 @@
-// ONNX import: a self-contained protobuf wire-format reader (no libprotobuf/libonnx needed)
-// for ModelProto -> GraphProto -> nodes, initializers and value_info, then shape inference and
-// costing through GraphBuilder. Shapes declared in value_info (e.g. from onnx.shape_inference)
-// are used where our own inference needs values it cannot see.
+// ONNX import: the model is parsed by protobuf into ONNX's own ModelProto (Debian's libonnx 1.12
+// and libprotobuf), checked, and ONNX's shape inference (onnx::shape_inference::InferShapes,
+// non-strict, with data propagation, for the supported op types) fills in the tensors' shapes;
+// then each node is costed through GraphBuilder. Integer shape arithmetic (Shape -> Gather ->
+// Concat -> Reshape ...) is folded from ONNX's propagated values; the importer's own folding and
+// shape rules remain only where ONNX's inference gives nothing (ops it does not propagate values
+// through, shapes downstream of ops without a schema, opsets newer than ONNX 1.12 infers).
 #pragma once
 
 #include <cstdint>
@@ -24,24 +27,14 @@ struct OnnxOptions {
 /// The op types the importer understands.
 const std::vector<std::string>& onnx_supported_ops();
 
+/// Imports a serialized ModelProto. Malformed or inconsistent input gives an error (never a
+/// crash, nothing printed): Errc::parse for a file that is not a valid ONNX model,
+/// Errc::invalid_argument for missing shapes or dynamic dimensions without a value (the
+/// message names the --dim to give), Errc::unsupported for op types outside
+/// onnx_supported_ops() (all listed with counts) unless opt.fallback.
 Result<Graph> import_onnx(std::string_view bytes, const std::string& name, const OnnxOptions& opt);
+/// Reads and imports an .onnx file (up to protobuf's 2 GiB message limit; initializers in
+/// external data files are fine: only their shapes are used).
 Result<Graph> import_onnx_file(const std::string& path, const OnnxOptions& opt);
-
-namespace detail {
-/// Minimal protobuf writer used by the tests (and fuzzers) to build ONNX models.
-class PbWriter {
- public:
-  void varint(uint32_t field, uint64_t v);
-  void bytes(uint32_t field, std::string_view s);
-  void fixed32(uint32_t field, uint32_t v);
-  void message(uint32_t field, const PbWriter& m) { bytes(field, m.data()); }
-  void packed_varints(uint32_t field, const std::vector<int64_t>& v);
-  const std::string& data() const { return buf_; }
-
- private:
-  void raw_varint(uint64_t v);
-  std::string buf_;
-};
-}  // namespace detail
 
 }  // namespace jouleprof::estimate
