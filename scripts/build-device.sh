@@ -12,5 +12,8 @@ cp build/device/bin/jouleprof build/device/bin/jouleprof-burn build/device/tests
 cp build/device/bin/jouleprof build/device/bin/jouleprof-llm .devbuild/llm/
 # Shared libraries of this machine the device may lack (used only where it has none).
 mkdir -p .devbuild/lib
-for lib in $(ldd .devbuild/bin/jouleprof | awk '/sqlite|onnx|protobuf|absl/ {print $3}'); do cp -L "$lib" .devbuild/lib/; done
+# (The binaries look in $ORIGIN/../lib first, so a library already copied resolves to itself.)
+for lib in $(ldd .devbuild/bin/jouleprof | awk '/sqlite|onnx|protobuf|absl/ {print $3}'); do
+  case $lib in "$PWD"/.devbuild/*) ;; *) cp -L "$lib" .devbuild/lib/ ;; esac
+done
 ls -la .devbuild/bin .devbuild/lib
