@@ -154,13 +154,30 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
   const int stride = nblk * WARPS;
   auto row_of = [&](int u, int r) { return p.mode == gemv_swiglu ? u + r * p.pair_offset : 2 * u + r; };
 
-  // Weights do not depend on the previous kernel: start fetching them before waiting for it.
+  // Weights do not depend on the previous kernel: start fetching them before waiting for it —
+  // the first chunk of the warp's first row pair straight into the registers the loop below
+  // consumes first, the rest of that pair (up to prefetch_elems) into L2.
+  uint4 wa[kGemvUnroll], wb[kGemvUnroll];
+  bool preloaded = false;
   if (first < p.units) {
+    const T* w0 = W + static_cast<int64_t>(row_of(first, 0)) * K;
+    const T* w1 = W + static_cast<int64_t>(row_of(first, 1)) * K;
+#pragma unroll
+    for (int j = 0; j < kGemvUnroll; ++j) {
+      const int k = lane * 8 + j * 256;
+      if (k < K) {
+        wa[j] = ld_stream(w0 + k);
+        wb[j] = ld_stream(w1 + k);
+      }
+    }
+    preloaded = true;
     const int lim = min(K, p.prefetch_elems) * static_cast<int>(sizeof(T));
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const char* base = reinterpret_cast<const char*>(W + static_cast<int64_t>(row_of(first, r)) * K);
-      for (int off = lane * 128; off < lim; off += 32 * 128) prefetch_l2(base + off);
+      const char* base = reinterpret_cast<const char*>(r == 0 ? w0 : w1);
+      for (int off = 256 * kGemvUnroll * static_cast<int>(sizeof(T)) + lane * 128; off < lim; off += 32 * 128) {
+        prefetch_l2(base + off);
+      }
     }
   }
   wait();
@@ -227,15 +244,17 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc0[b] = acc1[b] = 0.f;
     for (int k0 = lane * 8; k0 < K; k0 += 256 * kGemvUnroll) {
-      uint4 wa[kGemvUnroll], wb[kGemvUnroll];
+      if (!preloaded) {
 #pragma unroll
-      for (int j = 0; j < kGemvUnroll; ++j) {
-        const int k = k0 + j * 256;
-        if (k < K) {
-          wa[j] = ld_stream(w0 + k);
-          wb[j] = ld_stream(w1 + k);
+        for (int j = 0; j < kGemvUnroll; ++j) {
+          const int k = k0 + j * 256;
+          if (k < K) {
+            wa[j] = ld_stream(w0 + k);
+            wb[j] = ld_stream(w1 + k);
+          }
         }
       }
+      preloaded = false;
 #pragma unroll
       for (int j = 0; j < kGemvUnroll; ++j) {
         const int k = k0 + j * 256;

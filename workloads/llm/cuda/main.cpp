@@ -76,6 +76,7 @@ int run_check(const CheckOptions& o) {
       {"b1 p7 fused graph", {7}, 10, "fused", true, false, 8192, 1 << 30},
       {"b1 p7 fused pdl", {7}, 10, "fused", true, true, 8192, 1 << 30},
       {"b1 p7 gemm no-graph", {7}, 10, "gemm", false, false, 8192, 1 << 30},
+      {"b1 p7 u4 pf2048", {7}, 10, "fused", true, false, 8192, 1 << 30, "flash", "u4+pf2048"},
       {"b3 ragged fused", {5, 17, 33}, 8, "fused", true, true, 8192, 1 << 30},
       {"b3 ragged gemm", {5, 17, 33}, 8, "gemm", true, true, 8192, 1 << 30},
       {"b5 fused (pad 8)", {9, 9, 9, 9, 9}, 6, "fused", true, true, 8192, 1 << 30},

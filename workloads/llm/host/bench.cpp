@@ -68,7 +68,7 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_option("--decode-path", o.decode_path, "auto, fused (GEMV kernels, batch <= 8) or gemm (cuBLAS)")
       ->check(CLI::IsMember({"auto", "fused", "gemm"}))->capture_default_str();
   c->add_flag("--no-graphs", o.no_graphs, "launch decode kernels one by one instead of CUDA graphs");
-  c->add_flag("--pdl", o.pdl, "programmatic dependent launch between decode kernels");
+  c->add_flag("--pdl", o.pdl, "programmatic dependent launch between decode kernels (the default; --variant nopdl: off)");
   c->add_option("--variant", o.variant, "engine variant words joined by '+' (docs/bench-llm.md), e.g. fused+u8");
   c->add_option("--top-k", o.top_k, "sample each token from the k most likely (0: greedy)")
       ->check(CLI::Range(0, kMaxTopK))->capture_default_str();
@@ -303,7 +303,7 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
       eo.chunk_tokens = o.chunk_tokens;
       eo.decode_path = o.decode_path;
       eo.graphs = !o.no_graphs;
-      eo.pdl = o.pdl;
+      if (o.pdl) eo.pdl = true;  // the default; --variant nopdl turns it off
       eo.prefill_attention = o.prefill_attention;
       (void)apply_variant(o.variant, eo);  // checked above
       if (o.top_k > 0) eo.sampling.top_k = o.top_k;

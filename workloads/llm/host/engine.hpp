@@ -42,10 +42,10 @@ struct EngineOptions {
   double attn_budget_bytes = 1 << 30;  ///< attention scores per prefill pass
   std::string decode_path = "auto"; ///< auto | fused (GEMV kernels) | gemm (cuBLAS)
   bool graphs = true;               ///< CUDA graphs for decode steps
-  bool pdl = false;                 ///< programmatic dependent launch between decode kernels
+  bool pdl = true;                  ///< programmatic dependent launch between decode kernels
   int gemv_blocks_per_sm = 0;       ///< fused GEMV grid (0: 1 with pdl, else as many as fit)
-  int gemv_unroll = 4;              ///< 16-byte loads in flight per lane and row at batch 1 (4 or 8)
-  int gemv_prefetch = -1;           ///< elements of each first row prefetched to L2 (-1: auto)
+  int gemv_unroll = 8;              ///< 16-byte loads in flight per lane and row at batch 1 (4 or 8)
+  int gemv_prefetch = 512;          ///< elements of each first row prefetched to L2 (-1: 0 with PDL, else 2048)
   bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy)
   int mega_prefetch_mb = -1;        ///< mega: MB of each phase's weights prefetched to L2 before its barrier (-1: first row pairs whole)
   bool prefetch_after_attention = false;  ///< fused decode: the output projection's weights to L2 while attention runs
