@@ -470,6 +470,7 @@ AttnParams CudaEngine<T>::attn_params(int l) const {
   a.counters = counters_;
   a.out = attn_d_;
   a.out_ld = c_.q_dim();
+  a.early_kv = o_.graphs ? 1 : 0;  // launched one by one, the previous step's advance may still run
   return a;
 }
 

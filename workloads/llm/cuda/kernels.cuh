@@ -349,6 +349,8 @@ struct AttnParams {
   float* part_acc;   ///< [B][H][splits][hd]
   float* part_ml;    ///< [B][H][splits][2]
   unsigned* counters;  ///< [B][KV], zero between launches
+  int early_kv;        ///< read pos and start the first K/V tile before waiting (only where
+                       ///< everything but this step's projections is complete: inside a graph)
   void* out;         ///< [B][out_ld]
   int out_ld;
 };
@@ -385,7 +387,7 @@ __device__ __forceinline__ void attn_body(const AttnParams& p, int split, int kv
   __shared__ float red[TG > 1 ? kMaxGroup : 1][TG > 1 ? kAttnThreads : 1];
   __shared__ bool last_s;
   const int g = p.heads / p.kv_heads, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  wait();
+  if (!p.early_kv) wait();
   const int pos = p.pos[b];
   const int ctx = pos + 1;
   const int start = split * p.chunk, end = min(start + p.chunk, ctx);
@@ -393,6 +395,24 @@ __device__ __forceinline__ void attn_body(const AttnParams& p, int split, int kv
   const int64_t cache_base = (static_cast<int64_t>(b) * p.kv_heads + kvh) * p.max_ctx * HD;
   T* kc = static_cast<T*>(p.kcache) + cache_base;
   T* vc = static_cast<T*>(p.vcache) + cache_base;
+  // Copies the cached K/V rows of one tile (all but the new position) into shared memory.
+  auto issue_tile = [&](int t0) {
+    const int nt = min(TILE, end - t0);
+    for (int i = tid; i < nt * (HD / 8); i += kAttnThreads) {
+      const int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
+      const int t = t0 + r;
+      if (t != pos) {
+        cp_async16(ks + r * KP + c, kc + static_cast<int64_t>(t) * HD + c);
+        cp_async16(vs + r * HD + c, vc + static_cast<int64_t>(t) * HD + c);
+      }
+    }
+  };
+  // The cache rows before pos were written by earlier steps: their first tile is on its way
+  // while this step's projections finish.
+  if (p.early_kv) {
+    if (start < end) issue_tile(start);
+    wait();
+  }
   for (int idx = tid; idx < g * HALF; idx += kAttnThreads) {
     const int h = idx / HALF, i = idx % HALF;
     const T* q = qkv + (kvh * g + h) * HD;
@@ -435,14 +455,7 @@ __device__ __forceinline__ void attn_body(const AttnParams& p, int split, int kv
 
   for (int t0 = start; t0 < end; t0 += TILE) {
     const int nt = min(TILE, end - t0);
-    for (int i = tid; i < nt * (HD / 8); i += kAttnThreads) {
-      const int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
-      const int t = t0 + r;
-      if (t != pos) {
-        cp_async16(ks + r * KP + c, kc + static_cast<int64_t>(t) * HD + c);
-        cp_async16(vs + r * HD + c, vc + static_cast<int64_t>(t) * HD + c);
-      }
-    }
+    if (!(p.early_kv && t0 == start)) issue_tile(t0);
     if (owns_new && pos < t0 + TILE && pos >= t0) {
       const int r = pos - t0;
       if (tid < HALF) {
