@@ -212,3 +212,23 @@ TEST(LlmBenchCli, WithoutTheCudaBinaryItSaysSoOnOneLine) {
   auto bad = run_cli({"bench", "llm", "--device", "sim", "--dtype", "int4"});
   EXPECT_EQ(bad.code, 2);
 }
+
+TEST(LlmBench, WithoutIdleBaselineTheAboveIdleFiguresReadNotAvailable) {
+  BenchOptions o;
+  o.device = "sim";
+  o.models = {"tiny"};
+  o.prompts = {16};
+  o.gens = {4};
+  o.min_seconds = 0.02;
+  o.iso_seconds = 0.02;
+  o.idle_s = 0;
+  o.no_components = true;
+  o.quiet = true;
+  auto r = run_bench(o, sim_engine_factory(), nullptr);
+  ASSERT_TRUE(r) << r.error().message;
+  std::ostringstream out;
+  print_bench(*r, out);
+  EXPECT_NE(out.str().find("(above idle: n/a)"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("idle share n/a"), std::string::npos);
+  EXPECT_EQ(out.str().find("nan"), std::string::npos) << out.str();
+}

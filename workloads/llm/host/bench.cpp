@@ -72,7 +72,8 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_option("--variant", o.variant, "engine variant words joined by '+' (docs/bench-llm.md), e.g. fused+u8");
   c->add_option("--top-k", o.top_k, "sample each token from the k most likely (0: greedy)")
       ->check(CLI::Range(0, kMaxTopK))->capture_default_str();
-  c->add_option("--temperature", o.temperature, "softmax temperature of top-k sampling")->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--temperature", o.temperature, "softmax temperature of top-k sampling")
+      ->check(CLI::Range(0.001f, 1000.0f))->capture_default_str();
   c->add_option("--prefill-attention", o.prefill_attention, "cublas (scores materialised) or flash (tensor-core kernel)")
       ->check(CLI::IsMember({"flash", "cublas"}))->capture_default_str();
   c->add_option("--chunk-tokens", o.chunk_tokens, "most prompt tokens per prefill pass")->check(CLI::Range(16, 1 << 20))->capture_default_str();
@@ -743,22 +744,31 @@ void print_bench_section(const nlohmann::json& j, std::ostream& out) {
     }
     if (p.contains("incomplete_reason")) out << "  INCOMPLETE: " << p["incomplete_reason"].get<std::string>();
     out << "\n  engine: " << p.value("engine", std::string("?")) << "\n";
+    // Without an idle baseline (--idle 0) the above-idle figures are unknown, not zero.
+    auto idle_parts = [&](const nlohmann::json& f) {
+      char a[48], sh[32];
+      const double above = get(f, "above_idle_j_per_token"), share = get(f, "idle_share");
+      if (std::isnan(above)) std::snprintf(a, sizeof a, "(above idle: n/a)");
+      else std::snprintf(a, sizeof a, "(%.3f above idle)", 1e3 * above);
+      if (std::isnan(share)) std::snprintf(sh, sizeof sh, "idle share n/a");
+      else std::snprintf(sh, sizeof sh, "idle share %4.1f%%", 100 * share);
+      return std::pair<std::string, std::string>(a, sh);
+    };
     if (p.contains("prefill")) {
       const auto& f = p["prefill"];
-      std::snprintf(buf, sizeof buf,
-                    "  prefill %9.0f tok/s  %7.1f TFLOP/s  %8.3f mJ/tok  (%.3f above idle)  %6.1f W  idle share %4.1f%%  [%s]\n",
-                    get(f, "tokens_per_s"), get(f, "tflops"), 1e3 * get(f, "j_per_token"),
-                    1e3 * get(f, "above_idle_j_per_token"), get(f, "mean_power_w"), 100 * get(f, "idle_share"),
-                    f.value("energy_method", std::string("?")).c_str());
+      const auto [above, share] = idle_parts(f);
+      std::snprintf(buf, sizeof buf, "  prefill %9.0f tok/s  %7.1f TFLOP/s  %8.3f mJ/tok  %s  %6.1f W  %s  [%s]\n",
+                    get(f, "tokens_per_s"), get(f, "tflops"), 1e3 * get(f, "j_per_token"), above.c_str(),
+                    get(f, "mean_power_w"), share.c_str(), f.value("energy_method", std::string("?")).c_str());
       out << buf;
     }
     if (p.contains("decode")) {
       const auto& d = p["decode"];
-      std::snprintf(buf, sizeof buf,
-                    "  decode  %9.1f tok/s  %7.3f ms/step  %6.2f TB/s  %8.3f mJ/tok  (%.3f above idle)  %6.1f W  idle share %4.1f%%  [%s]\n",
+      const auto [above, share] = idle_parts(d);
+      std::snprintf(buf, sizeof buf, "  decode  %9.1f tok/s  %7.3f ms/step  %6.2f TB/s  %8.3f mJ/tok  %s  %6.1f W  %s  [%s]\n",
                     get(d, "tokens_per_s"), get(d, "ms_per_step"), get(d, "bandwidth_bytes_per_s") / 1e12,
-                    1e3 * get(d, "j_per_token"), 1e3 * get(d, "above_idle_j_per_token"), get(d, "mean_power_w"),
-                    100 * get(d, "idle_share"), d.value("energy_method", std::string("?")).c_str());
+                    1e3 * get(d, "j_per_token"), above.c_str(), get(d, "mean_power_w"), share.c_str(),
+                    d.value("energy_method", std::string("?")).c_str());
       out << buf;
     }
     if (p.contains("components")) {
