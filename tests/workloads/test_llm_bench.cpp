@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tiny_sim_bench.hpp"
 #include "host/bench.hpp"
 
 using namespace jouleprof::llm;
@@ -214,16 +215,7 @@ TEST(LlmBenchCli, WithoutTheCudaBinaryItSaysSoOnOneLine) {
 }
 
 TEST(LlmBench, WithoutIdleBaselineTheAboveIdleFiguresReadNotAvailable) {
-  BenchOptions o;
-  o.device = "sim";
-  o.models = {"tiny"};
-  o.prompts = {16};
-  o.gens = {4};
-  o.min_seconds = 0.02;
-  o.iso_seconds = 0.02;
-  o.idle_s = 0;
-  o.no_components = true;
-  o.quiet = true;
+  BenchOptions o = tiny_sim_bench();
   auto r = run_bench(o, sim_engine_factory(), nullptr);
   ASSERT_TRUE(r) << r.error().message;
   std::ostringstream out;

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "tiny_sim_bench.hpp"
 #include "host/bench.hpp"
 #include "host/engine.hpp"
 #include "host/sampling.hpp"
@@ -91,16 +92,7 @@ TEST(LlmSampling, EngineVariantWords) {
 }
 
 TEST(LlmSampling, SimulatedBenchRecordsTheSamplingAndRefusesABadK) {
-  BenchOptions o;
-  o.device = "sim";
-  o.models = {"tiny"};
-  o.prompts = {16};
-  o.gens = {4};
-  o.min_seconds = 0.02;
-  o.iso_seconds = 0.02;
-  o.idle_s = 0;
-  o.no_components = true;
-  o.quiet = true;
+  BenchOptions o = tiny_sim_bench();
   o.top_k = 40;
   auto r = run_bench(o, sim_engine_factory(), nullptr);
   ASSERT_TRUE(r) << r.error().message;
