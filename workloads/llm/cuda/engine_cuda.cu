@@ -434,9 +434,8 @@ typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm) const {
 template <typename T>
 void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all) {
   GemvFn fn = gemv_fn(norm);
-  p.b = B_;
-  // Early L2 prefetch of the first rows; off by default under PDL, where the kernel starts long
-  // before its turn and the prefetched lines would be evicted by the running kernel's stream.
+  // Early L2 prefetch of the first rows (default 512 elements; -1: none under PDL, where the
+  // kernel may start long before its turn and the lines be evicted by the running kernel's stream).
   p.prefetch_elems = prefetch_all ? p.k : o_.gemv_prefetch >= 0 ? o_.gemv_prefetch : (o_.pdl ? 0 : 2048);
   const size_t smem = static_cast<size_t>(nb_) * p.k * sizeof(T);
   int per_sm = gemv_blocks_.count(fn) ? gemv_blocks_[fn] : 1;
