@@ -3,7 +3,7 @@
 # carried in .devbuild/llm (jouleprof + jouleprof-llm); Python/PyTorch/transformers are on the device.
 #   scripts/device-bench-llm.sh STEP...   steps: check hf-logits speed speed-b bench-1b bench-8b
 #                                          bench-sweep hf-speed hf-compile hf-measure speed-ahead 3b
-#                                          hf-compile-measure hf-batch
+#                                          hf-compile-measure hf-batch decode-final timeline hf-generate
 # Writes logs and JSON under $OUT (at most 8 files come back), prints a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -96,6 +96,27 @@ for step in "$@"; do
       for b in 8 32; do
         run 200 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_b${b}_1b.json" -- \
           python3 "$PY" speed --model llama-3.2-1b --batch "$b" --gen 32 --seconds 3 --static
+      done ;;
+    decode-final)
+      # Batch-1 decode with the defaults (fused QKV-attention kernel) against the separate kernels
+      # (nofqa), all three models, components; the timeline of one step; energy through bench llm.
+      run 300 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.2-3b,llama-3.1-8b --components --prompt 128 --gen 256 \
+        --prefill 0 --variants "${VARIANTS:-fused,fused+nofqa}" --json "$OUT/speed_final.json"
+      run 100 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --timeline --prompt 128 --gen 256 --prefill 0 \
+        --variants fused,fused+nofqa --json "$OUT/timeline.json"
+      run 300 "$BIN/jouleprof" bench llm --model llama-3.2-1b,llama-3.2-3b,llama-3.1-8b --batch 1 --prompt 128 --gen 128 \
+        --min-seconds 2 --iso-seconds 0.5 --json "$OUT/bench_b1.json"
+      run 120 "$BIN/jouleprof" bench llm --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --min-seconds 2 \
+        --iso-seconds 0.5 --variant nofqa --tag variant=nofqa --json "$OUT/bench_b1_nofqa.json" ;;
+    timeline)
+      # When each kernel of one decode step runs (globaltimer stamps per block; diagnostic).
+      run 200 "$BIN/jouleprof-llm" speed --model "${TL_MODEL:-llama-3.2-1b}" --timeline --prompt 128 --gen 256 --prefill 0 \
+        --variants "${TL_VARIANTS:-fused,fused+nofqa}" --json "$OUT/timeline.json" ;;
+    hf-generate)
+      # transformers' own generate(): eager, and static cache + compiled forward (its documented fast path).
+      for m in ${HF_MODELS:-llama-3.2-1b llama-3.1-8b}; do
+        run 400 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_generate_$m.json" -- \
+          python3 "$PY" speed --model "$m" --gen 128 --seconds 4 --generate --compile --json "$OUT/hf_generate_speed_$m.json"
       done ;;
     *) echo "unknown step $step" ;;
   esac

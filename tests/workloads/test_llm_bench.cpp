@@ -112,6 +112,39 @@ TEST(LlmBench, EngineVariants) {
   EXPECT_NE(bad.error().message.find("turbo"), std::string::npos);
 }
 
+TEST(LlmBench, FusedAttentionVariantWords) {
+  EngineOptions e;
+  EXPECT_TRUE(e.fused_attention);  // on by default (batch 1, sm_90)
+  ASSERT_TRUE(apply_variant("nofqa", e));
+  EXPECT_FALSE(e.fused_attention);
+  ASSERT_TRUE(apply_variant("fqa8+fqs3", e));
+  EXPECT_TRUE(e.fused_attention);
+  EXPECT_EQ(e.fused_attention_cluster, 8);
+  EXPECT_EQ(e.fused_attention_stages, 3);
+  ASSERT_TRUE(apply_variant("nofqa+fqa", e));
+  EXPECT_TRUE(e.fused_attention);
+}
+
+TEST(LlmBench, NumberedVariantWordsOutOfRangeAreOneLineErrors) {
+  // Numbers past their range, or too long for an int, are refused with the word named; never a throw.
+  for (const char* w : {"fqa17", "fqa1", "fqs9", "fused9", "topk100000", "chunk99999999999999999999", "pf99999999999"}) {
+    EngineOptions e;
+    const EngineOptions before = e;
+    auto r = apply_variant(std::string("fused+") + w, e);
+    ASSERT_FALSE(r) << w;
+    EXPECT_NE(r.error().message.find(w), std::string::npos) << r.error().message;
+    EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
+    EXPECT_EQ(e.fused_attention_cluster, before.fused_attention_cluster) << w;
+  }
+  EngineOptions e;
+  ASSERT_TRUE(apply_variant("chunk0+pf0+fqa16+fqs2+fused8+topk1", e));
+  EXPECT_EQ(e.attn_chunk, 0);
+  EXPECT_EQ(e.gemv_prefetch, 0);
+  EXPECT_EQ(e.fused_attention_cluster, 16);
+  EXPECT_EQ(e.fused_max_batch, 8);
+  EXPECT_EQ(e.sampling.top_k, 1);
+}
+
 TEST(LlmBench, SimulatedSweepFillsEveryFigure) {
   BenchOptions o;
   o.models = {"tiny"};

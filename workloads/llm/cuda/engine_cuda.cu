@@ -86,6 +86,10 @@ class CudaEngine final : public LlmEngine {
     std::string s = fused_ ? "fused GEMV decode (RMSNorm, SwiGLU and residual adds folded in)" : "cuBLAS decode";
     s += o_.graphs ? ", one CUDA graph per step" : ", no graphs";
     if (o_.pdl) s += ", programmatic dependent launch";
+    if (fqa_) {
+      s += ", QKV projection and attention in one kernel (" + std::to_string(fqa_cluster_) + "-CTA clusters per KV head, " +
+           std::to_string(fqa_resident_) + " resident at once, " + std::to_string(fqa_stages_) + " ring stages per warp)";
+    }
     if (fused_ && o_.gemv_blocks_per_sm > 0) s += ", " + std::to_string(o_.gemv_blocks_per_sm) + " GEMV block(s) per SM";
     if (fused_ && o_.gemv_unroll == 8 && nb_ == 1) s += ", 8 loads in flight per row";
     if (fused_ && o_.gemv_prefetch >= 0) s += ", prefetch " + std::to_string(o_.gemv_prefetch);
@@ -113,6 +117,7 @@ class CudaEngine final : public LlmEngine {
   }
   Result<std::vector<std::vector<int>>> generated() override;
   Result<std::vector<float>> last_logits() override;
+  std::vector<KernelSpan> timeline() override;
   void range_push(const std::string& name) override { nvtxRangePushA(name.c_str()); }
   void range_pop() override { nvtxRangePop(); }
 
@@ -180,6 +185,31 @@ class CudaEngine final : public LlmEngine {
                "cublasGemmEx");
   }
   GemvFn gemv_fn(bool norm) const;
+  /// --variant fqa: QKV projection + attention as one cluster kernel inside decode steps and layers.
+  Result<void> prepare_fqa();
+  void qkv_attention(int l);
+  using FqaFn = void (*)(kern::QkvAttnParams);
+  FqaFn fqa_fn() const {
+    switch (c_.head_dim) {
+      case 32: return kern::qkv_attn_kernel<T, 32>;
+      case 64: return kern::qkv_attn_kernel<T, 64>;
+      default: return kern::qkv_attn_kernel<T, 128>;
+    }
+  }
+  bool fqa_ = false, in_layer_ = false;
+  int fqa_cluster_ = 0, fqa_stages_ = 0, fqa_piece_ = 0, fqa_resident_ = 0;
+  size_t fqa_smem_ = 0;
+  // Diagnostic timeline: one slot of 3 stamps per block for each kernel of a step.
+  static constexpr int kStampBlocks = 1024, kStampKernels = 1024;
+  unsigned long long* stamps_ = nullptr;
+  bool stamping_ = false;
+  std::string stamp_label_;
+  std::vector<std::pair<std::string, int>> stamp_kernels_;  ///< label, blocks
+  unsigned long long* next_stamps(int blocks) {
+    if (!stamps_ || !stamping_ || blocks > kStampBlocks || static_cast<int>(stamp_kernels_.size()) >= kStampKernels) return nullptr;
+    stamp_kernels_.emplace_back(stamp_label_, blocks);
+    return stamps_ + (stamp_kernels_.size() - 1) * kern::kStampsPerBlock * kStampBlocks;
+  }
   /// prefetch_all: every warp's first rows go to L2 in full before the wait for the previous
   /// kernel (the whole matrix when each warp has one row pair).
   void gemv(GemvParams p, bool norm, bool prefetch_all = false);
@@ -445,8 +475,97 @@ void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all) {
   } else if (o_.pdl) {
     per_sm = 1;
   }
+  // (A block on every SM even where half its warps idle, for the 1024-unit output and down
+  // products of the 1B model, measured slower: it keeps the next kernel's blocks from starting
+  // early, as does capping the gate/up grid; docs/validation/bench-llm.md runs 26-27.)
   const int grid = std::max(1, std::min(prop_.multiProcessorCount * per_sm, ceil_div(p.units, kern::kGemvThreads / 32)));
+  p.stamps = next_stamps(grid);
   launch(fn, dim3(grid), dim3(kern::kGemvThreads), smem, true, p);
+}
+
+template <typename T>
+Result<void> CudaEngine<T>::prepare_fqa() {
+  fqa_ = false;
+  if (!o_.fused_attention || !fused_ || B_ != 1) return {};  // batch > 1: the separate kernels
+  if (prop_.major < 9) {
+    return make_error(Errc::unsupported, std::string("--variant fqa needs thread block clusters (compute capability 9.0 or newer); ") +
+                                             prop_.name + " has " + std::to_string(prop_.major) + "." + std::to_string(prop_.minor));
+  }
+  const int g = c_.heads / c_.kv_heads, hd = c_.head_dim;
+  if (g > kern::kMaxGroup || (hd != 32 && hd != 64 && hd != 128) || c_.hidden % 8 != 0) {
+    return make_error(Errc::unsupported, "--variant fqa takes head sizes 32, 64 or 128 and at most " +
+                                             std::to_string(kern::kMaxGroup) + " query heads per KV head");
+  }
+  const int R = (g + 2) * hd, K = c_.hidden;
+  fqa_piece_ = std::min(kern::kQaPieceMax, K);
+  const int ppr = ceil_div(K, fqa_piece_);
+  FqaFn fn = fqa_fn();
+  JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  // The largest cluster (16, 8, 4, 2 CTAs) of which all KV heads' clusters can be resident at once,
+  // unless one is asked for; per warp as many ring stages as it has pieces (its whole share of
+  // the weights requested before the wait), at most 4, as far as shared memory allows.
+  const std::vector<int> sizes = o_.fused_attention_cluster > 0 ? std::vector<int>{o_.fused_attention_cluster} : std::vector<int>{16, 8, 4, 2};
+  for (int cs : sizes) {
+    const int pieces = ceil_div(ceil_div(R, cs), kern::kQaWarps) * ppr;
+    // (More than 4 stages measured slower on the H100: run 24.)
+    int stages = o_.fused_attention_stages > 0 ? o_.fused_attention_stages : std::clamp(pieces, 2, 4);
+    auto smem_of = [&](int st) { return kern::qkv_attn_smem(K, hd, R, fqa_piece_, st, static_cast<int>(sizeof(T))); };
+    while (stages > 2 && smem_of(stages) > prop_.sharedMemPerBlockOptin) --stages;
+    const size_t smem = smem_of(stages);
+    if (smem > prop_.sharedMemPerBlockOptin) continue;
+    JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(c_.kv_heads * cs);
+    cfg.blockDim = dim3(kern::kQaThreads);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cs);
+    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (clusters >= c_.kv_heads || (o_.fused_attention_cluster > 0 && clusters >= 1)) {
+      fqa_cluster_ = cs;
+      fqa_stages_ = stages;
+      fqa_smem_ = smem;
+      fqa_resident_ = clusters;
+      fqa_ = true;
+      return {};
+    }
+  }
+  return make_error(Errc::unsupported, std::string("--variant fqa: ") + std::to_string(c_.kv_heads) +
+                                           " clusters of the fused QKV-attention kernel do not fit on " + prop_.name + " at once");
+}
+
+template <typename T>
+void CudaEngine<T>::qkv_attention(int l) {
+  kern::QkvAttnParams qp{};
+  qp.g = gemv_params(Component::attn_qkv, l);
+  qp.a = attn_params(l);
+  qp.cluster = fqa_cluster_;
+  qp.piece = fqa_piece_;
+  qp.stages = fqa_stages_;
+  const int grid = c_.kv_heads * fqa_cluster_;
+  qp.a.stamps = next_stamps(grid);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(kern::kQaThreads);
+  cfg.dynamicSmemBytes = fqa_smem_;
+  cfg.stream = st_;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(fqa_cluster_);
+  attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = o_.pdl ? 2 : 1;
+  check(cudaLaunchKernelEx(&cfg, fqa_fn(), qp), "cudaLaunchKernelEx(qkv_attn_kernel)");
 }
 
 template <typename T>
@@ -475,8 +594,9 @@ AttnParams CudaEngine<T>::attn_params(int l) const {
 
 template <typename T>
 void CudaEngine<T>::attention(int l) {
-  const AttnParams a = attn_params(l);
+  AttnParams a = attn_params(l);
   const dim3 grid(splits_, c_.kv_heads, B_);
+  a.stamps = next_stamps(static_cast<int>(grid.x * grid.y * grid.z));
   switch (c_.head_dim) {
     case 32: launch(kern::attn_decode_kernel<T, 32>, grid, dim3(kern::kAttnThreads), 0, true, a); break;
     case 64: launch(kern::attn_decode_kernel<T, 64>, grid, dim3(kern::kAttnThreads), 0, true, a); break;
@@ -522,12 +642,15 @@ GemvParams CudaEngine<T>::gemv_params(Component comp, int l) const {
 
 template <typename T>
 void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
+  stamp_label_ = std::string(component_name(comp)) + (l >= 0 ? " " + std::to_string(l) : "");
   const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
   const float eps = static_cast<float>(c_.rms_eps);
   const LayerW* L = l >= 0 ? &lw_[static_cast<size_t>(l)] : nullptr;
   switch (comp) {
     case Component::attn_qkv:
-      if (fused_) {
+      if (fqa_ && in_layer_) {
+        qkv_attention(l);
+      } else if (fused_) {
         gemv(gemv_params(comp, l), true);
       } else {
         launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
@@ -535,7 +658,9 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
         gemm(L->wqkv, xn_d_, H, qkv_d_, QKV, B_, QKV, H, false, 0.f);
       }
       break;
-    case Component::attn_core: attention(l); break;
+    case Component::attn_core:
+      if (!(fqa_ && in_layer_)) attention(l);  // fqa: done by the QKV kernel
+      break;
     case Component::attn_out:
       if (fused_) {
         gemv(gemv_params(comp, l), false, o_.prefetch_after_attention);
@@ -660,6 +785,9 @@ void CudaEngine<T>::launch_mega() {
 template <typename T>
 void CudaEngine<T>::enqueue_step(bool advance) {
   if (mega_ && advance) return launch_mega();
+  stamping_ = advance;
+  in_layer_ = true;
+  stamp_kernels_.clear();
   // --variant aheadN: while the latency-bound attention core runs, a side branch asks L2 to fetch
   // the output projection and the first N MB of the gate/up matrix; while the down projection
   // streams, the first N MB of the next layer's QKV matrix (or of the LM head).
@@ -682,8 +810,10 @@ void CudaEngine<T>::enqueue_step(bool advance) {
       enqueue(comp, l, true);
     }
   }
+  in_layer_ = false;
   enqueue(Component::lm_head, -1, true);
   if (advance) enqueue(Component::embed, -1, true);
+  stamping_ = false;
   if (pending_side_) {  // the branch rejoins the step, so a captured graph has one sink
     check(cudaEventRecord(join_, side_), "cudaEventRecord");
     check(cudaStreamWaitEvent(st_, join_, 0), "cudaStreamWaitEvent");
@@ -890,6 +1020,15 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
       gemv_blocks_[fn] = std::max(1, blocks);
     }
   }
+  if (auto r = prepare_fqa(); !r) return r.error();
+  stamps_ = nullptr;
+  if (o_.timeline) {
+    void* sp = nullptr;
+    const size_t bytes = size_t{kStampKernels} * kern::kStampsPerBlock * kStampBlocks * sizeof(unsigned long long);
+    if (auto r = alloc(&sp, bytes, true); !r) return r.error();
+    JP_CK(cudaMemset(sp, 0, bytes));
+    stamps_ = static_cast<unsigned long long*>(sp);
+  }
   mega_ = false;
   if (o_.mega) {
     if (auto r = prepare_mega(); !r) return r.error();
@@ -992,6 +1131,41 @@ void CudaEngine<T>::decode(int steps) {
 }
 
 template <typename T>
+std::vector<KernelSpan> CudaEngine<T>::timeline() {
+  std::vector<KernelSpan> out;
+  if (!stamps_ || stamp_kernels_.empty()) return out;
+  constexpr int M = kern::kStampsPerBlock;
+  std::vector<unsigned long long> h(stamp_kernels_.size() * M * kStampBlocks);
+  check(cudaStreamSynchronize(st_), "cudaStreamSynchronize");
+  check(cudaMemcpy(h.data(), stamps_, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost), "cudaMemcpy(stamps)");
+  auto at = [&](size_t kernel, int block, int k) { return h[(kernel * kStampBlocks + block) * M + k]; };
+  unsigned long long t0 = ~0ull;
+  for (size_t i = 0; i < stamp_kernels_.size(); ++i) {
+    for (int b = 0; b < stamp_kernels_[i].second; ++b) t0 = std::min(t0, at(i, b, 0));
+  }
+  for (size_t i = 0; i < stamp_kernels_.size(); ++i) {
+    KernelSpan k;
+    k.name = stamp_kernels_[i].first;
+    k.blocks = stamp_kernels_[i].second;
+    unsigned long long s0 = ~0ull, last[M] = {};
+    for (int b = 0; b < k.blocks; ++b) {
+      s0 = std::min(s0, at(i, b, 0));
+      for (int m = 0; m < M; ++m) last[m] = std::max(last[m], at(i, b, m));
+    }
+    // Stamps not written this step (zero, or left from an earlier one) read as -1.
+    auto us = [&](unsigned long long t) { return t >= t0 ? static_cast<double>(t - t0) * 1e-3 : -1.0; };
+    k.first_start_us = us(s0);
+    k.last_start_us = us(last[0]);
+    k.last_ready_us = us(last[1]);
+    k.last_end_us = us(last[2]);
+    k.last_mark1_us = us(last[3]);
+    k.last_mark2_us = us(last[4]);
+    out.push_back(k);
+  }
+  return out;
+}
+
+template <typename T>
 void CudaEngine<T>::rewind() {
   if (!prepared_) return fail("rewind before prepare");
   steps_done_ = 0;
@@ -1051,10 +1225,12 @@ int CudaEngine<T>::component(Component comp, int layer, int reps) {
 template <typename T>
 int CudaEngine<T>::layer_block(int layer, int reps) {
   return run_graph("l:" + std::to_string(layer), reps, 5, [&] {
+    in_layer_ = true;  // the layer's kernels as in a decode step
     for (Component comp : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
                            Component::mlp_down}) {
       enqueue(comp, layer, false);
     }
+    in_layer_ = false;
   });
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <cooperative_groups.h>
 #include <mma.h>
 
 #include <cstdint>
@@ -62,6 +63,19 @@ __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefe
 // Programmatic dependent launch (no-ops when the launch did not ask for it).
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+
+// Diagnostic timeline (`jouleprof-llm speed --timeline`): block b's thread 0 writes the global
+// nanosecond timer at its start (k = 0), when its inputs are ready (1), at its end (2), and at
+// up to two points of the kernel's own (3, 4).
+constexpr int kStampsPerBlock = 5;
+__device__ __forceinline__ void stamp(unsigned long long* stamps, int k) {
+  if (stamps && threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    stamps[kStampsPerBlock * b + k] = t;
+  }
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -128,7 +142,98 @@ struct GemvParams {
   int ld_resid;
   unsigned long long* argmax;  ///< logits: per batch row
   int prefetch_elems;
+  unsigned long long* stamps;  ///< diagnostic timeline: per block start, inputs ready, end (null: off)
 };
+
+// RMSNorm weights of this thread's elements (k = 4 * threadIdx.x + 4 * THREADS * j), loaded into
+// registers before the kernel waits for its predecessor: they are constants, and the norm that
+// follows the wait then costs one memory round trip (the residual) instead of two. Rows longer
+// than 4096 read the rest in stage_gemv_input.
+template <int THREADS>
+struct NormWeights {
+  static constexpr int kVec = (4096 / 4 + THREADS - 1) / THREADS;
+  float4 g[kVec];
+};
+template <bool NORM, int THREADS>
+__device__ __forceinline__ NormWeights<THREADS> load_norm_weights(const GemvParams& p) {
+  NormWeights<THREADS> nw;
+  if constexpr (NORM) {
+#pragma unroll
+    for (int j = 0; j < NormWeights<THREADS>::kVec; ++j) {
+      const int k = threadIdx.x * 4 + j * THREADS * 4;
+      if (k < p.k) nw.g[j] = *reinterpret_cast<const float4*>(p.norm_w + k);
+    }
+  }
+  return nw;
+}
+
+// The GEMV's input rows in shared memory as T: x itself, or RMSNorm(resid) * norm_w (the norm
+// fused into the product). Called by all THREADS threads of the block after the inputs are ready.
+template <typename T, int NB, bool NORM, int THREADS>
+__device__ __forceinline__ void stage_gemv_input(const GemvParams& p, T* xs, const NormWeights<THREADS>& nw) {
+  constexpr int WARPS = THREADS / 32;
+  __shared__ float red[NB][WARPS];
+  __shared__ float rstd[NB];
+  const int K = p.k;
+  if constexpr (NORM) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float ss[NB];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      ss[b] = 0.f;
+      if (b < p.b) {
+        const float* xr = p.resid_in + static_cast<int64_t>(b) * p.ld_resid_in;
+        for (int k = threadIdx.x * 4; k < K; k += THREADS * 4) {
+          const float4 v = *reinterpret_cast<const float4*>(xr + k);
+          ss[b] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        }
+      }
+      ss[b] = warp_sum(ss[b]);
+      if (lane == 0) red[b][warp] = ss[b];
+    }
+    __syncthreads();
+    if (threadIdx.x < NB) {
+      float s = 0.f;
+      for (int w = 0; w < WARPS; ++w) s += red[threadIdx.x][w];
+      rstd[threadIdx.x] = rsqrtf(s / K + p.eps);
+    }
+    __syncthreads();
+    // x * rstd * g for this thread's elements: those whose weights are in registers, then any
+    // past 4096.
+    auto put = [&](int b, int k, const float4& g) {
+      uint2 o = make_uint2(0u, 0u);
+      if (b < p.b) {
+        const float4 v = *reinterpret_cast<const float4*>(p.resid_in + static_cast<int64_t>(b) * p.ld_resid_in + k);
+        const float r = rstd[b];
+        o.x = pack2<T>(v.x * r * g.x, v.y * r * g.y);
+        o.y = pack2<T>(v.z * r * g.z, v.w * r * g.w);
+      }
+      *reinterpret_cast<uint2*>(xs + static_cast<int64_t>(b) * K + k) = o;
+    };
+    constexpr int V = NormWeights<THREADS>::kVec;
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int k = threadIdx.x * 4 + j * THREADS * 4;
+        if (k < K) put(b, k, nw.g[j]);
+      }
+      for (int k = threadIdx.x * 4 + V * THREADS * 4; k < K; k += THREADS * 4) {
+        put(b, k, *reinterpret_cast<const float4*>(p.norm_w + k));
+      }
+    }
+  } else {
+    const T* x = static_cast<const T*>(p.x);
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      for (int k = threadIdx.x * 8; k < K; k += THREADS * 8) {
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (b < p.b) v = *reinterpret_cast<const uint4*>(x + static_cast<int64_t>(b) * p.ldx + k);
+        *reinterpret_cast<uint4*>(xs + static_cast<int64_t>(b) * K + k) = v;
+      }
+    }
+  }
+}
 
 constexpr int kGemvThreads = 512;
 // U: 16-byte loads in flight per lane and row (fewer for larger batches, whose accumulators need
@@ -144,8 +249,6 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
   constexpr int kGemvUnroll = U;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);
-  __shared__ float red[NB][kGemvThreads / 32];
-  __shared__ float rstd[NB];
   __shared__ unsigned long long best_s[NB][kGemvThreads / 32];
   constexpr int WARPS = kGemvThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, K = p.k;
@@ -180,56 +283,9 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
       }
     }
   }
+  const NormWeights<kGemvThreads> normw = load_norm_weights<NORM, kGemvThreads>(p);
   wait();
-
-  if constexpr (NORM) {
-    float ss[NB];
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      ss[b] = 0.f;
-      if (b < p.b) {
-        const float* xr = p.resid_in + static_cast<int64_t>(b) * p.ld_resid_in;
-        for (int k = threadIdx.x * 4; k < K; k += kGemvThreads * 4) {
-          const float4 v = *reinterpret_cast<const float4*>(xr + k);
-          ss[b] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-        }
-      }
-      ss[b] = warp_sum(ss[b]);
-      if (lane == 0) red[b][warp] = ss[b];
-    }
-    __syncthreads();
-    if (threadIdx.x < NB) {
-      float s = 0.f;
-      for (int w = 0; w < WARPS; ++w) s += red[threadIdx.x][w];
-      rstd[threadIdx.x] = rsqrtf(s / K + p.eps);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      const float* xr = p.resid_in + static_cast<int64_t>(b) * p.ld_resid_in;
-      for (int k = threadIdx.x * 4; k < K; k += kGemvThreads * 4) {
-        uint2 o = make_uint2(0u, 0u);
-        if (b < p.b) {
-          const float4 v = *reinterpret_cast<const float4*>(xr + k);
-          const float4 g = *reinterpret_cast<const float4*>(p.norm_w + k);
-          const float r = rstd[b];
-          o.x = pack2<T>(v.x * r * g.x, v.y * r * g.y);
-          o.y = pack2<T>(v.z * r * g.z, v.w * r * g.w);
-        }
-        *reinterpret_cast<uint2*>(xs + static_cast<int64_t>(b) * K + k) = o;
-      }
-    }
-  } else {
-    const T* x = static_cast<const T*>(p.x);
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      for (int k = threadIdx.x * 8; k < K; k += kGemvThreads * 8) {
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (b < p.b) v = *reinterpret_cast<const uint4*>(x + static_cast<int64_t>(b) * p.ldx + k);
-        *reinterpret_cast<uint4*>(xs + static_cast<int64_t>(b) * K + k) = v;
-      }
-    }
-  }
+  stage_gemv_input<T, NB, NORM, kGemvThreads>(p, xs, normw);
   __syncthreads();
 
   unsigned long long best[NB];
@@ -328,7 +384,48 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
 template <typename T, int NB, bool NORM, int U>
 __global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_kernel(const GemvParams p) {
   pdl_trigger();
-  gemv_body<T, NB, NORM, U>(p, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), [] { pdl_wait(); });
+  stamp(p.stamps, 0);
+  gemv_body<T, NB, NORM, U>(p, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), [&] {
+    pdl_wait();
+    stamp(p.stamps, 1);
+  });
+  if (p.stamps) __syncthreads();
+  stamp(p.stamps, 2);
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Asynchronous 16-byte copies into shared memory for the per-warp weight rings of qkv_attn_kernel:
+// each lane copies the chunks it will itself multiply, one commit group per piece, so no barrier
+// is needed between lanes or warps. (A GEMV built this way for every matrix, `--variant ring`,
+// and one fed by Hopper's bulk copies were measured slower than gemv_kernel: bench-llm.md runs 19-23.)
+constexpr int kQaThreads = 256;
+constexpr int kQaWarps = kQaThreads / 32;
+constexpr int kQaPieceMax = 2048;    // elements per piece: 8 16-byte chunks per lane
+__device__ __forceinline__ void cp_async16_stream(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most n of this thread's commit groups are pending (n is an immediate in PTX).
+__device__ __forceinline__ void cp_async_wait_pending(int n) {
+  switch (n) {
+    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -353,19 +450,13 @@ struct AttnParams {
                        ///< everything but this step's projections is complete: inside a graph)
   void* out;         ///< [B][out_ld]
   int out_ld;
+  unsigned long long* stamps;  ///< diagnostic timeline, as in GemvParams
 };
 
 constexpr int kAttnThreads = 128;
 constexpr int kAttnTile = 64;  // positions per shared-memory tile; splits are multiples of it
 constexpr int kMaxGroup = 8;
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
-}
 
 // Each block: one sequence, one KV head (all its query heads), one split of the positions. A tile
 // of K and V rows is copied into shared memory at once (cp.async, one memory round trip), then
@@ -605,8 +696,303 @@ __device__ __forceinline__ void attn_body(const AttnParams& p, int split, int kv
 template <typename T, int HD>
 __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnParams p) {
   pdl_trigger();
+  stamp(p.stamps, 0);
   attn_body<T, HD>(p, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z),
-                   [] { __syncthreads(); }, [] { pdl_wait(); });
+                   [] { __syncthreads(); }, [&] {
+                     pdl_wait();
+                     stamp(p.stamps, 1);
+                   });
+  if (p.stamps) __syncthreads();
+  stamp(p.stamps, 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// QKV projection and decode attention in one kernel (batch 1, `--variant fqa`, sm_90): one thread
+// block cluster per KV head. The cluster's CTAs compute the q rows of the head's query group and
+// its k and v rows (RMSNorm folded in; every warp streams its rows, in pieces of at most 2048
+// elements, through its own ring of shared-memory stages filled by asynchronous copies; the first
+// pieces and the CTA's first tile of cached K/V are requested before the wait for the previous
+// kernel), exchange them through distributed shared memory, apply RoPE,
+// and each CTA takes one split of the positions; the cluster's first CTA combines the splits'
+// softmax partials, again through distributed shared memory, and writes the head's output rows.
+// Against the separate QKV and attention kernels this removes a kernel boundary, the projections'
+// round trip through global memory and the global-memory combine (partials, fence, counter) —
+// the serial latency that left HBM idle for ~13 us per layer (docs/validation/bench-llm.md run 22).
+struct QkvAttnParams {
+  GemvParams g;   ///< the QKV projection with its RMSNorm (y unused: the results stay on chip)
+  AttnParams a;   ///< cache, position, rotary frequencies, output, early_kv, stamps
+  int cluster;    ///< CTAs per KV head
+  int piece, stages;  ///< per-warp weight ring
+};
+
+constexpr int kQaTile = 64;      // cached positions per shared-memory tile
+constexpr int kMaxCluster = 16;  // CTAs per cluster (16 needs the non-portable cluster size)
+
+// Dynamic shared memory of qkv_attn_kernel, bytes.
+__host__ __device__ constexpr size_t qkv_attn_smem(int k, int hd, int rows, int piece, int stages, int elem) {
+  return static_cast<size_t>(kQaWarps) * stages * piece * elem + static_cast<size_t>(k) * elem +
+         2 * static_cast<size_t>(kQaTile) * hd * elem +
+         sizeof(float) * (2 * static_cast<size_t>(rows) + kMaxGroup * kQaTile + kMaxGroup * hd + 3 * kMaxGroup + hd);
+}
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnParams P) {
+  pdl_trigger();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  constexpr int HALF = HD / 2, J = kQaPieceMax / 256, TILE = kQaTile;
+  const GemvParams& p = P.g;
+  const AttnParams& a = P.a;
+  stamp(a.stamps, 0);
+  cg::cluster_group cluster = cg::this_cluster();
+  const int CS = P.cluster, rank = static_cast<int>(cluster.block_rank()), kvh = static_cast<int>(blockIdx.x) / CS;
+  const int g = a.heads / a.kv_heads, R = (g + 2) * HD, Q = a.heads * HD, KVD = a.kv_heads * HD;
+  const int K = p.k, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int r0 = rank * R / CS, nrows = (rank + 1) * R / CS - r0;
+  const int S = P.stages, PK = P.piece, ppr = (K + PK - 1) / PK;
+  extern __shared__ __align__(16) unsigned char qa_smem[];
+  T* ring = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(warp) * S * PK;
+  T* xs = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(kQaWarps) * S * PK;
+  T* ks = xs + K;             // [TILE][HD]
+  T* vs = ks + TILE * HD;     // [TILE][HD]
+  float* vals = reinterpret_cast<float*>(vs + TILE * HD);  // this CTA's rows, then (gathered) the head's R values
+  float* head = vals + R;
+  float* sc = head + R;                 // [g][TILE] scores, then probabilities
+  float* acc = sc + kMaxGroup * TILE;   // [g][HD]
+  float* m_s = acc + kMaxGroup * HD;    // [g]
+  float* l_s = m_s + kMaxGroup;
+  float* corr_s = l_s + kMaxGroup;
+  float* rope = corr_s + kMaxGroup;     // [HALF] cos, [HALF] sin
+  // Row i of the head's (g + 2) * HD rows -> row of W: its q heads, then its k and v rows.
+  auto wrow = [&](int i) -> int64_t {
+    if (i < g * HD) return static_cast<int64_t>(kvh) * g * HD + i;
+    if (i < (g + 1) * HD) return Q + static_cast<int64_t>(kvh) * HD + (i - g * HD);
+    return Q + KVD + static_cast<int64_t>(kvh) * HD + (i - (g + 1) * HD);
+  };
+  // The warp's rows of this CTA: w, w + 8, ...; piece i of them into stage i % S (one commit group).
+  const int my_rows = warp < nrows ? (nrows - warp + kQaWarps - 1) / kQaWarps : 0;
+  const int npieces = my_rows * ppr;
+  const T* W = static_cast<const T*>(p.w);
+  auto issue = [&](int i) {
+    if (i < npieces) {
+      const int ri = i / ppr, k0 = (i - ri * ppr) * PK, len = min(PK, K - k0);
+      const T* src = W + wrow(r0 + warp + ri * kQaWarps) * K + k0;
+      T* dst = ring + (i % S) * PK;
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const int e = lane * 8 + j * 256;
+        if (e < len) cp_async16_stream(dst + e, src + e);
+      }
+    }
+    cp_async_commit();
+  };
+  // This CTA's split of the positions 0..pos: cached rows of one tile into ks/vs (pos itself is
+  // the new token's, filled in from the projections).
+  const int64_t cache_base = static_cast<int64_t>(kvh) * a.max_ctx * HD;  // batch 1
+  T* kc = static_cast<T*>(a.kcache) + cache_base;
+  T* vc = static_cast<T*>(a.vcache) + cache_base;
+  int pos = 0, t_lo = 0, t_hi = 0;
+  auto split = [&] {
+    pos = a.pos[0];
+    const int ctx = pos + 1, ch = (ctx + CS - 1) / CS;
+    t_lo = min(ctx, rank * ch);
+    t_hi = min(ctx, t_lo + ch);
+    for (int i = tid; i < HALF; i += kQaThreads) {
+      float sn, cs;
+      sincosf(static_cast<float>(pos) * a.inv_freq[i], &sn, &cs);
+      rope[i] = cs;
+      rope[HALF + i] = sn;
+    }
+  };
+  auto issue_tile = [&](int t0) {
+    const int nt = min(TILE, t_hi - t0);
+    for (int i = tid; i < nt * (HD / 8); i += kQaThreads) {
+      const int r = i / (HD / 8), c = (i % (HD / 8)) * 8, t = t0 + r;
+      if (t != pos) {
+        cp_async16(ks + r * HD + c, kc + static_cast<int64_t>(t) * HD + c);
+        cp_async16(vs + r * HD + c, vc + static_cast<int64_t>(t) * HD + c);
+      }
+    }
+    cp_async_commit();
+  };
+  // Before the wait: weights, and inside graphs (early_kv) the position and first cached tile.
+  if (a.early_kv) {
+    split();
+    issue_tile(t_lo);
+  }
+  for (int i = 0; i < S; ++i) issue(i);
+  const NormWeights<kQaThreads> normw = load_norm_weights<true, kQaThreads>(p);
+  pdl_wait();
+  stamp(a.stamps, 1);
+  if (!a.early_kv) {
+    split();
+    issue_tile(t_lo);
+  }
+  stage_gemv_input<T, 1, true, kQaThreads>(p, xs, normw);
+  __syncthreads();
+  stamp(a.stamps, 3);
+
+  // The projections of this CTA's rows.
+  float part = 0.f;
+  for (int i = 0; i < npieces; ++i) {
+    const int ri = i / ppr, seg = i - ri * ppr, k0 = seg * PK, len = min(PK, K - k0);
+    const T* st = ring + (i % S) * PK;
+    cp_async_wait_pending(S - 1);
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int e = lane * 8 + j * 256;
+      if (e < len) {
+        float w[8], x[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(st + e), w);
+        unpack8<T>(*reinterpret_cast<const uint4*>(xs + k0 + e), x);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) part = fmaf(w[q], x[q], part);
+      }
+    }
+    issue(i + S);
+    if (seg + 1 < ppr) continue;
+    const float v = warp_sum(part);
+    part = 0.f;
+    if (lane == 0) vals[warp + ri * kQaWarps] = v;
+  }
+  cp_async_wait_pending(0);
+  stamp(a.stamps, 4);
+  cluster.sync();  // every CTA's rows are in its shared memory
+  // Gather the head's rows (rounded to T, as the separate kernels store them), then RoPE.
+  for (int i = tid; i < R; i += kQaThreads) {
+    const int o = ((i + 1) * CS - 1) / R;
+    const float* remote = cluster.map_shared_rank(vals, o);
+    head[i] = Num<T>::to(Num<T>::from(remote[i - o * R / CS]));
+  }
+  if (tid < kMaxGroup) {
+    m_s[tid] = -INFINITY;
+    l_s[tid] = 0.f;
+  }
+  for (int i = tid; i < kMaxGroup * HD; i += kQaThreads) acc[i] = 0.f;
+  __syncthreads();
+  const float scale = a.scale_log2;
+  for (int idx = tid; idx < (g + 1) * HALF; idx += kQaThreads) {
+    const int h = idx / HALF, i = idx % HALF;  // h == g: the new key
+    float* x = head + h * HD;
+    const float x1 = x[i], x2 = x[i + HALF], c = rope[i], sn = rope[HALF + i];
+    const float y1 = x1 * c - x2 * sn, y2 = x2 * c + x1 * sn;
+    if (h < g) {
+      x[i] = y1 * scale;
+      x[i + HALF] = y2 * scale;
+    } else {
+      x[i] = Num<T>::to(Num<T>::from(y1));
+      x[i + HALF] = Num<T>::to(Num<T>::from(y2));
+    }
+  }
+  __syncthreads();
+  const float* qv = head;               // [g][HD], scaled
+  const float* knew = head + g * HD;    // [HD]
+  const float* vnew = head + (g + 1) * HD;
+  if (rank == 0) {
+    for (int d = tid; d < HD; d += kQaThreads) {
+      kc[static_cast<int64_t>(pos) * HD + d] = Num<T>::from(knew[d]);
+      vc[static_cast<int64_t>(pos) * HD + d] = Num<T>::from(vnew[d]);
+    }
+  }
+  // Online softmax over this CTA's positions, a tile at a time.
+  for (int t0 = t_lo; t0 < t_hi; t0 += TILE) {
+    const int nt = min(TILE, t_hi - t0);
+    if (t0 != t_lo) issue_tile(t0);
+    cp_async_wait_pending(0);
+    if (pos >= t0 && pos < t0 + nt) {
+      for (int d = tid; d < HD; d += kQaThreads) {
+        ks[(pos - t0) * HD + d] = Num<T>::from(knew[d]);
+        vs[(pos - t0) * HD + d] = Num<T>::from(vnew[d]);
+      }
+    }
+    __syncthreads();
+    for (int idx = tid; idx < g * nt; idx += kQaThreads) {
+      const int h = idx / nt, t = idx % nt;
+      float s = 0.f;
+#pragma unroll
+      for (int c = 0; c < HD; c += 8) {
+        float kf[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(ks + t * HD + c), kf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) s = fmaf(kf[e], qv[h * HD + c + e], s);
+      }
+      sc[h * TILE + t] = s;
+    }
+    __syncthreads();
+    for (int h = warp; h < g; h += kQaWarps) {
+      float mx = -INFINITY;
+      for (int t = lane; t < nt; t += 32) mx = fmaxf(mx, sc[h * TILE + t]);
+      mx = warp_max(mx);
+      const float m_new = fmaxf(m_s[h], mx);
+      float sum = 0.f;
+      for (int t = lane; t < nt; t += 32) {
+        const float e = exp2f(sc[h * TILE + t] - m_new);
+        sc[h * TILE + t] = e;
+        sum += e;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float c = exp2f(m_s[h] - m_new);
+        corr_s[h] = c;
+        l_s[h] = l_s[h] * c + sum;
+        m_s[h] = m_new;
+      }
+    }
+    __syncthreads();
+    for (int idx = tid; idx < g * HD; idx += kQaThreads) {
+      const int h = idx / HD, d = idx % HD;
+      float v0 = acc[idx] * corr_s[h], v1 = 0.f;  // two chains, loads unrolled ahead
+      int t = 0;
+#pragma unroll 8
+      for (; t + 1 < nt; t += 2) {
+        v0 = fmaf(sc[h * TILE + t], Num<T>::to(vs[t * HD + d]), v0);
+        v1 = fmaf(sc[h * TILE + t + 1], Num<T>::to(vs[(t + 1) * HD + d]), v1);
+      }
+      if (t < nt) v0 = fmaf(sc[h * TILE + t], Num<T>::to(vs[t * HD + d]), v0);
+      acc[idx] = v0 + v1;
+    }
+    __syncthreads();
+  }
+  cluster.sync();  // every CTA's partial softmax is final
+  // Each CTA combines a slice of the head's outputs from all CTAs' partials (loads of the
+  // distributed shared memory issued together, not one round trip after another).
+  {
+    T* out = static_cast<T*>(a.out);
+    const int n = g * HD, lo = rank * n / CS, hi = (rank + 1) * n / CS;
+    for (int idx = lo + tid; idx < hi; idx += kQaThreads) {
+      const int h = idx / HD;
+      float m[kMaxCluster], l[kMaxCluster], v[kMaxCluster];
+#pragma unroll
+      for (int o = 0; o < kMaxCluster; ++o) {
+        if (o < CS) {
+          m[o] = cluster.map_shared_rank(m_s, o)[h];
+          l[o] = cluster.map_shared_rank(l_s, o)[h];
+          v[o] = cluster.map_shared_rank(acc, o)[idx];
+        }
+      }
+      float M = -INFINITY;
+#pragma unroll
+      for (int o = 0; o < kMaxCluster; ++o) {
+        if (o < CS) M = fmaxf(M, m[o]);
+      }
+      float num = 0.f, den = 0.f;
+#pragma unroll
+      for (int o = 0; o < kMaxCluster; ++o) {
+        if (o < CS && m[o] != -INFINITY) {
+          const float w = exp2f(m[o] - M);
+          num += w * v[o];
+          den += w * l[o];
+        }
+      }
+      out[(kvh * g) * HD + idx] = Num<T>::from(num / den);
+    }
+  }
+  cluster.sync();  // every CTA has read the others' shared memory
+  if (a.stamps) __syncthreads();
+  stamp(a.stamps, 2);
+#else
+  __trap();  // the engine selects this kernel on sm_90 and newer only
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------

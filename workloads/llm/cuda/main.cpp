@@ -3,11 +3,13 @@
 // compare logits.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
@@ -96,6 +98,11 @@ int run_check(const CheckOptions& o) {
       {"b1 p7 mega", {7}, 10, "fused", true, false, 8192, 1 << 30, "cublas", "mega"},
       {"b1 p300 mega split", {300}, 20, "fused", true, false, 8192, 1 << 30, "cublas", "mega"},
       {"b1 p90 mega no-graph", {90}, 12, "fused", false, false, 8192, 1 << 30, "flash", "mega"},
+      {"b1 p7 fqa", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "fqa"},
+      {"b1 p300 fqa nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "cublas", "fqa"},
+      {"b1 p90 fqa nopdl top-k", {90}, 12, "fused", true, false, 8192, 1 << 30, "flash", "fqa4+fqs2", 5, 1.2f},
+      {"b1 p7 separate qkv/attn", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "nofqa"},
+      {"b1 p300 separate nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "flash", "nofqa+u8"},
       {"b3 ragged top-k 40", {5, 17, 33}, 10, "fused", true, true, 8192, 1 << 30, "flash", "", 40, 0.8f},
       {"b1 top-k 5 no-graph", {7}, 12, "gemm", false, false, 8192, 1 << 30, "cublas", "", 5, 1.0f},
       {"b12 top-k 256 T1.5", std::vector<int>(12, 11), 6, "auto", true, true, 8192, 1 << 30, "flash", "", 256, 1.5f},
@@ -227,10 +234,50 @@ struct SpeedOptions {
   std::vector<int> prefill{1024, 2048, 4096, 8192};
   std::vector<std::string> variants{"fused", "fused+u8", "gemm"};
   bool components = false;
+  bool timeline = false;
   std::string dtype = "bf16";
   double seconds = 1.0;
   std::string json;
 };
+
+// The last decode step's kernels: when their first and last blocks started, when the last block
+// had its inputs (the previous kernel done), when the last block ended (us from the step's start).
+// Printed for the middle layer, with per-component means over all layers; all go to the JSON.
+void print_timeline(const std::vector<KernelSpan>& ks, int layers, const std::string& what, nlohmann::json& spans) {
+  if (ks.empty()) {
+    std::printf("%s: no timeline (fused decode path only)\n", what.c_str());
+    return;
+  }
+  std::printf("%s timeline of one decode step (us): kernel  blocks  first-start  last-start  last-ready  last-end  "
+              "(ready - previous end)\n", what.c_str());
+  std::map<std::string, std::array<double, 4>> mean;  // name -> sums of duration, wait gap, start lead, count
+  double prev_end = 0;
+  for (const KernelSpan& k : ks) {
+    spans.push_back({{"kernel", k.name}, {"blocks", k.blocks}, {"first_start_us", k.first_start_us},
+                     {"last_start_us", k.last_start_us}, {"last_ready_us", k.last_ready_us}, {"last_end_us", k.last_end_us},
+                     {"last_mark1_us", k.last_mark1_us}, {"last_mark2_us", k.last_mark2_us}});
+    const std::string base = k.name.substr(0, k.name.find(' '));
+    auto& m = mean[base];
+    m[0] += k.last_end_us - std::max(prev_end, k.first_start_us);
+    m[1] += k.last_ready_us - prev_end;
+    m[2] += prev_end - k.first_start_us;
+    m[3] += 1;
+    const bool show = k.name.find(' ') == std::string::npos || k.name.substr(k.name.find(' ') + 1) == std::to_string(layers / 2);
+    if (show) {
+      std::printf("  %-14s %5d %9.2f %9.2f %9.2f %9.2f  (%+.2f)", k.name.c_str(), k.blocks, k.first_start_us, k.last_start_us,
+                  k.last_ready_us, k.last_end_us, k.last_ready_us - prev_end);
+      if (k.last_mark1_us >= 0) std::printf("  marks %.2f %.2f", k.last_mark1_us, k.last_mark2_us);
+      std::printf("\n");
+    }
+    prev_end = k.last_end_us;
+  }
+  std::printf("  means over layers: ");
+  for (const auto& [name, m] : mean) {
+    std::printf(" %s: %.2f us after the previous end (ready %+.2f, started %.2f before)", name.c_str(), m[0] / m[3], m[1] / m[3],
+                m[2] / m[3]);
+  }
+  std::printf("\n  step: %.2f us from the first block start to the last block end\n", prev_end);
+}
 
 int run_speed(const SpeedOptions& o) {
   auto dt = dtype_from_string(o.dtype);
@@ -248,6 +295,7 @@ int run_speed(const SpeedOptions& o) {
       eo.model = model;
       eo.dtype = *dt;
       if (auto v = apply_variant(variant, eo); !v) return fail(v.error());
+      eo.timeline = o.timeline;
       auto eng_r = create_cuda_engine(eo);
       if (!eng_r) return fail(eng_r.error());
       LlmEngine& e = **eng_r;
@@ -285,6 +333,8 @@ int run_speed(const SpeedOptions& o) {
                     model.c_str(), variant.c_str(), B, B / med, med * 1e3, bytes / 1e6, bw / 1e12,
                     100 * bw / dc.copy_bytes_per_s, per_step.front() * 1e3, per_step.back() * 1e3, per_step.size(),
                     e.describe().c_str());
+        nlohmann::json spans = nlohmann::json::array();
+        if (o.timeline) print_timeline(e.timeline(), c.layers, model + " " + variant, spans);
         // Each decode component alone (CUDA graphs over all layers), at the middle of the generation.
         nlohmann::json comps = nlohmann::json::object();
         if (o.components) {
@@ -308,7 +358,7 @@ int run_speed(const SpeedOptions& o) {
           std::printf("%-14s %-10s b%-3d isolated us/call:%s\n", model.c_str(), variant.c_str(), B, line.c_str());
         }
         out["decode"].push_back({{"model", model}, {"variant", variant}, {"batch", B}, {"prompt", o.prompt}, {"gen", o.gen},
-                                 {"components_us_per_call", comps},
+                                 {"components_us_per_call", comps}, {"timeline", spans},
                                  {"ms_per_step", med * 1e3}, {"tokens_per_s", B / med}, {"bytes_per_step", bytes},
                                  {"bandwidth_bytes_per_s", bw}, {"fraction_of_copy", bw / dc.copy_bytes_per_s},
                                  {"min_ms", per_step.front() * 1e3}, {"max_ms", per_step.back() * 1e3},
@@ -445,6 +495,7 @@ int main(int argc, char** argv) {
   speed->add_option("--prefill", so.prefill, "prefill lengths to time (0: none)")->delimiter(',')->capture_default_str();
   speed->add_option("--variants", so.variants, "engine variants (docs/bench-llm.md), e.g. fused+u8, gemm+pdl")->delimiter(',')->capture_default_str();
   speed->add_flag("--components", so.components, "also time each decode component alone");
+  speed->add_flag("--timeline", so.timeline, "also print when each kernel of the last decode step ran (diagnostic: globaltimer stamps)");
   speed->add_option("--dtype", so.dtype)->capture_default_str();
   speed->add_option("--seconds", so.seconds, "timing per configuration")->capture_default_str();
   speed->add_option("--json", so.json);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "rng.hpp"
@@ -52,7 +53,37 @@ const char* component_group(Component c) {
   }
 }
 
+namespace {
+/// The number after `prefix` in word w ("ahead16" -> 16) when w is prefix + digits and the number
+/// lies in [lo, hi]; nullopt when w is not such a word; an error when the number is out of range.
+std::optional<Result<int>> variant_number(const std::string& w, const std::string& prefix, int lo, int hi) {
+  if (w.size() <= prefix.size() || w.compare(0, prefix.size(), prefix) != 0 ||
+      w.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+    return std::nullopt;
+  }
+  const std::string digits = w.substr(prefix.size());
+  const long long v = digits.size() > 9 ? -1 : std::stoll(digits);
+  if (v < lo || v > hi) {
+    return Result<int>(make_error(Errc::invalid_argument, "engine variant '" + w + "': the number must be between " +
+                                                              std::to_string(lo) + " and " + std::to_string(hi)));
+  }
+  return Result<int>(static_cast<int>(v));
+}
+}  // namespace
+
 Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
+  // Words ending in a number: prefix, range, the option it sets (longer prefixes first).
+  struct Numbered {
+    const char* prefix;
+    int lo, hi;
+    int EngineOptions::*field;
+  };
+  static const Numbered numbered[] = {
+      {"megapf", 0, 100000, &EngineOptions::mega_prefetch_mb}, {"ahead", 0, 100000, &EngineOptions::l2_ahead_mb},
+      {"chunk", 0, 1 << 24, &EngineOptions::attn_chunk},      {"topk", 0, kMaxTopK, nullptr},
+      {"fused", 1, 8, &EngineOptions::fused_max_batch},        {"fqa", 2, 16, &EngineOptions::fused_attention_cluster},
+      {"fqs", 2, 8, &EngineOptions::fused_attention_stages},            {"pf", 0, 1 << 24, &EngineOptions::gemv_prefetch},
+  };
   std::size_t i = 0;
   while (i < variant.size()) {
     std::size_t j = variant.find('+', i);
@@ -62,10 +93,8 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
     if (w.empty()) continue;
     if (w == "fused" || w == "gemm" || w == "auto") {
       o.decode_path = w;
-    } else if (w == "pdl") {
-      o.pdl = true;
-    } else if (w == "nopdl") {
-      o.pdl = false;
+    } else if (w == "pdl" || w == "nopdl") {
+      o.pdl = w == "pdl";
     } else if (w == "nograph") {
       o.graphs = false;
     } else if (w == "bps1" || w == "bps2") {
@@ -74,27 +103,33 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.gemv_unroll = w[1] - '0';
     } else if (w == "mega") {
       o.mega = true;
-    } else if (w.rfind("megapf", 0) == 0 && w.size() > 6 && w.find_first_not_of("0123456789", 6) == std::string::npos) {
-      o.mega = true;
-      o.mega_prefetch_mb = std::stoi(w.substr(6));
     } else if (w == "pfo") {
       o.prefetch_after_attention = true;
     } else if (w == "nopf") {
       o.gemv_prefetch = 0;
-    } else if (w.rfind("pf", 0) == 0 && w.size() > 2 && w.find_first_not_of("0123456789", 2) == std::string::npos) {
-      o.gemv_prefetch = std::stoi(w.substr(2));
+    } else if (w == "fqa" || w == "nofqa") {
+      o.fused_attention = w == "fqa";
     } else if (w == "cublas-pf" || w == "flash-pf") {
       o.prefill_attention = w.substr(0, w.size() - 3);
-    } else if (w.rfind("ahead", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
-      o.l2_ahead_mb = std::stoi(w.substr(5));
-    } else if (w.rfind("chunk", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
-      o.attn_chunk = std::stoi(w.substr(5));
-    } else if (w.rfind("topk", 0) == 0 && w.size() > 4 && w.find_first_not_of("0123456789", 4) == std::string::npos) {
-      o.sampling.top_k = std::stoi(w.substr(4));
-    } else if (w.rfind("fused", 0) == 0 && w.size() > 5 && w.find_first_not_of("0123456789", 5) == std::string::npos) {
-      o.fused_max_batch = std::stoi(w.substr(5));
     } else {
-      return make_error(Errc::invalid_argument, "unknown engine variant word '" + w + "' in '" + variant + "'");
+      bool matched = false;
+      for (const Numbered& n : numbered) {
+        auto v = variant_number(w, n.prefix, n.lo, n.hi);
+        if (!v) continue;
+        if (!*v) return v->error();
+        if (n.field) {
+          o.*n.field = **v;
+        } else {
+          o.sampling.top_k = **v;
+        }
+        if (std::string(n.prefix) == "megapf") o.mega = true;
+        if (std::string(n.prefix) == "fqa") o.fused_attention = true;
+        matched = true;
+        break;
+      }
+      if (!matched) {
+        return make_error(Errc::invalid_argument, "unknown engine variant word '" + w + "' in '" + variant + "'");
+      }
     }
   }
   return {};

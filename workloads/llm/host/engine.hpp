@@ -54,6 +54,20 @@ struct EngineOptions {
   int fused_max_batch = 2;          ///< decode_path auto: fused GEMV up to this batch
   std::string prefill_attention = "cublas";  ///< cublas (scores materialised) | flash (tensor-core kernel)
   SamplingOptions sampling;         ///< greedy unless top_k > 1
+  bool fused_attention = true;      ///< batch-1 fused decode (sm_90): QKV projection and attention as one kernel of thread block clusters
+  int fused_attention_cluster = 0;  ///< fqa: CTAs per KV head (0: the largest of 16, 8, 4, 2 whose clusters all fit at once)
+  int fused_attention_stages = 0;   ///< fqa: weight ring stages per warp (0: enough for the warp's whole share, at most 4, as far as shared memory allows)
+  bool timeline = false;            ///< fused decode: record when each block of each kernel starts, has its inputs, ends (diagnostic)
+};
+
+/// One decode kernel of the last step, from the diagnostic timeline: microseconds from the step's
+/// first block start to its first and last block start, the last block whose inputs were ready,
+/// and its last block end.
+struct KernelSpan {
+  std::string name;  ///< component and layer, e.g. "attn_core 3"
+  int blocks = 0;
+  double first_start_us = 0, last_start_us = 0, last_ready_us = 0, last_end_us = 0;
+  double last_mark1_us = -1, last_mark2_us = -1;  ///< the kernel's own points (fqa: input normed, rows done), -1: none
 };
 
 class LlmEngine {
@@ -89,6 +103,8 @@ class LlmEngine {
   virtual Result<std::vector<std::vector<int>>> generated() = 0;
   /// Logits that chose the last token, [batch, vocab].
   virtual Result<std::vector<float>> last_logits() = 0;
+  /// The diagnostic timeline of the last decode step (empty unless EngineOptions::timeline).
+  virtual std::vector<KernelSpan> timeline() { return {}; }
   /// NVTX ranges around the benchmark's windows (no-op without CUDA).
   virtual void range_push(const std::string& name) { (void)name; }
   virtual void range_pop() {}
@@ -98,7 +114,9 @@ class LlmEngine {
 /// u4|u8, nopf|pfN, cublas-pf|flash-pf, fusedN (auto fused up to batch N), topkN (top-k sampling),
 /// aheadN (N MB of the next matrices prefetched to L2 during the attention core and down projection),
 /// chunkN (N positions per decode-attention split), pfo (output projection prefetched to L2 during
-/// the attention core), mega (the batch-1 decode step as one persistent kernel), megapfN (its L2 prefetch per phase, MB).
+/// the attention core), mega (the batch-1 decode step as one persistent kernel), megapfN (its L2 prefetch per phase, MB),
+/// fqa / fqaN / nofqa (batch 1: QKV projection and attention in one kernel of thread block clusters, N CTAs
+/// each; on by default where it applies), fqsN (its weight ring stages per warp).
 /// Empty: no change.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
 

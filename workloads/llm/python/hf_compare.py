@@ -6,7 +6,9 @@
                                            our random weights exported -> HF, and HF-written
                                            safetensors -> our loader. Writes a golden fixture.
   speed   --model llama-3.2-1b ...          transformers decode/prefill speed (eager, static cache,
-                                           optionally torch.compile), same shapes as jouleprof-llm.
+                                           optionally torch.compile), same shapes as jouleprof-llm;
+                                           --generate: also through generate() (eager, and static cache
+                                           + compiled forward with --compile).
   Markers: with $JOULEPROF_MARKERS set (under `jouleprof measure`), `speed` writes begin/end/count
   lines so the measurement gets prefill and decode phases.
 """
@@ -191,6 +193,53 @@ def build_model(name):
     return model
 
 
+def generate_speed(a, model, prompt, res):
+    """Decode speed through transformers' own generate(): eager, and (with --compile) with its static
+    cache, for which generate() compiles the forward pass itself. Per-token time is
+    (time for gen tokens - time for 1 token) / (gen - 1), so the prefill cancels out."""
+    modes = ["generate-eager"] + (["generate-static-compile"] if a.compile else [])
+    for v in modes:
+        try:
+            kw = dict(do_sample=False, pad_token_id=0)
+            # With a static cache, generate() compiles the forward pass itself (its CompileConfig:
+            # reduce-overhead CUDA graphs, marking each step); compiling model.forward by hand
+            # instead fails in CUDA-graph output reuse (run 30).
+            model.generation_config.cache_implementation = "static" if v == "generate-static-compile" else None
+
+            def gen(n):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                with torch.no_grad():
+                    out = model.generate(prompt, max_new_tokens=n, min_new_tokens=n, **kw)
+                torch.cuda.synchronize()
+                assert out.shape[1] == prompt.shape[1] + n, out.shape
+                return time.perf_counter() - t0
+
+            t = time.perf_counter()
+            for _ in range(3):  # compiles (static+compile) and warms up
+                gen(a.gen), gen(1)
+            print(f"hf-speed {a.model} {v} warm-up took {time.perf_counter() - t:.1f} s", flush=True)
+            per = []
+            t_end = time.perf_counter() + a.seconds
+            marker(f"begin decode-{v}")
+            n = 0
+            while time.perf_counter() < t_end or len(per) < 3:
+                full, one = gen(a.gen), gen(1)
+                per.append(max(full - one, 1e-9) / (a.gen - 1))
+                n += a.gen * a.batch
+            marker(f"end decode-{v}")
+            marker(f"count tokens {n} decode-{v}")
+            per.sort()
+            med = per[len(per) // 2]
+            res["runs"].append({"variant": v, "batch": a.batch, "prompt": a.prompt, "gen": a.gen, "ms_per_step": med * 1e3,
+                                "tokens_per_s": a.batch / med, "reps": len(per)})
+            print(f"hf-speed {a.model} {v:15s} b{a.batch} decode {a.batch / med:8.1f} tok/s  {med * 1e3:7.3f} ms/step "
+                  f"({len(per)} reps, each a generate() of {a.gen} and one of 1 token)", flush=True)
+        except Exception as e:  # a transformers API that moved: report, go on
+            print(f"hf-speed {a.model} {v}: failed: {type(e).__name__}: {e}"[:400], flush=True)
+            res["runs"].append({"variant": v, "error": str(e)[:400]})
+
+
 def cmd_speed(a):
     from transformers import DynamicCache
     res = {"model": a.model, "torch": torch.__version__, "transformers": __import__("transformers").__version__,
@@ -218,7 +267,8 @@ def cmd_speed(a):
             torch.cuda.synchronize()
             return time.perf_counter() - t0
 
-    variants = ["eager"] + (["static"] if a.static else []) + (["static+compile"] if a.compile else [])
+    # With --generate, --compile applies to generate() (our own loop re-records its graphs: run 8).
+    variants = ["eager"] + (["static"] if a.static else []) + (["static+compile"] if a.compile and not a.generate else [])
     for v in variants:
       try:
         compiled = None
@@ -248,6 +298,8 @@ def cmd_speed(a):
       except Exception as e:  # a transformers API that moved: report, go on
         print(f"hf-speed {a.model} {v}: failed: {type(e).__name__}: {e}"[:400], flush=True)
         res["runs"].append({"variant": v, "error": str(e)[:400]})
+    if a.generate:
+        generate_speed(a, model, prompt, res)
     # Prefill (eager).
     for L in a.prefill:
         x = torch.randint(0, 128256, (1, L), generator=g).to("cuda")
@@ -286,6 +338,8 @@ def main():
     sp.add_argument("--seconds", type=float, default=2.0)
     sp.add_argument("--static", action="store_true")
     sp.add_argument("--compile", action="store_true")
+    sp.add_argument("--generate", action="store_true", help="also time transformers' generate() (eager; static cache + "
+                    "torch.compile with --compile)")
     sp.add_argument("--prefill", type=lambda s: [int(x) for x in s.split(",") if x], default=[])
     sp.add_argument("--json")
     a = ap.parse_args()
