@@ -199,7 +199,7 @@ class CudaEngine final : public LlmEngine {
   bool fqa_ = false, in_layer_ = false;
   int fqa_cluster_ = 0, fqa_stages_ = 0, fqa_piece_ = 0, fqa_resident_ = 0;
   size_t fqa_smem_ = 0;
-  // Diagnostic timeline: one slot of 3 stamps per block for each kernel of a step.
+  // Diagnostic timeline: kern::kStampsPerBlock stamps per block for each kernel of a step.
   static constexpr int kStampBlocks = 1024, kStampKernels = 1024;
   unsigned long long* stamps_ = nullptr;
   bool stamping_ = false;

@@ -193,6 +193,21 @@ def build_model(name):
     return model
 
 
+def record_decode(a, res, v, per_step, note=""):
+    """The median of per-step decode times, into the result and as one printed line."""
+    per_step.sort()
+    med = per_step[len(per_step) // 2]
+    res["runs"].append({"variant": v, "batch": a.batch, "prompt": a.prompt, "gen": a.gen, "ms_per_step": med * 1e3,
+                        "tokens_per_s": a.batch / med, "reps": len(per_step)})
+    print(f"hf-speed {a.model} {v:15s} b{a.batch} decode {a.batch / med:8.1f} tok/s  {med * 1e3:7.3f} ms/step "
+          f"({len(per_step)} reps{note})", flush=True)
+
+
+def record_failure(a, res, v, e):
+    print(f"hf-speed {a.model} {v}: failed: {type(e).__name__}: {e}"[:400], flush=True)
+    res["runs"].append({"variant": v, "error": str(e)[:400]})
+
+
 def generate_speed(a, model, prompt, res):
     """Decode speed through transformers' own generate(): eager, and (with --compile) with its static
     cache, for which generate() compiles the forward pass itself. Per-token time is
@@ -229,15 +244,9 @@ def generate_speed(a, model, prompt, res):
                 n += a.gen * a.batch
             marker(f"end decode-{v}")
             marker(f"count tokens {n} decode-{v}")
-            per.sort()
-            med = per[len(per) // 2]
-            res["runs"].append({"variant": v, "batch": a.batch, "prompt": a.prompt, "gen": a.gen, "ms_per_step": med * 1e3,
-                                "tokens_per_s": a.batch / med, "reps": len(per)})
-            print(f"hf-speed {a.model} {v:15s} b{a.batch} decode {a.batch / med:8.1f} tok/s  {med * 1e3:7.3f} ms/step "
-                  f"({len(per)} reps, each a generate() of {a.gen} and one of 1 token)", flush=True)
+            record_decode(a, res, v, per, f", each a generate() of {a.gen} and one of 1 token")
         except Exception as e:  # a transformers API that moved: report, go on
-            print(f"hf-speed {a.model} {v}: failed: {type(e).__name__}: {e}"[:400], flush=True)
-            res["runs"].append({"variant": v, "error": str(e)[:400]})
+            record_failure(a, res, v, e)
 
 
 def cmd_speed(a):
@@ -289,15 +298,9 @@ def cmd_speed(a):
             n += steps * a.batch
         marker(f"end decode-{v}")
         marker(f"count tokens {n} decode-{v}")
-        times.sort()
-        med = times[len(times) // 2]
-        res["runs"].append({"variant": v, "batch": a.batch, "prompt": a.prompt, "gen": a.gen, "ms_per_step": med * 1e3,
-                            "tokens_per_s": a.batch / med, "reps": len(times)})
-        print(f"hf-speed {a.model} {v:15s} b{a.batch} decode {a.batch / med:8.1f} tok/s  {med * 1e3:7.3f} ms/step "
-              f"({len(times)} reps)", flush=True)
+        record_decode(a, res, v, times)
       except Exception as e:  # a transformers API that moved: report, go on
-        print(f"hf-speed {a.model} {v}: failed: {type(e).__name__}: {e}"[:400], flush=True)
-        res["runs"].append({"variant": v, "error": str(e)[:400]})
+        record_failure(a, res, v, e)
     if a.generate:
         generate_speed(a, model, prompt, res)
     # Prefill (eager).
