@@ -114,15 +114,15 @@ TEST(LlmBench, EngineVariants) {
 
 TEST(LlmBench, FusedAttentionVariantWords) {
   EngineOptions e;
-  EXPECT_TRUE(e.fused_attention);  // on by default (batch 1, sm_90)
+  EXPECT_EQ(e.fused_attention, -1);  // by default wherever it can run (batch 1, sm_90)
   ASSERT_TRUE(apply_variant("nofqa", e));
-  EXPECT_FALSE(e.fused_attention);
+  EXPECT_EQ(e.fused_attention, 0);
   ASSERT_TRUE(apply_variant("fqa8+fqs3", e));
-  EXPECT_TRUE(e.fused_attention);
+  EXPECT_EQ(e.fused_attention, 1);  // asked for: an error where it cannot run
   EXPECT_EQ(e.fused_attention_cluster, 8);
   EXPECT_EQ(e.fused_attention_stages, 3);
   ASSERT_TRUE(apply_variant("nofqa+fqa", e));
-  EXPECT_TRUE(e.fused_attention);
+  EXPECT_EQ(e.fused_attention, 1);
 }
 
 TEST(LlmBench, NumberedVariantWordsOutOfRangeAreOneLineErrors) {

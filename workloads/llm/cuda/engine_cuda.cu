@@ -477,7 +477,7 @@ void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all) {
   }
   // (A block on every SM even where half its warps idle, for the 1024-unit output and down
   // products of the 1B model, measured slower: it keeps the next kernel's blocks from starting
-  // early, as does capping the gate/up grid; docs/validation/bench-llm.md runs 26-27.)
+  // early, as does capping the gate/up grid; docs/validation/bench-llm.md runs 27-28.)
   const int grid = std::max(1, std::min(prop_.multiProcessorCount * per_sm, ceil_div(p.units, kern::kGemvThreads / 32)));
   p.stamps = next_stamps(grid);
   launch(fn, dim3(grid), dim3(kern::kGemvThreads), smem, true, p);
@@ -486,13 +486,16 @@ void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all) {
 template <typename T>
 Result<void> CudaEngine<T>::prepare_fqa() {
   fqa_ = false;
-  if (!o_.fused_attention || !fused_ || B_ != 1) return {};  // batch > 1: the separate kernels
+  if (o_.fused_attention == 0 || !fused_ || B_ != 1) return {};  // batch > 1: the separate kernels
+  const bool asked = o_.fused_attention > 0;  // by default it is used only where it can run
   if (prop_.major < 9) {
+    if (!asked) return {};
     return make_error(Errc::unsupported, std::string("--variant fqa needs thread block clusters (compute capability 9.0 or newer); ") +
                                              prop_.name + " has " + std::to_string(prop_.major) + "." + std::to_string(prop_.minor));
   }
   const int g = c_.heads / c_.kv_heads, hd = c_.head_dim;
   if (g > kern::kMaxGroup || (hd != 32 && hd != 64 && hd != 128) || c_.hidden % 8 != 0) {
+    if (!asked) return {};
     return make_error(Errc::unsupported, "--variant fqa takes head sizes 32, 64 or 128 and at most " +
                                              std::to_string(kern::kMaxGroup) + " query heads per KV head");
   }
@@ -507,7 +510,7 @@ Result<void> CudaEngine<T>::prepare_fqa() {
   const std::vector<int> sizes = o_.fused_attention_cluster > 0 ? std::vector<int>{o_.fused_attention_cluster} : std::vector<int>{16, 8, 4, 2};
   for (int cs : sizes) {
     const int pieces = ceil_div(ceil_div(R, cs), kern::kQaWarps) * ppr;
-    // (More than 4 stages measured slower on the H100: run 24.)
+    // (More than 4 stages measured slower on the H100: runs 24-25.)
     int stages = o_.fused_attention_stages > 0 ? o_.fused_attention_stages : std::clamp(pieces, 2, 4);
     auto smem_of = [&](int st) { return kern::qkv_attn_smem(K, hd, R, fqa_piece_, st, static_cast<int>(sizeof(T))); };
     while (stages > 2 && smem_of(stages) > prop_.sharedMemPerBlockOptin) --stages;
@@ -538,6 +541,7 @@ Result<void> CudaEngine<T>::prepare_fqa() {
       return {};
     }
   }
+  if (!asked) return {};
   return make_error(Errc::unsupported, std::string("--variant fqa: ") + std::to_string(c_.kv_heads) +
                                            " clusters of the fused QKV-attention kernel do not fit on " + prop_.name + " at once");
 }

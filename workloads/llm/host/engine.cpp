@@ -82,7 +82,7 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       {"megapf", 0, 100000, &EngineOptions::mega_prefetch_mb}, {"ahead", 0, 100000, &EngineOptions::l2_ahead_mb},
       {"chunk", 0, 1 << 24, &EngineOptions::attn_chunk},      {"topk", 0, kMaxTopK, nullptr},
       {"fused", 1, 8, &EngineOptions::fused_max_batch},        {"fqa", 2, 16, &EngineOptions::fused_attention_cluster},
-      {"fqs", 2, 8, &EngineOptions::fused_attention_stages},            {"pf", 0, 1 << 24, &EngineOptions::gemv_prefetch},
+      {"fqs", 2, 8, &EngineOptions::fused_attention_stages},   {"pf", 0, 1 << 24, &EngineOptions::gemv_prefetch},
   };
   std::size_t i = 0;
   while (i < variant.size()) {
@@ -108,7 +108,7 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
     } else if (w == "nopf") {
       o.gemv_prefetch = 0;
     } else if (w == "fqa" || w == "nofqa") {
-      o.fused_attention = w == "fqa";
+      o.fused_attention = w == "fqa" ? 1 : 0;
     } else if (w == "cublas-pf" || w == "flash-pf") {
       o.prefill_attention = w.substr(0, w.size() - 3);
     } else {
@@ -123,7 +123,7 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
           o.sampling.top_k = **v;
         }
         if (std::string(n.prefix) == "megapf") o.mega = true;
-        if (std::string(n.prefix) == "fqa") o.fused_attention = true;
+        if (std::string(n.prefix) == "fqa") o.fused_attention = 1;
         matched = true;
         break;
       }
