@@ -533,6 +533,10 @@ Result<void> CudaEngine<T>::prepare_fqa() {
       continue;
     }
     if (clusters >= c_.kv_heads || (o_.fused_attention_cluster > 0 && clusters >= 1)) {
+      // By default only while each CTA's share of the context is one shared-memory tile: its
+      // tiles are loaded one after another, and beyond that the split kernel was faster (1B at
+      // 4k context 1.544 vs 1.502 ms/step, 8B at 1k 6.09 vs 6.01; run 36).
+      if (!asked && ceil_div(max_ctx_, cs) > kern::kQaTile) return {};
       fqa_cluster_ = cs;
       fqa_stages_ = stages;
       fqa_smem_ = smem;

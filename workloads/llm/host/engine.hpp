@@ -55,8 +55,9 @@ struct EngineOptions {
   std::string prefill_attention = "cublas";  ///< cublas (scores materialised) | flash (tensor-core kernel)
   SamplingOptions sampling;         ///< greedy unless top_k > 1
   /// Batch-1 fused decode: QKV projection and attention as one kernel of thread block clusters.
-  /// -1 (default): where the GPU (sm_90) and the model allow it, else the separate kernels; 1: asked
-  /// for (an error where it cannot run); 0: off.
+  /// -1 (default): where the GPU (sm_90) and the model allow it and the context is at most 64
+  /// positions per CTA (512 with 8-CTA clusters), else the separate kernels; 1: asked for (an error
+  /// where it cannot run; any context); 0: off.
   int fused_attention = -1;
   int fused_attention_cluster = 0;  ///< fqa: CTAs per KV head (0: the largest of 16, 8, 4, 2 whose clusters all fit at once)
   int fused_attention_stages = 0;   ///< fqa: weight ring stages per warp (0: enough for the warp's whole share, at most 4, as far as shared memory allows)
