@@ -712,9 +712,9 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
 // its k and v rows (RMSNorm folded in; every warp streams its rows, in pieces of at most 2048
 // elements, through its own ring of shared-memory stages filled by asynchronous copies; the first
 // pieces and the CTA's first tile of cached K/V are requested before the wait for the previous
-// kernel), exchange them through distributed shared memory, apply RoPE,
-// and each CTA takes one split of the positions; the cluster's first CTA combines the splits'
-// softmax partials, again through distributed shared memory, and writes the head's output rows.
+// kernel), exchange them through distributed shared memory, apply RoPE, and each CTA takes one
+// split of the positions; the splits' softmax partials are combined, again through distributed
+// shared memory (each CTA a slice of the head's outputs), into the head's output rows.
 // Against the separate QKV and attention kernels this removes a kernel boundary, the projections'
 // round trip through global memory and the global-memory combine (partials, fence, counter) —
 // the serial latency that left HBM idle for ~13 us per layer (docs/validation/bench-llm.md run 22).
