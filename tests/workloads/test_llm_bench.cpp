@@ -123,6 +123,9 @@ TEST(LlmBench, FusedAttentionVariantWords) {
   EXPECT_EQ(e.fused_attention_stages, 3);
   ASSERT_TRUE(apply_variant("nofqa+fqa", e));
   EXPECT_EQ(e.fused_attention, 1);
+  ASSERT_TRUE(apply_variant("fqt512", e));
+  EXPECT_EQ(e.fused_attention_threads, 512);
+  EXPECT_FALSE(apply_variant("fqt300", e));
 }
 
 TEST(LlmBench, NumberedVariantWordsOutOfRangeAreOneLineErrors) {

@@ -88,7 +88,8 @@ class CudaEngine final : public LlmEngine {
     if (o_.pdl) s += ", programmatic dependent launch";
     if (fqa_) {
       s += ", QKV projection and attention in one kernel (" + std::to_string(fqa_cluster_) + "-CTA clusters per KV head, " +
-           std::to_string(fqa_resident_) + " resident at once, " + std::to_string(fqa_stages_) + " ring stages per warp)";
+           std::to_string(fqa_resident_) + " resident at once, " + std::to_string(fqa_threads_) + " threads, " +
+           std::to_string(fqa_stages_) + " ring stages per warp)";
     }
     if (fused_ && o_.gemv_blocks_per_sm > 0) s += ", " + std::to_string(o_.gemv_blocks_per_sm) + " GEMV block(s) per SM";
     if (fused_ && o_.gemv_unroll == 8 && nb_ == 1) s += ", 8 loads in flight per row";
@@ -190,14 +191,15 @@ class CudaEngine final : public LlmEngine {
   void qkv_attention(int l);
   using FqaFn = void (*)(kern::QkvAttnParams);
   FqaFn fqa_fn() const {
+    const bool wide = fqa_threads_ == 512;
     switch (c_.head_dim) {
-      case 32: return kern::qkv_attn_kernel<T, 32>;
-      case 64: return kern::qkv_attn_kernel<T, 64>;
-      default: return kern::qkv_attn_kernel<T, 128>;
+      case 32: return wide ? kern::qkv_attn_kernel<T, 32, 512> : kern::qkv_attn_kernel<T, 32, 256>;
+      case 64: return wide ? kern::qkv_attn_kernel<T, 64, 512> : kern::qkv_attn_kernel<T, 64, 256>;
+      default: return wide ? kern::qkv_attn_kernel<T, 128, 512> : kern::qkv_attn_kernel<T, 128, 256>;
     }
   }
   bool fqa_ = false, in_layer_ = false;
-  int fqa_cluster_ = 0, fqa_stages_ = 0, fqa_piece_ = 0, fqa_resident_ = 0;
+  int fqa_cluster_ = 0, fqa_stages_ = 0, fqa_piece_ = 0, fqa_resident_ = 0, fqa_threads_ = 256;
   size_t fqa_smem_ = 0;
   // Diagnostic timeline: kern::kStampsPerBlock stamps per block for each kernel of a step.
   static constexpr int kStampBlocks = 1024, kStampKernels = 1024;
@@ -502,24 +504,29 @@ Result<void> CudaEngine<T>::prepare_fqa() {
   const int R = (g + 2) * hd, K = c_.hidden;
   fqa_piece_ = std::min(kern::kQaPieceMax, K);
   const int ppr = ceil_div(K, fqa_piece_);
-  FqaFn fn = fqa_fn();
-  JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+
   // The largest cluster (16, 8, 4, 2 CTAs) of which all KV heads' clusters can be resident at once,
   // unless one is asked for; per warp as many ring stages as it has pieces (its whole share of
   // the weights requested before the wait), at most 4, as far as shared memory allows.
   const std::vector<int> sizes = o_.fused_attention_cluster > 0 ? std::vector<int>{o_.fused_attention_cluster} : std::vector<int>{16, 8, 4, 2};
   for (int cs : sizes) {
-    const int pieces = ceil_div(ceil_div(R, cs), kern::kQaWarps) * ppr;
+    // 512 threads where a CTA has more than 64 rows to project: faster for 3B and 8B, slower
+    // for 1B (48 rows; run 38).
+    fqa_threads_ = o_.fused_attention_threads > 0 ? o_.fused_attention_threads : ceil_div(R, cs) > 64 ? 512 : 256;
+    const int warps = fqa_threads_ / 32;
+    FqaFn fn = fqa_fn();
+    JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    const int pieces = ceil_div(ceil_div(R, cs), warps) * ppr;
     // (More than 4 stages measured slower on the H100: runs 24-25.)
     int stages = o_.fused_attention_stages > 0 ? o_.fused_attention_stages : std::clamp(pieces, 2, 4);
-    auto smem_of = [&](int st) { return kern::qkv_attn_smem(K, hd, R, fqa_piece_, st, static_cast<int>(sizeof(T))); };
+    auto smem_of = [&](int st) { return kern::qkv_attn_smem(warps, K, hd, R, fqa_piece_, st, static_cast<int>(sizeof(T))); };
     while (stages > 2 && smem_of(stages) > prop_.sharedMemPerBlockOptin) --stages;
     const size_t smem = smem_of(stages);
     if (smem > prop_.sharedMemPerBlockOptin) continue;
     JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(c_.kv_heads * cs);
-    cfg.blockDim = dim3(kern::kQaThreads);
+    cfg.blockDim = dim3(static_cast<unsigned>(fqa_threads_));
     cfg.dynamicSmemBytes = smem;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -562,7 +569,7 @@ void CudaEngine<T>::qkv_attention(int l) {
   qp.a.stamps = next_stamps(grid);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(kern::kQaThreads);
+  cfg.blockDim = dim3(static_cast<unsigned>(fqa_threads_));
   cfg.dynamicSmemBytes = fqa_smem_;
   cfg.stream = st_;
   cudaLaunchAttribute attr[2];

@@ -406,8 +406,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // each lane copies the chunks it will itself multiply, one commit group per piece, so no barrier
 // is needed between lanes or warps. (A GEMV built this way for every matrix, `--variant ring`,
 // and one fed by Hopper's bulk copies were measured slower than gemv_kernel: bench-llm.md runs 19-23.)
-constexpr int kQaThreads = 256;
-constexpr int kQaWarps = kQaThreads / 32;
 constexpr int kQaPieceMax = 2048;    // elements per piece: 8 16-byte chunks per lane
 __device__ __forceinline__ void cp_async16_stream(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -729,15 +727,16 @@ constexpr int kQaTile = 64;      // cached positions per shared-memory tile
 constexpr int kMaxCluster = 16;  // CTAs per cluster (16 needs the non-portable cluster size)
 
 // Dynamic shared memory of qkv_attn_kernel, bytes.
-__host__ __device__ constexpr size_t qkv_attn_smem(int k, int hd, int rows, int piece, int stages, int elem) {
-  return static_cast<size_t>(kQaWarps) * stages * piece * elem + static_cast<size_t>(k) * elem +
+__host__ __device__ constexpr size_t qkv_attn_smem(int warps, int k, int hd, int rows, int piece, int stages, int elem) {
+  return static_cast<size_t>(warps) * stages * piece * elem + static_cast<size_t>(k) * elem +
          2 * static_cast<size_t>(kQaTile) * hd * elem +
          sizeof(float) * (2 * static_cast<size_t>(rows) + kMaxGroup * kQaTile + kMaxGroup * hd + 3 * kMaxGroup + hd);
 }
 
-template <typename T, int HD>
-__global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnParams P) {
+template <typename T, int HD, int THREADS>
+__global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParams P) {
   pdl_trigger();
+  constexpr int WARPS = THREADS / 32;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   constexpr int HALF = HD / 2, J = kQaPieceMax / 256, TILE = kQaTile;
@@ -752,7 +751,7 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
   const int S = P.stages, PK = P.piece, ppr = (K + PK - 1) / PK;
   extern __shared__ __align__(16) unsigned char qa_smem[];
   T* ring = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(warp) * S * PK;
-  T* xs = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(kQaWarps) * S * PK;
+  T* xs = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(WARPS) * S * PK;
   T* ks = xs + K;             // [TILE][HD]
   T* vs = ks + TILE * HD;     // [TILE][HD]
   float* vals = reinterpret_cast<float*>(vs + TILE * HD);  // this CTA's rows, then (gathered) the head's R values
@@ -770,13 +769,13 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
     return Q + KVD + static_cast<int64_t>(kvh) * HD + (i - (g + 1) * HD);
   };
   // The warp's rows of this CTA: w, w + 8, ...; piece i of them into stage i % S (one commit group).
-  const int my_rows = warp < nrows ? (nrows - warp + kQaWarps - 1) / kQaWarps : 0;
+  const int my_rows = warp < nrows ? (nrows - warp + WARPS - 1) / WARPS : 0;
   const int npieces = my_rows * ppr;
   const T* W = static_cast<const T*>(p.w);
   auto issue = [&](int i) {
     if (i < npieces) {
       const int ri = i / ppr, k0 = (i - ri * ppr) * PK, len = min(PK, K - k0);
-      const T* src = W + wrow(r0 + warp + ri * kQaWarps) * K + k0;
+      const T* src = W + wrow(r0 + warp + ri * WARPS) * K + k0;
       T* dst = ring + (i % S) * PK;
 #pragma unroll
       for (int j = 0; j < J; ++j) {
@@ -797,7 +796,7 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
     const int ctx = pos + 1, ch = (ctx + CS - 1) / CS;
     t_lo = min(ctx, rank * ch);
     t_hi = min(ctx, t_lo + ch);
-    for (int i = tid; i < HALF; i += kQaThreads) {
+    for (int i = tid; i < HALF; i += THREADS) {
       float sn, cs;
       sincosf(static_cast<float>(pos) * a.inv_freq[i], &sn, &cs);
       rope[i] = cs;
@@ -806,7 +805,7 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
   };
   auto issue_tile = [&](int t0) {
     const int nt = min(TILE, t_hi - t0);
-    for (int i = tid; i < nt * (HD / 8); i += kQaThreads) {
+    for (int i = tid; i < nt * (HD / 8); i += THREADS) {
       const int r = i / (HD / 8), c = (i % (HD / 8)) * 8, t = t0 + r;
       if (t != pos) {
         cp_async16(ks + r * HD + c, kc + static_cast<int64_t>(t) * HD + c);
@@ -821,14 +820,14 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
     issue_tile(t_lo);
   }
   for (int i = 0; i < S; ++i) issue(i);
-  const NormWeights<kQaThreads> normw = load_norm_weights<true, kQaThreads>(p);
+  const NormWeights<THREADS> normw = load_norm_weights<true, THREADS>(p);
   pdl_wait();
   stamp(a.stamps, 1);
   if (!a.early_kv) {
     split();
     issue_tile(t_lo);
   }
-  stage_gemv_input<T, 1, true, kQaThreads>(p, xs, normw);
+  stage_gemv_input<T, 1, true, THREADS>(p, xs, normw);
   __syncthreads();
   stamp(a.stamps, 3);
 
@@ -853,13 +852,13 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
     if (seg + 1 < ppr) continue;
     const float v = warp_sum(part);
     part = 0.f;
-    if (lane == 0) vals[warp + ri * kQaWarps] = v;
+    if (lane == 0) vals[warp + ri * WARPS] = v;
   }
   cp_async_wait_pending(0);
   stamp(a.stamps, 4);
   cluster.sync();  // every CTA's rows are in its shared memory
   // Gather the head's rows (rounded to T, as the separate kernels store them), then RoPE.
-  for (int i = tid; i < R; i += kQaThreads) {
+  for (int i = tid; i < R; i += THREADS) {
     const int o = ((i + 1) * CS - 1) / R;
     const float* remote = cluster.map_shared_rank(vals, o);
     head[i] = Num<T>::to(Num<T>::from(remote[i - o * R / CS]));
@@ -868,10 +867,10 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
     m_s[tid] = -INFINITY;
     l_s[tid] = 0.f;
   }
-  for (int i = tid; i < kMaxGroup * HD; i += kQaThreads) acc[i] = 0.f;
+  for (int i = tid; i < kMaxGroup * HD; i += THREADS) acc[i] = 0.f;
   __syncthreads();
   const float scale = a.scale_log2;
-  for (int idx = tid; idx < (g + 1) * HALF; idx += kQaThreads) {
+  for (int idx = tid; idx < (g + 1) * HALF; idx += THREADS) {
     const int h = idx / HALF, i = idx % HALF;  // h == g: the new key
     float* x = head + h * HD;
     const float x1 = x[i], x2 = x[i + HALF], c = rope[i], sn = rope[HALF + i];
@@ -889,7 +888,7 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
   const float* knew = head + g * HD;    // [HD]
   const float* vnew = head + (g + 1) * HD;
   if (rank == 0) {
-    for (int d = tid; d < HD; d += kQaThreads) {
+    for (int d = tid; d < HD; d += THREADS) {
       kc[static_cast<int64_t>(pos) * HD + d] = Num<T>::from(knew[d]);
       vc[static_cast<int64_t>(pos) * HD + d] = Num<T>::from(vnew[d]);
     }
@@ -900,13 +899,13 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
     if (t0 != t_lo) issue_tile(t0);
     cp_async_wait_pending(0);
     if (pos >= t0 && pos < t0 + nt) {
-      for (int d = tid; d < HD; d += kQaThreads) {
+      for (int d = tid; d < HD; d += THREADS) {
         ks[(pos - t0) * HD + d] = Num<T>::from(knew[d]);
         vs[(pos - t0) * HD + d] = Num<T>::from(vnew[d]);
       }
     }
     __syncthreads();
-    for (int idx = tid; idx < g * nt; idx += kQaThreads) {
+    for (int idx = tid; idx < g * nt; idx += THREADS) {
       const int h = idx / nt, t = idx % nt;
       float s = 0.f;
 #pragma unroll
@@ -919,7 +918,7 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
       sc[h * TILE + t] = s;
     }
     __syncthreads();
-    for (int h = warp; h < g; h += kQaWarps) {
+    for (int h = warp; h < g; h += WARPS) {
       float mx = -INFINITY;
       for (int t = lane; t < nt; t += 32) mx = fmaxf(mx, sc[h * TILE + t]);
       mx = warp_max(mx);
@@ -939,7 +938,7 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
       }
     }
     __syncthreads();
-    for (int idx = tid; idx < g * HD; idx += kQaThreads) {
+    for (int idx = tid; idx < g * HD; idx += THREADS) {
       const int h = idx / HD, d = idx % HD;
       float v0 = acc[idx] * corr_s[h], v1 = 0.f;  // two chains, loads unrolled ahead
       int t = 0;
@@ -959,7 +958,7 @@ __global__ void __launch_bounds__(kQaThreads, 1) qkv_attn_kernel(const QkvAttnPa
   {
     T* out = static_cast<T*>(a.out);
     const int n = g * HD, lo = rank * n / CS, hi = (rank + 1) * n / CS;
-    for (int idx = lo + tid; idx < hi; idx += kQaThreads) {
+    for (int idx = lo + tid; idx < hi; idx += THREADS) {
       const int h = idx / HD;
       float m[kMaxCluster], l[kMaxCluster], v[kMaxCluster];
 #pragma unroll

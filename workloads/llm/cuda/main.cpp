@@ -103,6 +103,7 @@ int run_check(const CheckOptions& o) {
       {"b1 p90 fqa nopdl top-k", {90}, 12, "fused", true, false, 8192, 1 << 30, "flash", "fqa4+fqs2", 5, 1.2f},
       {"b1 p1100 fqa tiles", {1100}, 8, "fused", true, true, 8192, 1 << 30, "flash", "fqa"},
       {"b1 p1100 fqa2 tiles nograph", {1100}, 6, "fused", false, true, 8192, 1 << 30, "flash", "fqa2"},
+      {"b1 p300 fqa 512 threads", {300}, 12, "fused", true, true, 8192, 1 << 30, "flash", "fqa4+fqt512"},
       {"b1 p7 separate qkv/attn", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "nofqa"},
       {"b1 p300 separate nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "flash", "nofqa+u8"},
       {"b3 ragged top-k 40", {5, 17, 33}, 10, "fused", true, true, 8192, 1 << 30, "flash", "", 40, 0.8f},

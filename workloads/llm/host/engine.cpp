@@ -83,6 +83,7 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       {"chunk", 0, 1 << 24, &EngineOptions::attn_chunk},      {"topk", 0, kMaxTopK, nullptr},
       {"fused", 1, 8, &EngineOptions::fused_max_batch},        {"fqa", 2, 16, &EngineOptions::fused_attention_cluster},
       {"fqs", 2, 8, &EngineOptions::fused_attention_stages},   {"pf", 0, 1 << 24, &EngineOptions::gemv_prefetch},
+      {"fqt", 256, 512, &EngineOptions::fused_attention_threads},
   };
   std::size_t i = 0;
   while (i < variant.size()) {
@@ -117,6 +118,9 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
         auto v = variant_number(w, n.prefix, n.lo, n.hi);
         if (!v) continue;
         if (!*v) return v->error();
+        if (std::string(n.prefix) == "fqt" && **v != 256 && **v != 512) {
+          return make_error(Errc::invalid_argument, "engine variant '" + w + "': the fused kernel runs 256 or 512 threads");
+        }
         if (n.field) {
           o.*n.field = **v;
         } else {

@@ -60,6 +60,7 @@ struct EngineOptions {
   /// where it cannot run; any context); 0: off.
   int fused_attention = -1;
   int fused_attention_cluster = 0;  ///< fqa: CTAs per KV head (0: the largest of 16, 8, 4, 2 whose clusters all fit at once)
+  int fused_attention_threads = 0;  ///< fqa: threads per CTA, 256 or 512 (0: 512 where a CTA has more than 64 rows to project)
   int fused_attention_stages = 0;   ///< fqa: weight ring stages per warp (0: enough for the warp's whole share, at most 4, as far as shared memory allows)
   bool timeline = false;            ///< fused decode: record when each block of each kernel starts, has its inputs, ends (diagnostic)
 };
@@ -120,7 +121,8 @@ class LlmEngine {
 /// chunkN (N positions per decode-attention split), pfo (output projection prefetched to L2 during
 /// the attention core), mega (the batch-1 decode step as one persistent kernel), megapfN (its L2 prefetch per phase, MB),
 /// fqa / fqaN / nofqa (batch 1: QKV projection and attention in one kernel of thread block clusters, N CTAs
-/// each; on by default where it applies), fqsN (its weight ring stages per warp).
+/// each; on by default where it applies), fqsN (its weight ring stages per warp), fqt256 / fqt512 (its
+/// threads per CTA).
 /// Empty: no change.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
 
