@@ -51,11 +51,14 @@ int64_t now_realtime_ns() {
     if (!jp_r_) return jp_r_.error(); \
   } while (0)
 
-Result<int64_t> pragma_int(sqlite3* db, const char* pragma, const std::string& path) {
-  auto st = Stmt::prepare(db, std::string("PRAGMA ") + pragma);
+Result<int64_t> query_int(sqlite3* db, const std::string& sql, const std::string& path) {
+  auto st = Stmt::prepare(db, sql);
   if (!st) return sqlite_error(db, path);
   if (st->step() != SQLITE_ROW) return sqlite_error(db, path);
   return st->i64(0);
+}
+Result<int64_t> pragma_int(sqlite3* db, const char* pragma, const std::string& path) {
+  return query_int(db, std::string("PRAGMA ") + pragma, path);
 }
 
 const Summary* find_stat(const Measurement& m, const std::string& what) {
@@ -130,13 +133,17 @@ Result<Store> Store::open(const std::string& path, Mode mode, int busy_timeout_m
   sqlite3_busy_timeout(impl->db, busy_timeout_ms);
   sqlite3_extended_result_codes(impl->db, 1);
 
-  // Look before touching anything: a foreign, newer or corrupt database is left as it is.
+  // Look before touching anything: a foreign, newer or corrupt database is left as it is. The
+  // three reads share one read transaction, so they see one state of a store that another
+  // process is creating at the same moment (its migration commits tables and marks together).
+  JP_TRY(exec(impl->db, "BEGIN", path));
   auto app = pragma_int(impl->db, "application_id", path);
   if (!app) return make_error(app.error().code, app.error().message + " (not a jouleprof run store, or corrupt)");
   auto ver = pragma_int(impl->db, "user_version", path);
   if (!ver) return ver.error();
-  auto tables = pragma_int(impl->db, "schema_version", path);  // changes counter: 0 on an empty file
+  auto tables = query_int(impl->db, "SELECT count(*) FROM sqlite_master", path);  // 0: an empty file
   if (!tables) return tables.error();
+  JP_TRY(exec(impl->db, "COMMIT", path));
   const bool empty = *app == 0 && *ver == 0 && *tables == 0;
   if (!empty && *app != detail::kStoreApplicationId) {
     return make_error(Errc::invalid_argument, path + " is an SQLite database but not a jouleprof run store");
