@@ -455,7 +455,6 @@ constexpr int kAttnThreads = 128;
 constexpr int kAttnTile = 64;  // positions per shared-memory tile; splits are multiples of it
 constexpr int kMaxGroup = 8;
 
-
 // Each block: one sequence, one KV head (all its query heads), one split of the positions. A tile
 // of K and V rows is copied into shared memory at once (cp.async, one memory round trip), then
 // scores, online softmax and the V sum run from shared memory.

@@ -72,18 +72,27 @@ std::optional<Result<int>> variant_number(const std::string& w, const std::strin
 }  // namespace
 
 Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
-  // Words ending in a number: prefix, range, the option it sets (longer prefixes first).
+  // Words ending in a number: prefix, range, and what the number sets.
   struct Numbered {
     const char* prefix;
     int lo, hi;
-    int EngineOptions::*field;
+    void (*set)(EngineOptions&, int);
   };
   static const Numbered numbered[] = {
-      {"megapf", 0, 100000, &EngineOptions::mega_prefetch_mb}, {"ahead", 0, 100000, &EngineOptions::l2_ahead_mb},
-      {"chunk", 0, 1 << 24, &EngineOptions::attn_chunk},      {"topk", 0, kMaxTopK, nullptr},
-      {"fused", 1, 8, &EngineOptions::fused_max_batch},        {"fqa", 2, 16, &EngineOptions::fused_attention_cluster},
-      {"fqs", 2, 8, &EngineOptions::fused_attention_stages},   {"pf", 0, 1 << 24, &EngineOptions::gemv_prefetch},
-      {"fqt", 256, 512, &EngineOptions::fused_attention_threads},
+      {"megapf", 0, 100000, [](EngineOptions& e, int v) {
+         e.mega = true;
+         e.mega_prefetch_mb = v;
+       }},
+      {"ahead", 0, 100000, [](EngineOptions& e, int v) { e.l2_ahead_mb = v; }},
+      {"chunk", 0, 1 << 24, [](EngineOptions& e, int v) { e.attn_chunk = v; }},
+      {"topk", 0, kMaxTopK, [](EngineOptions& e, int v) { e.sampling.top_k = v; }},
+      {"fused", 1, 8, [](EngineOptions& e, int v) { e.fused_max_batch = v; }},
+      {"fqa", 2, 16, [](EngineOptions& e, int v) {
+         e.fused_attention = 1;
+         e.fused_attention_cluster = v;
+       }},
+      {"fqs", 2, 8, [](EngineOptions& e, int v) { e.fused_attention_stages = v; }},
+      {"pf", 0, 1 << 24, [](EngineOptions& e, int v) { e.gemv_prefetch = v; }},
   };
   std::size_t i = 0;
   while (i < variant.size()) {
@@ -110,6 +119,8 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.gemv_prefetch = 0;
     } else if (w == "fqa" || w == "nofqa") {
       o.fused_attention = w == "fqa" ? 1 : 0;
+    } else if (w == "fqt256" || w == "fqt512") {
+      o.fused_attention_threads = w == "fqt256" ? 256 : 512;
     } else if (w == "cublas-pf" || w == "flash-pf") {
       o.prefill_attention = w.substr(0, w.size() - 3);
     } else {
@@ -118,16 +129,7 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
         auto v = variant_number(w, n.prefix, n.lo, n.hi);
         if (!v) continue;
         if (!*v) return v->error();
-        if (std::string(n.prefix) == "fqt" && **v != 256 && **v != 512) {
-          return make_error(Errc::invalid_argument, "engine variant '" + w + "': the fused kernel runs 256 or 512 threads");
-        }
-        if (n.field) {
-          o.*n.field = **v;
-        } else {
-          o.sampling.top_k = **v;
-        }
-        if (std::string(n.prefix) == "megapf") o.mega = true;
-        if (std::string(n.prefix) == "fqa") o.fused_attention = 1;
+        n.set(o, **v);
         matched = true;
         break;
       }
