@@ -4,6 +4,7 @@
 #   scripts/device-bench-llm.sh STEP...   steps: check hf-logits speed speed-b bench-1b bench-8b
 #                                          bench-sweep hf-speed hf-compile hf-measure speed-ahead 3b
 #                                          hf-compile-measure hf-batch decode-final timeline hf-generate
+#                                          explore
 # Writes logs and JSON under $OUT (at most 8 files come back), prints a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -108,6 +109,13 @@ for step in "$@"; do
         --min-seconds 2 --iso-seconds 0.5 --json "$OUT/bench_b1.json"
       run 120 "$BIN/jouleprof" bench llm --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --min-seconds 2 \
         --iso-seconds 0.5 --variant nofqa --tag variant=nofqa --json "$OUT/bench_b1_nofqa.json" ;;
+    explore)
+      # Batch-1 decode of engine variants side by side (VARIANTS, MODELS), then the kernel timeline
+      # of those in TL_VARIANTS (stamps on: a little slower, so timed apart).
+      run 400 "$BIN/jouleprof-llm" speed --model "${MODELS:-llama-3.2-1b}" --prompt 128 --gen 256 --prefill 0 \
+        --variants "${VARIANTS:-fused}" --json "$OUT/explore.json"
+      [ -n "${TL_VARIANTS:-}" ] && run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --timeline --prompt 128 --gen 256 \
+        --prefill 0 --variants "$TL_VARIANTS" --json "$OUT/explore_timeline.json" ;;
     timeline)
       # When each kernel of one decode step runs (globaltimer stamps per block; diagnostic).
       run 200 "$BIN/jouleprof-llm" speed --model "${TL_MODEL:-llama-3.2-1b}" --timeline --prompt 128 --gen 256 --prefill 0 \

@@ -94,6 +94,7 @@ class CudaEngine final : public LlmEngine {
     if (fused_ && o_.gemv_blocks_per_sm > 0) s += ", " + std::to_string(o_.gemv_blocks_per_sm) + " GEMV block(s) per SM";
     if (fused_ && o_.gemv_unroll == 8 && nb_ == 1) s += ", 8 loads in flight per row";
     if (fused_ && o_.gemv_prefetch >= 0) s += ", prefetch " + std::to_string(o_.gemv_prefetch);
+    if (fused_ && down_ksplit_ > 1) s += ", down projection " + std::to_string(down_ksplit_) + " warps per row pair";
     if (mega_) s = "persistent decode kernel (one block per SM, grid barriers between phases)";
     if (fused_ && o_.prefetch_after_attention) s += ", output projection prefetched during attention";
     if (fused_ && o_.l2_ahead_mb > 0) s += ", L2 prefetch " + std::to_string(o_.l2_ahead_mb) + " MB ahead";
@@ -185,7 +186,7 @@ class CudaEngine final : public LlmEngine {
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
   }
-  GemvFn gemv_fn(bool norm) const;
+  GemvFn gemv_fn(bool norm, int ksplit = 1) const;
   /// --variant fqa: QKV projection + attention as one cluster kernel inside decode steps and layers.
   Result<void> prepare_fqa();
   void qkv_attention(int l);
@@ -200,6 +201,7 @@ class CudaEngine final : public LlmEngine {
   }
   bool fqa_ = false, in_layer_ = false;
   int fqa_cluster_ = 0, fqa_stages_ = 0, fqa_piece_ = 0, fqa_resident_ = 0, fqa_threads_ = 256;
+  int down_ksplit_ = 1;  ///< warps per row pair of the down projection's GEMV (split K)
   size_t fqa_smem_ = 0;
   // Diagnostic timeline: kern::kStampsPerBlock stamps per block for each kernel of a step.
   static constexpr int kStampBlocks = 1024, kStampKernels = 1024;
@@ -214,7 +216,7 @@ class CudaEngine final : public LlmEngine {
   }
   /// prefetch_all: every warp's first rows go to L2 in full before the wait for the previous
   /// kernel (the whole matrix when each warp has one row pair).
-  void gemv(GemvParams p, bool norm, bool prefetch_all = false);
+  void gemv(GemvParams p, bool norm, bool prefetch_all = false, int ksplit = 1);
   /// The fused GEMV of a component (l: layer, -1 for the LM head), shared with the persistent kernel.
   GemvParams gemv_params(Component comp, int l) const;
   AttnParams attn_params(int l) const;
@@ -452,7 +454,9 @@ Result<void> CudaEngine<T>::load_weights(const std::string& dir) {
 }
 
 template <typename T>
-typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm) const {
+typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm, int ksplit) const {
+  // Split K is instantiated for the batch-1 products without a norm (the down projection).
+  if (ksplit == 2 && nb_ == 1 && o_.gemv_unroll == 8 && !norm) return kern::gemv_kernel<T, 1, false, 8, 2>;
   switch (nb_) {
     case 1:
       if (o_.gemv_unroll == 8) return norm ? kern::gemv_kernel<T, 1, true, 8> : kern::gemv_kernel<T, 1, false, 8>;
@@ -464,8 +468,10 @@ typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm) const {
 }
 
 template <typename T>
-void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all) {
-  GemvFn fn = gemv_fn(norm);
+void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all, int ksplit) {
+  GemvFn fn = gemv_fn(norm, ksplit);
+  if (fn != gemv_fn(norm) && p.k % (8 * ksplit) != 0) fn = gemv_fn(norm);
+  const int slots = kern::kGemvThreads / 32 / (fn != gemv_fn(norm) ? ksplit : 1);
   // Early L2 prefetch of the first rows (default 512 elements; -1: none under PDL, where the
   // kernel may start long before its turn and the lines be evicted by the running kernel's stream).
   p.prefetch_elems = prefetch_all ? p.k : o_.gemv_prefetch >= 0 ? o_.gemv_prefetch : (o_.pdl ? 0 : 2048);
@@ -480,7 +486,7 @@ void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all) {
   // (A block on every SM even where half its warps idle, for the 1024-unit output and down
   // products of the 1B model, measured slower: it keeps the next kernel's blocks from starting
   // early, as does capping the gate/up grid; docs/validation/bench-llm.md runs 27-28.)
-  const int grid = std::max(1, std::min(prop_.multiProcessorCount * per_sm, ceil_div(p.units, kern::kGemvThreads / 32)));
+  const int grid = std::max(1, std::min(prop_.multiProcessorCount * per_sm, ceil_div(p.units, slots)));
   p.stamps = next_stamps(grid);
   launch(fn, dim3(grid), dim3(kern::kGemvThreads), smem, true, p);
 }
@@ -503,22 +509,20 @@ Result<void> CudaEngine<T>::prepare_fqa() {
   }
   const int R = (g + 2) * hd, K = c_.hidden;
   fqa_piece_ = std::min(kern::kQaPieceMax, K);
-  const int ppr = ceil_div(K, fqa_piece_);
 
   // The largest cluster (16, 8, 4, 2 CTAs) of which all KV heads' clusters can be resident at once,
-  // unless one is asked for; per warp as many ring stages as it has pieces (its whole share of
-  // the weights requested before the wait), at most 4, as far as shared memory allows.
+  // unless one is asked for; 512 threads and 2 ring stages per warp unless asked otherwise.
+  // (Since the exchanges became pushes the kernel needs 110 registers, not 250 with spills at 512
+  // threads, and on the H100 512 threads with 2 stages beat 256 threads and 3-6 stages for 1B,
+  // 3B and 8B: runs 45-47, docs/validation/bench-llm.md. Fewer weights requested before the wait
+  // leave HBM to the kernel still running.)
   const std::vector<int> sizes = o_.fused_attention_cluster > 0 ? std::vector<int>{o_.fused_attention_cluster} : std::vector<int>{16, 8, 4, 2};
   for (int cs : sizes) {
-    // 512 threads where a CTA has more than 64 rows to project: faster for 3B and 8B, slower
-    // for 1B (48 rows; run 38).
-    fqa_threads_ = o_.fused_attention_threads > 0 ? o_.fused_attention_threads : ceil_div(R, cs) > 64 ? 512 : 256;
+    fqa_threads_ = o_.fused_attention_threads > 0 ? o_.fused_attention_threads : 512;
     const int warps = fqa_threads_ / 32;
     FqaFn fn = fqa_fn();
     JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    const int pieces = ceil_div(ceil_div(R, cs), warps) * ppr;
-    // (More than 4 stages measured slower on the H100: runs 24-25.)
-    int stages = o_.fused_attention_stages > 0 ? o_.fused_attention_stages : std::clamp(pieces, 2, 4);
+    int stages = o_.fused_attention_stages > 0 ? o_.fused_attention_stages : 2;
     auto smem_of = [&](int st) { return kern::qkv_attn_smem(warps, K, hd, R, fqa_piece_, st, static_cast<int>(sizeof(T))); };
     while (stages > 2 && smem_of(stages) > prop_.sharedMemPerBlockOptin) --stages;
     const size_t smem = smem_of(stages);
@@ -565,6 +569,7 @@ void CudaEngine<T>::qkv_attention(int l) {
   qp.cluster = fqa_cluster_;
   qp.piece = fqa_piece_;
   qp.stages = fqa_stages_;
+  qp.pre = o_.fused_attention_pre >= 0 ? o_.fused_attention_pre : fqa_stages_;
   const int grid = c_.kv_heads * fqa_cluster_;
   qp.a.stamps = next_stamps(grid);
   cudaLaunchConfig_t cfg = {};
@@ -696,7 +701,7 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
       break;
     case Component::mlp_down:
       if (fused_) {
-        gemv(gemv_params(comp, l), false);
+        gemv(gemv_params(comp, l), false, false, down_ksplit_);
       } else {
         gemm(L->wd, act_d_, I, resid_d_, H, B_, H, I, true, 1.f);
       }
@@ -1025,9 +1030,13 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
                              static_cast<int>(kern::flash_smem_bytes<64>())));
   JP_CK(cudaFuncSetAttribute(kern::flash_prefill_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kern::flash_smem_bytes<128>())));
+  // Split K for the down projection where its row pairs fill at most half the SMs (1B: 64 of 132
+  // blocks): 77.0 vs 76.2% of copy (run 49); 3B and 8B fill the GPU already (8B: 0.9% slower).
+  const int down_blocks = ceil_div(H / 2, kern::kGemvThreads / 32);
+  down_ksplit_ = o_.gemv_ksplit_down > 0 ? o_.gemv_ksplit_down
+                 : nb_ == 1 && 2 * down_blocks <= prop_.multiProcessorCount && c_.intermediate % 16 == 0 ? 2 : 1;
   if (fused_) {
-    for (bool norm : {false, true}) {
-      GemvFn fn = gemv_fn(norm);
+    for (GemvFn fn : {gemv_fn(false), gemv_fn(true), gemv_fn(false, 2)}) {
       const int smem = nb_ * kmax * static_cast<int>(tb);
       JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       int blocks = 1;
@@ -1173,8 +1182,9 @@ std::vector<KernelSpan> CudaEngine<T>::timeline() {
     k.last_start_us = us(last[0]);
     k.last_ready_us = us(last[1]);
     k.last_end_us = us(last[2]);
-    k.last_mark1_us = us(last[3]);
-    k.last_mark2_us = us(last[4]);
+    int n_marks = M - 3;
+    while (n_marks > 0 && us(last[3 + n_marks - 1]) < 0) --n_marks;
+    for (int m = 0; m < n_marks; ++m) k.marks_us.push_back(us(last[3 + m]));
     out.push_back(k);
   }
   return out;

@@ -66,8 +66,9 @@ __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.lau
 
 // Diagnostic timeline (`jouleprof-llm speed --timeline`): block b's thread 0 writes the global
 // nanosecond timer at its start (k = 0), when its inputs are ready (1), at its end (2), and at
-// up to two points of the kernel's own (3, 4).
-constexpr int kStampsPerBlock = 5;
+// up to kStampMarks points of the kernel's own (3, 4, ...).
+constexpr int kStampMarks = 2;
+constexpr int kStampsPerBlock = 3 + kStampMarks;
 __device__ __forceinline__ void stamp(unsigned long long* stamps, int k) {
   if (stamps && threadIdx.x == 0) {
     unsigned long long t;
@@ -244,7 +245,10 @@ constexpr int gemv_min_blocks() { return NB <= 2 && U <= 4 ? 2 : 1; }
 
 // The GEMV of one block out of nblk; `wait` returns when the inputs are ready (the previous
 // kernel's completion, or a grid barrier inside the persistent decode kernel).
-template <typename T, int NB, bool NORM, int U, typename Wait>
+// KS > 1 splits K: the block's warps form slots of KS warps, each slot takes a row pair at a time
+// and each of its warps a K/KS slice (K a multiple of 8 * KS), so a product with few row pairs
+// (the 1B model's down projection: 1024) keeps loads in flight on KS times as many SMs.
+template <typename T, int NB, bool NORM, int U, typename Wait, int KS = 1>
 __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk, Wait&& wait) {
   constexpr int kGemvUnroll = U;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -253,8 +257,14 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
   constexpr int WARPS = kGemvThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, K = p.k;
   const T* W = static_cast<const T*>(p.w);
-  const int first = warp * nblk + bid;
-  const int stride = nblk * WARPS;
+  constexpr int SLOTS = WARPS / KS;
+  const int slot = warp / KS, part = warp % KS;
+  const int kb = part * (K / KS), ke = part + 1 == KS ? K : kb + K / KS;
+  const int first = slot * nblk + bid;
+  const int stride = nblk * SLOTS;
+  // Split K: every warp runs as many iterations as the block's first slot (the most), so that
+  // the slot's partial sums can meet at block barriers.
+  const int iters = KS > 1 ? (p.units - bid + stride - 1) / stride : 0;
   auto row_of = [&](int u, int r) { return p.mode == gemv_swiglu ? u + r * p.pair_offset : 2 * u + r; };
 
   // Weights do not depend on the previous kernel: start fetching them before waiting for it —
@@ -267,17 +277,17 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
     const T* w1 = W + static_cast<int64_t>(row_of(first, 1)) * K;
 #pragma unroll
     for (int j = 0; j < kGemvUnroll; ++j) {
-      const int k = lane * 8 + j * 256;
-      if (k < K) {
+      const int k = kb + lane * 8 + j * 256;
+      if (k < ke) {
         wa[j] = ld_stream(w0 + k);
         wb[j] = ld_stream(w1 + k);
       }
     }
     preloaded = true;
-    const int lim = min(K, p.prefetch_elems) * static_cast<int>(sizeof(T));
+    const int lim = min(ke - kb, p.prefetch_elems) * static_cast<int>(sizeof(T));
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const char* base = reinterpret_cast<const char*>(r == 0 ? w0 : w1);
+      const char* base = reinterpret_cast<const char*>((r == 0 ? w0 : w1) + kb);
       for (int off = 256 * kGemvUnroll * static_cast<int>(sizeof(T)) + lane * 128; off < lim; off += 32 * 128) {
         prefetch_l2(base + off);
       }
@@ -292,19 +302,20 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
 #pragma unroll
   for (int b = 0; b < NB; ++b) best[b] = 0ull;
 
-  for (int u = first; u < p.units; u += stride) {
+  for (int u = first, it = 0; KS > 1 ? it < iters : u < p.units; u += stride, ++it) {
+    const bool active = KS == 1 || u < p.units;
     const int r0 = row_of(u, 0), r1 = row_of(u, 1);
     const T* w0 = W + static_cast<int64_t>(r0) * K;
     const T* w1 = W + static_cast<int64_t>(r1) * K;
     float acc0[NB], acc1[NB];
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc0[b] = acc1[b] = 0.f;
-    for (int k0 = lane * 8; k0 < K; k0 += 256 * kGemvUnroll) {
+    for (int k0 = kb + lane * 8; active && k0 < ke; k0 += 256 * kGemvUnroll) {
       if (!preloaded) {
 #pragma unroll
         for (int j = 0; j < kGemvUnroll; ++j) {
           const int k = k0 + j * 256;
-          if (k < K) {
+          if (k < ke) {
             wa[j] = ld_stream(w0 + k);
             wb[j] = ld_stream(w1 + k);
           }
@@ -314,7 +325,7 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
 #pragma unroll
       for (int j = 0; j < kGemvUnroll; ++j) {
         const int k = k0 + j * 256;
-        if (k < K) {
+        if (k < ke) {
           float fa[8], fb[8];
           unpack8<T>(wa[j], fa);
           unpack8<T>(wb[j], fb);
@@ -336,9 +347,29 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
       acc0[b] = warp_sum(acc0[b]);
       acc1[b] = warp_sum(acc1[b]);
     }
+    if constexpr (KS > 1) {
+      // The slot's first warp adds the other slices' sums, in slice order (deterministic).
+      __shared__ float2 kpart[WARPS][NB];
+      if (lane == 0) {
+#pragma unroll
+        for (int b = 0; b < NB; ++b) kpart[warp][b] = make_float2(acc0[b], acc1[b]);
+      }
+      __syncthreads();
+      if (part == 0) {
+#pragma unroll
+        for (int q = 1; q < KS; ++q) {
+#pragma unroll
+          for (int b = 0; b < NB; ++b) {
+            acc0[b] += kpart[warp + q][b].x;
+            acc1[b] += kpart[warp + q][b].y;
+          }
+        }
+      }
+      __syncthreads();  // read before the next row pair's sums overwrite them
+    }
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
-      if (lane == b && b < p.b) {
+      if (active && part == 0 && lane == b && b < p.b) {
         switch (p.mode) {
           case gemv_store:
             *reinterpret_cast<uint32_t*>(static_cast<T*>(p.y) + static_cast<int64_t>(b) * p.ldy + r0) =
@@ -381,14 +412,15 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
   }
 }
 
-template <typename T, int NB, bool NORM, int U>
+template <typename T, int NB, bool NORM, int U, int KS = 1>
 __global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_kernel(const GemvParams p) {
   pdl_trigger();
   stamp(p.stamps, 0);
-  gemv_body<T, NB, NORM, U>(p, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), [&] {
+  auto wait = [&] {
     pdl_wait();
     stamp(p.stamps, 1);
-  });
+  };
+  gemv_body<T, NB, NORM, U, decltype(wait)&, KS>(p, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), wait);
   if (p.stamps) __syncthreads();
   stamp(p.stamps, 2);
 }
@@ -709,9 +741,12 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
 // its k and v rows (RMSNorm folded in; every warp streams its rows, in pieces of at most 2048
 // elements, through its own ring of shared-memory stages filled by asynchronous copies; the first
 // pieces and the CTA's first tile of cached K/V are requested before the wait for the previous
-// kernel), exchange them through distributed shared memory, apply RoPE, and each CTA takes one
-// split of the positions; the splits' softmax partials are combined, again through distributed
-// shared memory (each CTA a slice of the head's outputs), into the head's output rows.
+// kernel), send them to every CTA of the cluster (stores to distributed shared memory, then one
+// cluster barrier), apply RoPE, and each CTA takes one split of the positions; each CTA sends the
+// others its softmax partials for their slices of the head's outputs (again stores, then a
+// barrier) and combines its slice from what it received. Every exchange is a push followed by a
+// barrier: no remote loads, whose round trips would follow the barrier, and no closing barrier
+// (measured against loads after the barrier: runs 40-44, docs/validation/bench-llm.md).
 // Against the separate QKV and attention kernels this removes a kernel boundary, the projections'
 // round trip through global memory and the global-memory combine (partials, fence, counter) —
 // the serial latency that left HBM idle for ~13 us per layer (docs/validation/bench-llm.md run 22).
@@ -720,6 +755,7 @@ struct QkvAttnParams {
   AttnParams a;   ///< cache, position, rotary frequencies, output, early_kv, stamps
   int cluster;    ///< CTAs per KV head
   int piece, stages;  ///< per-warp weight ring
+  int pre;            ///< ring stages requested before the wait (the rest after the RMSNorm's input is read)
 };
 
 constexpr int kQaTile = 64;      // cached positions per shared-memory tile
@@ -729,7 +765,8 @@ constexpr int kMaxCluster = 16;  // CTAs per cluster (16 needs the non-portable 
 __host__ __device__ constexpr size_t qkv_attn_smem(int warps, int k, int hd, int rows, int piece, int stages, int elem) {
   return static_cast<size_t>(warps) * stages * piece * elem + static_cast<size_t>(k) * elem +
          2 * static_cast<size_t>(kQaTile) * hd * elem +
-         sizeof(float) * (2 * static_cast<size_t>(rows) + kMaxGroup * kQaTile + kMaxGroup * hd + 3 * kMaxGroup + hd);
+         sizeof(float) * (static_cast<size_t>(rows) + kMaxGroup * kQaTile + kMaxGroup * hd + 3 * kMaxGroup + hd +
+                          kMaxGroup * hd + kMaxCluster + 2 * kMaxCluster * kMaxGroup);
 }
 
 template <typename T, int HD, int THREADS>
@@ -743,6 +780,9 @@ __global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParam
   const AttnParams& a = P.a;
   stamp(a.stamps, 0);
   cg::cluster_group cluster = cg::this_cluster();
+  // Stores to another CTA's shared memory need every CTA of the cluster started: this arrival is
+  // waited on just before the first of them.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   const int CS = P.cluster, rank = static_cast<int>(cluster.block_rank()), kvh = static_cast<int>(blockIdx.x) / CS;
   const int g = a.heads / a.kv_heads, R = (g + 2) * HD, Q = a.heads * HD, KVD = a.kv_heads * HD;
   const int K = p.k, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -753,14 +793,17 @@ __global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParam
   T* xs = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(WARPS) * S * PK;
   T* ks = xs + K;             // [TILE][HD]
   T* vs = ks + TILE * HD;     // [TILE][HD]
-  float* vals = reinterpret_cast<float*>(vs + TILE * HD);  // this CTA's rows, then (gathered) the head's R values
-  float* head = vals + R;
+  float* head = reinterpret_cast<float*>(vs + TILE * HD);  // the head's R rows, sent by all CTAs
   float* sc = head + R;                 // [g][TILE] scores, then probabilities
   float* acc = sc + kMaxGroup * TILE;   // [g][HD]
   float* m_s = acc + kMaxGroup * HD;    // [g]
   float* l_s = m_s + kMaxGroup;
   float* corr_s = l_s + kMaxGroup;
   float* rope = corr_s + kMaxGroup;     // [HALF] cos, [HALF] sin
+  // The partials the CTAs send for this CTA's slice of the outputs, [CS][sl], and their softmax
+  // maxima and sums, [kMaxCluster][kMaxGroup] each.
+  float* part = rope + HD;
+  float* ml = part + kMaxGroup * HD + kMaxCluster;
   // Row i of the head's (g + 2) * HD rows -> row of W: its q heads, then its k and v rows.
   auto wrow = [&](int i) -> int64_t {
     if (i < g * HD) return static_cast<int64_t>(kvh) * g * HD + i;
@@ -818,7 +861,8 @@ __global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParam
     split();
     issue_tile(t_lo);
   }
-  for (int i = 0; i < S; ++i) issue(i);
+  const int pre = min(S, P.pre);
+  for (int i = 0; i < pre; ++i) issue(i);
   const NormWeights<THREADS> normw = load_norm_weights<true, THREADS>(p);
   pdl_wait();
   stamp(a.stamps, 1);
@@ -827,11 +871,13 @@ __global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParam
     issue_tile(t_lo);
   }
   stage_gemv_input<T, 1, true, THREADS>(p, xs, normw);
+  for (int i = pre; i < S; ++i) issue(i);
   __syncthreads();
   stamp(a.stamps, 3);
 
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
   // The projections of this CTA's rows.
-  float part = 0.f;
+  float psum = 0.f;
   for (int i = 0; i < npieces; ++i) {
     const int ri = i / ppr, seg = i - ri * ppr, k0 = seg * PK, len = min(PK, K - k0);
     const T* st = ring + (i % S) * PK;
@@ -844,24 +890,20 @@ __global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParam
         unpack8<T>(*reinterpret_cast<const uint4*>(st + e), w);
         unpack8<T>(*reinterpret_cast<const uint4*>(xs + k0 + e), x);
 #pragma unroll
-        for (int q = 0; q < 8; ++q) part = fmaf(w[q], x[q], part);
+        for (int q = 0; q < 8; ++q) psum = fmaf(w[q], x[q], psum);
       }
     }
     issue(i + S);
     if (seg + 1 < ppr) continue;
-    const float v = warp_sum(part);
-    part = 0.f;
-    if (lane == 0) vals[warp + ri * WARPS] = v;
+    const float v = warp_sum(psum);
+    psum = 0.f;
+    // Into every CTA's copy of the head's rows, rounded to T as the separate kernels store them.
+    if (lane < CS) cluster.map_shared_rank(head, lane)[r0 + warp + ri * WARPS] = Num<T>::to(Num<T>::from(v));
   }
   cp_async_wait_pending(0);
   stamp(a.stamps, 4);
-  cluster.sync();  // every CTA's rows are in its shared memory
-  // Gather the head's rows (rounded to T, as the separate kernels store them), then RoPE.
-  for (int i = tid; i < R; i += THREADS) {
-    const int o = ((i + 1) * CS - 1) / R;
-    const float* remote = cluster.map_shared_rank(vals, o);
-    head[i] = Num<T>::to(Num<T>::from(remote[i - o * R / CS]));
-  }
+  cluster.sync();  // every CTA's rows are in every CTA's shared memory
+  // RoPE.
   if (tid < kMaxGroup) {
     m_s[tid] = -INFINITY;
     l_s[tid] = 0.f;
@@ -951,41 +993,37 @@ __global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParam
     }
     __syncthreads();
   }
-  cluster.sync();  // every CTA's partial softmax is final
-  // Each CTA combines a slice of the head's outputs from all CTAs' partials (loads of the
-  // distributed shared memory issued together, not one round trip after another).
-  {
-    T* out = static_cast<T*>(a.out);
-    const int n = g * HD, lo = rank * n / CS, hi = (rank + 1) * n / CS;
-    for (int idx = lo + tid; idx < hi; idx += THREADS) {
-      const int h = idx / HD;
-      float m[kMaxCluster], l[kMaxCluster], v[kMaxCluster];
-#pragma unroll
-      for (int o = 0; o < kMaxCluster; ++o) {
-        if (o < CS) {
-          m[o] = cluster.map_shared_rank(m_s, o)[h];
-          l[o] = cluster.map_shared_rank(l_s, o)[h];
-          v[o] = cluster.map_shared_rank(acc, o)[idx];
-        }
-      }
-      float M = -INFINITY;
-#pragma unroll
-      for (int o = 0; o < kMaxCluster; ++o) {
-        if (o < CS) M = fmaxf(M, m[o]);
-      }
-      float num = 0.f, den = 0.f;
-#pragma unroll
-      for (int o = 0; o < kMaxCluster; ++o) {
-        if (o < CS && m[o] != -INFINITY) {
-          const float w = exp2f(m[o] - M);
-          num += w * v[o];
-          den += w * l[o];
-        }
-      }
-      out[(kvh * g) * HD + idx] = Num<T>::from(num / den);
-    }
+  // Each CTA sends every CTA its partials for that CTA's slice of the outputs, and its maxima and sums.
+  const int n = g * HD, lo = rank * n / CS, hi = (rank + 1) * n / CS, sl = (n + CS - 1) / CS;
+  for (int idx = tid; idx < n; idx += THREADS) {
+    const int o = ((idx + 1) * CS - 1) / n;
+    cluster.map_shared_rank(part, o)[rank * sl + idx - o * n / CS] = acc[idx];
   }
-  cluster.sync();  // every CTA has read the others' shared memory
+  for (int i = tid; i < CS * g; i += THREADS) {
+    const int o = i / g, h = i - o * g;
+    float* r = cluster.map_shared_rank(ml, o);
+    r[rank * kMaxGroup + h] = m_s[h];
+    r[(kMaxCluster + rank) * kMaxGroup + h] = l_s[h];
+  }
+  cluster.sync();  // every CTA's partials are where they are combined
+  // This CTA's slice of the head's outputs. No CTA touches another's shared memory after the
+  // barrier, so none has to wait for the others before it exits.
+  T* out = static_cast<T*>(a.out);
+  for (int idx = lo + tid; idx < hi; idx += THREADS) {
+    const int h = idx / HD;
+    float M = -INFINITY;
+    for (int o = 0; o < CS; ++o) M = fmaxf(M, ml[o * kMaxGroup + h]);
+    float num = 0.f, den = 0.f;
+    for (int o = 0; o < CS; ++o) {
+      const float m = ml[o * kMaxGroup + h];
+      if (m != -INFINITY) {
+        const float w = exp2f(m - M);
+        num += w * part[o * sl + idx - lo];
+        den += w * ml[(kMaxCluster + o) * kMaxGroup + h];
+      }
+    }
+    out[(kvh * g) * HD + idx] = Num<T>::from(num / den);
+  }
   if (a.stamps) __syncthreads();
   stamp(a.stamps, 2);
 #else

@@ -105,6 +105,9 @@ int run_check(const CheckOptions& o) {
       {"b1 p1100 fqa2 tiles nograph", {1100}, 6, "fused", false, true, 8192, 1 << 30, "flash", "fqa2"},
       {"b1 p300 fqa 512 threads", {300}, 12, "fused", true, true, 8192, 1 << 30, "flash", "fqa4+fqt512"},
       {"b1 p7 separate qkv/attn", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "nofqa"},
+      {"b1 p30 down split-K", {30}, 10, "fused", true, true, 8192, 1 << 30, "flash", "ksd2+fqp1"},
+      {"b1 p30 one split, fqa weights after the norm", {30}, 10, "fused", true, true, 8192, 1 << 30, "flash", "ksd1+fqp0+fqs3"},
+      {"b1 p90 down split-K nograph", {90}, 8, "fused", false, false, 8192, 1 << 30, "cublas", "ksd2+nofqa"},
       {"b1 p300 separate nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "flash", "nofqa+u8"},
       {"b3 ragged top-k 40", {5, 17, 33}, 10, "fused", true, true, 8192, 1 << 30, "flash", "", 40, 0.8f},
       {"b1 top-k 5 no-graph", {7}, 12, "gemm", false, false, 8192, 1 << 30, "cublas", "", 5, 1.0f},
@@ -258,7 +261,7 @@ void print_timeline(const std::vector<KernelSpan>& ks, int layers, const std::st
   for (const KernelSpan& k : ks) {
     spans.push_back({{"kernel", k.name}, {"blocks", k.blocks}, {"first_start_us", k.first_start_us},
                      {"last_start_us", k.last_start_us}, {"last_ready_us", k.last_ready_us}, {"last_end_us", k.last_end_us},
-                     {"last_mark1_us", k.last_mark1_us}, {"last_mark2_us", k.last_mark2_us}});
+                     {"marks_us", k.marks_us}});
     const std::string base = k.name.substr(0, k.name.find(' '));
     auto& m = mean[base];
     m[0] += k.last_end_us - std::max(prev_end, k.first_start_us);
@@ -269,7 +272,8 @@ void print_timeline(const std::vector<KernelSpan>& ks, int layers, const std::st
     if (show) {
       std::printf("  %-14s %5d %9.2f %9.2f %9.2f %9.2f  (%+.2f)", k.name.c_str(), k.blocks, k.first_start_us, k.last_start_us,
                   k.last_ready_us, k.last_end_us, k.last_ready_us - prev_end);
-      if (k.last_mark1_us >= 0) std::printf("  marks %.2f %.2f", k.last_mark1_us, k.last_mark2_us);
+      if (!k.marks_us.empty()) std::printf("  marks");
+      for (double mark : k.marks_us) std::printf(" %.2f", mark);
       std::printf("\n");
     }
     prev_end = k.last_end_us;

@@ -92,6 +92,7 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
          e.fused_attention_cluster = v;
        }},
       {"fqs", 2, 8, [](EngineOptions& e, int v) { e.fused_attention_stages = v; }},
+      {"fqp", 0, 8, [](EngineOptions& e, int v) { e.fused_attention_pre = v; }},
       {"pf", 0, 1 << 24, [](EngineOptions& e, int v) { e.gemv_prefetch = v; }},
   };
   std::size_t i = 0;
@@ -119,6 +120,8 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.gemv_prefetch = 0;
     } else if (w == "fqa" || w == "nofqa") {
       o.fused_attention = w == "fqa" ? 1 : 0;
+    } else if (w == "ksd1" || w == "ksd2") {
+      o.gemv_ksplit_down = w[3] - '0';
     } else if (w == "fqt256" || w == "fqt512") {
       o.fused_attention_threads = w == "fqt256" ? 256 : 512;
     } else if (w == "cublas-pf" || w == "flash-pf") {

@@ -46,6 +46,7 @@ struct EngineOptions {
   int gemv_blocks_per_sm = 0;       ///< fused GEMV grid (0: 1 with pdl, else as many as fit)
   int gemv_unroll = 8;              ///< 16-byte loads in flight per lane and row at batch 1 (4 or 8)
   int gemv_prefetch = 512;          ///< elements of each first row prefetched to L2 (-1: 0 with PDL, else 2048)
+  int gemv_ksplit_down = 0;         ///< batch-1 down projection: warps per row pair, each a slice of K (1 or 2; 0: 2 where its row pairs fill at most half the SMs)
   bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy)
   int mega_prefetch_mb = -1;        ///< mega: MB of each phase's weights prefetched to L2 before its barrier (-1: first row pairs whole)
   bool prefetch_after_attention = false;  ///< fused decode: the output projection's weights to L2 while attention runs
@@ -60,8 +61,9 @@ struct EngineOptions {
   /// where it cannot run; any context); 0: off.
   int fused_attention = -1;
   int fused_attention_cluster = 0;  ///< fqa: CTAs per KV head (0: the largest of 16, 8, 4, 2 whose clusters all fit at once)
-  int fused_attention_threads = 0;  ///< fqa: threads per CTA, 256 or 512 (0: 512 where a CTA has more than 64 rows to project)
-  int fused_attention_stages = 0;   ///< fqa: weight ring stages per warp (0: enough for the warp's whole share, at most 4, as far as shared memory allows)
+  int fused_attention_threads = 0;  ///< fqa: threads per CTA, 256 or 512 (0: 512)
+  int fused_attention_pre = -1;     ///< fqa: ring stages requested before the wait (-1: all)
+  int fused_attention_stages = 0;   ///< fqa: weight ring stages per warp (0: 2; fewer where shared memory does not allow)
   bool timeline = false;            ///< fused decode: record when each block of each kernel starts, has its inputs, ends (diagnostic)
 };
 
@@ -72,7 +74,8 @@ struct KernelSpan {
   std::string name;  ///< component and layer, e.g. "attn_core 3"
   int blocks = 0;
   double first_start_us = 0, last_start_us = 0, last_ready_us = 0, last_end_us = 0;
-  double last_mark1_us = -1, last_mark2_us = -1;  ///< the kernel's own points (fqa: input normed, rows done), -1: none
+  /// The kernel's own points, latest over blocks (fqa: input normed, rows done); -1: not reached.
+  std::vector<double> marks_us;
 };
 
 class LlmEngine {
@@ -122,7 +125,7 @@ class LlmEngine {
 /// the attention core), mega (the batch-1 decode step as one persistent kernel), megapfN (its L2 prefetch per phase, MB),
 /// fqa / fqaN / nofqa (batch 1: QKV projection and attention in one kernel of thread block clusters, N CTAs
 /// each; on by default where it applies), fqsN (its weight ring stages per warp), fqt256 / fqt512 (its
-/// threads per CTA).
+/// threads per CTA), ksd1 / ksd2 (the batch-1 down projection's GEMV with 1 or 2 warps per row pair).
 /// Empty: no change.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
 
