@@ -126,11 +126,21 @@ TEST(LlmBench, FusedAttentionVariantWords) {
   ASSERT_TRUE(apply_variant("fqt512", e));
   EXPECT_EQ(e.fused_attention_threads, 512);
   EXPECT_FALSE(apply_variant("fqt300", e));
+  EXPECT_EQ(e.fused_attention_pre, -1);  // every ring stage requested before the wait
+  ASSERT_TRUE(apply_variant("fqp0", e));
+  EXPECT_EQ(e.fused_attention_pre, 0);
+  EXPECT_EQ(e.gemv_ksplit_down, 0);
+  ASSERT_TRUE(apply_variant("ksd2", e));
+  EXPECT_EQ(e.gemv_ksplit_down, 2);
+  ASSERT_TRUE(apply_variant("ksd1", e));
+  EXPECT_EQ(e.gemv_ksplit_down, 1);
+  EXPECT_FALSE(apply_variant("ksd4", e));  // only 1 and 2 are built
+  EXPECT_EQ(e.gemv_ksplit_down, 1);
 }
 
 TEST(LlmBench, NumberedVariantWordsOutOfRangeAreOneLineErrors) {
   // Numbers past their range, or too long for an int, are refused with the word named; never a throw.
-  for (const char* w : {"fqa17", "fqa1", "fqs9", "fused9", "topk100000", "chunk99999999999999999999", "pf99999999999"}) {
+  for (const char* w : {"fqa17", "fqa1", "fqs9", "fqp9", "fused9", "topk100000", "chunk99999999999999999999", "pf99999999999"}) {
     EngineOptions e;
     const EngineOptions before = e;
     auto r = apply_variant(std::string("fused+") + w, e);

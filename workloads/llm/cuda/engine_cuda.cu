@@ -1030,11 +1030,10 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
                              static_cast<int>(kern::flash_smem_bytes<64>())));
   JP_CK(cudaFuncSetAttribute(kern::flash_prefill_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kern::flash_smem_bytes<128>())));
-  // Split K for the down projection where its row pairs fill at most half the SMs (1B: 64 of 132
-  // blocks): 77.0 vs 76.2% of copy (run 49); 3B and 8B fill the GPU already (8B: 0.9% slower).
-  const int down_blocks = ceil_div(H / 2, kern::kGemvThreads / 32);
-  down_ksplit_ = o_.gemv_ksplit_down > 0 ? o_.gemv_ksplit_down
-                 : nb_ == 1 && 2 * down_blocks <= prop_.multiProcessorCount && c_.intermediate % 16 == 0 ? 2 : 1;
+  // Split K for the down projection only when asked (ksd2): for 1B it makes the product itself
+  // 14.5 -> 11.1 us, but its 128 blocks leave no SM for the next fused QKV-attention kernel to
+  // start on early, and the step gained -0.3 to +0.8% (runs 48-51); 8B 1.4% slower.
+  down_ksplit_ = o_.gemv_ksplit_down == 2 ? 2 : 1;
   if (fused_) {
     for (GemvFn fn : {gemv_fn(false), gemv_fn(true), gemv_fn(false, 2)}) {
       const int smem = nb_ * kmax * static_cast<int>(tb);

@@ -746,7 +746,7 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
 // others its softmax partials for their slices of the head's outputs (again stores, then a
 // barrier) and combines its slice from what it received. Every exchange is a push followed by a
 // barrier: no remote loads, whose round trips would follow the barrier, and no closing barrier
-// (measured against loads after the barrier: runs 40-44, docs/validation/bench-llm.md).
+// (measured against loads after the barrier: runs 40-45, docs/validation/bench-llm.md).
 // Against the separate QKV and attention kernels this removes a kernel boundary, the projections'
 // round trip through global memory and the global-memory combine (partials, fence, counter) —
 // the serial latency that left HBM idle for ~13 us per layer (docs/validation/bench-llm.md run 22).
@@ -903,7 +903,7 @@ __global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParam
   cp_async_wait_pending(0);
   stamp(a.stamps, 4);
   cluster.sync();  // every CTA's rows are in every CTA's shared memory
-  // RoPE.
+  // The softmax state, then RoPE of the head's queries and new key.
   if (tid < kMaxGroup) {
     m_s[tid] = -INFINITY;
     l_s[tid] = 0.f;

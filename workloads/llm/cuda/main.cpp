@@ -106,7 +106,7 @@ int run_check(const CheckOptions& o) {
       {"b1 p300 fqa 512 threads", {300}, 12, "fused", true, true, 8192, 1 << 30, "flash", "fqa4+fqt512"},
       {"b1 p7 separate qkv/attn", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "nofqa"},
       {"b1 p30 down split-K", {30}, 10, "fused", true, true, 8192, 1 << 30, "flash", "ksd2+fqp1"},
-      {"b1 p30 one split, fqa weights after the norm", {30}, 10, "fused", true, true, 8192, 1 << 30, "flash", "ksd1+fqp0+fqs3"},
+      {"b1 p30 fqa weights after the norm", {30}, 10, "fused", true, true, 8192, 1 << 30, "flash", "fqp0+fqs3"},
       {"b1 p90 down split-K nograph", {90}, 8, "fused", false, false, 8192, 1 << 30, "cublas", "ksd2+nofqa"},
       {"b1 p300 separate nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "flash", "nofqa+u8"},
       {"b3 ragged top-k 40", {5, 17, 33}, 10, "fused", true, true, 8192, 1 << 30, "flash", "", 40, 0.8f},

@@ -46,7 +46,7 @@ struct EngineOptions {
   int gemv_blocks_per_sm = 0;       ///< fused GEMV grid (0: 1 with pdl, else as many as fit)
   int gemv_unroll = 8;              ///< 16-byte loads in flight per lane and row at batch 1 (4 or 8)
   int gemv_prefetch = 512;          ///< elements of each first row prefetched to L2 (-1: 0 with PDL, else 2048)
-  int gemv_ksplit_down = 0;         ///< batch-1 down projection: warps per row pair, each a slice of K (1 or 2; 0: 2 where its row pairs fill at most half the SMs)
+  int gemv_ksplit_down = 0;         ///< batch-1 down projection: warps per row pair, each a slice of K (1 or 2; 0: 1)
   bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy)
   int mega_prefetch_mb = -1;        ///< mega: MB of each phase's weights prefetched to L2 before its barrier (-1: first row pairs whole)
   bool prefetch_after_attention = false;  ///< fused decode: the output projection's weights to L2 while attention runs
@@ -124,7 +124,8 @@ class LlmEngine {
 /// chunkN (N positions per decode-attention split), pfo (output projection prefetched to L2 during
 /// the attention core), mega (the batch-1 decode step as one persistent kernel), megapfN (its L2 prefetch per phase, MB),
 /// fqa / fqaN / nofqa (batch 1: QKV projection and attention in one kernel of thread block clusters, N CTAs
-/// each; on by default where it applies), fqsN (its weight ring stages per warp), fqt256 / fqt512 (its
+/// each; on by default where it applies), fqsN (its weight ring stages per warp), fqpN (of
+/// them, those requested before the wait), fqt256 / fqt512 (its
 /// threads per CTA), ksd1 / ksd2 (the batch-1 down projection's GEMV with 1 or 2 warps per row pair).
 /// Empty: no change.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
