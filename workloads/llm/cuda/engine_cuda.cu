@@ -469,9 +469,10 @@ typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm, int ksplit) con
 
 template <typename T>
 void CudaEngine<T>::gemv(GemvParams p, bool norm, bool prefetch_all, int ksplit) {
+  // Split K only where it is instantiated (gemv_fn) and K divides into slices of 8 elements.
+  if (gemv_fn(norm, ksplit) == gemv_fn(norm) || p.k % (8 * ksplit) != 0) ksplit = 1;
   GemvFn fn = gemv_fn(norm, ksplit);
-  if (fn != gemv_fn(norm) && p.k % (8 * ksplit) != 0) fn = gemv_fn(norm);
-  const int slots = kern::kGemvThreads / 32 / (fn != gemv_fn(norm) ? ksplit : 1);
+  const int slots = kern::kGemvThreads / 32 / ksplit;
   // Early L2 prefetch of the first rows (default 512 elements; -1: none under PDL, where the
   // kernel may start long before its turn and the lines be evicted by the running kernel's stream).
   p.prefetch_elems = prefetch_all ? p.k : o_.gemv_prefetch >= 0 ? o_.gemv_prefetch : (o_.pdl ? 0 : 2048);
