@@ -112,6 +112,30 @@ TEST(LlmBench, EngineVariants) {
   EXPECT_NE(bad.error().message.find("turbo"), std::string::npos);
 }
 
+TEST(LlmBench, FlowVariantWords) {
+  EngineOptions e;
+  EXPECT_FALSE(e.flow);  // opt-in: measured slower than the default engine (bench-llm.md runs 70-71)
+  ASSERT_TRUE(apply_variant("flow", e));
+  EXPECT_TRUE(e.flow);
+  EXPECT_EQ(e.flow_slots, 0);  // as many as shared memory holds
+  EXPECT_EQ(e.flow_chunk_kb, 32);
+  ASSERT_TRUE(apply_variant("noflow", e));
+  EXPECT_FALSE(e.flow);
+  // Each knob implies the variant.
+  ASSERT_TRUE(apply_variant("flows3+flowc16+flowa8+flowp100", e));
+  EXPECT_TRUE(e.flow);
+  EXPECT_EQ(e.flow_slots, 3);
+  EXPECT_EQ(e.flow_chunk_kb, 16);
+  EXPECT_EQ(e.flow_l2_ahead, 8);
+  EXPECT_EQ(e.flow_poll_ns, 100);
+  auto bad = apply_variant("flows1", e);  // a ring needs two slots
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("between 2 and 64"), std::string::npos);
+  EXPECT_FALSE(apply_variant("flowc0", e));
+  EXPECT_FALSE(apply_variant("flowc65", e));
+  EXPECT_FALSE(apply_variant("flowx", e));
+}
+
 TEST(LlmBench, FusedAttentionVariantWords) {
   EngineOptions e;
   EXPECT_EQ(e.fused_attention, -1);  // by default wherever it can run (batch 1, sm_90)

@@ -17,6 +17,7 @@
 #include "../host/safetensors.hpp"
 #include "../host/weights.hpp"
 #include "engine_cuda.hpp"
+#include "flow_kernel.cuh"
 #include "kernels.cuh"
 
 namespace jouleprof::llm {
@@ -96,6 +97,13 @@ class CudaEngine final : public LlmEngine {
     if (fused_ && o_.gemv_prefetch >= 0) s += ", prefetch " + std::to_string(o_.gemv_prefetch);
     if (fused_ && down_ksplit_ > 1) s += ", down projection " + std::to_string(down_ksplit_) + " warps per row pair";
     if (mega_) s = "persistent decode kernel (one block per SM, grid barriers between phases)";
+    if (flow_) {
+      s = "dataflow persistent decode kernel (one block per SM, weights streamed through a ring of " +
+          std::to_string(flow_p_.slots) + " x " + std::to_string(flow_p_.slot_bytes / 1024) +
+          " KiB bulk-copy slots, per-product dependency counters";
+      if (flow_p_.l2_ahead > 0) s += ", L2 asked " + std::to_string(flow_p_.l2_ahead) + " chunks ahead";
+      s += ")";
+    }
     if (fused_ && o_.prefetch_after_attention) s += ", output projection prefetched during attention";
     if (fused_ && o_.l2_ahead_mb > 0) s += ", L2 prefetch " + std::to_string(o_.l2_ahead_mb) + " MB ahead";
     s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
@@ -232,6 +240,20 @@ class CudaEngine final : public LlmEngine {
     }
   }
   bool mega_ = false;
+  /// --variant flow: the dataflow persistent decode kernel (flow_kernel.cuh).
+  Result<void> prepare_flow();
+  void launch_flow();
+  using FlowFn = void (*)(kern::FlowParams);
+  FlowFn flow_kernel() const {
+    switch (c_.head_dim) {
+      case 32: return kern::flow_decode_kernel<T, 32>;
+      case 64: return kern::flow_decode_kernel<T, 64>;
+      default: return kern::flow_decode_kernel<T, 128>;
+    }
+  }
+  bool flow_ = false;
+  kern::FlowParams flow_p_{};
+  size_t flow_smem_ = 0;
   kern::GemvParams* mega_gemv_ = nullptr;
   kern::AttnParams* mega_attn_ = nullptr;
   unsigned* mega_barrier_ = nullptr;
@@ -804,8 +826,148 @@ void CudaEngine<T>::launch_mega() {
 }
 
 template <typename T>
+Result<void> CudaEngine<T>::prepare_flow() {
+  flow_ = false;
+  if (!o_.flow) return {};
+  if (!fused_ || B_ != 1) {
+    return make_error(Errc::invalid_argument,
+                      "--variant flow (dataflow persistent decode kernel) runs batch 1 through the fused GEMV path");
+  }
+  if (prop_.major < 9) {
+    return make_error(Errc::unsupported, std::string("--variant flow needs bulk copies (compute capability 9.0 or newer); ") +
+                                             prop_.name + " is " + std::to_string(prop_.major) + "." +
+                                             std::to_string(prop_.minor));
+  }
+  if (c_.layers > kern::kFlowMaxLayers) {
+    return make_error(Errc::unsupported, "--variant flow takes at most " + std::to_string(kern::kFlowMaxLayers) + " layers");
+  }
+  if (c_.hidden > kern::kFlowMaxHidden) {
+    return make_error(Errc::unsupported, "--variant flow takes hidden sizes up to " + std::to_string(kern::kFlowMaxHidden));
+  }
+  const int slot_bytes = o_.flow_chunk_kb * 1024;
+  const int slot_elems = slot_bytes / static_cast<int>(sizeof(T));
+  std::string err;
+  auto shape = [&](int rows, int k) {
+    kern::FlowShape s{rows, k, 1, 1, 0};
+    const int fit = slot_elems / k;
+    if (fit < 1) {
+      err = "--variant flow: a row of " + std::to_string(k) + " elements does not fit a " +
+            std::to_string(o_.flow_chunk_kb) + " KiB chunk (flowcN)";
+      return s;
+    }
+    if (fit >= kern::kFlowWarps) {
+      s.r = std::min(fit, kern::kFlowMaxRows);  // each warp whole rows
+    } else {
+      while (s.r * 2 <= fit) s.r *= 2;  // a power of two, so that every row gets the same warps
+      s.g = kern::kFlowWarps / s.r;
+    }
+    s.items = ceil_div(rows, s.r);
+    return s;
+  };
+  kern::FlowParams& P = flow_p_;
+  P = kern::FlowParams{};
+  const int H = c_.hidden, I = c_.intermediate, Q = c_.q_dim();
+  P.qkv = shape(c_.qkv_dim(), H);
+  P.out = shape(H, Q);
+  P.gu = shape(I, H);
+  P.down = shape(H, I);
+  P.lm = shape(c_.vocab, H);
+  if (!err.empty()) return make_error(Errc::unsupported, err);
+  std::vector<kern::FlowLayer> layers;
+  for (const LayerW& L : lw_) {
+    const size_t i = layers.size();
+    AttnParams a = attn_params(static_cast<int>(i));
+    a.early_kv = 1;  // the consumers have waited for the previous kernel before any item
+    a.stamps = nullptr;
+    layers.push_back({L.wqkv, L.wo, L.wgu, L.wd, L.attn_norm, L.mlp_norm, a});
+  }
+  void *lp = nullptr, *cp = nullptr;
+  const size_t counters = static_cast<size_t>(kern::flow_counter_words(c_.layers));
+  if (auto r = alloc(&lp, layers.size() * sizeof(kern::FlowLayer), true); !r) return r.error();
+  if (auto r = alloc(&cp, counters * sizeof(unsigned), true); !r) return r.error();
+  JP_CK(cudaMemcpy(lp, layers.data(), layers.size() * sizeof(kern::FlowLayer), cudaMemcpyHostToDevice));
+  JP_CK(cudaMemset(cp, 0, counters * sizeof(unsigned)));
+  P.layer = static_cast<const kern::FlowLayer*>(lp);
+  P.layers = c_.layers;
+  P.lm_w = lm_;
+  P.final_norm = final_norm_;
+  P.eps = static_cast<float>(c_.rms_eps);
+  P.attn_out = attn_d_;
+  P.attn_items = splits_ * c_.kv_heads;
+  P.resid = resid_d_;
+  P.qkv_y = qkv_d_;
+  P.act = act_d_;
+  P.logits = logits_;
+  P.argmax = argmax_;
+  P.counters = static_cast<unsigned*>(cp);
+  P.slot_bytes = slot_bytes;
+  P.l2_ahead = o_.flow_l2_ahead;
+  P.poll_ns = o_.flow_poll_ns;
+  // Ring slots: as many as shared memory holds beside the kernel's static arrays (attention's).
+  cudaFuncAttributes fa{};
+  JP_CK(cudaFuncGetAttributes(&fa, flow_kernel()));
+  const int kmax = std::max({H, Q, I});
+  const size_t avail = prop_.sharedMemPerBlockOptin - fa.sharedSizeBytes;
+  int slots = o_.flow_slots;
+  if (slots == 0) {
+    slots = 2;
+    while (slots < 32 && kern::flow_smem_bytes(slots + 1, slot_bytes, kmax, sizeof(T)) <= avail) ++slots;
+  }
+  flow_smem_ = kern::flow_smem_bytes(slots, slot_bytes, kmax, sizeof(T));
+  if (flow_smem_ > avail) {
+    return make_error(Errc::unsupported, "--variant flow: " + std::to_string(slots) + " slots of " +
+                                             std::to_string(o_.flow_chunk_kb) + " KiB need " + std::to_string(flow_smem_) +
+                                             " bytes of shared memory per block; this GPU has " + std::to_string(avail));
+  }
+  P.slots = slots;
+  JP_CK(cudaFuncSetAttribute(flow_kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(flow_smem_)));
+  int blocks = 0;
+  JP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, flow_kernel(), kern::kFlowThreads, flow_smem_));
+  if (blocks < 1) return make_error(Errc::unsupported, "the dataflow decode kernel does not fit on an SM of this GPU");
+  flow_ = true;
+  return {};
+}
+
+template <typename T>
+void CudaEngine<T>::launch_flow() {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(prop_.multiProcessorCount);  // one block per SM, all resident (checked in prepare_flow)
+  cfg.blockDim = dim3(kern::kFlowThreads);
+  cfg.dynamicSmemBytes = flow_smem_;
+  cfg.stream = st_;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = o_.pdl ? 1 : 0;
+  check(cudaLaunchKernelEx(&cfg, flow_kernel(), flow_p_), "cudaLaunchKernelEx(flow_decode_kernel)");
+}
+
+template <typename T>
 void CudaEngine<T>::enqueue_step(bool advance) {
   if (mega_ && advance) return launch_mega();
+  if (flow_) {
+    stamp_kernels_.clear();
+    flow_p_.stamps = nullptr;
+    if (advance && stamps_ && prop_.multiProcessorCount <= kStampBlocks) {  // the timeline: one entry per product
+      flow_p_.stamps = stamps_;
+      flow_p_.stamp_blocks = kStampBlocks;
+      for (int l = 0; l < c_.layers; ++l) {
+        for (Component comp : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
+                               Component::mlp_down}) {
+          stamp_kernels_.emplace_back(std::string(component_name(comp)) + " " + std::to_string(l), prop_.multiProcessorCount);
+        }
+      }
+      stamp_kernels_.emplace_back(component_name(Component::lm_head), prop_.multiProcessorCount);
+      for (const char* w : {"wait-full-slot", "wait-dependency", "wait-empty-slot"}) {
+        stamp_kernels_.emplace_back(w, prop_.multiProcessorCount);
+      }
+    }
+    launch_flow();
+    sample(true);
+    if (advance) enqueue(Component::embed, -1, true);
+    return;
+  }
   stamping_ = advance;
   in_layer_ = true;
   stamp_kernels_.clear();
@@ -1057,6 +1219,7 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   if (o_.mega) {
     if (auto r = prepare_mega(); !r) return r.error();
   }
+  if (auto r = prepare_flow(); !r) return r.error();
   if (o_.graphs) {
     cudaGraph_t g = nullptr;
     JP_CK(cudaStreamBeginCapture(st_, cudaStreamCaptureModeThreadLocal));
@@ -1163,17 +1326,32 @@ std::vector<KernelSpan> CudaEngine<T>::timeline() {
   check(cudaStreamSynchronize(st_), "cudaStreamSynchronize");
   check(cudaMemcpy(h.data(), stamps_, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost), "cudaMemcpy(stamps)");
   auto at = [&](size_t kernel, int block, int k) { return h[(kernel * kStampBlocks + block) * M + k]; };
+  // --variant flow: "wait-..." entries hold nanoseconds per block, not times; zero: not reached.
+  auto is_wait = [&](size_t i) { return stamp_kernels_[i].first.rfind("wait-", 0) == 0; };
   unsigned long long t0 = ~0ull;
   for (size_t i = 0; i < stamp_kernels_.size(); ++i) {
-    for (int b = 0; b < stamp_kernels_[i].second; ++b) t0 = std::min(t0, at(i, b, 0));
+    for (int b = 0; b < stamp_kernels_[i].second && !is_wait(i); ++b) {
+      if (at(i, b, 0)) t0 = std::min(t0, at(i, b, 0));
+    }
   }
   for (size_t i = 0; i < stamp_kernels_.size(); ++i) {
     KernelSpan k;
     k.name = stamp_kernels_[i].first;
     k.blocks = stamp_kernels_[i].second;
+    if (is_wait(i)) {  // mean and largest per block, in the start and end fields
+      double sum = 0, mx = 0;
+      for (int b = 0; b < k.blocks; ++b) {
+        sum += static_cast<double>(at(i, b, 0)) * 1e-3;
+        mx = std::max(mx, static_cast<double>(at(i, b, 0)) * 1e-3);
+      }
+      k.first_start_us = k.last_start_us = k.last_ready_us = sum / k.blocks;
+      k.last_end_us = mx;
+      out.push_back(k);
+      continue;
+    }
     unsigned long long s0 = ~0ull, last[M] = {};
     for (int b = 0; b < k.blocks; ++b) {
-      s0 = std::min(s0, at(i, b, 0));
+      if (at(i, b, 0)) s0 = std::min(s0, at(i, b, 0));
       for (int m = 0; m < M; ++m) last[m] = std::max(last[m], at(i, b, m));
     }
     // Stamps not written this step (zero, or left from an earlier one) read as -1.

@@ -98,6 +98,10 @@ int run_check(const CheckOptions& o) {
       {"b1 p7 mega", {7}, 10, "fused", true, false, 8192, 1 << 30, "cublas", "mega"},
       {"b1 p300 mega split", {300}, 20, "fused", true, false, 8192, 1 << 30, "cublas", "mega"},
       {"b1 p90 mega no-graph", {90}, 12, "fused", false, false, 8192, 1 << 30, "flash", "mega"},
+      {"b1 p7 flow", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "flow"},
+      {"b1 p300 flow split, 1 KiB chunks", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flow+flowc1"},
+      {"b1 p90 flow nograph nopdl top-k", {90}, 12, "fused", false, false, 8192, 1 << 30, "flash", "flow+flows2+flowa4", 5, 1.2f},
+      {"b1 p1100 flow tiles, 2 KiB chunks", {1100}, 8, "fused", true, true, 8192, 1 << 30, "flash", "flow+flowc2+flowa16"},
       {"b1 p7 fqa", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "fqa"},
       {"b1 p300 fqa nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "cublas", "fqa"},
       {"b1 p90 fqa nopdl top-k", {90}, 12, "fused", true, false, 8192, 1 << 30, "flash", "fqa4+fqs2", 5, 1.2f},
@@ -259,6 +263,11 @@ void print_timeline(const std::vector<KernelSpan>& ks, int layers, const std::st
   std::map<std::string, std::array<double, 4>> mean;  // name -> sums of duration, wait gap, start lead, count
   double prev_end = 0;
   for (const KernelSpan& k : ks) {
+    if (k.name.rfind("wait-", 0) == 0) {  // --variant flow: time per block spent waiting
+      std::printf("  %-16s mean %.2f us per block, largest %.2f\n", k.name.c_str(), k.first_start_us, k.last_end_us);
+      spans.push_back({{"wait", k.name}, {"mean_us_per_block", k.first_start_us}, {"max_us", k.last_end_us}});
+      continue;
+    }
     spans.push_back({{"kernel", k.name}, {"blocks", k.blocks}, {"first_start_us", k.first_start_us},
                      {"last_start_us", k.last_start_us}, {"last_ready_us", k.last_ready_us}, {"last_end_us", k.last_end_us},
                      {"marks_us", k.marks_us}});

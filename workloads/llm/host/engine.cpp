@@ -83,6 +83,22 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
          e.mega = true;
          e.mega_prefetch_mb = v;
        }},
+      {"flows", 2, 64, [](EngineOptions& e, int v) {
+         e.flow = true;
+         e.flow_slots = v;
+       }},
+      {"flowc", 1, 64, [](EngineOptions& e, int v) {
+         e.flow = true;
+         e.flow_chunk_kb = v;
+       }},
+      {"flowa", 0, 256, [](EngineOptions& e, int v) {
+         e.flow = true;
+         e.flow_l2_ahead = v;
+       }},
+      {"flowp", 0, 100000, [](EngineOptions& e, int v) {
+         e.flow = true;
+         e.flow_poll_ns = v;
+       }},
       {"ahead", 0, 100000, [](EngineOptions& e, int v) { e.l2_ahead_mb = v; }},
       {"chunk", 0, 1 << 24, [](EngineOptions& e, int v) { e.attn_chunk = v; }},
       {"topk", 0, kMaxTopK, [](EngineOptions& e, int v) { e.sampling.top_k = v; }},
@@ -114,6 +130,8 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.gemv_unroll = w[1] - '0';
     } else if (w == "mega") {
       o.mega = true;
+    } else if (w == "flow" || w == "noflow") {
+      o.flow = w == "flow";
     } else if (w == "pfo") {
       o.prefetch_after_attention = true;
     } else if (w == "nopf") {

@@ -49,6 +49,11 @@ struct EngineOptions {
   int gemv_ksplit_down = 0;         ///< batch-1 down projection: warps per row pair, each a slice of K (1 or 2; 0: 1)
   bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy)
   int mega_prefetch_mb = -1;        ///< mega: MB of each phase's weights prefetched to L2 before its barrier (-1: first row pairs whole)
+  bool flow = false;                ///< batch-1 decode step as one dataflow persistent kernel (sm_90; fused path)
+  int flow_slots = 0;               ///< flow: shared-memory ring slots per block (0: as many as fit)
+  int flow_chunk_kb = 32;           ///< flow: KiB of weights per chunk (ring slot)
+  int flow_l2_ahead = 0;            ///< flow: chunks asked of L2 ahead of the ring (0: none)
+  int flow_poll_ns = 0;             ///< flow: pause between reads of a dependency counter (0: none)
   bool prefetch_after_attention = false;  ///< fused decode: the output projection's weights to L2 while attention runs
   int attn_chunk = 0;               ///< decode attention: positions per split block (0: enough splits to fill the GPU twice)
   int l2_ahead_mb = 0;              ///< fused decode: MB of the next matrices prefetched to L2 on a side branch (0: off)
@@ -126,7 +131,9 @@ class LlmEngine {
 /// fqa / fqaN / nofqa (batch 1: QKV projection and attention in one kernel of thread block clusters, N CTAs
 /// each; on by default where it applies), fqsN (its weight ring stages per warp), fqpN (of
 /// them, those requested before the wait), fqt256 / fqt512 (its
-/// threads per CTA), ksd1 / ksd2 (the batch-1 down projection's GEMV with 1 or 2 warps per row pair).
+/// threads per CTA), ksd1 / ksd2 (the batch-1 down projection's GEMV with 1 or 2 warps per row pair),
+/// flow / noflow (the batch-1 decode step as one dataflow persistent kernel, sm_90), flowsN (its ring
+/// slots per block), flowcN (KiB per chunk), flowaN (chunks asked of L2 ahead of the ring), flowpN (ns between polls of a counter).
 /// Empty: no change.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
 

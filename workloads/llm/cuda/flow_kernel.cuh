@@ -1,0 +1,534 @@
+// Dataflow persistent decode step (batch 1, `--variant flow`, sm_90): the whole step — per layer
+// the QKV projection, attention, output projection, gate/up and down projections, then the LM
+// head — as one kernel with one block per SM, in which weights stream without ever waiting for
+// activations.
+//
+// Why: a decode step at batch 1 is a chain of matrix-vector products whose weights (2.5 GB for
+// Llama-3.2-1B) are the only real traffic, but each product needs the whole result of the one
+// before. With one kernel per product (or grid barriers, `--variant mega`) every dependency drains
+// HBM: the next product's weights start only once the previous product's slowest block and the
+// latency-bound attention are done (docs/validation/bench-llm.md: ~16 us of 57 per layer). Here
+// the step is a list of items (a chunk of a matrix's rows, or one split of one KV head's
+// attention) dealt to the blocks in turn. In each block one producer thread walks the block's
+// items and copies each chunk's rows into a ring of shared-memory slots with Hopper bulk copies
+// (cp.async.bulk, completion on an mbarrier); the weights depend on nothing, so the ring fills as
+// far ahead as it is deep, across layers and dependencies. Eight consumer warps take the same
+// items in order: before the first item of a product they wait until a global counter says every
+// item of the product it reads has been written, stage its input vector in shared memory (with
+// the RMSNorm where it has one), then multiply the chunks as they arrive and write the rows.
+// After its last item of a product a block adds its count of items to that product's counter.
+// Items are in the step's order and every block takes them in that order, so each wait is for
+// earlier items only, and all blocks are resident at once: no deadlock.
+// Measured on the H100 (bench-llm.md runs 70-71): the matrices stream at the copy rate, but the
+// attention items' chain through global memory is longer than the cluster kernel's (qkv_attn_kernel),
+// so the step is slower than the default engine's; opt-in.
+#pragma once
+
+#include "kernels.cuh"
+
+namespace jouleprof::llm::kern {
+
+constexpr int kFlowWarps = 8;                        // consumer warps (with 16, 96 registers each: spills)
+constexpr int kFlowThreads = (kFlowWarps + 1) * 32;  // and one producer warp
+constexpr int kFlowMaxRows = 128;                    // rows per chunk at most (one writer thread each)
+constexpr int kFlowMaxHidden = 4 * 4 * kFlowWarps * 32;  // RMSNorm staging keeps 4 float4 per thread
+constexpr int kFlowMaxLayers = 32;  // per-layer parameters copied into shared memory
+
+enum FlowOp : int { flow_qkv = 0, flow_attn = 1, flow_out = 2, flow_gate_up = 3, flow_down = 4, flow_lm = 5 };
+constexpr int kFlowCounterStride = 8;  // counter of product (layer, op): key = layer * stride + op
+// Each counter on its own 128-byte line: the blocks polling one product's counter then do not
+// queue behind the atomic adds to another's.
+constexpr int kFlowCounterSpacing = 32;
+__host__ __device__ constexpr int flow_counter_words(int layers) {
+  return ((layers + 1) * kFlowCounterStride + 1) * kFlowCounterSpacing;
+}
+
+// One matrix product's chunks: `r` rows of `k` elements per chunk, `g` warps per row (1: each
+// warp takes whole rows, r >= 16), `items` chunks (gate/up: chunk pairs, gate rows then up rows).
+struct FlowShape {
+  int rows;  ///< output rows (gate/up: units)
+  int k;
+  int r, g;
+  int items;
+};
+
+struct FlowLayer {
+  const void *wqkv, *wo, *wgu, *wd;
+  const float *attn_norm, *mlp_norm;
+  AttnParams attn;  ///< as for the separate kernels, with this layer's caches and early_kv = 1
+};
+
+static_assert(sizeof(FlowLayer) % 4 == 0, "FlowLayer is copied by 4-byte words");
+
+struct FlowParams {
+  const FlowLayer* layer;  ///< [layers], device memory
+  int layers;
+  FlowShape qkv, out, gu, down, lm;
+  const void* lm_w;
+  const float* final_norm;
+  float eps;
+  const void* attn_out;  ///< T [q dim]: attention output
+  int attn_items;   ///< splits * kv heads
+  float* resid;     ///< residual stream [hidden], float
+  void* qkv_y;      ///< T [qkv rows]
+  void* act;        ///< T [intermediate]: SwiGLU output
+  float* logits;
+  unsigned long long* argmax;
+  unsigned* counters;  ///< [flow_counter_words(layers)]: key * kFlowCounterSpacing, then the finished-block count; zero between launches
+  int poll_ns;         ///< pause between two reads of a counter not yet reached
+  int slots, slot_bytes;
+  int l2_ahead;  ///< chunks asked of L2 ahead of the ring (0: none)
+  // Diagnostic timeline (null: off): per product p = layer * 5 + op (the LM head: layers * 5) and
+  // block b, at stamps[(p * stamp_blocks + b) * kStampsPerBlock]: the globaltimer when the block
+  // reached its first item of the product, when its input was staged, when it had signalled its
+  // last; then per block the nanoseconds spent waiting for a full slot, for other blocks' products
+  // (with the staging), and (producer) for an empty slot, as products layers * 5 + 1, 2, 3.
+  unsigned long long* stamps;
+  int stamp_blocks;
+};
+
+// Shared memory past the ring: the staged input vector, double-buffered partial sums, a
+// reduction scratch, and the ring's full/empty mbarriers.
+__host__ __device__ constexpr size_t flow_xs_offset(int slots, int slot_bytes) {
+  return static_cast<size_t>(slots) * static_cast<size_t>(slot_bytes);
+}
+__host__ __device__ constexpr size_t flow_parts_offset(int slots, int slot_bytes, int kmax, int tbytes) {
+  return (flow_xs_offset(slots, slot_bytes) + static_cast<size_t>(kmax) * static_cast<size_t>(tbytes) + 15) / 16 * 16;
+}
+__host__ __device__ constexpr size_t flow_bars_offset(int slots, int slot_bytes, int kmax, int tbytes) {
+  return flow_parts_offset(slots, slot_bytes, kmax, tbytes) + (2 * kFlowMaxRows + kFlowWarps) * sizeof(float);
+}
+__host__ __device__ constexpr size_t flow_smem_bytes(int slots, int slot_bytes, int kmax, int tbytes) {
+  return flow_bars_offset(slots, slot_bytes, kmax, tbytes) + 2 * static_cast<size_t>(slots) * 8;
+}
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* b, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* b, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(smem_u32(b)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ unsigned long long flow_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned long long* flow_stamp(const FlowParams& P, int product, int k) {
+  return P.stamps + (static_cast<int64_t>(product) * P.stamp_blocks + blockIdx.x) * kStampsPerBlock + k;
+}
+__device__ __forceinline__ int flow_product(const FlowParams& P, int key) {
+  const int op = key % kFlowCounterStride;
+  return op == flow_lm ? P.layers * 5 : (key / kFlowCounterStride) * 5 + op;
+}
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+// The consumer warps' barrier (the producer warp never joins it; attention uses barrier 1).
+__device__ __forceinline__ void flow_sync() { asm volatile("bar.sync 2, %0;" ::"n"(kFlowWarps * 32) : "memory"); }
+
+struct FlowCursor {
+  int layer, op, start, len;
+};
+__device__ __forceinline__ const FlowShape& flow_shape(const FlowParams& P, int op) {
+  switch (op) {
+    case flow_qkv: return P.qkv;
+    case flow_out: return P.out;
+    case flow_gate_up: return P.gu;
+    case flow_down: return P.down;
+    default: return P.lm;
+  }
+}
+__device__ __forceinline__ int flow_len(const FlowParams& P, int op) {
+  return op == flow_attn ? P.attn_items : flow_shape(P, op).items;
+}
+__device__ __forceinline__ int flow_total(const FlowParams& P) {
+  return P.layers * (P.qkv.items + P.attn_items + P.out.items + P.gu.items + P.down.items) + P.lm.items;
+}
+__device__ __forceinline__ FlowCursor flow_begin(const FlowParams& P) { return FlowCursor{0, flow_qkv, 0, P.qkv.items}; }
+// Moves the cursor forward to the product holding item t (t never decreases; t < flow_total).
+__device__ __forceinline__ void flow_seek(const FlowParams& P, FlowCursor& c, int t) {
+  while (t >= c.start + c.len) {
+    c.start += c.len;
+    if (c.op == flow_down) {
+      c.op = ++c.layer < P.layers ? flow_qkv : flow_lm;
+    } else {
+      c.op += 1;
+    }
+    c.len = flow_len(P, c.op);
+  }
+}
+__device__ __forceinline__ const void* flow_weights(const FlowParams& P, const FlowLayer* layers, const FlowCursor& c) {
+  if (c.op == flow_lm) return P.lm_w;
+  const FlowLayer& L = layers[c.layer];
+  switch (c.op) {
+    case flow_qkv: return L.wqkv;
+    case flow_out: return L.wo;
+    case flow_gate_up: return L.wgu;
+    default: return L.wd;
+  }
+}
+
+// The block's weight chunks in the order its consumers take them: item t = bid, bid + nblk, ...,
+// skipping attention items; gate/up items are two chunks (gate rows, then the same up rows).
+template <typename T>
+struct FlowChunks {
+  FlowCursor c;
+  int t, part;
+  const FlowLayer* layers;
+  __device__ bool next(const FlowParams& P, int total, int nblk, const T*& src, unsigned& bytes) {
+    while (t < total) {
+      flow_seek(P, c, t);
+      const int parts = c.op == flow_attn ? 0 : c.op == flow_gate_up ? 2 : 1;
+      if (part < parts) {
+        const FlowShape& s = flow_shape(P, c.op);
+        const int r0 = (t - c.start) * s.r;
+        const int nr = min(s.r, s.rows - r0);
+        src = static_cast<const T*>(flow_weights(P, layers, c)) + static_cast<int64_t>(r0 + part * s.rows) * s.k;
+        bytes = static_cast<unsigned>(nr * s.k) * static_cast<unsigned>(sizeof(T));
+        ++part;
+        return true;
+      }
+      part = 0;
+      t += nblk;
+    }
+    return false;
+  }
+};
+
+// Dot product of a weight row slice in shared memory with the staged input (vectors v0..v1 of 8
+// elements; consecutive lanes read consecutive 16 bytes: no bank conflicts), summed over the warp.
+template <typename T>
+__device__ __forceinline__ float flow_dot(const T* w, const T* xs, int v0, int v1, int lane) {
+  float a0 = 0.f, a1 = 0.f;
+#pragma unroll 4
+  for (int v = v0 + lane; v < v1; v += 32) {
+    float fw[8], fx[8];
+    unpack8<T>(*reinterpret_cast<const uint4*>(w + v * 8), fw);
+    unpack8<T>(*reinterpret_cast<const uint4*>(xs + v * 8), fx);
+#pragma unroll
+    for (int i = 0; i < 8; i += 2) {
+      a0 = fmaf(fw[i], fx[i], a0);
+      a1 = fmaf(fw[i + 1], fx[i + 1], a1);
+    }
+  }
+  return warp_sum(a0 + a1);
+}
+
+// Input staging by the 512 consumer threads: RMSNorm(resid) * g rounded to T (as
+// stage_gemv_input), or a copy of a T vector. Ends with a barrier: xs is ready.
+template <typename T>
+__device__ __forceinline__ void flow_stage_norm(const float* x, const float* g, int K, float eps, T* xs, float* red) {
+  constexpr int N = kFlowWarps * 32;
+  const int tid = threadIdx.x;
+  float4 v[4], w[4];
+  float ss = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int k = (tid + j * N) * 4;
+    if (k < K) {
+      v[j] = __ldcg(reinterpret_cast<const float4*>(x + k));
+      w[j] = __ldg(reinterpret_cast<const float4*>(g + k));
+      ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+    }
+  }
+  ss = warp_sum(ss);
+  if ((tid & 31) == 0) red[tid >> 5] = ss;
+  flow_sync();
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kFlowWarps; ++i) s += red[i];
+  const float r = rsqrtf(s / K + eps);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int k = (tid + j * N) * 4;
+    if (k < K) {
+      uint2 o;
+      o.x = pack2<T>(v[j].x * r * w[j].x, v[j].y * r * w[j].y);
+      o.y = pack2<T>(v[j].z * r * w[j].z, v[j].w * r * w[j].w);
+      *reinterpret_cast<uint2*>(xs + k) = o;
+    }
+  }
+  flow_sync();
+}
+template <typename T>
+__device__ __forceinline__ void flow_stage_copy(const void* x, int K, T* xs) {
+  const T* src = static_cast<const T*>(x);
+  for (int k = threadIdx.x * 8; k < K; k += kFlowWarps * 32 * 8) {
+    *reinterpret_cast<uint4*>(xs + k) = __ldcg(reinterpret_cast<const uint4*>(src + k));
+  }
+  flow_sync();
+}
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __grid_constant__ FlowParams P) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int bid = static_cast<int>(blockIdx.x), nblk = static_cast<int>(gridDim.x);
+  const int kmax = max(max(P.qkv.k, P.out.k), P.down.k);
+  T* ring = reinterpret_cast<T*>(smem_raw);
+  T* xs = reinterpret_cast<T*>(smem_raw + flow_xs_offset(P.slots, P.slot_bytes));
+  float* parts = reinterpret_cast<float*>(smem_raw + flow_parts_offset(P.slots, P.slot_bytes, kmax, sizeof(T)));
+  float* red = parts + 2 * kFlowMaxRows;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + flow_bars_offset(P.slots, P.slot_bytes, kmax, sizeof(T)));
+  uint64_t* empty = full + P.slots;
+  const int slot_elems = P.slot_bytes / static_cast<int>(sizeof(T));
+  const int total = flow_total(P);
+  // The per-layer parameters in shared memory: read from global memory they would be L2 round
+  // trips each time, as every acquire of a counter invalidates this SM's L1.
+  __shared__ FlowLayer layer_s[kFlowMaxLayers];
+  for (int i = tid; i < P.layers * static_cast<int>(sizeof(FlowLayer) / 4); i += blockDim.x) {
+    reinterpret_cast<uint32_t*>(layer_s)[i] = reinterpret_cast<const uint32_t*>(P.layer)[i];
+  }
+
+  if (tid < P.slots) {
+    mbar_init(full + tid, 1);
+    mbar_init(empty + tid, 1);
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
+
+  if (warp == kFlowWarps) {
+    // Producer: one thread streams the block's chunks into the ring, as far ahead as it is deep
+    // (and, with l2_ahead, asks L2 for the chunks l2_ahead further on).
+    if (lane != 0) return;
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    FlowChunks<T> chunks{flow_begin(P), bid, 0, layer_s}, ahead{flow_begin(P), bid, 0, layer_s};
+    const T* src;
+    unsigned bytes;
+    for (int i = 0; i < P.l2_ahead; ++i) {
+      if (ahead.next(P, total, nblk, src, bytes)) bulk_prefetch_l2(src, bytes);
+    }
+    int slot = 0;
+    unsigned phase = 0;
+    unsigned long long waited = 0;
+    while (chunks.next(P, total, nblk, src, bytes)) {
+      if (P.l2_ahead > 0) {
+        const T* asrc;
+        unsigned abytes;
+        if (ahead.next(P, total, nblk, asrc, abytes)) bulk_prefetch_l2(asrc, abytes);
+      }
+      const unsigned long long t0 = P.stamps ? flow_now() : 0;
+      mbar_wait(empty + slot, phase ^ 1u);
+      if (P.stamps) waited += flow_now() - t0;
+      mbar_expect_tx(full + slot, bytes);
+      bulk_load(ring + static_cast<int64_t>(slot) * slot_elems, src, bytes, full + slot, policy);
+      if (++slot == P.slots) {
+        slot = 0;
+        phase ^= 1u;
+      }
+    }
+    if (P.stamps) *flow_stamp(P, P.layers * 5 + 3, 0) = waited;
+    return;
+  }
+
+  // Consumers. The previous kernel (the token advance) wrote the residual stream and position.
+  pdl_wait();
+  FlowCursor c = flow_begin(P);
+  int slot = 0, pbuf = 0;
+  unsigned phase = 0;
+  int key = -1, done = 0;       // the product being worked on (layer * stride + op), its items done here
+  unsigned long long best = 0;  // LM head: this writer thread's best (logit, index) key
+  bool attn_ready = false;
+  unsigned long long wait_full = 0, wait_dep = 0;
+  if (P.stamps) {  // products this block has no item of read as not reached
+    for (int i = tid; i < (P.layers * 5 + 4) * kStampsPerBlock; i += kFlowWarps * 32) {
+      P.stamps[(static_cast<int64_t>(i / kStampsPerBlock) * P.stamp_blocks + blockIdx.x) * kStampsPerBlock +
+               i % kStampsPerBlock] = 0ull;
+    }
+    flow_sync();
+  }
+  // After a block's last item of a product: every write of its items first, then the count.
+  auto signal = [&] {
+    if (key < 0 || done == 0 || key % kFlowCounterStride == flow_lm) return;
+    flow_sync();
+    if (tid == 0) {  // a release add: the barrier made the block's writes this thread's to order
+      asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(P.counters + key * kFlowCounterSpacing),
+                   "r"(static_cast<unsigned>(done))
+                   : "memory");
+      if (P.stamps) *flow_stamp(P, flow_product(P, key), 2) = flow_now();
+    }
+  };
+  // Thread 0 polls until the product `ckey` has `target` items done (mark 0 of the timeline: then).
+  auto wait_for = [&](int ckey, int target) {
+    if (tid == 0) {
+      while (ld_acquire_gpu(P.counters + ckey * kFlowCounterSpacing) < static_cast<unsigned>(target)) {
+        if (P.poll_ns > 0) __nanosleep(P.poll_ns);
+      }
+      if (P.stamps) *flow_stamp(P, flow_product(P, key), 3) = flow_now();
+    }
+  };
+  for (int t = bid; t < total; t += nblk) {
+    flow_seek(P, c, t);
+    const int l = c.layer, op = c.op;
+    const int k = l * kFlowCounterStride + op;
+    if (k != key) {
+      signal();
+      key = k;
+      done = 0;
+      attn_ready = false;
+      const unsigned long long t0 = P.stamps && tid == 0 ? flow_now() : 0;
+      if (t0) *flow_stamp(P, flow_product(P, key), 0) = t0;
+      // Wait for the product this one reads, then stage its input.
+      const FlowLayer& L = layer_s[op == flow_lm ? 0 : l];
+      switch (op) {
+        case flow_qkv:
+          if (l > 0) wait_for((l - 1) * kFlowCounterStride + flow_down, P.down.items);
+          flow_sync();
+          flow_stage_norm<T>(P.resid, L.attn_norm, P.qkv.k, P.eps, xs, red);
+          break;
+        case flow_out:
+          wait_for(l * kFlowCounterStride + flow_attn, P.attn_items);
+          flow_sync();
+          flow_stage_copy<T>(P.attn_out, P.out.k, xs);
+          break;
+        case flow_gate_up:
+          wait_for(l * kFlowCounterStride + flow_out, P.out.items);
+          flow_sync();
+          flow_stage_norm<T>(P.resid, L.mlp_norm, P.gu.k, P.eps, xs, red);
+          break;
+        case flow_down:
+          wait_for(l * kFlowCounterStride + flow_gate_up, P.gu.items);
+          flow_sync();
+          flow_stage_copy<T>(P.act, P.down.k, xs);
+          break;
+        case flow_lm:
+          wait_for((P.layers - 1) * kFlowCounterStride + flow_down, P.down.items);
+          flow_sync();
+          flow_stage_norm<T>(P.resid, P.final_norm, P.lm.k, P.eps, xs, red);
+          break;
+        default: break;  // attention waits inside, after asking for its first cached tile
+      }
+      if (t0) {
+        const unsigned long long t1 = flow_now();
+        *flow_stamp(P, flow_product(P, key), 1) = t1;
+        wait_dep += t1 - t0;
+      }
+    }
+    if (op == flow_attn) {
+      if (tid < kAttnThreads) {
+        const AttnParams& a = layer_s[l].attn;
+        const int w = t - c.start;
+        attn_body<T, HD>(
+            a, w % a.splits, w / a.splits, 0, [] { asm volatile("bar.sync 1, %0;" ::"n"(kAttnThreads) : "memory"); },
+            [&] {
+              if (!attn_ready) {
+                wait_for(l * kFlowCounterStride + flow_qkv, P.qkv.items);
+                asm volatile("bar.sync 1, %0;" ::"n"(kAttnThreads) : "memory");
+                attn_ready = true;
+              }
+            });
+      }
+      if (P.stamps && tid == 0) *flow_stamp(P, flow_product(P, key), 4) = flow_now();  // mark 1: item done
+      flow_sync();
+      ++done;
+      continue;
+    }
+    const FlowShape& s = flow_shape(P, op);
+    const int r0 = (t - c.start) * s.r;
+    const int nr = min(s.r, s.rows - r0);
+    const int nv = s.k / 8;
+    const bool add = op == flow_out || op == flow_down;
+    // Residual rows for the adds: asked for now, used after the product.
+    const float rin = add && tid < nr ? __ldcg(P.resid + r0 + tid) : 0.f;
+    float gate = 0.f;
+    for (int part = 0; part < (op == flow_gate_up ? 2 : 1); ++part) {
+      const unsigned long long tw = P.stamps && tid == 0 ? flow_now() : 0;
+      mbar_wait(full + slot, phase);
+      if (tw) wait_full += flow_now() - tw;
+      const T* wc = ring + static_cast<int64_t>(slot) * slot_elems;
+      float* ps = parts + pbuf * kFlowMaxRows;
+      if (s.g == 1) {
+        for (int row = warp; row < nr; row += kFlowWarps) {
+          const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, 0, nv, lane);
+          if (lane == 0) ps[row] = v;
+        }
+      } else {
+        const int row = warp / s.g, sl = warp % s.g;
+        if (row < nr) {
+          const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, sl * nv / s.g, (sl + 1) * nv / s.g, lane);
+          if (lane == 0) ps[warp] = v;
+        }
+      }
+      flow_sync();
+      if (tid == 0) mbar_arrive(empty + slot);
+      if (++slot == P.slots) {
+        slot = 0;
+        phase ^= 1u;
+      }
+      pbuf ^= 1;
+      if (tid < nr) {
+        float v = 0.f;
+        if (s.g == 1) {
+          v = ps[tid];
+        } else {
+          for (int j = 0; j < s.g; ++j) v += ps[tid * s.g + j];
+        }
+        const int row = r0 + tid;
+        switch (op) {
+          case flow_qkv: static_cast<T*>(P.qkv_y)[row] = Num<T>::from(v); break;
+          case flow_gate_up:
+            if (part == 0) {
+              gate = v;
+            } else {
+              static_cast<T*>(P.act)[row] = Num<T>::from(silu(gate) * v);
+            }
+            break;
+          case flow_lm:
+            P.logits[row] = v;
+            best = max(best, argmax_key(v, row));
+            break;
+          default: P.resid[row] = rin + v; break;
+        }
+      }
+    }
+    ++done;
+  }
+  signal();
+  if (P.stamps && tid == 0) {
+    *flow_stamp(P, P.layers * 5, 2) = flow_now();
+    *flow_stamp(P, P.layers * 5 + 1, 0) = wait_full;
+    *flow_stamp(P, P.layers * 5 + 2, 0) = wait_dep;
+  }
+  if (best) atomicMax(P.argmax, best);
+  // The last block to finish zeroes the counters for the next launch.
+  flow_sync();
+  if (tid == 0) {
+    unsigned* finished = P.counters + (P.layers + 1) * kFlowCounterStride * kFlowCounterSpacing;
+    __threadfence();
+    if (atomicAdd(finished, 1u) == static_cast<unsigned>(nblk - 1)) {
+      for (int i = 0; i < (P.layers + 1) * kFlowCounterStride; ++i) P.counters[i * kFlowCounterSpacing] = 0u;
+      *finished = 0u;
+    }
+  }
+}
+
+}  // namespace jouleprof::llm::kern
