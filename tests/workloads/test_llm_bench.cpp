@@ -134,6 +134,12 @@ TEST(LlmBench, FlowVariantWords) {
   EXPECT_FALSE(apply_variant("flowc0", e));
   EXPECT_FALSE(apply_variant("flowc65", e));
   EXPECT_FALSE(apply_variant("flowx", e));
+  // Parts of the step through the dataflow kernel, the rest through the default kernels.
+  EngineOptions d;
+  ASSERT_TRUE(apply_variant("flowlm+flowmlp", d));
+  EXPECT_FALSE(d.flow);
+  EXPECT_TRUE(d.flow_lm);
+  EXPECT_TRUE(d.flow_mlp);
 }
 
 TEST(LlmBench, FusedAttentionVariantWords) {

@@ -97,6 +97,8 @@ class CudaEngine final : public LlmEngine {
     if (fused_ && o_.gemv_prefetch >= 0) s += ", prefetch " + std::to_string(o_.gemv_prefetch);
     if (fused_ && down_ksplit_ > 1) s += ", down projection " + std::to_string(down_ksplit_) + " warps per row pair";
     if (mega_) s = "persistent decode kernel (one block per SM, grid barriers between phases)";
+    if (flow_lm_) s += ", LM head through the dataflow kernel";
+    if (flow_mlp_) s += ", each layer's gate/up and down in one launch of the dataflow kernel";
     if (flow_) {
       s = "dataflow persistent decode kernel (one block per SM, weights streamed through a ring of " +
           std::to_string(flow_p_.slots) + " x " + std::to_string(flow_p_.slot_bytes / 1024) +
@@ -242,7 +244,8 @@ class CudaEngine final : public LlmEngine {
   bool mega_ = false;
   /// --variant flow: the dataflow persistent decode kernel (flow_kernel.cuh).
   Result<void> prepare_flow();
-  void launch_flow();
+  /// Products first..last of the step (flow_kernel.cuh: p = layer * 5 + op, the LM head layers * 5).
+  void launch_flow(int first, int last);
   using FlowFn = void (*)(kern::FlowParams);
   FlowFn flow_kernel() const {
     switch (c_.head_dim) {
@@ -251,7 +254,7 @@ class CudaEngine final : public LlmEngine {
       default: return kern::flow_decode_kernel<T, 128>;
     }
   }
-  bool flow_ = false;
+  bool flow_ = false, flow_lm_ = false, flow_mlp_ = false;  ///< the whole step, the LM head, the MLPs
   kern::FlowParams flow_p_{};
   size_t flow_smem_ = 0;
   kern::GemvParams* mega_gemv_ = nullptr;
@@ -730,7 +733,10 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
       }
       break;
     case Component::lm_head:
-      if (fused_) {
+      if (flow_lm_) {
+        launch_flow(c_.layers * 5, c_.layers * 5);
+        sample(true);
+      } else if (fused_) {
         gemv(gemv_params(comp, l), true);
         sample(true);
       } else {
@@ -827,11 +833,11 @@ void CudaEngine<T>::launch_mega() {
 
 template <typename T>
 Result<void> CudaEngine<T>::prepare_flow() {
-  flow_ = false;
-  if (!o_.flow) return {};
+  flow_ = flow_lm_ = flow_mlp_ = false;
+  if (!o_.flow && !o_.flow_lm && !o_.flow_mlp) return {};
   if (!fused_ || B_ != 1) {
     return make_error(Errc::invalid_argument,
-                      "--variant flow (dataflow persistent decode kernel) runs batch 1 through the fused GEMV path");
+                      "--variant flow/flowlm/flowmlp (dataflow persistent decode kernel) runs batch 1 through the fused GEMV path");
   }
   if (prop_.major < 9) {
     return make_error(Errc::unsupported, std::string("--variant flow needs bulk copies (compute capability 9.0 or newer); ") +
@@ -924,12 +930,18 @@ Result<void> CudaEngine<T>::prepare_flow() {
   int blocks = 0;
   JP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, flow_kernel(), kern::kFlowThreads, flow_smem_));
   if (blocks < 1) return make_error(Errc::unsupported, "the dataflow decode kernel does not fit on an SM of this GPU");
-  flow_ = true;
+  flow_ = o_.flow;
+  flow_lm_ = o_.flow_lm && !flow_;
+  flow_mlp_ = o_.flow_mlp && !flow_;
   return {};
 }
 
 template <typename T>
-void CudaEngine<T>::launch_flow() {
+void CudaEngine<T>::launch_flow(int first, int last) {
+  kern::FlowParams p = flow_p_;
+  p.first = first;
+  p.last = last;
+  if (first != 0 || last != c_.layers * 5) p.stamps = nullptr;  // the timeline is of whole-step launches
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(prop_.multiProcessorCount);  // one block per SM, all resident (checked in prepare_flow)
   cfg.blockDim = dim3(kern::kFlowThreads);
@@ -940,7 +952,7 @@ void CudaEngine<T>::launch_flow() {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = o_.pdl ? 1 : 0;
-  check(cudaLaunchKernelEx(&cfg, flow_kernel(), flow_p_), "cudaLaunchKernelEx(flow_decode_kernel)");
+  check(cudaLaunchKernelEx(&cfg, flow_kernel(), p), "cudaLaunchKernelEx(flow_decode_kernel)");
 }
 
 template <typename T>
@@ -963,7 +975,7 @@ void CudaEngine<T>::enqueue_step(bool advance) {
         stamp_kernels_.emplace_back(w, prop_.multiProcessorCount);
       }
     }
-    launch_flow();
+    launch_flow(0, c_.layers * 5);
     sample(true);
     if (advance) enqueue(Component::embed, -1, true);
     return;
@@ -990,6 +1002,11 @@ void CudaEngine<T>::enqueue_step(bool advance) {
         const size_t next_bytes = last ? size_t{1} * c_.vocab * H * tb : size_t{1} * QKV * H * tb;
         prefetch_ahead(next, std::min(ahead, next_bytes), nullptr, 0);
       }
+      if (flow_mlp_ && comp == Component::mlp_gate_up) {
+        launch_flow(l * 5 + 3, l * 5 + 4);  // gate/up and down in one launch of the dataflow kernel
+        continue;
+      }
+      if (flow_mlp_ && comp == Component::mlp_down) continue;
       enqueue(comp, l, true);
     }
   }

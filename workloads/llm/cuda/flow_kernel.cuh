@@ -63,6 +63,9 @@ static_assert(sizeof(FlowLayer) % 4 == 0, "FlowLayer is copied by 4-byte words")
 struct FlowParams {
   const FlowLayer* layer;  ///< [layers], device memory
   int layers;
+  // The products this launch runs, first..last (product p = layer * 5 + op; the LM head: layers * 5):
+  // the whole step, or a part of it between other kernels, whose earlier products are complete.
+  int first, last;
   FlowShape qkv, out, gu, down, lm;
   const void* lm_w;
   const float* final_norm;
@@ -169,10 +172,18 @@ __device__ __forceinline__ const FlowShape& flow_shape(const FlowParams& P, int 
 __device__ __forceinline__ int flow_len(const FlowParams& P, int op) {
   return op == flow_attn ? P.attn_items : flow_shape(P, op).items;
 }
-__device__ __forceinline__ int flow_total(const FlowParams& P) {
-  return P.layers * (P.qkv.items + P.attn_items + P.out.items + P.gu.items + P.down.items) + P.lm.items;
+__device__ __forceinline__ int flow_op_of(const FlowParams& P, int product) {
+  return product == P.layers * 5 ? static_cast<int>(flow_lm) : product % 5;
 }
-__device__ __forceinline__ FlowCursor flow_begin(const FlowParams& P) { return FlowCursor{0, flow_qkv, 0, P.qkv.items}; }
+__device__ __forceinline__ int flow_total(const FlowParams& P) {
+  int n = 0;
+  for (int p = P.first; p <= P.last; ++p) n += flow_len(P, flow_op_of(P, p));
+  return n;
+}
+__device__ __forceinline__ FlowCursor flow_begin(const FlowParams& P) {
+  const int op = flow_op_of(P, P.first);
+  return FlowCursor{P.first / 5, op, 0, flow_len(P, op)};
+}
 // Moves the cursor forward to the product holding item t (t never decreases; t < flow_total).
 __device__ __forceinline__ void flow_seek(const FlowParams& P, FlowCursor& c, int t) {
   while (t >= c.start + c.len) {
@@ -289,6 +300,10 @@ __device__ __forceinline__ void flow_stage_copy(const void* x, int K, T* xs) {
 
 template <typename T, int HD>
 __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __grid_constant__ FlowParams P) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // bulk copies, mbarrier transactions: Hopper
+  // The next kernel may launch once every block of this one has started (so that none of this
+  // kernel's blocks, whose items others wait for, can be kept off an SM by it).
+  pdl_trigger();
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int bid = static_cast<int>(blockIdx.x), nblk = static_cast<int>(gridDim.x);
@@ -350,7 +365,8 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     return;
   }
 
-  // Consumers. The previous kernel (the token advance) wrote the residual stream and position.
+  // Consumers. The previous kernel (the token advance, or the kernel before this part of the
+  // step) wrote the residual stream, position and inputs.
   pdl_wait();
   FlowCursor c = flow_begin(P);
   int slot = 0, pbuf = 0;
@@ -377,8 +393,10 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
       if (P.stamps) *flow_stamp(P, flow_product(P, key), 2) = flow_now();
     }
   };
-  // Thread 0 polls until the product `ckey` has `target` items done (mark 0 of the timeline: then).
+  // Thread 0 polls until the product `ckey` has `target` items done (mark 0 of the timeline: then);
+  // a product before this launch's first is complete (pdl_wait above).
   auto wait_for = [&](int ckey, int target) {
+    if (flow_product(P, ckey) < P.first) return;
     if (tid == 0) {
       while (ld_acquire_gpu(P.counters + ckey * kFlowCounterSpacing) < static_cast<unsigned>(target)) {
         if (P.poll_ns > 0) __nanosleep(P.poll_ns);
@@ -529,6 +547,9 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
       *finished = 0u;
     }
   }
+#else
+  __trap();  // the engine selects this kernel on sm_90 and newer only
+#endif
 }
 
 }  // namespace jouleprof::llm::kern

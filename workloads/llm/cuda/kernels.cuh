@@ -60,9 +60,18 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
   return r;
 }
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-// Programmatic dependent launch (no-ops when the launch did not ask for it).
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" :::); }
+// Programmatic dependent launch (no-ops when the launch did not ask for it, and before sm_90,
+// which has no such launches).
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
 
 // Diagnostic timeline (`jouleprof-llm speed --timeline`): block b's thread 0 writes the global
 // nanosecond timer at its start (k = 0), when its inputs are ready (1), at its end (2), and at

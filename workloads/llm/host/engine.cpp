@@ -132,6 +132,10 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.mega = true;
     } else if (w == "flow" || w == "noflow") {
       o.flow = w == "flow";
+    } else if (w == "flowlm") {
+      o.flow_lm = true;
+    } else if (w == "flowmlp") {
+      o.flow_mlp = true;
     } else if (w == "pfo") {
       o.prefetch_after_attention = true;
     } else if (w == "nopf") {
