@@ -943,15 +943,17 @@ void CudaEngine<T>::launch_flow(int first, int last) {
   p.last = last;
   if (first != 0 || last != c_.layers * 5) p.stamps = nullptr;  // the timeline is of whole-step launches
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(prop_.multiProcessorCount);  // one block per SM, all resident (checked in prepare_flow)
+  cfg.gridDim = dim3(prop_.multiProcessorCount);  // one block per SM
   cfg.blockDim = dim3(kern::kFlowThreads);
   cfg.dynamicSmemBytes = flow_smem_;
   cfg.stream = st_;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeCooperative;  // blocks wait for each other: all resident, or the launch fails
+  attr[0].val.cooperative = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = o_.pdl ? 1 : 0;
+  cfg.numAttrs = o_.pdl ? 2 : 1;
   check(cudaLaunchKernelEx(&cfg, flow_kernel(), p), "cudaLaunchKernelEx(flow_decode_kernel)");
 }
 

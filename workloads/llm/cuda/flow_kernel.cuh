@@ -33,6 +33,7 @@ constexpr int kFlowThreads = (kFlowWarps + 1) * 32;  // and one producer warp
 constexpr int kFlowMaxRows = 128;                    // rows per chunk at most (one writer thread each)
 constexpr int kFlowMaxHidden = 4 * 4 * kFlowWarps * 32;  // RMSNorm staging keeps 4 float4 per thread
 constexpr int kFlowMaxLayers = 32;  // per-layer parameters copied into shared memory
+constexpr unsigned long long kFlowWaitLimitNs = 2000000000ull;  // a dependency wait this long traps
 
 enum FlowOp : int { flow_qkv = 0, flow_attn = 1, flow_out = 2, flow_gate_up = 3, flow_down = 4, flow_lm = 5 };
 constexpr int kFlowCounterStride = 8;  // counter of product (layer, op): key = layer * stride + op
@@ -398,8 +399,12 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   auto wait_for = [&](int ckey, int target) {
     if (flow_product(P, ckey) < P.first) return;
     if (tid == 0) {
+      const unsigned long long since = flow_now();
       while (ld_acquire_gpu(P.counters + ckey * kFlowCounterSpacing) < static_cast<unsigned>(target)) {
         if (P.poll_ns > 0) __nanosleep(P.poll_ns);
+        // A step takes milliseconds: seconds mean a block that never runs (a bug), so fail
+        // the launch rather than hang the process.
+        if (flow_now() - since > kFlowWaitLimitNs) __trap();
       }
       if (P.stamps) *flow_stamp(P, flow_product(P, key), 3) = flow_now();
     }
