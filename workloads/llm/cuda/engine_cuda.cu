@@ -244,7 +244,7 @@ class CudaEngine final : public LlmEngine {
   bool mega_ = false;
   /// --variant flow: the dataflow persistent decode kernel (flow_kernel.cuh).
   Result<void> prepare_flow();
-  /// Products first..last of the step (flow_kernel.cuh: p = layer * 5 + op, the LM head layers * 5).
+  /// Products first..last of the step (kern::flow_product, kern::flow_lm_product).
   void launch_flow(int first, int last);
   using FlowFn = void (*)(kern::FlowParams);
   FlowFn flow_kernel() const {
@@ -734,7 +734,7 @@ void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
       break;
     case Component::lm_head:
       if (flow_lm_) {
-        launch_flow(c_.layers * 5, c_.layers * 5);
+        launch_flow(kern::flow_lm_product(c_.layers), kern::flow_lm_product(c_.layers));
         sample(true);
       } else if (fused_) {
         gemv(gemv_params(comp, l), true);
@@ -941,7 +941,7 @@ void CudaEngine<T>::launch_flow(int first, int last) {
   kern::FlowParams p = flow_p_;
   p.first = first;
   p.last = last;
-  if (first != 0 || last != c_.layers * 5) p.stamps = nullptr;  // the timeline is of whole-step launches
+  if (first != 0 || last != kern::flow_lm_product(c_.layers)) p.stamps = nullptr;  // the timeline is of whole-step launches
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(prop_.multiProcessorCount);  // one block per SM
   cfg.blockDim = dim3(kern::kFlowThreads);
@@ -967,8 +967,7 @@ void CudaEngine<T>::enqueue_step(bool advance) {
       flow_p_.stamps = stamps_;
       flow_p_.stamp_blocks = kStampBlocks;
       for (int l = 0; l < c_.layers; ++l) {
-        for (Component comp : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
-                               Component::mlp_down}) {
+        for (Component comp : kLayerComponents) {
           stamp_kernels_.emplace_back(std::string(component_name(comp)) + " " + std::to_string(l), prop_.multiProcessorCount);
         }
       }
@@ -977,7 +976,7 @@ void CudaEngine<T>::enqueue_step(bool advance) {
         stamp_kernels_.emplace_back(w, prop_.multiProcessorCount);
       }
     }
-    launch_flow(0, c_.layers * 5);
+    launch_flow(0, kern::flow_lm_product(c_.layers));
     sample(true);
     if (advance) enqueue(Component::embed, -1, true);
     return;
@@ -993,8 +992,7 @@ void CudaEngine<T>::enqueue_step(bool advance) {
   const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim();
   for (int l = 0; l < c_.layers; ++l) {
     const LayerW& L = lw_[static_cast<size_t>(l)];
-    for (Component comp : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
-                           Component::mlp_down}) {
+    for (Component comp : kLayerComponents) {
       if (fused_ && ahead > 0 && comp == Component::attn_core) {
         prefetch_ahead(L.wo, size_t{1} * H * Q * tb, L.wgu, std::min(ahead, size_t{2} * I * H * tb));
       }
@@ -1005,7 +1003,7 @@ void CudaEngine<T>::enqueue_step(bool advance) {
         prefetch_ahead(next, std::min(ahead, next_bytes), nullptr, 0);
       }
       if (flow_mlp_ && comp == Component::mlp_gate_up) {
-        launch_flow(l * 5 + 3, l * 5 + 4);  // gate/up and down in one launch of the dataflow kernel
+        launch_flow(kern::flow_product(l, kern::flow_gate_up), kern::flow_product(l, kern::flow_down));
         continue;
       }
       if (flow_mlp_ && comp == Component::mlp_down) continue;
@@ -1349,7 +1347,8 @@ std::vector<KernelSpan> CudaEngine<T>::timeline() {
   auto is_wait = [&](size_t i) { return stamp_kernels_[i].first.rfind("wait-", 0) == 0; };
   unsigned long long t0 = ~0ull;
   for (size_t i = 0; i < stamp_kernels_.size(); ++i) {
-    for (int b = 0; b < stamp_kernels_[i].second && !is_wait(i); ++b) {
+    if (is_wait(i)) continue;
+    for (int b = 0; b < stamp_kernels_[i].second; ++b) {
       if (at(i, b, 0)) t0 = std::min(t0, at(i, b, 0));
     }
   }
@@ -1448,8 +1447,7 @@ template <typename T>
 int CudaEngine<T>::layer_block(int layer, int reps) {
   return run_graph("l:" + std::to_string(layer), reps, 5, [&] {
     in_layer_ = true;  // the layer's kernels as in a decode step
-    for (Component comp : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
-                           Component::mlp_down}) {
+    for (Component comp : kLayerComponents) {
       enqueue(comp, layer, false);
     }
     in_layer_ = false;

@@ -36,6 +36,10 @@ constexpr int kFlowMaxLayers = 32;  // per-layer parameters copied into shared m
 constexpr unsigned long long kFlowWaitLimitNs = 2000000000ull;  // a dependency wait this long traps
 
 enum FlowOp : int { flow_qkv = 0, flow_attn = 1, flow_out = 2, flow_gate_up = 3, flow_down = 4, flow_lm = 5 };
+// The step's products in order: per layer its five ops (qkv .. down), then the LM head.
+constexpr int kFlowProductsPerLayer = 5;
+__host__ __device__ constexpr int flow_product(int layer, int op) { return layer * kFlowProductsPerLayer + op; }
+__host__ __device__ constexpr int flow_lm_product(int layers) { return layers * kFlowProductsPerLayer; }
 constexpr int kFlowCounterStride = 8;  // counter of product (layer, op): key = layer * stride + op
 // Each counter on its own 128-byte line: the blocks polling one product's counter then do not
 // queue behind the atomic adds to another's.
@@ -64,7 +68,7 @@ static_assert(sizeof(FlowLayer) % 4 == 0, "FlowLayer is copied by 4-byte words")
 struct FlowParams {
   const FlowLayer* layer;  ///< [layers], device memory
   int layers;
-  // The products this launch runs, first..last (product p = layer * 5 + op; the LM head: layers * 5):
+  // The products this launch runs, first..last (flow_product, flow_lm_product):
   // the whole step, or a part of it between other kernels, whose earlier products are complete.
   int first, last;
   FlowShape qkv, out, gu, down, lm;
@@ -82,11 +86,11 @@ struct FlowParams {
   int poll_ns;         ///< pause between two reads of a counter not yet reached
   int slots, slot_bytes;
   int l2_ahead;  ///< chunks asked of L2 ahead of the ring (0: none)
-  // Diagnostic timeline (null: off): per product p = layer * 5 + op (the LM head: layers * 5) and
+  // Diagnostic timeline (null: off): per product p (flow_product, flow_lm_product) and
   // block b, at stamps[(p * stamp_blocks + b) * kStampsPerBlock]: the globaltimer when the block
   // reached its first item of the product, when its input was staged, when it had signalled its
   // last; then per block the nanoseconds spent waiting for a full slot, for other blocks' products
-  // (with the staging), and (producer) for an empty slot, as products layers * 5 + 1, 2, 3.
+  // (with the staging), and (producer) for an empty slot, as products flow_lm_product + 1, 2, 3.
   unsigned long long* stamps;
   int stamp_blocks;
 };
@@ -138,17 +142,12 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ unsigned long long flow_now() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ unsigned long long* flow_stamp(const FlowParams& P, int product, int k) {
   return P.stamps + (static_cast<int64_t>(product) * P.stamp_blocks + blockIdx.x) * kStampsPerBlock + k;
 }
-__device__ __forceinline__ int flow_product(const FlowParams& P, int key) {
+__device__ __forceinline__ int flow_key_product(const FlowParams& P, int key) {
   const int op = key % kFlowCounterStride;
-  return op == flow_lm ? P.layers * 5 : (key / kFlowCounterStride) * 5 + op;
+  return op == flow_lm ? flow_lm_product(P.layers) : flow_product(key / kFlowCounterStride, op);
 }
 __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
   unsigned v;
@@ -174,7 +173,7 @@ __device__ __forceinline__ int flow_len(const FlowParams& P, int op) {
   return op == flow_attn ? P.attn_items : flow_shape(P, op).items;
 }
 __device__ __forceinline__ int flow_op_of(const FlowParams& P, int product) {
-  return product == P.layers * 5 ? static_cast<int>(flow_lm) : product % 5;
+  return product == flow_lm_product(P.layers) ? static_cast<int>(flow_lm) : product % kFlowProductsPerLayer;
 }
 __device__ __forceinline__ int flow_total(const FlowParams& P) {
   int n = 0;
@@ -183,7 +182,7 @@ __device__ __forceinline__ int flow_total(const FlowParams& P) {
 }
 __device__ __forceinline__ FlowCursor flow_begin(const FlowParams& P) {
   const int op = flow_op_of(P, P.first);
-  return FlowCursor{P.first / 5, op, 0, flow_len(P, op)};
+  return FlowCursor{P.first / kFlowProductsPerLayer, op, 0, flow_len(P, op)};
 }
 // Moves the cursor forward to the product holding item t (t never decreases; t < flow_total).
 __device__ __forceinline__ void flow_seek(const FlowParams& P, FlowCursor& c, int t) {
@@ -352,9 +351,9 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
         unsigned abytes;
         if (ahead.next(P, total, nblk, asrc, abytes)) bulk_prefetch_l2(asrc, abytes);
       }
-      const unsigned long long t0 = P.stamps ? flow_now() : 0;
+      const unsigned long long t0 = P.stamps ? globaltimer_ns() : 0;
       mbar_wait(empty + slot, phase ^ 1u);
-      if (P.stamps) waited += flow_now() - t0;
+      if (P.stamps) waited += globaltimer_ns() - t0;
       mbar_expect_tx(full + slot, bytes);
       bulk_load(ring + static_cast<int64_t>(slot) * slot_elems, src, bytes, full + slot, policy);
       if (++slot == P.slots) {
@@ -362,7 +361,7 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
         phase ^= 1u;
       }
     }
-    if (P.stamps) *flow_stamp(P, P.layers * 5 + 3, 0) = waited;
+    if (P.stamps) *flow_stamp(P, flow_lm_product(P.layers) + 3, 0) = waited;
     return;
   }
 
@@ -377,7 +376,7 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   bool attn_ready = false;
   unsigned long long wait_full = 0, wait_dep = 0;
   if (P.stamps) {  // products this block has no item of read as not reached
-    for (int i = tid; i < (P.layers * 5 + 4) * kStampsPerBlock; i += kFlowWarps * 32) {
+    for (int i = tid; i < (flow_lm_product(P.layers) + 4) * kStampsPerBlock; i += kFlowWarps * 32) {
       P.stamps[(static_cast<int64_t>(i / kStampsPerBlock) * P.stamp_blocks + blockIdx.x) * kStampsPerBlock +
                i % kStampsPerBlock] = 0ull;
     }
@@ -391,22 +390,22 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
       asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(P.counters + key * kFlowCounterSpacing),
                    "r"(static_cast<unsigned>(done))
                    : "memory");
-      if (P.stamps) *flow_stamp(P, flow_product(P, key), 2) = flow_now();
+      if (P.stamps) *flow_stamp(P, flow_key_product(P, key), 2) = globaltimer_ns();
     }
   };
   // Thread 0 polls until the product `ckey` has `target` items done (mark 0 of the timeline: then);
   // a product before this launch's first is complete (pdl_wait above).
   auto wait_for = [&](int ckey, int target) {
-    if (flow_product(P, ckey) < P.first) return;
+    if (flow_key_product(P, ckey) < P.first) return;
     if (tid == 0) {
-      const unsigned long long since = flow_now();
+      const unsigned long long since = globaltimer_ns();
       while (ld_acquire_gpu(P.counters + ckey * kFlowCounterSpacing) < static_cast<unsigned>(target)) {
         if (P.poll_ns > 0) __nanosleep(P.poll_ns);
         // A step takes milliseconds: seconds mean a block that never runs (a bug), so fail
         // the launch rather than hang the process.
-        if (flow_now() - since > kFlowWaitLimitNs) __trap();
+        if (globaltimer_ns() - since > kFlowWaitLimitNs) __trap();
       }
-      if (P.stamps) *flow_stamp(P, flow_product(P, key), 3) = flow_now();
+      if (P.stamps) *flow_stamp(P, flow_key_product(P, key), 3) = globaltimer_ns();
     }
   };
   for (int t = bid; t < total; t += nblk) {
@@ -418,8 +417,8 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
       key = k;
       done = 0;
       attn_ready = false;
-      const unsigned long long t0 = P.stamps && tid == 0 ? flow_now() : 0;
-      if (t0) *flow_stamp(P, flow_product(P, key), 0) = t0;
+      const unsigned long long t0 = P.stamps && tid == 0 ? globaltimer_ns() : 0;
+      if (t0) *flow_stamp(P, flow_key_product(P, key), 0) = t0;
       // Wait for the product this one reads, then stage its input.
       const FlowLayer& L = layer_s[op == flow_lm ? 0 : l];
       switch (op) {
@@ -451,8 +450,8 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
         default: break;  // attention waits inside, after asking for its first cached tile
       }
       if (t0) {
-        const unsigned long long t1 = flow_now();
-        *flow_stamp(P, flow_product(P, key), 1) = t1;
+        const unsigned long long t1 = globaltimer_ns();
+        *flow_stamp(P, flow_key_product(P, key), 1) = t1;
         wait_dep += t1 - t0;
       }
     }
@@ -470,7 +469,7 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
               }
             });
       }
-      if (P.stamps && tid == 0) *flow_stamp(P, flow_product(P, key), 4) = flow_now();  // mark 1: item done
+      if (P.stamps && tid == 0) *flow_stamp(P, flow_key_product(P, key), 4) = globaltimer_ns();  // mark 1: item done
       flow_sync();
       ++done;
       continue;
@@ -484,9 +483,9 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     const float rin = add && tid < nr ? __ldcg(P.resid + r0 + tid) : 0.f;
     float gate = 0.f;
     for (int part = 0; part < (op == flow_gate_up ? 2 : 1); ++part) {
-      const unsigned long long tw = P.stamps && tid == 0 ? flow_now() : 0;
+      const unsigned long long tw = P.stamps && tid == 0 ? globaltimer_ns() : 0;
       mbar_wait(full + slot, phase);
-      if (tw) wait_full += flow_now() - tw;
+      if (tw) wait_full += globaltimer_ns() - tw;
       const T* wc = ring + static_cast<int64_t>(slot) * slot_elems;
       float* ps = parts + pbuf * kFlowMaxRows;
       if (s.g == 1) {
@@ -537,9 +536,9 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   }
   signal();
   if (P.stamps && tid == 0) {
-    *flow_stamp(P, P.layers * 5, 2) = flow_now();
-    *flow_stamp(P, P.layers * 5 + 1, 0) = wait_full;
-    *flow_stamp(P, P.layers * 5 + 2, 0) = wait_dep;
+    *flow_stamp(P, flow_lm_product(P.layers), 2) = globaltimer_ns();
+    *flow_stamp(P, flow_lm_product(P.layers) + 1, 0) = wait_full;
+    *flow_stamp(P, flow_lm_product(P.layers) + 2, 0) = wait_dep;
   }
   if (best) atomicMax(P.argmax, best);
   // The last block to finish zeroes the counters for the next launch.

@@ -78,12 +78,15 @@ __device__ __forceinline__ void pdl_trigger() {
 // up to kStampMarks points of the kernel's own (3, 4, ...).
 constexpr int kStampMarks = 2;
 constexpr int kStampsPerBlock = 3 + kStampMarks;
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 __device__ __forceinline__ void stamp(unsigned long long* stamps, int k) {
   if (stamps && threadIdx.x == 0) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    stamps[kStampsPerBlock * b + k] = t;
+    stamps[kStampsPerBlock * b + k] = globaltimer_ns();
   }
 }
 

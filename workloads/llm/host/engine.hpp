@@ -16,6 +16,9 @@ namespace jouleprof::llm {
 /// The pieces of one decode step, in the order they run (each is one or a few kernels).
 enum class Component { attn_qkv, attn_core, attn_out, mlp_gate_up, mlp_down, lm_head, embed, count };
 constexpr int kComponentCount = static_cast<int>(Component::count);
+/// The components each layer runs, in the order of a decode step.
+inline constexpr Component kLayerComponents[] = {Component::attn_qkv, Component::attn_core, Component::attn_out,
+                                                 Component::mlp_gate_up, Component::mlp_down};
 const char* component_name(Component c);
 const char* component_description(Component c);
 /// Runs once per layer (else once per step).

@@ -58,8 +58,7 @@ class SimEngine final : public LlmEngine {
   int layer_block(int layer, int reps) override {
     (void)layer;
     double flops = 0, bytes = 0;
-    for (Component c : {Component::attn_qkv, Component::attn_core, Component::attn_out, Component::mlp_gate_up,
-                        Component::mlp_down}) {
+    for (Component c : kLayerComponents) {
       double f = 0, b = 0;
       cost(c, f, b);
       flops += f;
