@@ -134,6 +134,15 @@ TEST(LlmBench, FlowVariantWords) {
   EXPECT_FALSE(apply_variant("flowc0", e));
   EXPECT_FALSE(apply_variant("flowc65", e));
   EXPECT_FALSE(apply_variant("flowx", e));
+  // Ring attention: off by default, automatic span, or N positions per split.
+  EXPECT_EQ(EngineOptions{}.flow_ring_span, -1);
+  EngineOptions r;
+  ASSERT_TRUE(apply_variant("flowr", r));
+  EXPECT_TRUE(r.flow);
+  EXPECT_EQ(r.flow_ring_span, 0);
+  ASSERT_TRUE(apply_variant("flowr256", r));
+  EXPECT_EQ(r.flow_ring_span, 256);
+  EXPECT_FALSE(apply_variant("flowr0", r));
   // Parts of the step through the dataflow kernel, the rest through the default kernels.
   EngineOptions d;
   ASSERT_TRUE(apply_variant("flowlm+flowmlp", d));

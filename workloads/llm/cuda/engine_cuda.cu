@@ -104,6 +104,11 @@ class CudaEngine final : public LlmEngine {
           std::to_string(flow_p_.slots) + " x " + std::to_string(flow_p_.slot_bytes / 1024) +
           " KiB bulk-copy slots, per-product dependency counters";
       if (flow_p_.l2_ahead > 0) s += ", L2 asked " + std::to_string(flow_p_.l2_ahead) + " chunks ahead";
+      if (flow_p_.attn_ring) {
+        s += ", cached K/V through the ring, " + std::to_string(flow_p_.attn_splits) + " split(s) of " +
+             std::to_string(flow_p_.attn_span) + " positions per KV head";
+        if (flow_p_.kv_prefetch) s += flow_p_.kv_prefetch == 2 ? ", K/V asked of L2 (evict-last)" : ", K/V asked of L2";
+      }
       s += ")";
     }
     if (fused_ && o_.prefetch_after_attention) s += ", output projection prefetched during attention";
@@ -900,6 +905,28 @@ Result<void> CudaEngine<T>::prepare_flow() {
   P.eps = static_cast<float>(c_.rms_eps);
   P.attn_out = attn_d_;
   P.attn_items = splits_ * c_.kv_heads;
+  int attn_floats = 0;
+  if (o_.flow_ring_span >= 0) {
+    const int tpos = slot_elems / c_.head_dim;
+    if (tpos < 1) return make_error(Errc::unsupported, "--variant flowr: a cached row does not fit a chunk");
+    if (c_.heads / c_.kv_heads > kern::kFlowRingGroup) {
+      return make_error(Errc::unsupported, "--variant flowr takes at most " + std::to_string(kern::kFlowRingGroup) +
+                                               " query heads per KV head");
+    }
+    // By default the separate kernels' splits (64 positions each up to 2 x 132 items): measured on
+    // the H100 (bench-llm.md run 79), one split per KV head of 384 positions made 1B decode 3.5%
+    // slower than six of 64, whose items run on six times as many SMs. No more splits than the
+    // partials buffers hold (splits_ per head).
+    int span = o_.flow_ring_span > 0 ? o_.flow_ring_span : chunk_;
+    span = std::max(span, ceil_div(max_ctx_, splits_));
+    P.attn_ring = 1;
+    P.attn_span = span;
+    P.attn_splits = ceil_div(max_ctx_, span);
+    P.attn_items = P.attn_splits * c_.kv_heads;
+    P.kv_prefetch = o_.flow_kv_prefetch;
+    attn_floats = kern::flow_attn_floats(c_.head_dim, tpos);
+    P.attn_floats = attn_floats;
+  }
   P.resid = resid_d_;
   P.qkv_y = qkv_d_;
   P.act = act_d_;
@@ -917,9 +944,9 @@ Result<void> CudaEngine<T>::prepare_flow() {
   int slots = o_.flow_slots;
   if (slots == 0) {
     slots = 2;
-    while (slots < 32 && kern::flow_smem_bytes(slots + 1, slot_bytes, kmax, sizeof(T)) <= avail) ++slots;
+    while (slots < 32 && kern::flow_smem(slots + 1, slot_bytes, kmax, sizeof(T), attn_floats).bytes <= avail) ++slots;
   }
-  flow_smem_ = kern::flow_smem_bytes(slots, slot_bytes, kmax, sizeof(T));
+  flow_smem_ = kern::flow_smem(slots, slot_bytes, kmax, sizeof(T), attn_floats).bytes;
   if (flow_smem_ > avail) {
     return make_error(Errc::unsupported, "--variant flow: " + std::to_string(slots) + " slots of " +
                                              std::to_string(o_.flow_chunk_kb) + " KiB need " + std::to_string(flow_smem_) +
@@ -972,7 +999,8 @@ void CudaEngine<T>::enqueue_step(bool advance) {
         }
       }
       stamp_kernels_.emplace_back(component_name(Component::lm_head), prop_.multiProcessorCount);
-      for (const char* w : {"wait-full-slot", "wait-dependency", "wait-empty-slot"}) {
+      for (const char* w : {"wait-full-slot", "wait-dependency", "wait-empty-slot", "wait-ring-rows", "wait-ring-chunks",
+                            "wait-ring-output", "wait-ring-slot"}) {
         stamp_kernels_.emplace_back(w, prop_.multiProcessorCount);
       }
     }

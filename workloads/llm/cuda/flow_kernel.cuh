@@ -77,6 +77,15 @@ struct FlowParams {
   float eps;
   const void* attn_out;  ///< T [q dim]: attention output
   int attn_items;   ///< splits * kv heads
+  // Ring attention (1, `flowr`): the cached K/V rows of each (split, KV head) item stream through
+  // the ring like weights; attn_splits splits of attn_span cached positions per KV head. 0: the
+  // separate kernels' attention body, its K/V tiles read after the wait (AttnParams' splits).
+  int attn_ring, attn_span, attn_splits;
+  // Ring attention: once the ring is first full, each block's producer asks L2 for the cached K/V
+  // rows of all its attention items of the launch (1: normal priority, 2: evict-last; 0: no).
+  // Measured no faster (bench-llm.md run 79): the items' chunks are already in the ring when due.
+  int kv_prefetch;
+  int attn_floats;  ///< flow_attn_floats, or 0 without ring attention
   float* resid;     ///< residual stream [hidden], float
   void* qkv_y;      ///< T [qkv rows]
   void* act;        ///< T [intermediate]: SwiGLU output
@@ -90,24 +99,40 @@ struct FlowParams {
   // block b, at stamps[(p * stamp_blocks + b) * kStampsPerBlock]: the globaltimer when the block
   // reached its first item of the product, when its input was staged, when it had signalled its
   // last; then per block the nanoseconds spent waiting for a full slot, for other blocks' products
-  // (with the staging), and (producer) for an empty slot, as products flow_lm_product + 1, 2, 3.
+  // (with the staging), and (producer) for an empty slot, as products flow_lm_product + 1, 2, 3;
+  // with ring attention, the nanoseconds its items spent from the QKV product seen to their rows
+  // loaded, in their chunks, writing their results, and (within the chunks) waiting for a chunk
+  // to land, as products + 4, 5, 6, 7.
   unsigned long long* stamps;
   int stamp_blocks;
 };
 
-// Shared memory past the ring: the staged input vector, double-buffered partial sums, a
-// reduction scratch, and the ring's full/empty mbarriers.
-__host__ __device__ constexpr size_t flow_xs_offset(int slots, int slot_bytes) {
-  return static_cast<size_t>(slots) * static_cast<size_t>(slot_bytes);
+// Ring attention keeps each thread's q and sums for every query head of its KV head in registers:
+// at most this many query heads per KV head (Llama 3: 3 or 4), so that the kernel, whose register
+// count is that of its largest path, keeps the GEMV paths' (with 8: 785 instead of 873 tok/s).
+constexpr int kFlowRingGroup = 4;
+// Ring attention's scratch (floats): q, the new key and value, each warp's sums, m/l/corr per
+// query head, and the scores of one chunk of `tpos` positions; 0 without ring attention.
+__host__ __device__ constexpr int flow_attn_floats(int hd, int tpos) {
+  return (kFlowRingGroup + 2 + kFlowWarps * kFlowRingGroup) * hd + 3 * kFlowRingGroup + kFlowRingGroup * tpos;
 }
-__host__ __device__ constexpr size_t flow_parts_offset(int slots, int slot_bytes, int kmax, int tbytes) {
-  return (flow_xs_offset(slots, slot_bytes) + static_cast<size_t>(kmax) * static_cast<size_t>(tbytes) + 15) / 16 * 16;
-}
-__host__ __device__ constexpr size_t flow_bars_offset(int slots, int slot_bytes, int kmax, int tbytes) {
-  return flow_parts_offset(slots, slot_bytes, kmax, tbytes) + (2 * kFlowMaxRows + kFlowWarps) * sizeof(float);
-}
-__host__ __device__ constexpr size_t flow_smem_bytes(int slots, int slot_bytes, int kmax, int tbytes) {
-  return flow_bars_offset(slots, slot_bytes, kmax, tbytes) + 2 * static_cast<size_t>(slots) * 8;
+
+// Dynamic shared memory, in bytes from its start: the ring; the staged input vector, which ring
+// attention's scratch shares (an attention item stages nothing, and the next product re-stages);
+// double-buffered partial sums and a reduction scratch; the ring's full/empty mbarriers.
+struct FlowSmem {
+  size_t xs, parts, bars, bytes;
+};
+__host__ __device__ constexpr size_t flow_align16(size_t n) { return (n + 15) / 16 * 16; }
+__host__ __device__ constexpr FlowSmem flow_smem(int slots, int slot_bytes, int kmax, int tbytes, int attn_floats) {
+  FlowSmem m{};
+  m.xs = static_cast<size_t>(slots) * static_cast<size_t>(slot_bytes);
+  const size_t xs_bytes = static_cast<size_t>(kmax) * static_cast<size_t>(tbytes);
+  const size_t attn_bytes = static_cast<size_t>(attn_floats) * sizeof(float);
+  m.parts = flow_align16(m.xs + (xs_bytes > attn_bytes ? xs_bytes : attn_bytes));
+  m.bars = m.parts + (2 * kFlowMaxRows + kFlowWarps) * sizeof(float);
+  m.bytes = m.bars + 2 * static_cast<size_t>(slots) * 8;
+  return m;
 }
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
@@ -141,6 +166,10 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
 }
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes, uint64_t policy) {
+  asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(src), "r"(bytes), "l"(policy)
+               : "memory");
 }
 __device__ __forceinline__ unsigned long long* flow_stamp(const FlowParams& P, int product, int k) {
   return P.stamps + (static_cast<int64_t>(product) * P.stamp_blocks + blockIdx.x) * kStampsPerBlock + k;
@@ -207,17 +236,57 @@ __device__ __forceinline__ const void* flow_weights(const FlowParams& P, const F
   }
 }
 
-// The block's weight chunks in the order its consumers take them: item t = bid, bid + nblk, ...,
-// skipping attention items; gate/up items are two chunks (gate rows, then the same up rows).
-template <typename T>
+// Ring attention: the cached positions [s0, s1) of item w of a layer's attention (w / splits:
+// the KV head, w % splits: the split) before position `pos`, and whether it owns `pos` itself.
+struct FlowAttnItem {
+  int kvh, split, s0, s1;
+  bool owns_new;
+};
+__device__ __forceinline__ FlowAttnItem flow_attn_item(const FlowParams& P, int w, int pos) {
+  FlowAttnItem it;
+  it.kvh = w / P.attn_splits;
+  it.split = w % P.attn_splits;
+  it.s0 = it.split * P.attn_span;
+  it.s1 = min(it.s0 + P.attn_span, pos);
+  it.owns_new = pos / P.attn_span == it.split;
+  return it;
+}
+
+// The block's chunks in the order its consumers take them: item t = bid, bid + nblk, ...; a
+// matrix item is one chunk of weight rows (gate/up: two, gate rows then the same up rows), a ring
+// attention item a K chunk then a V chunk per `tpos` cached positions (none without ring attention).
+template <typename T, int HD>
 struct FlowChunks {
   FlowCursor c;
   int t, part;
   const FlowLayer* layers;
+  int pos = -1;  // the step's position: read once the previous kernel is complete
   __device__ bool next(const FlowParams& P, int total, int nblk, const T*& src, unsigned& bytes) {
+    const int tpos = P.slot_bytes / static_cast<int>(sizeof(T) * HD);
     while (t < total) {
       flow_seek(P, c, t);
-      const int parts = c.op == flow_attn ? 0 : c.op == flow_gate_up ? 2 : 1;
+      if (c.op == flow_attn) {
+        if (P.attn_ring) {
+          const AttnParams& a = layers[c.layer].attn;
+          if (pos < 0) {  // earlier steps' K/V rows and the position are written by earlier kernels
+            pdl_wait();
+            pos = __ldcg(a.pos);
+          }
+          const FlowAttnItem it = flow_attn_item(P, t - c.start, pos);
+          if (it.s1 > it.s0 && part < 2 * ((it.s1 - it.s0 + tpos - 1) / tpos)) {
+            const int t0 = it.s0 + (part / 2) * tpos;
+            src = static_cast<const T*>(part % 2 ? a.vcache : a.kcache) +
+                  (static_cast<int64_t>(it.kvh) * a.max_ctx + t0) * HD;
+            bytes = static_cast<unsigned>(min(tpos, it.s1 - t0) * HD) * static_cast<unsigned>(sizeof(T));
+            ++part;
+            return true;
+          }
+        }
+        part = 0;
+        t += nblk;
+        continue;
+      }
+      const int parts = c.op == flow_gate_up ? 2 : 1;
       if (part < parts) {
         const FlowShape& s = flow_shape(P, c.op);
         const int r0 = (t - c.start) * s.r;
@@ -298,6 +367,270 @@ __device__ __forceinline__ void flow_stage_copy(const void* x, int K, T* xs) {
   flow_sync();
 }
 
+// Ring attention with kv_prefetch: this block's attention items' cached K/V rows asked of L2.
+template <typename T, int HD>
+__device__ __forceinline__ void flow_prefetch_kv(const FlowParams& P, const FlowLayer* layers, int total, int nblk) {
+  uint64_t policy;
+  if (P.kv_prefetch == 2) {
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  } else {
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
+  }
+  pdl_wait();  // the position and the earlier steps' rows are written by earlier kernels
+  const int pos = __ldcg(layers[0].attn.pos);
+  FlowCursor c = flow_begin(P);
+  for (int t = static_cast<int>(blockIdx.x); t < total; t += nblk) {
+    flow_seek(P, c, t);
+    if (c.op != flow_attn) continue;
+    const AttnParams& a = layers[c.layer].attn;
+    const FlowAttnItem it = flow_attn_item(P, t - c.start, pos);
+    if (it.s1 <= it.s0) continue;
+    const int64_t off = (static_cast<int64_t>(it.kvh) * a.max_ctx + it.s0) * HD;
+    const unsigned bytes = static_cast<unsigned>((it.s1 - it.s0) * HD) * static_cast<unsigned>(sizeof(T));
+    bulk_prefetch_l2(static_cast<const T*>(a.kcache) + off, bytes, policy);
+    bulk_prefetch_l2(static_cast<const T*>(a.vcache) + off, bytes, policy);
+  }
+}
+
+// One ring attention item (FlowAttnItem) by the 256 consumer threads. Its cached K/V rows are in
+// the ring (the producer copied them, K then V per chunk of tpos positions, while the previous
+// products ran); after `wait` (the QKV product is complete) only the new position's q, k and v
+// come from global memory. Scores: CH threads per cached row, each with its 8 columns of every
+// query head's q in registers (the row read once, conflict-free), summed over the CH threads;
+// online softmax per chunk; values: CH threads per row as well, 8 columns each. One split: the
+// output directly; several: partials, and the last split of the head combines them.
+template <typename T, int HD, typename Wait>
+__device__ __forceinline__ void flow_ring_attention(const FlowParams& P, const AttnParams& a, const FlowAttnItem& it,
+                                                    int pos, const T* ring, int slot_elems, int& slot, unsigned& phase,
+                                                    uint64_t* full, uint64_t* empty, float* sm, unsigned long long* tm,
+                                                    Wait&& wait) {
+  constexpr int CH = HD / 8;  // 16-byte pieces of a cached row
+  constexpr int N = kFlowWarps * 32;
+  constexpr int RP = N / CH;  // rows per pass
+  constexpr int HALF = HD / 2;
+  constexpr int G = kFlowRingGroup;
+  static_assert(32 % CH == 0, "a row's threads within one warp");
+  __shared__ bool last_s;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, c = tid % CH, rp = tid / CH;
+  const int g = a.heads / a.kv_heads;
+  const int tpos = slot_elems / HD;
+  float* qs = sm;             // [G][HD]: roped, times log2(e) / sqrt(hd)
+  float* kn = qs + G * HD;    // the new position's roped key
+  float* vn = kn + HD;        // and value
+  float* accs = vn + HD;      // [kFlowWarps][G][HD]: each warp's weighted sums of values
+  float* ms = accs + kFlowWarps * G * HD;  // running max per query head, then sum (ls), then this chunk's correction
+  float* ls = ms + G;
+  float* corr = ls + G;
+  float* sc = corr + G;       // [G][tpos]: one chunk's scores, then weights
+  const T* qkv = static_cast<const T*>(a.qkv);
+  T* kc = static_cast<T*>(a.kcache) + static_cast<int64_t>(it.kvh) * a.max_ctx * HD;
+  T* vc = static_cast<T*>(a.vcache) + static_cast<int64_t>(it.kvh) * a.max_ctx * HD;
+  wait();
+  const unsigned long long t_seen = tm ? globaltimer_ns() : 0;
+  for (int idx = tid; idx < g * HALF; idx += N) {
+    const int h = idx / HALF, i = idx % HALF;
+    const T* q = qkv + (it.kvh * g + h) * HD;
+    float sn, cs;
+    sincosf(static_cast<float>(pos) * a.inv_freq[i], &sn, &cs);
+    const float x1 = Num<T>::to(q[i]), x2 = Num<T>::to(q[i + HALF]);
+    qs[h * HD + i] = (x1 * cs - x2 * sn) * a.scale_log2;
+    qs[h * HD + i + HALF] = (x2 * cs + x1 * sn) * a.scale_log2;
+  }
+  if (it.owns_new) {  // the new token's key (roped) and value: into the cache, and kept here
+    const T* k = qkv + a.heads * HD + it.kvh * HD;
+    const T* v = qkv + (a.heads + a.kv_heads) * HD + it.kvh * HD;
+    if (tid < HALF) {
+      float sn, cs;
+      sincosf(static_cast<float>(pos) * a.inv_freq[tid], &sn, &cs);
+      const float x1 = Num<T>::to(k[tid]), x2 = Num<T>::to(k[tid + HALF]);
+      const T lo = Num<T>::from(x1 * cs - x2 * sn), hi = Num<T>::from(x2 * cs + x1 * sn);
+      kc[static_cast<int64_t>(pos) * HD + tid] = lo;
+      kc[static_cast<int64_t>(pos) * HD + tid + HALF] = hi;
+      kn[tid] = Num<T>::to(lo);
+      kn[tid + HALF] = Num<T>::to(hi);
+    } else if (tid < HALF + HD) {
+      const T x = v[tid - HALF];
+      vc[static_cast<int64_t>(pos) * HD + tid - HALF] = x;
+      vn[tid - HALF] = Num<T>::to(x);
+    }
+  }
+  flow_sync();
+  // The new position's score starts each head's softmax: m = that score, l = 1, its value weight 1.
+  if (warp < g) {
+    float s = 0.f;
+    if (it.owns_new) {
+      for (int d = lane; d < HD; d += 32) s += qs[warp * HD + d] * kn[d];
+      s = warp_sum(s);
+    }
+    if (lane == 0) {
+      ms[warp] = it.owns_new ? s : -INFINITY;
+      ls[warp] = it.owns_new ? 1.f : 0.f;
+    }
+  }
+  float qr[G][8], acc[G][8];
+#pragma unroll
+  for (int h = 0; h < G; ++h) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      qr[h][e] = h < g ? qs[h * HD + c * 8 + e] : 0.f;
+      acc[h][e] = h < g && it.owns_new && rp == 0 ? vn[c * 8 + e] : 0.f;
+    }
+  }
+  flow_sync();
+  const unsigned long long t_rows = tm ? globaltimer_ns() : 0;
+  if (tm) tm[0] += t_rows - t_seen;
+  for (int t0 = it.s0; t0 < it.s1; t0 += tpos) {
+    const int nt = min(tpos, it.s1 - t0);
+    unsigned long long tw = tm ? globaltimer_ns() : 0;
+    mbar_wait(full + slot, phase);
+    if (tm) tm[4] += globaltimer_ns() - tw;
+    const T* kt = ring + static_cast<int64_t>(slot) * slot_elems;
+    for (int r0 = 0; r0 < nt; r0 += RP) {  // warp-uniform trip count: every lane shuffles
+      const int r = r0 + rp;
+      float kf[8];
+      if (r < nt) {
+        unpack8<T>(*reinterpret_cast<const uint4*>(kt + r * HD + c * 8), kf);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) kf[e] = 0.f;
+      }
+      float s[G];
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        s[h] = 0.f;
+        if (h < g) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) s[h] = fmaf(kf[e], qr[h][e], s[h]);
+        }
+      }
+#pragma unroll
+      for (int o = CH / 2; o > 0; o >>= 1) {
+#pragma unroll
+        for (int h = 0; h < G; ++h) {
+          if (h < g) s[h] += __shfl_xor_sync(0xFFFFFFFFu, s[h], o);
+        }
+      }
+      if (c == 0 && r < nt) {
+#pragma unroll
+        for (int h = 0; h < G; ++h) {
+          if (h < g) sc[h * tpos + r] = s[h];
+        }
+      }
+    }
+    flow_sync();
+    if (tid == 0) mbar_arrive(empty + slot);
+    if (++slot == P.slots) {
+      slot = 0;
+      phase ^= 1u;
+    }
+    if (warp < g) {  // online softmax of head `warp` over the chunk
+      float* sh = sc + warp * tpos;
+      float mx = -INFINITY;
+      for (int j = lane; j < nt; j += 32) mx = fmaxf(mx, sh[j]);
+      mx = warp_max(mx);
+      const float m_old = ms[warp], m_new = fmaxf(m_old, mx);
+      float sum = 0.f;
+      for (int j = lane; j < nt; j += 32) {
+        const float e = exp2f(sh[j] - m_new);
+        sh[j] = e;
+        sum += e;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float cr = exp2f(m_old - m_new);
+        corr[warp] = cr;
+        ls[warp] = ls[warp] * cr + sum;
+        ms[warp] = m_new;
+      }
+    }
+    flow_sync();
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      if (h < g) {
+        const float cr = corr[h];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[h][e] *= cr;
+      }
+    }
+    tw = tm ? globaltimer_ns() : 0;
+    mbar_wait(full + slot, phase);
+    if (tm) tm[4] += globaltimer_ns() - tw;
+    const T* vt = ring + static_cast<int64_t>(slot) * slot_elems;
+    for (int r = rp; r < nt; r += RP) {
+      float vf[8];
+      unpack8<T>(*reinterpret_cast<const uint4*>(vt + r * HD + c * 8), vf);
+#pragma unroll
+      for (int h = 0; h < G; ++h) {
+        if (h < g) {
+          const float w = sc[h * tpos + r];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(w, vf[e], acc[h][e]);
+        }
+      }
+    }
+    flow_sync();  // the chunk's weights and the V slot are free
+    if (tid == 0) mbar_arrive(empty + slot);
+    if (++slot == P.slots) {
+      slot = 0;
+      phase ^= 1u;
+    }
+  }
+  // Sums over the rows each thread took: the warp's lanes of one column piece, then the warps.
+#pragma unroll
+  for (int o = CH; o < 32; o <<= 1) {
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      if (h < g) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[h][e] += __shfl_xor_sync(0xFFFFFFFFu, acc[h][e], o);
+      }
+    }
+  }
+  if (lane < CH) {
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+      if (h < g) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) accs[(warp * G + h) * HD + c * 8 + e] = acc[h][e];
+      }
+    }
+  }
+  flow_sync();
+  if (tm) {
+    tm[3] = globaltimer_ns();
+    tm[1] += tm[3] - t_rows;
+  }
+  auto block_sum = [&](int idx) {  // over the warps, in a fixed order (the same result every run)
+    float v = 0.f;
+#pragma unroll
+    for (int w = 0; w < kFlowWarps; ++w) v += accs[w * G * HD + idx];
+    return v;
+  };
+  T* out = static_cast<T*>(a.out);
+  if (P.attn_splits == 1) {
+    for (int idx = tid; idx < g * HD; idx += N) {
+      out[it.kvh * g * HD + idx] = Num<T>::from(block_sum(idx) / ls[idx / HD]);
+    }
+    return;
+  }
+  for (int idx = tid; idx < g * HD; idx += N) {
+    const int h = idx / HD, d = idx % HD;
+    const int64_t row = static_cast<int64_t>(it.kvh * g + h) * P.attn_splits + it.split;
+    a.part_acc[row * HD + d] = block_sum(idx);
+    if (d == 0) {
+      a.part_ml[row * 2] = ms[h];
+      a.part_ml[row * 2 + 1] = ls[h];
+    }
+  }
+  __threadfence();
+  flow_sync();
+  if (tid == 0) last_s = atomicAdd(a.counters + it.kvh, 1u) == static_cast<unsigned>(P.attn_splits - 1);
+  flow_sync();
+  if (!last_s) return;
+  __threadfence();
+  attn_combine<T, HD>(a, P.attn_splits, it.kvh, 0, tid, N);
+}
+
 template <typename T, int HD>
 __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __grid_constant__ FlowParams P) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // bulk copies, mbarrier transactions: Hopper
@@ -309,11 +642,14 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   const int bid = static_cast<int>(blockIdx.x), nblk = static_cast<int>(gridDim.x);
   const int kmax = max(max(P.qkv.k, P.out.k), P.down.k);
   T* ring = reinterpret_cast<T*>(smem_raw);
-  T* xs = reinterpret_cast<T*>(smem_raw + flow_xs_offset(P.slots, P.slot_bytes));
-  float* parts = reinterpret_cast<float*>(smem_raw + flow_parts_offset(P.slots, P.slot_bytes, kmax, sizeof(T)));
+  const FlowSmem sm = flow_smem(P.slots, P.slot_bytes, kmax, sizeof(T), P.attn_floats);
+  T* xs = reinterpret_cast<T*>(smem_raw + sm.xs);
+  float* parts = reinterpret_cast<float*>(smem_raw + sm.parts);
   float* red = parts + 2 * kFlowMaxRows;
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + flow_bars_offset(P.slots, P.slot_bytes, kmax, sizeof(T)));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + sm.bars);
   uint64_t* empty = full + P.slots;
+  float* attn_sm = reinterpret_cast<float*>(smem_raw + sm.xs);
+
   const int slot_elems = P.slot_bytes / static_cast<int>(sizeof(T));
   const int total = flow_total(P);
   // The per-layer parameters in shared memory: read from global memory they would be L2 round
@@ -336,16 +672,17 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     if (lane != 0) return;
     uint64_t policy;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    FlowChunks<T> chunks{flow_begin(P), bid, 0, layer_s}, ahead{flow_begin(P), bid, 0, layer_s};
+    FlowChunks<T, HD> chunks{flow_begin(P), bid, 0, layer_s}, ahead{flow_begin(P), bid, 0, layer_s};
     const T* src;
     unsigned bytes;
     for (int i = 0; i < P.l2_ahead; ++i) {
       if (ahead.next(P, total, nblk, src, bytes)) bulk_prefetch_l2(src, bytes);
     }
-    int slot = 0;
+    int slot = 0, issued = 0;
     unsigned phase = 0;
     unsigned long long waited = 0;
     while (chunks.next(P, total, nblk, src, bytes)) {
+      if (issued++ == P.slots && P.attn_ring && P.kv_prefetch) flow_prefetch_kv<T, HD>(P, layer_s, total, nblk);
       if (P.l2_ahead > 0) {
         const T* asrc;
         unsigned abytes;
@@ -375,8 +712,11 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   unsigned long long best = 0;  // LM head: this writer thread's best (logit, index) key
   bool attn_ready = false;
   unsigned long long wait_full = 0, wait_dep = 0;
+  // Ring attention's phases (timeline): QKV seen -> rows loaded, -> chunks done and summed, -> the
+  // item's end (output or partials written); [3]: when the current item's sums were done.
+  unsigned long long ring_ns[5] = {0, 0, 0, 0, 0};
   if (P.stamps) {  // products this block has no item of read as not reached
-    for (int i = tid; i < (flow_lm_product(P.layers) + 4) * kStampsPerBlock; i += kFlowWarps * 32) {
+    for (int i = tid; i < (flow_lm_product(P.layers) + 8) * kStampsPerBlock; i += kFlowWarps * 32) {
       P.stamps[(static_cast<int64_t>(i / kStampsPerBlock) * P.stamp_blocks + blockIdx.x) * kStampsPerBlock +
                i % kStampsPerBlock] = 0ull;
     }
@@ -454,6 +794,23 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
         *flow_stamp(P, flow_key_product(P, key), 1) = t1;
         wait_dep += t1 - t0;
       }
+    }
+    if (op == flow_attn && P.attn_ring) {
+      const AttnParams& a = layer_s[l].attn;
+      const int pos = __ldcg(a.pos);
+      flow_ring_attention<T, HD>(P, a, flow_attn_item(P, t - c.start, pos), pos, ring, slot_elems, slot, phase, full,
+                                 empty, attn_sm, P.stamps && tid == 0 ? ring_ns : nullptr, [&] {
+                                   wait_for(l * kFlowCounterStride + flow_qkv, P.qkv.items);
+                                   flow_sync();
+                                 });
+      if (P.stamps && tid == 0) {
+        const unsigned long long now = globaltimer_ns();
+        *flow_stamp(P, flow_key_product(P, key), 4) = now;  // mark 1: item done
+        ring_ns[2] += now - ring_ns[3];
+      }
+      flow_sync();
+      ++done;
+      continue;
     }
     if (op == flow_attn) {
       if (tid < kAttnThreads) {
@@ -539,6 +896,8 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     *flow_stamp(P, flow_lm_product(P.layers), 2) = globaltimer_ns();
     *flow_stamp(P, flow_lm_product(P.layers) + 1, 0) = wait_full;
     *flow_stamp(P, flow_lm_product(P.layers) + 2, 0) = wait_dep;
+    for (int i = 0; i < 3; ++i) *flow_stamp(P, flow_lm_product(P.layers) + 4 + i, 0) = ring_ns[i];
+    *flow_stamp(P, flow_lm_product(P.layers) + 7, 0) = ring_ns[4];
   }
   if (best) atomicMax(P.argmax, best);
   // The last block to finish zeroes the counters for the next launch.

@@ -499,6 +499,31 @@ constexpr int kAttnThreads = 128;
 constexpr int kAttnTile = 64;  // positions per shared-memory tile; splits are multiples of it
 constexpr int kMaxGroup = 8;
 
+// The last split of a KV head to finish (its partials' counter said so, after a fence): every
+// split's softmax partials of the head's query heads combined into the output, by `nthreads`
+// threads; the counter is zeroed for the next launch.
+template <typename T, int HD>
+__device__ __forceinline__ void attn_combine(const AttnParams& p, int splits, int kvh, int b, int tid, int nthreads) {
+  const int g = p.heads / p.kv_heads;
+  T* out = static_cast<T*>(p.out) + static_cast<int64_t>(b) * p.out_ld;
+  for (int idx = tid; idx < g * HD; idx += nthreads) {
+    const int h = idx / HD, dd = idx % HD;
+    const int64_t row0 = (static_cast<int64_t>(b) * p.heads + kvh * g + h) * splits;
+    float M = -INFINITY;
+    for (int s = 0; s < splits; ++s) M = fmaxf(M, __ldcg(p.part_ml + (row0 + s) * 2));
+    float num = 0.f, den = 0.f;
+    for (int s = 0; s < splits; ++s) {
+      const float m = __ldcg(p.part_ml + (row0 + s) * 2);
+      if (m == -INFINITY) continue;
+      const float w = exp2f(m - M);
+      num += w * __ldcg(p.part_acc + (row0 + s) * HD + dd);
+      den += w * __ldcg(p.part_ml + (row0 + s) * 2 + 1);
+    }
+    out[(kvh * g + h) * HD + dd] = Num<T>::from(num / den);
+  }
+  if (tid == 0) p.counters[b * p.kv_heads + kvh] = 0u;
+}
+
 // Each block: one sequence, one KV head (all its query heads), one split of the positions. A tile
 // of K and V rows is copied into shared memory at once (cp.async, one memory round trip), then
 // scores, online softmax and the V sum run from shared memory.
@@ -716,22 +741,7 @@ __device__ __forceinline__ void attn_body(const AttnParams& p, int split, int kv
   sync();
   if (!last_s) return;
   __threadfence();
-  for (int idx = tid; idx < g * HD; idx += kAttnThreads) {
-    const int h = idx / HD, dd = idx % HD;
-    const int64_t row0 = (static_cast<int64_t>(b) * p.heads + kvh * g + h) * p.splits;
-    float M = -INFINITY;
-    for (int s = 0; s < p.splits; ++s) M = fmaxf(M, __ldcg(p.part_ml + (row0 + s) * 2));
-    float num = 0.f, den = 0.f;
-    for (int s = 0; s < p.splits; ++s) {
-      const float m = __ldcg(p.part_ml + (row0 + s) * 2);
-      if (m == -INFINITY) continue;
-      const float w = exp2f(m - M);
-      num += w * __ldcg(p.part_acc + (row0 + s) * HD + dd);
-      den += w * __ldcg(p.part_ml + (row0 + s) * 2 + 1);
-    }
-    out[(kvh * g + h) * HD + dd] = Num<T>::from(num / den);
-  }
-  if (tid == 0) p.counters[b * p.kv_heads + kvh] = 0u;
+  attn_combine<T, HD>(p, p.splits, kvh, b, tid, kAttnThreads);
 }
 
 template <typename T, int HD>

@@ -99,6 +99,15 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
          e.flow = true;
          e.flow_poll_ns = v;
        }},
+      {"flowr", 1, 1 << 20, [](EngineOptions& e, int v) {
+         e.flow = true;
+         e.flow_ring_span = v;
+       }},
+      {"flowk", 0, 2, [](EngineOptions& e, int v) {
+         e.flow = true;
+         if (e.flow_ring_span < 0) e.flow_ring_span = 0;
+         e.flow_kv_prefetch = v;
+       }},
       {"ahead", 0, 100000, [](EngineOptions& e, int v) { e.l2_ahead_mb = v; }},
       {"chunk", 0, 1 << 24, [](EngineOptions& e, int v) { e.attn_chunk = v; }},
       {"topk", 0, kMaxTopK, [](EngineOptions& e, int v) { e.sampling.top_k = v; }},
@@ -132,6 +141,9 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
       o.mega = true;
     } else if (w == "flow" || w == "noflow") {
       o.flow = w == "flow";
+    } else if (w == "flowr") {
+      o.flow = true;
+      o.flow_ring_span = 0;
     } else if (w == "flowlm") {
       o.flow_lm = true;
     } else if (w == "flowmlp") {

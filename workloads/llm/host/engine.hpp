@@ -57,6 +57,8 @@ struct EngineOptions {
   int flow_chunk_kb = 32;           ///< flow: KiB of weights per chunk (ring slot)
   int flow_l2_ahead = 0;            ///< flow: chunks asked of L2 ahead of the ring (0: none)
   int flow_poll_ns = 0;             ///< flow: pause between reads of a dependency counter (0: none)
+  int flow_ring_span = -1;          ///< flow: cached K/V rows through the ring, N positions per split (0: auto; -1: off)
+  int flow_kv_prefetch = 0;         ///< flow ring attention: K/V asked of L2 at the start (1 normal, 2 evict-last)
   bool flow_lm = false;             ///< batch-1 decode: the LM head as a launch of the dataflow kernel (sm_90)
   bool flow_mlp = false;            ///< batch-1 decode: each layer's gate/up and down as one launch of it (sm_90)
   bool prefetch_after_attention = false;  ///< fused decode: the output projection's weights to L2 while attention runs
@@ -138,7 +140,9 @@ class LlmEngine {
 /// them, those requested before the wait), fqt256 / fqt512 (its
 /// threads per CTA), ksd1 / ksd2 (the batch-1 down projection's GEMV with 1 or 2 warps per row pair),
 /// flow / noflow (the batch-1 decode step as one dataflow persistent kernel, sm_90), flowsN (its ring
-/// slots per block), flowcN (KiB per chunk), flowaN (chunks asked of L2 ahead of the ring), flowpN (ns between polls of a counter), flowlm / flowmlp
+/// slots per block), flowcN (KiB per chunk), flowaN (chunks asked of L2 ahead of the ring), flowpN (ns between polls of a counter), flowr / flowrN
+/// (its attention with the cached K/V rows streamed through the ring, N positions per split), flowkN (ring
+/// attention's K/V asked of L2 at the start: 1 normal priority, 2 evict-last), flowlm / flowmlp
 /// (only the LM head, or each layer's gate/up and down projections, through the dataflow kernel).
 /// Empty: no change.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
