@@ -143,6 +143,16 @@ TEST(LlmBench, FlowVariantWords) {
   ASSERT_TRUE(apply_variant("flowr256", r));
   EXPECT_EQ(r.flow_ring_span, 256);
   EXPECT_FALSE(apply_variant("flowr0", r));
+  // K/V asked of L2 at the start: implies ring attention, keeps a span already given.
+  EngineOptions k;
+  ASSERT_TRUE(apply_variant("flowk2", k));
+  EXPECT_TRUE(k.flow);
+  EXPECT_EQ(k.flow_ring_span, 0);
+  EXPECT_EQ(k.flow_kv_prefetch, 2);
+  ASSERT_TRUE(apply_variant("flowr128+flowk1", k));
+  EXPECT_EQ(k.flow_ring_span, 128);
+  EXPECT_EQ(k.flow_kv_prefetch, 1);
+  EXPECT_FALSE(apply_variant("flowk3", k));
   // Parts of the step through the dataflow kernel, the rest through the default kernels.
   EngineOptions d;
   ASSERT_TRUE(apply_variant("flowlm+flowmlp", d));
