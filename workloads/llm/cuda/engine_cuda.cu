@@ -914,7 +914,7 @@ Result<void> CudaEngine<T>::prepare_flow() {
                                                " query heads per KV head");
     }
     // By default the separate kernels' splits (64 positions each up to 2 x 132 items): measured on
-    // the H100 (bench-llm.md run 79), one split per KV head of 384 positions made 1B decode 3.5%
+    // the H100 (bench-llm.md runs 78-79), one split per KV head of 384 positions made 1B decode ~3.5%
     // slower than six of 64, whose items run on six times as many SMs. No more splits than the
     // partials buffers hold (splits_ per head).
     int span = o_.flow_ring_span > 0 ? o_.flow_ring_span : chunk_;
