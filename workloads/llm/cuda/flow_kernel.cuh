@@ -648,8 +648,7 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   float* red = parts + 2 * kFlowMaxRows;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + sm.bars);
   uint64_t* empty = full + P.slots;
-  float* attn_sm = reinterpret_cast<float*>(smem_raw + sm.xs);
-
+  float* attn_sm = reinterpret_cast<float*>(xs);  // ring attention's scratch shares the staging buffer
   const int slot_elems = P.slot_bytes / static_cast<int>(sizeof(T));
   const int total = flow_total(P);
   // The per-layer parameters in shared memory: read from global memory they would be L2 round
