@@ -153,6 +153,30 @@ TEST(LlmBench, FlowVariantWords) {
   EXPECT_EQ(k.flow_ring_span, 128);
   EXPECT_EQ(k.flow_kv_prefetch, 1);
   EXPECT_FALSE(apply_variant("flowk3", k));
+  // Bulk-store hand-overs, the last split combining, L2 asked in dependency waits: each implies flow.
+  EngineOptions b;
+  EXPECT_FALSE(b.flow_bulk_rows);
+  EXPECT_EQ(b.flow_l2_idle, 0);
+  ASSERT_TRUE(apply_variant("flowb", b));
+  EXPECT_TRUE(b.flow);
+  EXPECT_TRUE(b.flow_bulk_rows);
+  EXPECT_FALSE(b.flow_last_combines);
+  ASSERT_TRUE(apply_variant("flowlast+flowi8", b));
+  EXPECT_TRUE(b.flow_last_combines);
+  EXPECT_EQ(b.flow_l2_idle, 8);
+  EXPECT_FALSE(apply_variant("flowi257", b));
+  EXPECT_FALSE(apply_variant("flowb2", b));
+  // The engine's own choice of decode form stays unless a word names one.
+  EngineOptions a;
+  EXPECT_TRUE(a.flow_auto);
+  ASSERT_TRUE(apply_variant("auto+nograph+flash-pf+topk5", a));
+  EXPECT_TRUE(a.flow_auto);
+  EXPECT_FALSE(a.flow);
+  for (const char* w : {"fused", "nofqa", "u8", "flows4", "noflow", "mega"}) {
+    EngineOptions n;
+    ASSERT_TRUE(apply_variant(w, n));
+    EXPECT_FALSE(n.flow_auto) << w;
+  }
   // Parts of the step through the dataflow kernel, the rest through the default kernels.
   EngineOptions d;
   ASSERT_TRUE(apply_variant("flowlm+flowmlp", d));

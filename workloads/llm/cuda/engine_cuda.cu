@@ -104,10 +104,19 @@ class CudaEngine final : public LlmEngine {
           std::to_string(flow_p_.slots) + " x " + std::to_string(flow_p_.slot_bytes / 1024) +
           " KiB bulk-copy slots, per-product dependency counters";
       if (flow_p_.l2_ahead > 0) s += ", L2 asked " + std::to_string(flow_p_.l2_ahead) + " chunks ahead";
+      if (flow_p_.l2_idle > 0) s += ", L2 asked up to " + std::to_string(flow_p_.l2_idle) + " chunks ahead in dependency waits";
       if (flow_p_.attn_ring) {
         s += ", cached K/V through the ring, " + std::to_string(flow_p_.attn_splits) + " split(s) of " +
              std::to_string(flow_p_.attn_span) + " positions per KV head";
         if (flow_p_.kv_prefetch) s += flow_p_.kv_prefetch == 2 ? ", K/V asked of L2 (evict-last)" : ", K/V asked of L2";
+      }
+      if (flow_p_.bulk_ops) {
+        static const char* names[] = {"QKV", "attention", "output", "gate/up", "down"};
+        std::string ops;
+        for (int op = 0; op < 5; ++op) {
+          if ((flow_p_.bulk_ops >> op) & 1) ops += (ops.empty() ? "" : ", ") + std::string(names[op]);
+        }
+        s += ", rows handed over by bulk stores (" + ops + ")";
       }
       s += ")";
     }
@@ -273,7 +282,10 @@ class CudaEngine final : public LlmEngine {
   T* vcache(int l) const { return vc_ + static_cast<int64_t>(l) * B_ * c_.kv_heads * max_ctx_ * c_.head_dim; }
 
   LlmConfig c_;
-  EngineOptions o_;
+  EngineOptions o_;       ///< the options of the prepared run: asked_ with the defaults for its shape
+  EngineOptions asked_;   ///< the options as given
+  bool flow_by_default() const;
+  Result<void> prepare_flow_kernel();
   DType dt_ = DType::bf16;
   cudaDeviceProp prop_{};
   cudaStream_t st_ = nullptr;
@@ -344,7 +356,7 @@ template <typename T>
 Result<std::unique_ptr<LlmEngine>> CudaEngine<T>::create(const EngineOptions& o, LlmConfig c) {
   std::unique_ptr<CudaEngine<T>> e(new CudaEngine<T>());
   e->c_ = std::move(c);
-  e->o_ = o;
+  e->o_ = e->asked_ = o;
   e->dt_ = o.dtype;
   JP_CK(cudaSetDevice(o.device));
   JP_CK(cudaGetDeviceProperties(&e->prop_, o.device));
@@ -836,8 +848,44 @@ void CudaEngine<T>::launch_mega() {
   check(cudaLaunchKernelEx(&cfg, mega_kernel(), mp), "cudaLaunchKernelEx(decode_step_kernel)");
 }
 
+// Where the dataflow kernel (ring attention, bulk-store hand-overs, 4 ring slots, L2 asked for 4
+// chunks in dependency waits) decodes batch 1 unless a variant names the form: where it was
+// measured faster than the separate kernels on the H100 without costing more energy per token
+// (docs/validation/bench-llm.md, runs 104-109). It saves time at each of a step's 80 product
+// boundaries, which weighs most where the products are short: hidden sizes up to 2048
+// (Llama-3.2-1B +4% at contexts of 128-512, +10 to +35% at 1k-8k; energy per token +0.9-1.5% at
+// prompt 128, within the spread between calls, and -2.6% at 1k). For Llama-3.2-3B and 3.1-8B it is
+// slower than the fused QKV-attention kernel at short contexts (3B -5%, 8B even) and faster than
+// the separate attention kernels at 1k-4k (+3 to +7%), but there it draws ~50 W more: 8B at 1k
+// +3.5% tok/s, +6.5% energy per token. Contexts measured up to kFlowDefaultMaxContext.
+template <typename T>
+bool CudaEngine<T>::flow_by_default() const {
+  return asked_.flow_auto && !asked_.flow && !asked_.flow_lm && !asked_.flow_mlp && !asked_.mega && fused_ && B_ == 1 &&
+         prop_.major == 9 && c_.hidden <= 2048 && max_ctx_ <= kern::kFlowDefaultMaxContext;
+}
+
 template <typename T>
 Result<void> CudaEngine<T>::prepare_flow() {
+  const bool by_default = flow_by_default();
+  if (by_default) {
+    o_.flow = true;
+    o_.flow_ring_span = 0;
+    o_.flow_bulk_rows = true;
+    o_.flow_slots = 4;    // 4 beat 5 (as many as fit) by 0.3-0.7% with bulk hand-overs (runs 97, 100)
+    o_.flow_l2_idle = 4;  // +0.8% (4, 8, 16 and 32 alike, run 104)
+    // (fqa_, prepared before, is then not launched: the dataflow kernel takes the whole step.)
+  }
+  auto r = prepare_flow_kernel();
+  if (!r && by_default) {  // a model the kernel does not take: the separate kernels, as asked
+    o_ = asked_;
+    flow_ = flow_lm_ = flow_mlp_ = false;
+    return {};
+  }
+  return r;
+}
+
+template <typename T>
+Result<void> CudaEngine<T>::prepare_flow_kernel() {
   flow_ = flow_lm_ = flow_mlp_ = false;
   if (!o_.flow && !o_.flow_lm && !o_.flow_mlp) return {};
   if (!fused_ || B_ != 1) {
@@ -859,7 +907,7 @@ Result<void> CudaEngine<T>::prepare_flow() {
   const int slot_elems = slot_bytes / static_cast<int>(sizeof(T));
   std::string err;
   auto shape = [&](int rows, int k) {
-    kern::FlowShape s{rows, k, 1, 1, 0};
+    kern::FlowShape s{rows, k, 1, 1, 0, 1};
     const int fit = slot_elems / k;
     if (fit < 1) {
       err = "--variant flow: a row of " + std::to_string(k) + " elements does not fit a " +
@@ -868,6 +916,7 @@ Result<void> CudaEngine<T>::prepare_flow() {
     }
     if (fit >= kern::kFlowWarps) {
       s.r = std::min(fit, kern::kFlowMaxRows);  // each warp whole rows
+      if (o_.flow_bulk_rows) s.r -= s.r % 8;     // whole 16-byte pieces of rows for the bulk stores
     } else {
       while (s.r * 2 <= fit) s.r *= 2;  // a power of two, so that every row gets the same warps
       s.g = kern::kFlowWarps / s.r;
@@ -917,7 +966,10 @@ Result<void> CudaEngine<T>::prepare_flow() {
     // the H100 (bench-llm.md runs 78-79), one split per KV head of 384 positions made 1B decode ~3.5%
     // slower than six of 64, whose items run on six times as many SMs. No more splits than the
     // partials buffers hold (splits_ per head).
-    int span = o_.flow_ring_span > 0 ? o_.flow_ring_span : chunk_;
+    // And by default no more items than SMs: with more, some blocks take two items one after the
+    // other (1B at prompt 1024: 160 items on 132 SMs, 8% slower than the separate kernels; run 104).
+    const int per_head = std::max(1, prop_.multiProcessorCount / c_.kv_heads);
+    int span = o_.flow_ring_span > 0 ? o_.flow_ring_span : std::max(chunk_, ceil_div(max_ctx_, per_head));
     span = std::max(span, ceil_div(max_ctx_, splits_));
     P.attn_ring = 1;
     P.attn_span = span;
@@ -935,7 +987,39 @@ Result<void> CudaEngine<T>::prepare_flow() {
   P.counters = static_cast<unsigned*>(cp);
   P.slot_bytes = slot_bytes;
   P.l2_ahead = o_.flow_l2_ahead;
+  P.l2_idle = o_.flow_l2_idle;
   P.poll_ns = o_.flow_poll_ns;
+  if (o_.flow_bulk_rows) {
+    // Bulk stores move whole 16-byte pieces: an item's rows must be such. Where a chunk's rows
+    // are not (1B's down projection: 2 rows of 4 bytes), an item takes as many chunks of
+    // consecutive rows as make them so; products that still do not fit keep the release add.
+    const int nblk = prop_.multiProcessorCount;
+    auto eligible = [&](kern::FlowShape& s, int esz, int op) {
+      int c = 1;
+      while ((s.r * c * esz) % 16 != 0) c *= 2;
+      if (c > 1 && (s.rows % (s.r * c) != 0 || s.r * c > kern::kFlowMaxRows)) return;
+      if (((s.rows % (s.r * c)) * esz) % 16 != 0) return;
+      s.c = c;
+      s.items = ceil_div(s.rows, s.r * c);
+      P.bulk_ops |= 1 << op;
+      P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(s.items, nblk) * s.r * c * esz);
+    };
+    eligible(P.qkv, sizeof(T), kern::flow_qkv);
+    eligible(P.out, sizeof(float), kern::flow_out);
+    eligible(P.gu, sizeof(T), kern::flow_gate_up);
+    eligible(P.down, sizeof(float), kern::flow_down);
+    if (P.attn_ring) {  // ring attention items stage their records and rows themselves
+      const int g = c_.heads / c_.kv_heads;
+      P.bulk_ops |= 1 << kern::flow_attn;
+      P.attn_last_combines = o_.flow_last_combines ? 1 : 0;
+      P.attn_stage = kern::flow_attn_record(g, c_.head_dim) * 4 + (g * c_.head_dim * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
+      P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(P.attn_items, nblk) * P.attn_stage);
+      void* ap = nullptr;
+      const size_t n = static_cast<size_t>(P.attn_items) * kern::flow_attn_record(g, c_.head_dim);
+      if (auto r = alloc(&ap, n * sizeof(float), true); !r) return r.error();
+      P.attn_part = static_cast<float*>(ap);
+    }
+  }
   // Ring slots: as many as shared memory holds beside the kernel's static arrays (attention's).
   cudaFuncAttributes fa{};
   JP_CK(cudaFuncGetAttributes(&fa, flow_kernel()));
@@ -944,9 +1028,12 @@ Result<void> CudaEngine<T>::prepare_flow() {
   int slots = o_.flow_slots;
   if (slots == 0) {
     slots = 2;
-    while (slots < 32 && kern::flow_smem(slots + 1, slot_bytes, kmax, sizeof(T), attn_floats).bytes <= avail) ++slots;
+    while (slots < 32 &&
+           kern::flow_smem(slots + 1, slot_bytes, kmax, sizeof(T), attn_floats, P.bulk_bytes).bytes <= avail) {
+      ++slots;
+    }
   }
-  flow_smem_ = kern::flow_smem(slots, slot_bytes, kmax, sizeof(T), attn_floats).bytes;
+  flow_smem_ = kern::flow_smem(slots, slot_bytes, kmax, sizeof(T), attn_floats, P.bulk_bytes).bytes;
   if (flow_smem_ > avail) {
     return make_error(Errc::unsupported, "--variant flow: " + std::to_string(slots) + " slots of " +
                                              std::to_string(o_.flow_chunk_kb) + " KiB need " + std::to_string(flow_smem_) +
@@ -1054,6 +1141,7 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   if (!err_.empty()) return status();
   check(cudaStreamSynchronize(st_), "cudaStreamSynchronize");
   release_run();
+  o_ = asked_;  // defaults that depend on the shape are chosen anew (prepare_flow)
   shape_ = s;
   B_ = s.batch;
   gen_ = std::max(1, s.gen);

@@ -44,17 +44,24 @@ constexpr int kFlowCounterStride = 8;  // counter of product (layer, op): key = 
 // Each counter on its own 128-byte line: the blocks polling one product's counter then do not
 // queue behind the atomic adds to another's.
 constexpr int kFlowCounterSpacing = 32;
+// Longest context (positions, prompt + generated) at which the engine decodes batch 1 through this
+// kernel by default: the longest measured (runs 106-107: Llama-3.2-1B up to 8064).
+constexpr int kFlowDefaultMaxContext = 8192;
+
 __host__ __device__ constexpr int flow_counter_words(int layers) {
   return ((layers + 1) * kFlowCounterStride + 1) * kFlowCounterSpacing;
 }
 
 // One matrix product's chunks: `r` rows of `k` elements per chunk, `g` warps per row (1: each
-// warp takes whole rows, r >= 16), `items` chunks (gate/up: chunk pairs, gate rows then up rows).
+// warp takes whole rows, r >= 16), `items` items of `c` chunks of consecutive rows each (gate/up:
+// per chunk of gate rows the chunk of the same up rows after it). c > 1 only where an item's rows
+// must be whole 16-byte pieces for bulk stores (FlowParams::bulk_ops) and one chunk's are not.
 struct FlowShape {
   int rows;  ///< output rows (gate/up: units)
   int k;
   int r, g;
   int items;
+  int c;
 };
 
 struct FlowLayer {
@@ -95,6 +102,20 @@ struct FlowParams {
   int poll_ns;         ///< pause between two reads of a counter not yet reached
   int slots, slot_bytes;
   int l2_ahead;  ///< chunks asked of L2 ahead of the ring (0: none)
+  // Chunks asked of L2 beyond the ring while this block's consumers wait for a dependency (0:
+  // none): then the ring is full and does not drain, so this SM would read nothing from HBM.
+  int l2_idle;
+  // Products (bit 1 << FlowOp) whose rows are handed over by the async proxy (`flowb`): each block
+  // keeps its items' rows in shared memory (bulk_bytes) and, after its last item, thread 0 copies
+  // them out with bulk stores, waits for their completion and adds its count without a fence; see
+  // the consumers' signal. Only products whose items' rows are whole 16-byte pieces.
+  int bulk_ops, bulk_bytes;
+  // Ring attention with bulk hand-overs and several splits: each (KV head, split) item's partial
+  // result as one record of flow_attn_record floats (sums, then m and l per query head), at
+  // attn_part + (kvh * splits + split) * record; the head's last split combines them.
+  float* attn_part;
+  int attn_stage;  ///< bytes of rows_s per ring attention item: a record and the output rows
+  int attn_last_combines;  ///< 1: the last split to finish combines even where the owner could (`flowlast`)
   // Diagnostic timeline (null: off): per product p (flow_product, flow_lm_product) and
   // block b, at stamps[(p * stamp_blocks + b) * kStampsPerBlock]: the globaltimer when the block
   // reached its first item of the product, when its input was staged, when it had signalled its
@@ -117,21 +138,28 @@ __host__ __device__ constexpr int flow_attn_floats(int hd, int tpos) {
   return (kFlowRingGroup + 2 + kFlowWarps * kFlowRingGroup) * hd + 3 * kFlowRingGroup + kFlowRingGroup * tpos;
 }
 
+// Ring attention's partial result per (KV head, split), in floats: g * hd weighted sums, g maxima,
+// g sums of weights, padded to whole 16-byte pieces for the bulk store.
+__host__ __device__ constexpr int flow_attn_record(int g, int hd) { return g * hd + (2 * g + 3) / 4 * 4; }
+
 // Dynamic shared memory, in bytes from its start: the ring; the staged input vector, which ring
 // attention's scratch shares (an attention item stages nothing, and the next product re-stages);
-// double-buffered partial sums and a reduction scratch; the ring's full/empty mbarriers.
+// double-buffered partial sums and a reduction scratch; the ring's full/empty mbarriers; the rows
+// of the block's items of a product handed over by bulk stores (FlowParams::bulk_ops).
 struct FlowSmem {
-  size_t xs, parts, bars, bytes;
+  size_t xs, parts, bars, rows, bytes;
 };
 __host__ __device__ constexpr size_t flow_align16(size_t n) { return (n + 15) / 16 * 16; }
-__host__ __device__ constexpr FlowSmem flow_smem(int slots, int slot_bytes, int kmax, int tbytes, int attn_floats) {
+__host__ __device__ constexpr FlowSmem flow_smem(int slots, int slot_bytes, int kmax, int tbytes, int attn_floats,
+                                                 int bulk_bytes) {
   FlowSmem m{};
   m.xs = static_cast<size_t>(slots) * static_cast<size_t>(slot_bytes);
   const size_t xs_bytes = static_cast<size_t>(kmax) * static_cast<size_t>(tbytes);
   const size_t attn_bytes = static_cast<size_t>(attn_floats) * sizeof(float);
   m.parts = flow_align16(m.xs + (xs_bytes > attn_bytes ? xs_bytes : attn_bytes));
   m.bars = m.parts + (2 * kFlowMaxRows + kFlowWarps) * sizeof(float);
-  m.bytes = m.bars + 2 * static_cast<size_t>(slots) * 8;
+  m.rows = flow_align16(m.bars + 2 * static_cast<size_t>(slots) * 8);
+  m.bytes = m.rows + static_cast<size_t>(bulk_bytes);
   return m;
 }
 
@@ -147,15 +175,18 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t* b, unsigned bytes) {
 __device__ __forceinline__ void mbar_arrive(uint64_t* b) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory");
 }
-__device__ __forceinline__ void mbar_wait(uint64_t* b, unsigned parity) {
+__device__ __forceinline__ bool mbar_try_wait(uint64_t* b, unsigned parity) {
   unsigned done;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-        : "=r"(done)
-        : "r"(smem_u32(b)), "r"(parity)
-        : "memory");
-  } while (!done);
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(done)
+      : "r"(smem_u32(b)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* b, unsigned parity) {
+  while (!mbar_try_wait(b, parity)) {
+  }
 }
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t policy) {
   asm volatile(
@@ -163,6 +194,11 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
           smem_u32(dst)),
       "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
       : "memory");
+}
+// Shared to global memory by the async proxy, in this thread's bulk async-group.
+__device__ __forceinline__ void bulk_store(void* dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(smem_u32(src)), "r"(bytes)
+               : "memory");
 }
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
@@ -286,12 +322,13 @@ struct FlowChunks {
         t += nblk;
         continue;
       }
-      const int parts = c.op == flow_gate_up ? 2 : 1;
-      if (part < parts) {
-        const FlowShape& s = flow_shape(P, c.op);
-        const int r0 = (t - c.start) * s.r;
+      const FlowShape& s = flow_shape(P, c.op);
+      const bool gu = c.op == flow_gate_up;
+      if (part < (gu ? 2 : 1) * s.c) {
+        const int r0 = (t - c.start) * s.r * s.c + (gu ? part >> 1 : part) * s.r;
         const int nr = min(s.r, s.rows - r0);
-        src = static_cast<const T*>(flow_weights(P, layers, c)) + static_cast<int64_t>(r0 + part * s.rows) * s.k;
+        src = static_cast<const T*>(flow_weights(P, layers, c)) +
+              static_cast<int64_t>(r0 + (gu ? part & 1 : 0) * s.rows) * s.k;
         bytes = static_cast<unsigned>(nr * s.k) * static_cast<unsigned>(sizeof(T));
         ++part;
         return true;
@@ -392,6 +429,82 @@ __device__ __forceinline__ void flow_prefetch_kv(const FlowParams& P, const Flow
   }
 }
 
+// A ring attention item's result through bulk stores (no GPU-scope fence: see the consumers'
+// signal). One split: the output rows, staged and stored; the signal waits for them. Several, with
+// every item on a block of its own: each split but the one owning the new position stores its
+// record (sums, m, l per query head), waits for it and adds 1 to the KV head's counter, relaxed;
+// the owner keeps its record in shared memory, polls the counter until the others are in, reads
+// their records from L2 and stores the combined rows. With more items than blocks (a block could
+// then wait for a later item of its own), the last split to add combines instead. (Combining the
+// records in the output projection's staging was slower: its loads of six records took 3.4 us
+// more than a copy of the output; bench-llm.md run 98.)
+template <typename T, int HD, typename Sum>
+__device__ __forceinline__ void flow_ring_output(const FlowParams& P, const AttnParams& a, const FlowAttnItem& it,
+                                                 unsigned char* stage, const float* ms, const float* ls, Sum&& block_sum) {
+  constexpr int N = kFlowWarps * 32;
+  __shared__ bool last_s;
+  const int tid = threadIdx.x;
+  const int g = a.heads / a.kv_heads, rec_n = flow_attn_record(g, HD);
+  float* rec = reinterpret_cast<float*>(stage);
+  T* rows = reinterpret_cast<T*>(stage + rec_n * 4);
+  if (P.attn_splits == 1) {
+    for (int idx = tid; idx < g * HD; idx += N) rows[idx] = Num<T>::from(block_sum(idx) / ls[idx / HD]);
+  } else {
+    const bool owner_combines = !P.attn_last_combines && P.attn_items <= static_cast<int>(gridDim.x);
+    for (int idx = tid; idx < g * HD; idx += N) rec[idx] = block_sum(idx);
+    if (tid < g) {
+      rec[g * HD + tid] = ms[tid];
+      rec[g * HD + g + tid] = ls[tid];
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    flow_sync();
+    unsigned* counter = a.counters + it.kvh;
+    if (tid == 0 && owner_combines && it.owns_new) {
+      const unsigned long long since = globaltimer_ns();
+      while (ld_acquire_gpu(counter) < static_cast<unsigned>(P.attn_splits - 1)) {
+        if (globaltimer_ns() - since > kFlowWaitLimitNs) __trap();  // as the consumers' waits
+      }
+      *counter = 0u;  // every other split has added: zero for the next launch
+    } else if (tid == 0) {
+      bulk_store(P.attn_part + static_cast<int64_t>(it.kvh * P.attn_splits + it.split) * rec_n, rec,
+                 static_cast<unsigned>(rec_n * 4));
+      unsigned old;
+      asm volatile(
+          "cp.async.bulk.commit_group;\ncp.async.bulk.wait_group 0;\n"
+          "atom.relaxed.gpu.global.add.u32 %0, [%1], 1;"
+          : "=r"(old)
+          : "l"(counter)
+          : "memory");
+      last_s = !owner_combines && old == static_cast<unsigned>(P.attn_splits - 1);
+      if (last_s) *counter = 0u;  // for the next launch
+    }
+    flow_sync();
+    if (owner_combines ? !it.owns_new : !last_s) return;
+    const float* r0 = P.attn_part + static_cast<int64_t>(it.kvh * P.attn_splits) * rec_n;
+    for (int idx = tid; idx < g * HD; idx += N) {
+      const int h = idx / HD;
+      auto ld = [&](int sp, int i) { return sp == it.split ? rec[i] : __ldcg(r0 + sp * rec_n + i); };
+      float M = -INFINITY;
+      for (int sp = 0; sp < P.attn_splits; ++sp) M = fmaxf(M, ld(sp, g * HD + h));
+      float num = 0.f, den = 0.f;
+      for (int sp = 0; sp < P.attn_splits; ++sp) {
+        const float m = ld(sp, g * HD + h);
+        if (m == -INFINITY) continue;
+        const float w = exp2f(m - M);
+        num += w * ld(sp, idx);
+        den += w * ld(sp, g * HD + g + h);
+      }
+      rows[idx] = Num<T>::from(num / den);
+    }
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  flow_sync();
+  if (tid == 0) {
+    bulk_store(static_cast<T*>(a.out) + it.kvh * g * HD, rows, static_cast<unsigned>(g * HD * sizeof(T)));
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  }
+}
+
 // One ring attention item (FlowAttnItem) by the 256 consumer threads. Its cached K/V rows are in
 // the ring (the producer copied them, K then V per chunk of tpos positions, while the previous
 // products ran); after `wait` (the QKV product is complete) only the new position's q, k and v
@@ -403,7 +516,7 @@ template <typename T, int HD, typename Wait>
 __device__ __forceinline__ void flow_ring_attention(const FlowParams& P, const AttnParams& a, const FlowAttnItem& it,
                                                     int pos, const T* ring, int slot_elems, int& slot, unsigned& phase,
                                                     uint64_t* full, uint64_t* empty, float* sm, unsigned long long* tm,
-                                                    Wait&& wait) {
+                                                    unsigned char* stage, Wait&& wait) {
   constexpr int CH = HD / 8;  // 16-byte pieces of a cached row
   constexpr int N = kFlowWarps * 32;
   constexpr int RP = N / CH;  // rows per pass
@@ -607,6 +720,10 @@ __device__ __forceinline__ void flow_ring_attention(const FlowParams& P, const A
     return v;
   };
   T* out = static_cast<T*>(a.out);
+  if (stage) {  // bulk hand-overs (P.bulk_ops): see flow_ring_output
+    flow_ring_output<T, HD>(P, a, it, stage, ms, ls, block_sum);
+    return;
+  }
   if (P.attn_splits == 1) {
     for (int idx = tid; idx < g * HD; idx += N) {
       out[it.kvh * g * HD + idx] = Num<T>::from(block_sum(idx) / ls[idx / HD]);
@@ -642,13 +759,14 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   const int bid = static_cast<int>(blockIdx.x), nblk = static_cast<int>(gridDim.x);
   const int kmax = max(max(P.qkv.k, P.out.k), P.down.k);
   T* ring = reinterpret_cast<T*>(smem_raw);
-  const FlowSmem sm = flow_smem(P.slots, P.slot_bytes, kmax, sizeof(T), P.attn_floats);
+  const FlowSmem sm = flow_smem(P.slots, P.slot_bytes, kmax, sizeof(T), P.attn_floats, P.bulk_bytes);
   T* xs = reinterpret_cast<T*>(smem_raw + sm.xs);
   float* parts = reinterpret_cast<float*>(smem_raw + sm.parts);
   float* red = parts + 2 * kFlowMaxRows;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem_raw + sm.bars);
   uint64_t* empty = full + P.slots;
   float* attn_sm = reinterpret_cast<float*>(xs);  // ring attention's scratch shares the staging buffer
+  unsigned char* rows_s = smem_raw + sm.rows;       // bulk_ops: the rows of this block's items of a product
   const int slot_elems = P.slot_bytes / static_cast<int>(sizeof(T));
   const int total = flow_total(P);
   // The per-layer parameters in shared memory: read from global memory they would be L2 round
@@ -658,6 +776,9 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     reinterpret_cast<uint32_t*>(layer_s)[i] = reinterpret_cast<const uint32_t*>(P.layer)[i];
   }
 
+  __shared__ int dep_wait_s;  // l2_idle: 1 while thread 0 waits for a dependency (the producer reads it)
+  volatile int* dep_wait = &dep_wait_s;
+  if (tid == 0) *dep_wait = 0;
   if (tid < P.slots) {
     mbar_init(full + tid, 1);
     mbar_init(empty + tid, 1);
@@ -680,6 +801,8 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     int slot = 0, issued = 0;
     unsigned phase = 0;
     unsigned long long waited = 0;
+    FlowChunks<T, HD> idle = chunks;  // l2_idle: the chunks after the ring asked of L2, idle_n of them not yet reached
+    int idle_n = 0;
     while (chunks.next(P, total, nblk, src, bytes)) {
       if (issued++ == P.slots && P.attn_ring && P.kv_prefetch) flow_prefetch_kv<T, HD>(P, layer_s, total, nblk);
       if (P.l2_ahead > 0) {
@@ -687,8 +810,25 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
         unsigned abytes;
         if (ahead.next(P, total, nblk, asrc, abytes)) bulk_prefetch_l2(asrc, abytes);
       }
+      if (idle_n > 0) --idle_n;  // this chunk was asked of L2
       const unsigned long long t0 = P.stamps ? globaltimer_ns() : 0;
-      mbar_wait(empty + slot, phase ^ 1u);
+      if (P.l2_idle > 0) {
+        // While the consumers wait for a dependency, the slot is not freed before they are
+        // through: ask L2 for the next chunks meanwhile, so that this SM's share of HBM
+        // bandwidth is not idle then (up to l2_idle chunks beyond the ring).
+        while (!mbar_try_wait(empty + slot, phase ^ 1u)) {
+          if (idle_n < P.l2_idle && *dep_wait) {
+            if (idle_n == 0) idle = chunks;
+            const T* isrc;
+            unsigned ibytes;
+            if (!idle.next(P, total, nblk, isrc, ibytes)) continue;
+            bulk_prefetch_l2(isrc, ibytes);
+            ++idle_n;
+          }
+        }
+      } else {
+        mbar_wait(empty + slot, phase ^ 1u);
+      }
       if (P.stamps) waited += globaltimer_ns() - t0;
       mbar_expect_tx(full + slot, bytes);
       bulk_load(ring + static_cast<int64_t>(slot) * slot_elems, src, bytes, full + slot, policy);
@@ -708,6 +848,7 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   int slot = 0, pbuf = 0;
   unsigned phase = 0;
   int key = -1, done = 0;       // the product being worked on (layer * stride + op), its items done here
+  int w_first = 0;              // the product's item of this block's first (the others: + nblk each)
   unsigned long long best = 0;  // LM head: this writer thread's best (logit, index) key
   bool attn_ready = false;
   unsigned long long wait_full = 0, wait_dep = 0;
@@ -722,15 +863,42 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     flow_sync();
   }
   // After a block's last item of a product: every write of its items first, then the count.
+  // A release add waits for the block's writes, but as a GPU-scope fence it also waits for the
+  // SM's bulk copies in flight, ~1.8 us under the weight stream (bench-llm.md run 94). With
+  // bulk_ops the rows go out as bulk stores instead: thread 0 waits for their completion (writes
+  // performed in L2, the GPU's point of coherence, as the readers' acquire + L2 loads see it) and
+  // then adds the count relaxed.
+  // Thread 0: the bulk store of the rows of this block's j-th item of matrix product `op` (their
+  // writers fenced them for the async proxy, then passed a barrier), without waiting for it. Each
+  // item's store is issued at the next barrier after its rows are written: the next item's first,
+  // or the signal's for the last, so that the signal mostly waits for the last item's only.
+  auto store_rows = [&](int op, int j) {
+    const FlowShape& s = flow_shape(P, op);
+    const bool f32 = op == flow_out || op == flow_down;
+    const int esz = f32 ? 4 : static_cast<int>(sizeof(T));
+    unsigned char* dst = static_cast<unsigned char*>(f32 ? static_cast<void*>(P.resid) : op == flow_qkv ? P.qkv_y : P.act);
+    const int ri = s.r * s.c;  // rows per item
+    const int r0 = (w_first + j * nblk) * ri;
+    bulk_store(dst + static_cast<int64_t>(r0) * esz, rows_s + j * ri * esz, static_cast<unsigned>(min(ri, s.rows - r0) * esz));
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  };
   auto signal = [&] {
     if (key < 0 || done == 0 || key % kFlowCounterStride == flow_lm) return;
+    const int op = key % kFlowCounterStride;
+    const bool bulk = (P.bulk_ops >> op) & 1;
     flow_sync();
-    if (tid == 0) {  // a release add: the barrier made the block's writes this thread's to order
+    if (tid == 0 && bulk) {
+      if (op != flow_attn) store_rows(op, done - 1);  // (ring attention items store their rows themselves)
+      asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(P.counters + key * kFlowCounterSpacing),
+                   "r"(static_cast<unsigned>(done))
+                   : "memory");
+    } else if (tid == 0) {  // a release add: the barrier made the block's writes this thread's to order
       asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(P.counters + key * kFlowCounterSpacing),
                    "r"(static_cast<unsigned>(done))
                    : "memory");
-      if (P.stamps) *flow_stamp(P, flow_key_product(P, key), 2) = globaltimer_ns();
     }
+    if (tid == 0 && P.stamps) *flow_stamp(P, flow_key_product(P, key), 2) = globaltimer_ns();
   };
   // Thread 0 polls until the product `ckey` has `target` items done (mark 0 of the timeline: then);
   // a product before this launch's first is complete (pdl_wait above).
@@ -739,11 +907,13 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     if (tid == 0) {
       const unsigned long long since = globaltimer_ns();
       while (ld_acquire_gpu(P.counters + ckey * kFlowCounterSpacing) < static_cast<unsigned>(target)) {
+        *dep_wait = 1;
         if (P.poll_ns > 0) __nanosleep(P.poll_ns);
         // A step takes milliseconds: seconds mean a block that never runs (a bug), so fail
         // the launch rather than hang the process.
         if (globaltimer_ns() - since > kFlowWaitLimitNs) __trap();
       }
+      *dep_wait = 0;
       if (P.stamps) *flow_stamp(P, flow_key_product(P, key), 3) = globaltimer_ns();
     }
   };
@@ -755,6 +925,7 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
       signal();
       key = k;
       done = 0;
+      w_first = t - c.start;
       attn_ready = false;
       const unsigned long long t0 = P.stamps && tid == 0 ? globaltimer_ns() : 0;
       if (t0) *flow_stamp(P, flow_key_product(P, key), 0) = t0;
@@ -798,7 +969,8 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
       const AttnParams& a = layer_s[l].attn;
       const int pos = __ldcg(a.pos);
       flow_ring_attention<T, HD>(P, a, flow_attn_item(P, t - c.start, pos), pos, ring, slot_elems, slot, phase, full,
-                                 empty, attn_sm, P.stamps && tid == 0 ? ring_ns : nullptr, [&] {
+                                 empty, attn_sm, P.stamps && tid == 0 ? ring_ns : nullptr,
+                                 (P.bulk_ops >> flow_attn) & 1 ? rows_s + done * P.attn_stage : nullptr, [&] {
                                    wait_for(l * kFlowCounterStride + flow_qkv, P.qkv.items);
                                    flow_sync();
                                  });
@@ -830,15 +1002,66 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
       ++done;
       continue;
     }
+    if (op == flow_lm) {
+      // The LM head, the step's last product: the block's remaining items in a loop of their own
+      // (one chunk of rows each, no hand-over), the stream's last and longest stretch.
+      const FlowShape& s = P.lm;
+      const int nv = s.k / 8;
+      for (; t < total; t += nblk) {
+        const int r0 = (t - c.start) * s.r, nr = min(s.r, s.rows - r0);
+        const unsigned long long tw = P.stamps && tid == 0 ? globaltimer_ns() : 0;
+        mbar_wait(full + slot, phase);
+        if (tw) wait_full += globaltimer_ns() - tw;
+        const T* wc = ring + static_cast<int64_t>(slot) * slot_elems;
+        float* ps = parts + pbuf * kFlowMaxRows;
+        if (s.g == 1) {
+          for (int row = warp; row < nr; row += kFlowWarps) {
+            const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, 0, nv, lane);
+            if (lane == 0) ps[row] = v;
+          }
+        } else {
+          const int row = warp / s.g, sl = warp % s.g;
+          if (row < nr) {
+            const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, sl * nv / s.g, (sl + 1) * nv / s.g, lane);
+            if (lane == 0) ps[warp] = v;
+          }
+        }
+        flow_sync();
+        if (tid == 0) mbar_arrive(empty + slot);
+        if (++slot == P.slots) {
+          slot = 0;
+          phase ^= 1u;
+        }
+        pbuf ^= 1;
+        if (tid < nr) {
+          float v = 0.f;
+          if (s.g == 1) {
+            v = ps[tid];
+          } else {
+            for (int j = 0; j < s.g; ++j) v += ps[tid * s.g + j];
+          }
+          P.logits[r0 + tid] = v;
+          best = max(best, argmax_key(v, r0 + tid));
+        }
+        ++done;
+      }
+      break;
+    }
     const FlowShape& s = flow_shape(P, op);
-    const int r0 = (t - c.start) * s.r;
-    const int nr = min(s.r, s.rows - r0);
+    const int r0 = (t - c.start) * s.r * s.c;  // the item's rows: r0 + [0, ni); thread i writes row r0 + i
+    const int ni = min(s.r * s.c, s.rows - r0);
     const int nv = s.k / 8;
     const bool add = op == flow_out || op == flow_down;
+    const bool gu = op == flow_gate_up;
+    const bool bulk = (P.bulk_ops >> op) & 1;  // rows kept in rows_s for the signal's bulk stores
+    T* rows_t = reinterpret_cast<T*>(rows_s) + done * s.r * s.c;
+    float* rows_f = reinterpret_cast<float*>(rows_s) + done * s.r * s.c;
     // Residual rows for the adds: asked for now, used after the product.
-    const float rin = add && tid < nr ? __ldcg(P.resid + r0 + tid) : 0.f;
+    const float rin = add && tid < ni ? __ldcg(P.resid + r0 + tid) : 0.f;
     float gate = 0.f;
-    for (int part = 0; part < (op == flow_gate_up ? 2 : 1); ++part) {
+    for (int part = 0; part < (gu ? 2 : 1) * s.c; ++part) {
+      const int rs = (gu ? part >> 1 : part) * s.r;  // the chunk's rows: r0 + rs + [0, nr)
+      const int nr = min(s.r, ni - rs);
       const unsigned long long tw = P.stamps && tid == 0 ? globaltimer_ns() : 0;
       mbar_wait(full + slot, phase);
       if (tw) wait_full += globaltimer_ns() - tw;
@@ -857,35 +1080,39 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
         }
       }
       flow_sync();
-      if (tid == 0) mbar_arrive(empty + slot);
+      if (tid == 0) {
+        mbar_arrive(empty + slot);
+        if (bulk && part == 0 && done > 0) store_rows(op, done - 1);  // the previous item's rows
+      }
       if (++slot == P.slots) {
         slot = 0;
         phase ^= 1u;
       }
       pbuf ^= 1;
-      if (tid < nr) {
+      if (tid >= rs && tid < rs + nr) {
         float v = 0.f;
         if (s.g == 1) {
-          v = ps[tid];
+          v = ps[tid - rs];
         } else {
-          for (int j = 0; j < s.g; ++j) v += ps[tid * s.g + j];
+          for (int j = 0; j < s.g; ++j) v += ps[(tid - rs) * s.g + j];
         }
         const int row = r0 + tid;
         switch (op) {
-          case flow_qkv: static_cast<T*>(P.qkv_y)[row] = Num<T>::from(v); break;
+          case flow_qkv: (bulk ? rows_t[tid] : static_cast<T*>(P.qkv_y)[row]) = Num<T>::from(v); break;
           case flow_gate_up:
-            if (part == 0) {
+            if ((part & 1) == 0) {
               gate = v;
             } else {
-              static_cast<T*>(P.act)[row] = Num<T>::from(silu(gate) * v);
+              (bulk ? rows_t[tid] : static_cast<T*>(P.act)[row]) = Num<T>::from(silu(gate) * v);
             }
             break;
           case flow_lm:
             P.logits[row] = v;
             best = max(best, argmax_key(v, row));
             break;
-          default: P.resid[row] = rin + v; break;
+          default: (bulk ? rows_f[tid] : P.resid[row]) = rin + v; break;
         }
+        if (bulk) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // rows_s: generic writes -> async reads
       }
     }
     ++done;

@@ -110,6 +110,15 @@ int run_check(const CheckOptions& o) {
       {"b1 p300 flow ring, 64-position splits", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr64"},
       {"b1 p1100 flow ring splits nograph nopdl, 2 KiB", {1100}, 8, "fused", false, false, 8192, 1 << 30, "flash", "flowr+flowc2+flowk2"},
       {"b1 p90 flow ring top-k, 2 slots", {90}, 12, "fused", true, true, 8192, 1 << 30, "flash", "flowr+flows2", 5, 1.2f},
+      {"b1 p300 flow ring, bulk-store hand-overs", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr+flowb"},
+      {"b1 p300 flow ring, bulk, last split combines", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr+flowb+flowlast"},
+      {"b1 p7 flow bulk-store hand-overs, 4 KiB, nograph", {7}, 10, "fused", false, true, 8192, 1 << 30, "flash", "flowb+flowc4"},
+      {"b1 p90 flow ring, bulk stores of 2-chunk items, 2 KiB", {90}, 12, "fused", true, true, 8192, 1 << 30, "flash", "flowr+flowb+flowc2"},
+      {"b1 p300 flow ring, bulk, 4 slots, L2 in dependency waits", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr+flowb+flows4+flowi8"},
+      {"b1 p7 default engine", {7}, 10, "auto", true, true, 8192, 1 << 30, "flash", "auto"},
+      {"b1 p300 default engine nograph", {300}, 20, "auto", false, true, 8192, 1 << 30, "cublas", "auto"},
+      {"b1 p90 default engine top-k", {90}, 12, "auto", true, true, 8192, 1 << 30, "flash", "auto", 5, 1.2f},
+      {"b1 p1100 default engine", {1100}, 8, "auto", true, true, 8192, 1 << 30, "flash", "auto"},
       {"b1 p7 fqa", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "fqa"},
       {"b1 p300 fqa nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "cublas", "fqa"},
       {"b1 p90 fqa nopdl top-k", {90}, 12, "fused", true, false, 8192, 1 << 30, "flash", "fqa4+fqs2", 5, 1.2f},
@@ -141,6 +150,7 @@ int run_check(const CheckOptions& o) {
     eo.chunk_tokens = k.chunk_tokens;
     eo.attn_budget_bytes = k.attn_budget;
     eo.prefill_attention = k.prefill;
+    eo.flow_auto = k.variant == "auto";  // the other cases run the form their fields name
     if (auto v = apply_variant(k.variant, eo); !v) return fail(v.error());
     eo.sampling.top_k = k.top_k;
     eo.sampling.temperature = k.temperature;

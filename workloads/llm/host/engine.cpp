@@ -95,6 +95,10 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
          e.flow = true;
          e.flow_l2_ahead = v;
        }},
+      {"flowi", 0, 256, [](EngineOptions& e, int v) {
+         e.flow = true;
+         e.flow_l2_idle = v;
+       }},
       {"flowp", 0, 100000, [](EngineOptions& e, int v) {
          e.flow = true;
          e.flow_poll_ns = v;
@@ -127,6 +131,10 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
     const std::string w = variant.substr(i, j - i);
     i = j + 1;
     if (w.empty()) continue;
+    // Words that leave the decode form to the engine: "auto", graphs, prefill attention, sampling.
+    const bool keeps_default = w == "auto" || w == "nograph" || w == "cublas-pf" || w == "flash-pf" ||
+                               variant_number(w, "topk", 0, kMaxTopK).has_value();
+    if (!keeps_default) o.flow_auto = false;
     if (w == "fused" || w == "gemm" || w == "auto") {
       o.decode_path = w;
     } else if (w == "pdl" || w == "nopdl") {
@@ -144,6 +152,12 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
     } else if (w == "flowr") {
       o.flow = true;
       o.flow_ring_span = 0;
+    } else if (w == "flowb") {
+      o.flow = true;
+      o.flow_bulk_rows = true;
+    } else if (w == "flowlast") {
+      o.flow = true;
+      o.flow_last_combines = true;
     } else if (w == "flowlm") {
       o.flow_lm = true;
     } else if (w == "flowmlp") {

@@ -53,12 +53,19 @@ struct EngineOptions {
   bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy)
   int mega_prefetch_mb = -1;        ///< mega: MB of each phase's weights prefetched to L2 before its barrier (-1: first row pairs whole)
   bool flow = false;                ///< batch-1 decode step as one dataflow persistent kernel (sm_90; fused path)
+  /// Batch-1 decode: the dataflow kernel (flowr+flowb+flows4) where it was measured faster than the
+  /// separate kernels (CudaEngine::prepare_flow says where), else those. Every variant word that
+  /// names a decode form (fused, nofqa, flow..., u8 ...) turns it off: the form named is run.
+  bool flow_auto = true;
   int flow_slots = 0;               ///< flow: shared-memory ring slots per block (0: as many as fit)
   int flow_chunk_kb = 32;           ///< flow: KiB of weights per chunk (ring slot)
   int flow_l2_ahead = 0;            ///< flow: chunks asked of L2 ahead of the ring (0: none)
+  int flow_l2_idle = 0;             ///< flow: chunks asked of L2 beyond the ring while a block waits for a dependency
   int flow_poll_ns = 0;             ///< flow: pause between reads of a dependency counter (0: none)
   int flow_ring_span = -1;          ///< flow: cached K/V rows through the ring, N positions per split (0: auto; -1: off)
   int flow_kv_prefetch = 0;         ///< flow ring attention: K/V asked of L2 at the start (1 normal, 2 evict-last)
+  bool flow_bulk_rows = false;      ///< flow: products' rows handed over by bulk stores, without a release fence
+  bool flow_last_combines = false;  ///< flowr+flowb: the last split to finish combines (as with more items than SMs)
   bool flow_lm = false;             ///< batch-1 decode: the LM head as a launch of the dataflow kernel (sm_90)
   bool flow_mlp = false;            ///< batch-1 decode: each layer's gate/up and down as one launch of it (sm_90)
   bool prefetch_after_attention = false;  ///< fused decode: the output projection's weights to L2 while attention runs
