@@ -902,6 +902,47 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   };
   // Thread 0 polls until the product `ckey` has `target` items done (mark 0 of the timeline: then);
   // a product before this launch's first is complete (pdl_wait above).
+  // The ring's next chunk, `nr` rows of shape s, times the staged input: waits for it to land and
+  // leaves each row's partial sums (s.g per row where warps split rows) in the buffer it returns,
+  // ending with the block's barrier; the caller then frees the slot and calls next_chunk.
+  auto multiply_chunk = [&](const FlowShape& s, int nr) {
+    const int nv = s.k / 8;
+    const unsigned long long tw = P.stamps && tid == 0 ? globaltimer_ns() : 0;
+    mbar_wait(full + slot, phase);
+    if (tw) wait_full += globaltimer_ns() - tw;
+    const T* wc = ring + static_cast<int64_t>(slot) * slot_elems;
+    float* ps = parts + pbuf * kFlowMaxRows;
+    if (s.g == 1) {
+      for (int row = warp; row < nr; row += kFlowWarps) {
+        const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, 0, nv, lane);
+        if (lane == 0) ps[row] = v;
+      }
+    } else {
+      const int row = warp / s.g, sl = warp % s.g;
+      if (row < nr) {
+        const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, sl * nv / s.g, (sl + 1) * nv / s.g, lane);
+        if (lane == 0) ps[warp] = v;
+      }
+    }
+    flow_sync();
+    return static_cast<const float*>(ps);
+  };
+  auto next_chunk = [&] {  // the next slot; the other partial-sums buffer (the readers of this one are behind a barrier)
+    if (++slot == P.slots) {
+      slot = 0;
+      phase ^= 1u;
+    }
+    pbuf ^= 1;
+  };
+  auto row_sum = [&](const FlowShape& s, const float* ps, int i) {  // row i's dot product from multiply_chunk's sums
+    float v = 0.f;
+    if (s.g == 1) {
+      v = ps[i];
+    } else {
+      for (int j = 0; j < s.g; ++j) v += ps[i * s.g + j];
+    }
+    return v;
+  };
   auto wait_for = [&](int ckey, int target) {
     if (flow_key_product(P, ckey) < P.first) return;
     if (tid == 0) {
@@ -1006,40 +1047,13 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
       // The LM head, the step's last product: the block's remaining items in a loop of their own
       // (one chunk of rows each, no hand-over), the stream's last and longest stretch.
       const FlowShape& s = P.lm;
-      const int nv = s.k / 8;
       for (; t < total; t += nblk) {
         const int r0 = (t - c.start) * s.r, nr = min(s.r, s.rows - r0);
-        const unsigned long long tw = P.stamps && tid == 0 ? globaltimer_ns() : 0;
-        mbar_wait(full + slot, phase);
-        if (tw) wait_full += globaltimer_ns() - tw;
-        const T* wc = ring + static_cast<int64_t>(slot) * slot_elems;
-        float* ps = parts + pbuf * kFlowMaxRows;
-        if (s.g == 1) {
-          for (int row = warp; row < nr; row += kFlowWarps) {
-            const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, 0, nv, lane);
-            if (lane == 0) ps[row] = v;
-          }
-        } else {
-          const int row = warp / s.g, sl = warp % s.g;
-          if (row < nr) {
-            const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, sl * nv / s.g, (sl + 1) * nv / s.g, lane);
-            if (lane == 0) ps[warp] = v;
-          }
-        }
-        flow_sync();
+        const float* ps = multiply_chunk(s, nr);
         if (tid == 0) mbar_arrive(empty + slot);
-        if (++slot == P.slots) {
-          slot = 0;
-          phase ^= 1u;
-        }
-        pbuf ^= 1;
+        next_chunk();
         if (tid < nr) {
-          float v = 0.f;
-          if (s.g == 1) {
-            v = ps[tid];
-          } else {
-            for (int j = 0; j < s.g; ++j) v += ps[tid * s.g + j];
-          }
+          const float v = row_sum(s, ps, tid);
           P.logits[r0 + tid] = v;
           best = max(best, argmax_key(v, r0 + tid));
         }
@@ -1050,7 +1064,6 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     const FlowShape& s = flow_shape(P, op);
     const int r0 = (t - c.start) * s.r * s.c;  // the item's rows: r0 + [0, ni); thread i writes row r0 + i
     const int ni = min(s.r * s.c, s.rows - r0);
-    const int nv = s.k / 8;
     const bool add = op == flow_out || op == flow_down;
     const bool gu = op == flow_gate_up;
     const bool bulk = (P.bulk_ops >> op) & 1;  // rows kept in rows_s for the signal's bulk stores
@@ -1062,40 +1075,14 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     for (int part = 0; part < (gu ? 2 : 1) * s.c; ++part) {
       const int rs = (gu ? part >> 1 : part) * s.r;  // the chunk's rows: r0 + rs + [0, nr)
       const int nr = min(s.r, ni - rs);
-      const unsigned long long tw = P.stamps && tid == 0 ? globaltimer_ns() : 0;
-      mbar_wait(full + slot, phase);
-      if (tw) wait_full += globaltimer_ns() - tw;
-      const T* wc = ring + static_cast<int64_t>(slot) * slot_elems;
-      float* ps = parts + pbuf * kFlowMaxRows;
-      if (s.g == 1) {
-        for (int row = warp; row < nr; row += kFlowWarps) {
-          const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, 0, nv, lane);
-          if (lane == 0) ps[row] = v;
-        }
-      } else {
-        const int row = warp / s.g, sl = warp % s.g;
-        if (row < nr) {
-          const float v = flow_dot<T>(wc + static_cast<int64_t>(row) * s.k, xs, sl * nv / s.g, (sl + 1) * nv / s.g, lane);
-          if (lane == 0) ps[warp] = v;
-        }
-      }
-      flow_sync();
+      const float* ps = multiply_chunk(s, nr);
       if (tid == 0) {
         mbar_arrive(empty + slot);
         if (bulk && part == 0 && done > 0) store_rows(op, done - 1);  // the previous item's rows
       }
-      if (++slot == P.slots) {
-        slot = 0;
-        phase ^= 1u;
-      }
-      pbuf ^= 1;
+      next_chunk();
       if (tid >= rs && tid < rs + nr) {
-        float v = 0.f;
-        if (s.g == 1) {
-          v = ps[tid - rs];
-        } else {
-          for (int j = 0; j < s.g; ++j) v += ps[(tid - rs) * s.g + j];
-        }
+        const float v = row_sum(s, ps, tid - rs);
         const int row = r0 + tid;
         switch (op) {
           case flow_qkv: (bulk ? rows_t[tid] : static_cast<T*>(P.qkv_y)[row]) = Num<T>::from(v); break;
@@ -1105,10 +1092,6 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
             } else {
               (bulk ? rows_t[tid] : static_cast<T*>(P.act)[row]) = Num<T>::from(silu(gate) * v);
             }
-            break;
-          case flow_lm:
-            P.logits[row] = v;
-            best = max(best, argmax_key(v, row));
             break;
           default: (bulk ? rows_f[tid] : P.resid[row]) = rin + v; break;
         }
