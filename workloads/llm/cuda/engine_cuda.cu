@@ -851,7 +851,7 @@ void CudaEngine<T>::launch_mega() {
 // Where the dataflow kernel (ring attention, bulk-store hand-overs, 4 ring slots, L2 asked for 4
 // chunks in dependency waits) decodes batch 1 unless a variant names the form: where it was
 // measured faster than the separate kernels on the H100 without costing more energy per token
-// (docs/validation/bench-llm.md, runs 104-109). It saves time at each of a step's 80 product
+// (docs/validation/bench-llm.md, runs 104-111). It saves time at each of a step's 80 product
 // boundaries, which weighs most where the products are short: hidden sizes up to 2048
 // (Llama-3.2-1B +4% at contexts of 128-512, +10 to +35% at 1k-8k; energy per token +0.9-1.5% at
 // prompt 128, within the spread between calls, and -2.6% at 1k). For Llama-3.2-3B and 3.1-8B it is

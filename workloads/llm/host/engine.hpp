@@ -53,8 +53,8 @@ struct EngineOptions {
   bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy)
   int mega_prefetch_mb = -1;        ///< mega: MB of each phase's weights prefetched to L2 before its barrier (-1: first row pairs whole)
   bool flow = false;                ///< batch-1 decode step as one dataflow persistent kernel (sm_90; fused path)
-  /// Batch-1 decode: the dataflow kernel (flowr+flowb+flows4) where it was measured faster than the
-  /// separate kernels (CudaEngine::prepare_flow says where), else those. Every variant word that
+  /// Batch-1 decode: the dataflow kernel (flowr+flowb+flows4+flowi4) where it was measured faster than the
+  /// separate kernels (CudaEngine::flow_by_default says where), else those. Every variant word that
   /// names a decode form (fused, nofqa, flow..., u8 ...) turns it off: the form named is run.
   bool flow_auto = true;
   int flow_slots = 0;               ///< flow: shared-memory ring slots per block (0: as many as fit)
