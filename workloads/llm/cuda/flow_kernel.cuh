@@ -900,8 +900,6 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     }
     if (tid == 0 && P.stamps) *flow_stamp(P, flow_key_product(P, key), 2) = globaltimer_ns();
   };
-  // Thread 0 polls until the product `ckey` has `target` items done (mark 0 of the timeline: then);
-  // a product before this launch's first is complete (pdl_wait above).
   // The ring's next chunk, `nr` rows of shape s, times the staged input: waits for it to land and
   // leaves each row's partial sums (s.g per row where warps split rows) in the buffer it returns,
   // ending with the block's barrier; the caller then frees the slot and calls next_chunk.
@@ -943,6 +941,8 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     }
     return v;
   };
+  // Thread 0 polls until the product `ckey` has `target` items done (mark 0 of the timeline: then);
+  // a product before this launch's first is complete (pdl_wait above).
   auto wait_for = [&](int ckey, int target) {
     if (flow_key_product(P, ckey) < P.first) return;
     if (tid == 0) {
