@@ -4,7 +4,10 @@
 #   scripts/device-bench-llm.sh STEP...   steps: check hf-logits speed speed-b bench-1b bench-8b
 #                                          bench-sweep hf-speed hf-compile hf-measure speed-ahead 3b
 #                                          hf-compile-measure hf-batch decode-final timeline hf-generate
-#                                          explore
+#                                          explore ab
+#   ab: the engine (BIN) against a base build (BASE, default .devbuild/base) in the same call:
+#   check bf16/fp16 of both, then batch-1 decode of 1B/3B/8B interleaved (speed, then the `bench`
+#   decode window with its J/token), A B A B; a table of the figures last.
 # Writes logs and JSON under $OUT (at most 8 files come back), prints a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -126,9 +129,39 @@ for step in "$@"; do
         run 400 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_generate_$m.json" -- \
           python3 "$PY" speed --model "$m" --gen 128 --seconds 4 --generate --compile --json "$OUT/hf_generate_speed_$m.json"
       done ;;
+    ab)
+      BASE=${BASE:-.devbuild/base}
+      run 150 "$BIN/jouleprof-llm" check --model tiny --dtype bf16
+      run 150 "$BIN/jouleprof-llm" check --model tiny --dtype fp16 --tol 1e-2 --tol-emulated 5e-3
+      for r in 1 2; do
+        for side in new base; do
+          b=$BIN; [ $side = base ] && b=$BASE
+          run 150 "$b/jouleprof-llm" bench --model llama-3.2-1b,llama-3.2-3b,llama-3.1-8b --batch 1 --prompt 128 --gen 128 \
+            --min-seconds 2 --no-components --idle 1.5 --quiet --json "$OUT/ab_bench_${side}_$r.json"
+        done
+        # The second round only while the call has time left (AB_BUDGET_S from its start).
+        [ $(( $(date +%s) - ${AB_T0:-$(date +%s)} )) -gt ${AB_BUDGET_S:-100000} ] && break
+      done
+      python3 - "$OUT" <<'PYEOF' 2>&1 | tee -a "$LOG"
+import json, sys, glob, os
+out = sys.argv[1]
+print("A/B  side  rep  model          decode tok/s   J/token   W")
+for r in (1, 2):
+    for side in ("new", "base"):
+        if not os.path.exists(f"{out}/ab_bench_{side}_{r}.json"):
+            continue
+        try:
+            pts = json.load(open(f"{out}/ab_bench_{side}_{r}.json"))["llm"]["points"]
+        except Exception as e:
+            print("bench", side, r, e); pts = []
+        for p in pts:
+            d = p.get("decode") or {}
+            print(f"A/B  {side:5s} {r}    {p['model']:14s} {d.get('tokens_per_s', float('nan')):10.1f}   {d.get('j_per_token', float('nan')):.4f}   {d.get('mean_power_w', float('nan')):.1f}")
+PYEOF
+      ;;
     *) echo "unknown step $step" ;;
   esac
 done
 gpu_state
 say "summary"
-grep -hE "^(model |b[0-9]|llama|device |hf-|tiny|  (prefill|decode) |  per step|.*ALL PASS|.*FAILED)" "$LOG" | cut -c1-220 | tail -60
+grep -hE "^(model |b[0-9]|llama|device |hf-|tiny|A/B|  (prefill|decode) |  per step|.*ALL PASS|.*FAILED)" "$LOG" | cut -c1-220 | tail -60

@@ -7,3 +7,8 @@ cd "$(dirname "$0")/.."
 cmake --preset ci >/dev/null
 cmake --build build/ci -j"$(nproc)"
 ctest --preset ci -j"$(nproc)" --timeout 300
+# The CUDA code compiles (no GPU needed): the engine and burn as PTX for sm_90, warnings as errors,
+# through ccache (CMakePresets.json "cuda-check").
+export PATH="$PATH:/usr/local/cuda/bin" CCACHE_BASEDIR="$PWD"
+cmake --preset cuda-check >/dev/null
+cmake --build --preset cuda-check -j"$(nproc)"

@@ -3,7 +3,7 @@
 // (built when JOULEPROF_WITH_CUDA finds a CUDA toolkit), run as a child that writes its result
 // JSON (with every sample) to a file of ours; with --device sim the simulated engine runs here,
 // on the simulated GPU, and everything it prints is labelled simulated. Either way, each
-// configuration of the sweep is then recorded in the run store (host/bench_record.hpp).
+// configuration of the sweep is then recorded in the run store (jouleprof/workloads/bench_record.hpp).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -19,8 +19,8 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "host/bench.hpp"
-#include "host/bench_record.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
+#include "jouleprof/workloads/bench_record.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/store/result_io.hpp"
 #include "jouleprof/store/store.hpp"

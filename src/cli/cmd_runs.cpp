@@ -10,8 +10,8 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "host/bench.hpp"
-#include "host/bench_record.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
+#include "jouleprof/workloads/bench_record.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/store/compare.hpp"
 #include "jouleprof/store/result_io.hpp"

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "jouleprof/core/integrate.hpp"
+#include "jouleprof/measure/idle.hpp"
 #include "jouleprof/measure/markers.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/measure/process.hpp"
@@ -253,30 +254,10 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     mon.end_at(id, std::nullopt, ok);
     mon.sync_counters();
     std::this_thread::sleep_for(std::chrono::milliseconds(120));  // samples past the edge
-    auto e = mon.energy(id);
-    if (e && ok) {
-      // A GPU that just finished work takes seconds to settle (measured on H100: ~125 W for
-      // ~2.5 s, then ~70 W), so the baseline is the second half of the idle window, and a first
-      // half that differs says the GPU had not settled.
-      std::vector<std::optional<double>> idle;
-      const double mid = 0.5 * (e->t0_s + e->t1_s);
-      for (std::size_t g = 0; g < e->gpus.size(); ++g) {
-        const auto s = mon.sampler().slice(g, Metric::power_sample_w, e->t0_s - 1, e->t1_s + 1);
-        if (s.size() < 4) {
-          idle.emplace_back(e->gpus[g].mean_power_w);
-          continue;
-        }
-        const double first = integrate_trapezoid(s, e->t0_s, mid).mean_power_w();
-        const double second = integrate_trapezoid(s, mid, e->t1_s).mean_power_w();
-        idle.emplace_back(second);
-        if (std::fabs(first - second) > std::max(5.0, 0.05 * second)) {
-          warnings.push_back(fmt::format(
-              "GPU {} was not settled at idle: {:.0f} W in the first half of the idle window, {:.0f} W in "
-              "the second (the baseline); lengthen --idle or wait before measuring",
-              mon.gpus().gpus[g]->info().index, first, second));
-        }
+    if (ok) {
+      for (auto& w : set_idle_baseline(mon, id, fmt::format("second half of a {:.1f} s idle window before the runs", opt.idle_s))) {
+        warnings.push_back(std::move(w));
       }
-      mon.set_idle_power(idle, fmt::format("second half of a {:.1f} s idle window before the runs", opt.idle_s));
     }
   }
 

@@ -1,4 +1,5 @@
-// The explicit backend registry: nvml (the driver) and sim (the simulated GPU).
+// The GPU sensor backends by --device name (kGpuBackends): nvml (the driver) and sim (the
+// simulated GPU). A new backend is one open function and one entry in the table.
 #include <fstream>
 #include <sstream>
 
@@ -98,19 +99,11 @@ Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>&
   return set;
 }
 
-}  // namespace
-
-Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
-  auto ids = requested_ids(sel);
-  if (!ids) return ids.error();
-  if (sel.backend == "sim") return open_sim(sel, *ids, tb);
-  if (sel.backend != "nvml" && sel.backend != "auto") {
-    return make_error(Errc::invalid_argument, "unknown device backend '" + sel.backend + "' (auto, nvml, sim)");
-  }
+Result<GpuSet> open_nvml(const GpuSelection& sel, const std::vector<std::string>& ids, const TimeBase& tb) {
   auto ctx = nvml::Context::open(sel.nvml_library);
   if (!ctx) {
     if (sel.backend == "auto" && sel.fallback_to_sim) {
-      auto set = open_sim(sel, *ids, tb);
+      auto set = open_sim(sel, ids, tb);
       if (set) set->note = "no NVIDIA GPU usable here (" + ctx.error().message + "); using the simulated GPU";
       return set;
     }
@@ -131,7 +124,7 @@ Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
     present.push_back({i, uuid});
   }
   if (present.empty()) return make_error(Errc::not_found, "NVML reports no GPU on this machine");
-  auto which = resolve(*ids, present);
+  auto which = resolve(ids, present);
   if (!which) return which.error();
   GpuSet set;
   set.backend = "nvml";
@@ -141,6 +134,28 @@ Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
     set.gpus.push_back(std::move(*gpu));
   }
   return set;
+}
+
+// The backends: `auto` opens the first (the driver; without one it falls back to the simulated
+// GPU where the caller allows).
+struct GpuBackend {
+  const char* name;
+  Result<GpuSet> (*open)(const GpuSelection&, const std::vector<std::string>& ids, const TimeBase&);
+};
+constexpr GpuBackend kGpuBackends[] = {{"nvml", open_nvml}, {"sim", open_sim}};
+
+}  // namespace
+
+Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
+  auto ids = requested_ids(sel);
+  if (!ids) return ids.error();
+  const std::string name = sel.backend == "auto" ? kGpuBackends[0].name : sel.backend;
+  std::string names = "auto";
+  for (const GpuBackend& b : kGpuBackends) {
+    if (name == b.name) return b.open(sel, *ids, tb);
+    names += std::string(", ") + b.name;
+  }
+  return make_error(Errc::invalid_argument, "unknown device backend '" + sel.backend + "' (" + names + ")");
 }
 
 }  // namespace jouleprof

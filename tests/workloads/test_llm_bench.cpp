@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "tiny_sim_bench.hpp"
-#include "host/bench.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
 
 using namespace jouleprof::llm;
 namespace fs = std::filesystem;
@@ -63,8 +63,7 @@ TEST(LlmBench, FlagsRoundTrip) {
   o.prompts = {64, 512};
   o.gens = {33, 65};
   o.per_layer = true;
-  o.pdl = true;
-  o.variant = "fused+u8";
+  o.variant = "dataflow+slots2";
   o.min_seconds = 0.25;
   o.tags = {"a=b"};
   o.json = "x.json";
@@ -83,8 +82,7 @@ TEST(LlmBench, FlagsRoundTrip) {
   EXPECT_EQ(back.prompts, o.prompts);
   EXPECT_EQ(back.gens, o.gens);
   EXPECT_TRUE(back.per_layer);
-  EXPECT_TRUE(back.pdl);
-  EXPECT_EQ(back.variant, "fused+u8");
+  EXPECT_EQ(back.variant, "dataflow+slots2");
   EXPECT_FALSE(back.no_components);
   EXPECT_DOUBLE_EQ(back.min_seconds, 0.25);
   EXPECT_EQ(back.tags, o.tags);
@@ -93,142 +91,6 @@ TEST(LlmBench, FlagsRoundTrip) {
   EXPECT_FLOAT_EQ(back.temperature, 0.75f);
   EXPECT_TRUE(back.json_timelines);
   EXPECT_EQ(back.dtypes, o.dtypes);
-}
-
-TEST(LlmBench, EngineVariants) {
-  EngineOptions e;
-  ASSERT_TRUE(apply_variant("gemm+pdl+bps2+u8+pf512+flash-pf+fused4+nograph", e));
-  EXPECT_EQ(e.decode_path, "gemm");
-  EXPECT_TRUE(e.pdl);
-  EXPECT_FALSE(e.graphs);
-  EXPECT_EQ(e.gemv_blocks_per_sm, 2);
-  EXPECT_EQ(e.gemv_unroll, 8);
-  EXPECT_EQ(e.gemv_prefetch, 512);
-  EXPECT_EQ(e.prefill_attention, "flash");
-  EXPECT_EQ(e.fused_max_batch, 4);
-  ASSERT_TRUE(apply_variant("", e));
-  auto bad = apply_variant("fused+turbo", e);
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("turbo"), std::string::npos);
-}
-
-TEST(LlmBench, FlowVariantWords) {
-  EngineOptions e;
-  EXPECT_FALSE(e.flow);  // opt-in: measured slower than the default engine (bench-llm.md runs 70-71)
-  ASSERT_TRUE(apply_variant("flow", e));
-  EXPECT_TRUE(e.flow);
-  EXPECT_EQ(e.flow_slots, 0);  // as many as shared memory holds
-  EXPECT_EQ(e.flow_chunk_kb, 32);
-  ASSERT_TRUE(apply_variant("noflow", e));
-  EXPECT_FALSE(e.flow);
-  // Each knob implies the variant.
-  ASSERT_TRUE(apply_variant("flows3+flowc16+flowa8+flowp100", e));
-  EXPECT_TRUE(e.flow);
-  EXPECT_EQ(e.flow_slots, 3);
-  EXPECT_EQ(e.flow_chunk_kb, 16);
-  EXPECT_EQ(e.flow_l2_ahead, 8);
-  EXPECT_EQ(e.flow_poll_ns, 100);
-  auto bad = apply_variant("flows1", e);  // a ring needs two slots
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("between 2 and 64"), std::string::npos);
-  EXPECT_FALSE(apply_variant("flowc0", e));
-  EXPECT_FALSE(apply_variant("flowc65", e));
-  EXPECT_FALSE(apply_variant("flowx", e));
-  // Ring attention: off by default, automatic span, or N positions per split.
-  EXPECT_EQ(EngineOptions{}.flow_ring_span, -1);
-  EngineOptions r;
-  ASSERT_TRUE(apply_variant("flowr", r));
-  EXPECT_TRUE(r.flow);
-  EXPECT_EQ(r.flow_ring_span, 0);
-  ASSERT_TRUE(apply_variant("flowr256", r));
-  EXPECT_EQ(r.flow_ring_span, 256);
-  EXPECT_FALSE(apply_variant("flowr0", r));
-  // K/V asked of L2 at the start: implies ring attention, keeps a span already given.
-  EngineOptions k;
-  ASSERT_TRUE(apply_variant("flowk2", k));
-  EXPECT_TRUE(k.flow);
-  EXPECT_EQ(k.flow_ring_span, 0);
-  EXPECT_EQ(k.flow_kv_prefetch, 2);
-  ASSERT_TRUE(apply_variant("flowr128+flowk1", k));
-  EXPECT_EQ(k.flow_ring_span, 128);
-  EXPECT_EQ(k.flow_kv_prefetch, 1);
-  EXPECT_FALSE(apply_variant("flowk3", k));
-  // Bulk-store hand-overs, the last split combining, L2 asked in dependency waits: each implies flow.
-  EngineOptions b;
-  EXPECT_FALSE(b.flow_bulk_rows);
-  EXPECT_EQ(b.flow_l2_idle, 0);
-  ASSERT_TRUE(apply_variant("flowb", b));
-  EXPECT_TRUE(b.flow);
-  EXPECT_TRUE(b.flow_bulk_rows);
-  EXPECT_FALSE(b.flow_last_combines);
-  ASSERT_TRUE(apply_variant("flowlast+flowi8", b));
-  EXPECT_TRUE(b.flow_last_combines);
-  EXPECT_EQ(b.flow_l2_idle, 8);
-  EXPECT_FALSE(apply_variant("flowi257", b));
-  EXPECT_FALSE(apply_variant("flowb2", b));
-  // The engine's own choice of decode form stays unless a word names one.
-  EngineOptions a;
-  EXPECT_TRUE(a.flow_auto);
-  ASSERT_TRUE(apply_variant("auto+nograph+flash-pf+topk5", a));
-  EXPECT_TRUE(a.flow_auto);
-  EXPECT_FALSE(a.flow);
-  for (const char* w : {"fused", "nofqa", "u8", "flows4", "noflow", "mega"}) {
-    EngineOptions n;
-    ASSERT_TRUE(apply_variant(w, n));
-    EXPECT_FALSE(n.flow_auto) << w;
-  }
-  // Parts of the step through the dataflow kernel, the rest through the default kernels.
-  EngineOptions d;
-  ASSERT_TRUE(apply_variant("flowlm+flowmlp", d));
-  EXPECT_FALSE(d.flow);
-  EXPECT_TRUE(d.flow_lm);
-  EXPECT_TRUE(d.flow_mlp);
-}
-
-TEST(LlmBench, FusedAttentionVariantWords) {
-  EngineOptions e;
-  EXPECT_EQ(e.fused_attention, -1);  // by default wherever it can run (batch 1, sm_90)
-  ASSERT_TRUE(apply_variant("nofqa", e));
-  EXPECT_EQ(e.fused_attention, 0);
-  ASSERT_TRUE(apply_variant("fqa8+fqs3", e));
-  EXPECT_EQ(e.fused_attention, 1);  // asked for: an error where it cannot run
-  EXPECT_EQ(e.fused_attention_cluster, 8);
-  EXPECT_EQ(e.fused_attention_stages, 3);
-  ASSERT_TRUE(apply_variant("nofqa+fqa", e));
-  EXPECT_EQ(e.fused_attention, 1);
-  ASSERT_TRUE(apply_variant("fqt512", e));
-  EXPECT_EQ(e.fused_attention_threads, 512);
-  EXPECT_FALSE(apply_variant("fqt300", e));
-  EXPECT_EQ(e.fused_attention_pre, -1);  // every ring stage requested before the wait
-  ASSERT_TRUE(apply_variant("fqp0", e));
-  EXPECT_EQ(e.fused_attention_pre, 0);
-  EXPECT_EQ(e.gemv_ksplit_down, 0);
-  ASSERT_TRUE(apply_variant("ksd2", e));
-  EXPECT_EQ(e.gemv_ksplit_down, 2);
-  ASSERT_TRUE(apply_variant("ksd1", e));
-  EXPECT_EQ(e.gemv_ksplit_down, 1);
-  EXPECT_FALSE(apply_variant("ksd4", e));  // only 1 and 2 are built
-  EXPECT_EQ(e.gemv_ksplit_down, 1);
-}
-
-TEST(LlmBench, NumberedVariantWordsOutOfRangeAreOneLineErrors) {
-  // Numbers past their range, or too long for an int, are refused with the word named; never a throw.
-  for (const char* w : {"fqa17", "fqa1", "fqs9", "fqp9", "fused9", "topk100000", "chunk99999999999999999999", "pf99999999999"}) {
-    EngineOptions e;
-    const EngineOptions before = e;
-    auto r = apply_variant(std::string("fused+") + w, e);
-    ASSERT_FALSE(r) << w;
-    EXPECT_NE(r.error().message.find(w), std::string::npos) << r.error().message;
-    EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
-    EXPECT_EQ(e.fused_attention_cluster, before.fused_attention_cluster) << w;
-  }
-  EngineOptions e;
-  ASSERT_TRUE(apply_variant("chunk0+pf0+fqa16+fqs2+fused8+topk1", e));
-  EXPECT_EQ(e.attn_chunk, 0);
-  EXPECT_EQ(e.gemv_prefetch, 0);
-  EXPECT_EQ(e.fused_attention_cluster, 16);
-  EXPECT_EQ(e.fused_max_batch, 8);
-  EXPECT_EQ(e.sampling.top_k, 1);
 }
 
 TEST(LlmBench, SimulatedSweepFillsEveryFigure) {

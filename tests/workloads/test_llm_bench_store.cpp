@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "../common/run_program.hpp"
-#include "host/bench.hpp"
-#include "host/bench_record.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
+#include "jouleprof/workloads/bench_record.hpp"
 #include "jouleprof/store/result_io.hpp"
 
 using namespace jouleprof;

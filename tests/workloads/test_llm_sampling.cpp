@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tiny_sim_bench.hpp"
-#include "host/bench.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
 #include "host/engine.hpp"
 #include "host/sampling.hpp"
 
@@ -81,14 +81,10 @@ TEST(LlmSampling, OptionsAreValidatedAndDescribed) {
 
 TEST(LlmSampling, EngineVariantWords) {
   EngineOptions e;
-  ASSERT_TRUE(apply_variant("fused+topk40+ahead16+chunk512+pfo+mega", e));
-  EXPECT_TRUE(e.mega);
-  EXPECT_TRUE(e.prefetch_after_attention);
+  ASSERT_TRUE(apply_variant("separate+gemv+topk40", e));
   EXPECT_EQ(e.sampling.top_k, 40);
-  EXPECT_EQ(e.l2_ahead_mb, 16);
-  EXPECT_EQ(e.attn_chunk, 512);
   EXPECT_FALSE(apply_variant("topk", e));
-  EXPECT_FALSE(apply_variant("aheadx", e));
+  EXPECT_FALSE(apply_variant("topkx", e));
 }
 
 TEST(LlmSampling, SimulatedBenchRecordsTheSamplingAndRefusesABadK) {

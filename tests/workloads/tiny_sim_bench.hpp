@@ -2,7 +2,7 @@
 // configuration, no idle baseline, no component windows (for tests of the bench's own logic).
 #pragma once
 
-#include "host/bench.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
 
 inline jouleprof::llm::BenchOptions tiny_sim_bench() {
   jouleprof::llm::BenchOptions o;

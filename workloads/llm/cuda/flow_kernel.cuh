@@ -5,9 +5,9 @@
 //
 // Why: a decode step at batch 1 is a chain of matrix-vector products whose weights (2.5 GB for
 // Llama-3.2-1B) are the only real traffic, but each product needs the whole result of the one
-// before. With one kernel per product (or grid barriers, `--variant mega`) every dependency drains
+// before. With one kernel per product (or grid barriers between phases) every dependency drains
 // HBM: the next product's weights start only once the previous product's slowest block and the
-// latency-bound attention are done (docs/validation/bench-llm.md: ~16 us of 57 per layer). Here
+// latency-bound attention are done (~16 us of 57 per layer for Llama-3.2-1B on the H100). Here
 // the step is a list of items (a chunk of a matrix's rows, or one split of one KV head's
 // attention) dealt to the blocks in turn. In each block one producer thread walks the block's
 // items and copies each chunk's rows into a ring of shared-memory slots with Hopper bulk copies
@@ -19,9 +19,10 @@
 // After its last item of a product a block adds its count of items to that product's counter.
 // Items are in the step's order and every block takes them in that order, so each wait is for
 // earlier items only, and all blocks are resident at once: no deadlock.
-// Measured on the H100 (bench-llm.md runs 70-71): the matrices stream at the copy rate, but the
-// attention items' chain through global memory is longer than the cluster kernel's (qkv_attn_kernel),
-// so the step is slower than the default engine's; opt-in.
+// With ring attention (the cached K/V rows streamed like weights) and bulk-store hand-overs it is
+// the fastest batch-1 form for Llama-3.2-1B on the H100 and the default there (decode_plan.cpp).
+// Fields of FlowParams marked "fixed by the host" belong to forms measured no faster and retired
+// from the options; the kernel keeps their branches so that the default compiles as measured.
 #pragma once
 
 #include "kernels.cuh"
@@ -44,9 +45,6 @@ constexpr int kFlowCounterStride = 8;  // counter of product (layer, op): key = 
 // Each counter on its own 128-byte line: the blocks polling one product's counter then do not
 // queue behind the atomic adds to another's.
 constexpr int kFlowCounterSpacing = 32;
-// Longest context (positions, prompt + generated) at which the engine decodes batch 1 through this
-// kernel by default: the longest measured (runs 106-107: Llama-3.2-1B up to 8064).
-constexpr int kFlowDefaultMaxContext = 8192;
 
 __host__ __device__ constexpr int flow_counter_words(int layers) {
   return ((layers + 1) * kFlowCounterStride + 1) * kFlowCounterSpacing;
@@ -75,8 +73,8 @@ static_assert(sizeof(FlowLayer) % 4 == 0, "FlowLayer is copied by 4-byte words")
 struct FlowParams {
   const FlowLayer* layer;  ///< [layers], device memory
   int layers;
-  // The products this launch runs, first..last (flow_product, flow_lm_product):
-  // the whole step, or a part of it between other kernels, whose earlier products are complete.
+  // The products this launch runs, first..last (flow_product, flow_lm_product): fixed by the
+  // host to the whole step.
   int first, last;
   FlowShape qkv, out, gu, down, lm;
   const void* lm_w;
@@ -84,13 +82,13 @@ struct FlowParams {
   float eps;
   const void* attn_out;  ///< T [q dim]: attention output
   int attn_items;   ///< splits * kv heads
-  // Ring attention (1, `flowr`): the cached K/V rows of each (split, KV head) item stream through
-  // the ring like weights; attn_splits splits of attn_span cached positions per KV head. 0: the
-  // separate kernels' attention body, its K/V tiles read after the wait (AttnParams' splits).
+  // Ring attention (1, fixed by the host): the cached K/V rows of each (split, KV head) item
+  // stream through the ring like weights; attn_splits splits of attn_span cached positions per KV
+  // head. 0: the separate kernels' attention body, its K/V tiles read after the wait.
   int attn_ring, attn_span, attn_splits;
-  // Ring attention: once the ring is first full, each block's producer asks L2 for the cached K/V
-  // rows of all its attention items of the launch (1: normal priority, 2: evict-last; 0: no).
-  // Measured no faster (bench-llm.md run 79): the items' chunks are already in the ring when due.
+  // Ring attention: the cached K/V rows of the block's attention items asked of L2 once the ring
+  // is first full (1 normal priority, 2 evict-last). Fixed by the host to 0: no faster, the
+  // items' chunks are already in the ring when due.
   int kv_prefetch;
   int attn_floats;  ///< flow_attn_floats, or 0 without ring attention
   float* resid;     ///< residual stream [hidden], float
@@ -99,13 +97,13 @@ struct FlowParams {
   float* logits;
   unsigned long long* argmax;
   unsigned* counters;  ///< [flow_counter_words(layers)]: key * kFlowCounterSpacing, then the finished-block count; zero between launches
-  int poll_ns;         ///< pause between two reads of a counter not yet reached
+  int poll_ns;         ///< pause between two reads of a counter not yet reached (fixed by the host to 0: no faster)
   int slots, slot_bytes;
-  int l2_ahead;  ///< chunks asked of L2 ahead of the ring (0: none)
+  int l2_ahead;  ///< chunks asked of L2 ahead of the ring (fixed by the host to 0: no faster)
   // Chunks asked of L2 beyond the ring while this block's consumers wait for a dependency (0:
   // none): then the ring is full and does not drain, so this SM would read nothing from HBM.
   int l2_idle;
-  // Products (bit 1 << FlowOp) whose rows are handed over by the async proxy (`flowb`): each block
+  // Products (bit 1 << FlowOp) whose rows are handed over by the async proxy (bulk hand-overs): each block
   // keeps its items' rows in shared memory (bulk_bytes) and, after its last item, thread 0 copies
   // them out with bulk stores, waits for their completion and adds its count without a fence; see
   // the consumers' signal. Only products whose items' rows are whole 16-byte pieces.
@@ -115,7 +113,7 @@ struct FlowParams {
   // attn_part + (kvh * splits + split) * record; the head's last split combines them.
   float* attn_part;
   int attn_stage;  ///< bytes of rows_s per ring attention item: a record and the output rows
-  int attn_last_combines;  ///< 1: the last split to finish combines even where the owner could (`flowlast`)
+  int attn_last_combines;  ///< 1: the last split to finish combines even where the owner could (fixed by the host to 0)
   // Diagnostic timeline (null: off): per product p (flow_product, flow_lm_product) and
   // block b, at stamps[(p * stamp_blocks + b) * kStampsPerBlock]: the globaltimer when the block
   // reached its first item of the product, when its input was staged, when it had signalled its
@@ -437,7 +435,7 @@ __device__ __forceinline__ void flow_prefetch_kv(const FlowParams& P, const Flow
 // their records from L2 and stores the combined rows. With more items than blocks (a block could
 // then wait for a later item of its own), the last split to add combines instead. (Combining the
 // records in the output projection's staging was slower: its loads of six records took 3.4 us
-// more than a copy of the output; bench-llm.md run 98.)
+// more than a copy of the output.)
 template <typename T, int HD, typename Sum>
 __device__ __forceinline__ void flow_ring_output(const FlowParams& P, const AttnParams& a, const FlowAttnItem& it,
                                                  unsigned char* stage, const float* ms, const float* ls, Sum&& block_sum) {
@@ -484,17 +482,9 @@ __device__ __forceinline__ void flow_ring_output(const FlowParams& P, const Attn
     for (int idx = tid; idx < g * HD; idx += N) {
       const int h = idx / HD;
       auto ld = [&](int sp, int i) { return sp == it.split ? rec[i] : __ldcg(r0 + sp * rec_n + i); };
-      float M = -INFINITY;
-      for (int sp = 0; sp < P.attn_splits; ++sp) M = fmaxf(M, ld(sp, g * HD + h));
-      float num = 0.f, den = 0.f;
-      for (int sp = 0; sp < P.attn_splits; ++sp) {
-        const float m = ld(sp, g * HD + h);
-        if (m == -INFINITY) continue;
-        const float w = exp2f(m - M);
-        num += w * ld(sp, idx);
-        den += w * ld(sp, g * HD + g + h);
-      }
-      rows[idx] = Num<T>::from(num / den);
+      rows[idx] = Num<T>::from(combine_splits(
+          P.attn_splits, [&](int sp) { return ld(sp, g * HD + h); }, [&](int sp) { return ld(sp, g * HD + g + h); },
+          [&](int sp) { return ld(sp, idx); }));
     }
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -636,26 +626,7 @@ __device__ __forceinline__ void flow_ring_attention(const FlowParams& P, const A
       slot = 0;
       phase ^= 1u;
     }
-    if (warp < g) {  // online softmax of head `warp` over the chunk
-      float* sh = sc + warp * tpos;
-      float mx = -INFINITY;
-      for (int j = lane; j < nt; j += 32) mx = fmaxf(mx, sh[j]);
-      mx = warp_max(mx);
-      const float m_old = ms[warp], m_new = fmaxf(m_old, mx);
-      float sum = 0.f;
-      for (int j = lane; j < nt; j += 32) {
-        const float e = exp2f(sh[j] - m_new);
-        sh[j] = e;
-        sum += e;
-      }
-      sum = warp_sum(sum);
-      if (lane == 0) {
-        const float cr = exp2f(m_old - m_new);
-        corr[warp] = cr;
-        ls[warp] = ls[warp] * cr + sum;
-        ms[warp] = m_new;
-      }
-    }
+    if (warp < g) warp_softmax_step(sc + warp * tpos, nt, ms + warp, ls + warp, corr + warp);  // head `warp`
     flow_sync();
 #pragma unroll
     for (int h = 0; h < G; ++h) {
@@ -864,7 +835,7 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   }
   // After a block's last item of a product: every write of its items first, then the count.
   // A release add waits for the block's writes, but as a GPU-scope fence it also waits for the
-  // SM's bulk copies in flight, ~1.8 us under the weight stream (bench-llm.md run 94). With
+  // SM's bulk copies in flight, ~1.8 us under the weight stream. With
   // bulk_ops the rows go out as bulk stores instead: thread 0 waits for their completion (writes
   // performed in L2, the GPU's point of coherence, as the readers' acquire + L2 loads see it) and
   // then adds the count relaxed.

@@ -7,7 +7,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
-#include <mma.h>
 
 #include <cstdint>
 
@@ -256,11 +255,8 @@ template <int NB, int U>
 constexpr int gemv_min_blocks() { return NB <= 2 && U <= 4 ? 2 : 1; }
 
 // The GEMV of one block out of nblk; `wait` returns when the inputs are ready (the previous
-// kernel's completion, or a grid barrier inside the persistent decode kernel).
-// KS > 1 splits K: the block's warps form slots of KS warps, each slot takes a row pair at a time
-// and each of its warps a K/KS slice (K a multiple of 8 * KS), so a product with few row pairs
-// (the 1B model's down projection: 1024) keeps loads in flight on KS times as many SMs.
-template <typename T, int NB, bool NORM, int U, typename Wait, int KS = 1>
+// kernel's completion).
+template <typename T, int NB, bool NORM, int U, typename Wait>
 __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk, Wait&& wait) {
   constexpr int kGemvUnroll = U;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -269,14 +265,8 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
   constexpr int WARPS = kGemvThreads / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, K = p.k;
   const T* W = static_cast<const T*>(p.w);
-  constexpr int SLOTS = WARPS / KS;
-  const int slot = warp / KS, part = warp % KS;
-  const int kb = part * (K / KS), ke = part + 1 == KS ? K : kb + K / KS;
-  const int first = slot * nblk + bid;
-  const int stride = nblk * SLOTS;
-  // Split K: every warp runs as many iterations as the block's first slot (the most), so that
-  // the slot's partial sums can meet at block barriers.
-  const int iters = KS > 1 ? (p.units - bid + stride - 1) / stride : 0;
+  const int first = warp * nblk + bid;
+  const int stride = nblk * WARPS;
   auto row_of = [&](int u, int r) { return p.mode == gemv_swiglu ? u + r * p.pair_offset : 2 * u + r; };
 
   // Weights do not depend on the previous kernel: start fetching them before waiting for it —
@@ -289,17 +279,17 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
     const T* w1 = W + static_cast<int64_t>(row_of(first, 1)) * K;
 #pragma unroll
     for (int j = 0; j < kGemvUnroll; ++j) {
-      const int k = kb + lane * 8 + j * 256;
-      if (k < ke) {
+      const int k = lane * 8 + j * 256;
+      if (k < K) {
         wa[j] = ld_stream(w0 + k);
         wb[j] = ld_stream(w1 + k);
       }
     }
     preloaded = true;
-    const int lim = min(ke - kb, p.prefetch_elems) * static_cast<int>(sizeof(T));
+    const int lim = min(K, p.prefetch_elems) * static_cast<int>(sizeof(T));
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const char* base = reinterpret_cast<const char*>((r == 0 ? w0 : w1) + kb);
+      const char* base = reinterpret_cast<const char*>(r == 0 ? w0 : w1);
       for (int off = 256 * kGemvUnroll * static_cast<int>(sizeof(T)) + lane * 128; off < lim; off += 32 * 128) {
         prefetch_l2(base + off);
       }
@@ -314,20 +304,19 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
 #pragma unroll
   for (int b = 0; b < NB; ++b) best[b] = 0ull;
 
-  for (int u = first, it = 0; KS > 1 ? it < iters : u < p.units; u += stride, ++it) {
-    const bool active = KS == 1 || u < p.units;
+  for (int u = first; u < p.units; u += stride) {
     const int r0 = row_of(u, 0), r1 = row_of(u, 1);
     const T* w0 = W + static_cast<int64_t>(r0) * K;
     const T* w1 = W + static_cast<int64_t>(r1) * K;
     float acc0[NB], acc1[NB];
 #pragma unroll
     for (int b = 0; b < NB; ++b) acc0[b] = acc1[b] = 0.f;
-    for (int k0 = kb + lane * 8; active && k0 < ke; k0 += 256 * kGemvUnroll) {
+    for (int k0 = lane * 8; k0 < K; k0 += 256 * kGemvUnroll) {
       if (!preloaded) {
 #pragma unroll
         for (int j = 0; j < kGemvUnroll; ++j) {
           const int k = k0 + j * 256;
-          if (k < ke) {
+          if (k < K) {
             wa[j] = ld_stream(w0 + k);
             wb[j] = ld_stream(w1 + k);
           }
@@ -337,7 +326,7 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
 #pragma unroll
       for (int j = 0; j < kGemvUnroll; ++j) {
         const int k = k0 + j * 256;
-        if (k < ke) {
+        if (k < K) {
           float fa[8], fb[8];
           unpack8<T>(wa[j], fa);
           unpack8<T>(wb[j], fb);
@@ -359,29 +348,9 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
       acc0[b] = warp_sum(acc0[b]);
       acc1[b] = warp_sum(acc1[b]);
     }
-    if constexpr (KS > 1) {
-      // The slot's first warp adds the other slices' sums, in slice order (deterministic).
-      __shared__ float2 kpart[WARPS][NB];
-      if (lane == 0) {
-#pragma unroll
-        for (int b = 0; b < NB; ++b) kpart[warp][b] = make_float2(acc0[b], acc1[b]);
-      }
-      __syncthreads();
-      if (part == 0) {
-#pragma unroll
-        for (int q = 1; q < KS; ++q) {
-#pragma unroll
-          for (int b = 0; b < NB; ++b) {
-            acc0[b] += kpart[warp + q][b].x;
-            acc1[b] += kpart[warp + q][b].y;
-          }
-        }
-      }
-      __syncthreads();  // read before the next row pair's sums overwrite them
-    }
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
-      if (active && part == 0 && lane == b && b < p.b) {
+      if (lane == b && b < p.b) {
         switch (p.mode) {
           case gemv_store:
             *reinterpret_cast<uint32_t*>(static_cast<T*>(p.y) + static_cast<int64_t>(b) * p.ldy + r0) =
@@ -424,7 +393,7 @@ __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk
   }
 }
 
-template <typename T, int NB, bool NORM, int U, int KS = 1>
+template <typename T, int NB, bool NORM, int U>
 __global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_kernel(const GemvParams p) {
   pdl_trigger();
   stamp(p.stamps, 0);
@@ -432,7 +401,7 @@ __global__ void __launch_bounds__(kGemvThreads, gemv_min_blocks<NB, U>()) gemv_k
     pdl_wait();
     stamp(p.stamps, 1);
   };
-  gemv_body<T, NB, NORM, U, decltype(wait)&, KS>(p, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), wait);
+  gemv_body<T, NB, NORM, U, decltype(wait)&>(p, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), wait);
   if (p.stamps) __syncthreads();
   stamp(p.stamps, 2);
 }
@@ -448,8 +417,9 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // ---------------------------------------------------------------------------------------------
 // Asynchronous 16-byte copies into shared memory for the per-warp weight rings of qkv_attn_kernel:
 // each lane copies the chunks it will itself multiply, one commit group per piece, so no barrier
-// is needed between lanes or warps. (A GEMV built this way for every matrix, `--variant ring`,
-// and one fed by Hopper's bulk copies were measured slower than gemv_kernel: bench-llm.md runs 19-23.)
+// is needed between lanes or warps. (A GEMV built this way for every matrix, and one fed by
+// Hopper's bulk copies, were slower than gemv_kernel: a ring's fill and drain per row pair cost
+// more than the register loads they replace.)
 constexpr int kQaPieceMax = 2048;    // elements per piece: 8 16-byte chunks per lane
 __device__ __forceinline__ void cp_async16_stream(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -499,6 +469,50 @@ constexpr int kAttnThreads = 128;
 constexpr int kAttnTile = 64;  // positions per shared-memory tile; splits are multiples of it
 constexpr int kMaxGroup = 8;
 
+// The split-attention combine, shared by the three attention forms (separate kernel, cluster
+// kernel, dataflow ring): split s's partials are its running maximum m_of(s) (log2 scale), its sum
+// of weights l_of(s) and its weighted value sum acc_of(s); the result is their softmax-weighted
+// mean. Splits that saw no position (m = -inf) are skipped.
+template <typename M, typename L, typename A>
+__device__ __forceinline__ float combine_splits(int splits, M&& m_of, L&& l_of, A&& acc_of) {
+  float mx = -INFINITY;
+  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, m_of(s));
+  float num = 0.f, den = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const float m = m_of(s);
+    if (m == -INFINITY) continue;
+    const float w = exp2f(m - mx);
+    num += w * acc_of(s);
+    den += w * l_of(s);
+  }
+  return num / den;
+}
+
+// One warp's online-softmax step over one head's n scores (log2 scale), in place into weights:
+// the running maximum *m and sum *l advance, *corr is the factor that rescales the weighted sums
+// so far; lane 0 writes them. Shared by the cluster kernel and the dataflow ring attention. (The
+// separate attention kernel keeps its own form: a whole 64-position tile in registers, read once.)
+__device__ __forceinline__ void warp_softmax_step(float* s, int n, float* m, float* l, float* corr) {
+  const int lane = threadIdx.x & 31;
+  float mx = -INFINITY;
+  for (int j = lane; j < n; j += 32) mx = fmaxf(mx, s[j]);
+  mx = warp_max(mx);
+  const float m_old = *m, m_new = fmaxf(m_old, mx);
+  float sum = 0.f;
+  for (int j = lane; j < n; j += 32) {
+    const float e = exp2f(s[j] - m_new);
+    s[j] = e;
+    sum += e;
+  }
+  sum = warp_sum(sum);
+  if (lane == 0) {
+    const float c = exp2f(m_old - m_new);
+    *corr = c;
+    *l = *l * c + sum;
+    *m = m_new;
+  }
+}
+
 // The last split of a KV head to finish (its partials' counter said so, after a fence): every
 // split's softmax partials of the head's query heads combined into the output, by `nthreads`
 // threads; the counter is zeroed for the next launch.
@@ -509,17 +523,11 @@ __device__ __forceinline__ void attn_combine(const AttnParams& p, int splits, in
   for (int idx = tid; idx < g * HD; idx += nthreads) {
     const int h = idx / HD, dd = idx % HD;
     const int64_t row0 = (static_cast<int64_t>(b) * p.heads + kvh * g + h) * splits;
-    float M = -INFINITY;
-    for (int s = 0; s < splits; ++s) M = fmaxf(M, __ldcg(p.part_ml + (row0 + s) * 2));
-    float num = 0.f, den = 0.f;
-    for (int s = 0; s < splits; ++s) {
-      const float m = __ldcg(p.part_ml + (row0 + s) * 2);
-      if (m == -INFINITY) continue;
-      const float w = exp2f(m - M);
-      num += w * __ldcg(p.part_acc + (row0 + s) * HD + dd);
-      den += w * __ldcg(p.part_ml + (row0 + s) * 2 + 1);
-    }
-    out[(kvh * g + h) * HD + dd] = Num<T>::from(num / den);
+    const float v = combine_splits(
+        splits, [&](int s) { return __ldcg(p.part_ml + (row0 + s) * 2); },
+        [&](int s) { return __ldcg(p.part_ml + (row0 + s) * 2 + 1); },
+        [&](int s) { return __ldcg(p.part_acc + (row0 + s) * HD + dd); });
+    out[(kvh * g + h) * HD + dd] = Num<T>::from(v);
   }
   if (tid == 0) p.counters[b * p.kv_heads + kvh] = 0u;
 }
@@ -758,302 +766,6 @@ __global__ void __launch_bounds__(kAttnThreads) attn_decode_kernel(const AttnPar
 }
 
 // ---------------------------------------------------------------------------------------------
-// QKV projection and decode attention in one kernel (batch 1, `--variant fqa`, sm_90): one thread
-// block cluster per KV head. The cluster's CTAs compute the q rows of the head's query group and
-// its k and v rows (RMSNorm folded in; every warp streams its rows, in pieces of at most 2048
-// elements, through its own ring of shared-memory stages filled by asynchronous copies; the first
-// pieces and the CTA's first tile of cached K/V are requested before the wait for the previous
-// kernel), send them to every CTA of the cluster (stores to distributed shared memory, then one
-// cluster barrier), apply RoPE, and each CTA takes one split of the positions; each CTA sends the
-// others its softmax partials for their slices of the head's outputs (again stores, then a
-// barrier) and combines its slice from what it received. Every exchange is a push followed by a
-// barrier: no remote loads, whose round trips would follow the barrier, and no closing barrier
-// (measured against loads after the barrier: runs 40-45, docs/validation/bench-llm.md).
-// Against the separate QKV and attention kernels this removes a kernel boundary, the projections'
-// round trip through global memory and the global-memory combine (partials, fence, counter) —
-// the serial latency that left HBM idle for ~13 us per layer (docs/validation/bench-llm.md run 22).
-struct QkvAttnParams {
-  GemvParams g;   ///< the QKV projection with its RMSNorm (y unused: the results stay on chip)
-  AttnParams a;   ///< cache, position, rotary frequencies, output, early_kv, stamps
-  int cluster;    ///< CTAs per KV head
-  int piece, stages;  ///< per-warp weight ring
-  int pre;            ///< ring stages requested before the wait (the rest after the RMSNorm's input is read)
-};
-
-constexpr int kQaTile = 64;      // cached positions per shared-memory tile
-constexpr int kMaxCluster = 16;  // CTAs per cluster (16 needs the non-portable cluster size)
-
-// Dynamic shared memory of qkv_attn_kernel, bytes.
-__host__ __device__ constexpr size_t qkv_attn_smem(int warps, int k, int hd, int rows, int piece, int stages, int elem) {
-  return static_cast<size_t>(warps) * stages * piece * elem + static_cast<size_t>(k) * elem +
-         2 * static_cast<size_t>(kQaTile) * hd * elem +
-         sizeof(float) * (static_cast<size_t>(rows) + kMaxGroup * kQaTile + kMaxGroup * hd + 3 * kMaxGroup + hd +
-                          kMaxGroup * hd + kMaxCluster + 2 * kMaxCluster * kMaxGroup);
-}
-
-template <typename T, int HD, int THREADS>
-__global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParams P) {
-  pdl_trigger();
-  constexpr int WARPS = THREADS / 32;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  constexpr int HALF = HD / 2, J = kQaPieceMax / 256, TILE = kQaTile;
-  const GemvParams& p = P.g;
-  const AttnParams& a = P.a;
-  stamp(a.stamps, 0);
-  cg::cluster_group cluster = cg::this_cluster();
-  // Stores to another CTA's shared memory need every CTA of the cluster started: this arrival is
-  // waited on just before the first of them.
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-  const int CS = P.cluster, rank = static_cast<int>(cluster.block_rank()), kvh = static_cast<int>(blockIdx.x) / CS;
-  const int g = a.heads / a.kv_heads, R = (g + 2) * HD, Q = a.heads * HD, KVD = a.kv_heads * HD;
-  const int K = p.k, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int r0 = rank * R / CS, nrows = (rank + 1) * R / CS - r0;
-  const int S = P.stages, PK = P.piece, ppr = (K + PK - 1) / PK;
-  extern __shared__ __align__(16) unsigned char qa_smem[];
-  T* ring = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(warp) * S * PK;
-  T* xs = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(WARPS) * S * PK;
-  T* ks = xs + K;             // [TILE][HD]
-  T* vs = ks + TILE * HD;     // [TILE][HD]
-  float* head = reinterpret_cast<float*>(vs + TILE * HD);  // the head's R rows, sent by all CTAs
-  float* sc = head + R;                 // [g][TILE] scores, then probabilities
-  float* acc = sc + kMaxGroup * TILE;   // [g][HD]
-  float* m_s = acc + kMaxGroup * HD;    // [g]
-  float* l_s = m_s + kMaxGroup;
-  float* corr_s = l_s + kMaxGroup;
-  float* rope = corr_s + kMaxGroup;     // [HALF] cos, [HALF] sin
-  // The partials the CTAs send for this CTA's slice of the outputs, [CS][sl], and their softmax
-  // maxima and sums, [kMaxCluster][kMaxGroup] each.
-  float* part = rope + HD;
-  float* ml = part + kMaxGroup * HD + kMaxCluster;
-  // Row i of the head's (g + 2) * HD rows -> row of W: its q heads, then its k and v rows.
-  auto wrow = [&](int i) -> int64_t {
-    if (i < g * HD) return static_cast<int64_t>(kvh) * g * HD + i;
-    if (i < (g + 1) * HD) return Q + static_cast<int64_t>(kvh) * HD + (i - g * HD);
-    return Q + KVD + static_cast<int64_t>(kvh) * HD + (i - (g + 1) * HD);
-  };
-  // The warp's rows of this CTA: w, w + 8, ...; piece i of them into stage i % S (one commit group).
-  const int my_rows = warp < nrows ? (nrows - warp + WARPS - 1) / WARPS : 0;
-  const int npieces = my_rows * ppr;
-  const T* W = static_cast<const T*>(p.w);
-  auto issue = [&](int i) {
-    if (i < npieces) {
-      const int ri = i / ppr, k0 = (i - ri * ppr) * PK, len = min(PK, K - k0);
-      const T* src = W + wrow(r0 + warp + ri * WARPS) * K + k0;
-      T* dst = ring + (i % S) * PK;
-#pragma unroll
-      for (int j = 0; j < J; ++j) {
-        const int e = lane * 8 + j * 256;
-        if (e < len) cp_async16_stream(dst + e, src + e);
-      }
-    }
-    cp_async_commit();
-  };
-  // This CTA's split of the positions 0..pos: cached rows of one tile into ks/vs (pos itself is
-  // the new token's, filled in from the projections).
-  const int64_t cache_base = static_cast<int64_t>(kvh) * a.max_ctx * HD;  // batch 1
-  T* kc = static_cast<T*>(a.kcache) + cache_base;
-  T* vc = static_cast<T*>(a.vcache) + cache_base;
-  int pos = 0, t_lo = 0, t_hi = 0;
-  auto split = [&] {
-    pos = a.pos[0];
-    const int ctx = pos + 1, ch = (ctx + CS - 1) / CS;
-    t_lo = min(ctx, rank * ch);
-    t_hi = min(ctx, t_lo + ch);
-    for (int i = tid; i < HALF; i += THREADS) {
-      float sn, cs;
-      sincosf(static_cast<float>(pos) * a.inv_freq[i], &sn, &cs);
-      rope[i] = cs;
-      rope[HALF + i] = sn;
-    }
-  };
-  auto issue_tile = [&](int t0) {
-    const int nt = min(TILE, t_hi - t0);
-    for (int i = tid; i < nt * (HD / 8); i += THREADS) {
-      const int r = i / (HD / 8), c = (i % (HD / 8)) * 8, t = t0 + r;
-      if (t != pos) {
-        cp_async16(ks + r * HD + c, kc + static_cast<int64_t>(t) * HD + c);
-        cp_async16(vs + r * HD + c, vc + static_cast<int64_t>(t) * HD + c);
-      }
-    }
-    cp_async_commit();
-  };
-  // Before the wait: weights, and inside graphs (early_kv) the position and first cached tile.
-  if (a.early_kv) {
-    split();
-    issue_tile(t_lo);
-  }
-  const int pre = min(S, P.pre);
-  for (int i = 0; i < pre; ++i) issue(i);
-  const NormWeights<THREADS> normw = load_norm_weights<true, THREADS>(p);
-  pdl_wait();
-  stamp(a.stamps, 1);
-  if (!a.early_kv) {
-    split();
-    issue_tile(t_lo);
-  }
-  stage_gemv_input<T, 1, true, THREADS>(p, xs, normw);
-  for (int i = pre; i < S; ++i) issue(i);
-  __syncthreads();
-  stamp(a.stamps, 3);
-
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-  // The projections of this CTA's rows.
-  float psum = 0.f;
-  for (int i = 0; i < npieces; ++i) {
-    const int ri = i / ppr, seg = i - ri * ppr, k0 = seg * PK, len = min(PK, K - k0);
-    const T* st = ring + (i % S) * PK;
-    cp_async_wait_pending(S - 1);
-#pragma unroll
-    for (int j = 0; j < J; ++j) {
-      const int e = lane * 8 + j * 256;
-      if (e < len) {
-        float w[8], x[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(st + e), w);
-        unpack8<T>(*reinterpret_cast<const uint4*>(xs + k0 + e), x);
-#pragma unroll
-        for (int q = 0; q < 8; ++q) psum = fmaf(w[q], x[q], psum);
-      }
-    }
-    issue(i + S);
-    if (seg + 1 < ppr) continue;
-    const float v = warp_sum(psum);
-    psum = 0.f;
-    // Into every CTA's copy of the head's rows, rounded to T as the separate kernels store them.
-    if (lane < CS) cluster.map_shared_rank(head, lane)[r0 + warp + ri * WARPS] = Num<T>::to(Num<T>::from(v));
-  }
-  cp_async_wait_pending(0);
-  stamp(a.stamps, 4);
-  cluster.sync();  // every CTA's rows are in every CTA's shared memory
-  // The softmax state, then RoPE of the head's queries and new key.
-  if (tid < kMaxGroup) {
-    m_s[tid] = -INFINITY;
-    l_s[tid] = 0.f;
-  }
-  for (int i = tid; i < kMaxGroup * HD; i += THREADS) acc[i] = 0.f;
-  __syncthreads();
-  const float scale = a.scale_log2;
-  for (int idx = tid; idx < (g + 1) * HALF; idx += THREADS) {
-    const int h = idx / HALF, i = idx % HALF;  // h == g: the new key
-    float* x = head + h * HD;
-    const float x1 = x[i], x2 = x[i + HALF], c = rope[i], sn = rope[HALF + i];
-    const float y1 = x1 * c - x2 * sn, y2 = x2 * c + x1 * sn;
-    if (h < g) {
-      x[i] = y1 * scale;
-      x[i + HALF] = y2 * scale;
-    } else {
-      x[i] = Num<T>::to(Num<T>::from(y1));
-      x[i + HALF] = Num<T>::to(Num<T>::from(y2));
-    }
-  }
-  __syncthreads();
-  const float* qv = head;               // [g][HD], scaled
-  const float* knew = head + g * HD;    // [HD]
-  const float* vnew = head + (g + 1) * HD;
-  if (rank == 0) {
-    for (int d = tid; d < HD; d += THREADS) {
-      kc[static_cast<int64_t>(pos) * HD + d] = Num<T>::from(knew[d]);
-      vc[static_cast<int64_t>(pos) * HD + d] = Num<T>::from(vnew[d]);
-    }
-  }
-  // Online softmax over this CTA's positions, a tile at a time.
-  for (int t0 = t_lo; t0 < t_hi; t0 += TILE) {
-    const int nt = min(TILE, t_hi - t0);
-    if (t0 != t_lo) issue_tile(t0);
-    cp_async_wait_pending(0);
-    if (pos >= t0 && pos < t0 + nt) {
-      for (int d = tid; d < HD; d += THREADS) {
-        ks[(pos - t0) * HD + d] = Num<T>::from(knew[d]);
-        vs[(pos - t0) * HD + d] = Num<T>::from(vnew[d]);
-      }
-    }
-    __syncthreads();
-    for (int idx = tid; idx < g * nt; idx += THREADS) {
-      const int h = idx / nt, t = idx % nt;
-      float s = 0.f;
-#pragma unroll
-      for (int c = 0; c < HD; c += 8) {
-        float kf[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(ks + t * HD + c), kf);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) s = fmaf(kf[e], qv[h * HD + c + e], s);
-      }
-      sc[h * TILE + t] = s;
-    }
-    __syncthreads();
-    for (int h = warp; h < g; h += WARPS) {
-      float mx = -INFINITY;
-      for (int t = lane; t < nt; t += 32) mx = fmaxf(mx, sc[h * TILE + t]);
-      mx = warp_max(mx);
-      const float m_new = fmaxf(m_s[h], mx);
-      float sum = 0.f;
-      for (int t = lane; t < nt; t += 32) {
-        const float e = exp2f(sc[h * TILE + t] - m_new);
-        sc[h * TILE + t] = e;
-        sum += e;
-      }
-      sum = warp_sum(sum);
-      if (lane == 0) {
-        const float c = exp2f(m_s[h] - m_new);
-        corr_s[h] = c;
-        l_s[h] = l_s[h] * c + sum;
-        m_s[h] = m_new;
-      }
-    }
-    __syncthreads();
-    for (int idx = tid; idx < g * HD; idx += THREADS) {
-      const int h = idx / HD, d = idx % HD;
-      float v0 = acc[idx] * corr_s[h], v1 = 0.f;  // two chains, loads unrolled ahead
-      int t = 0;
-#pragma unroll 8
-      for (; t + 1 < nt; t += 2) {
-        v0 = fmaf(sc[h * TILE + t], Num<T>::to(vs[t * HD + d]), v0);
-        v1 = fmaf(sc[h * TILE + t + 1], Num<T>::to(vs[(t + 1) * HD + d]), v1);
-      }
-      if (t < nt) v0 = fmaf(sc[h * TILE + t], Num<T>::to(vs[t * HD + d]), v0);
-      acc[idx] = v0 + v1;
-    }
-    __syncthreads();
-  }
-  // Each CTA sends every CTA its partials for that CTA's slice of the outputs, and its maxima and sums.
-  const int n = g * HD, lo = rank * n / CS, hi = (rank + 1) * n / CS, sl = (n + CS - 1) / CS;
-  for (int idx = tid; idx < n; idx += THREADS) {
-    const int o = ((idx + 1) * CS - 1) / n;
-    cluster.map_shared_rank(part, o)[rank * sl + idx - o * n / CS] = acc[idx];
-  }
-  for (int i = tid; i < CS * g; i += THREADS) {
-    const int o = i / g, h = i - o * g;
-    float* r = cluster.map_shared_rank(ml, o);
-    r[rank * kMaxGroup + h] = m_s[h];
-    r[(kMaxCluster + rank) * kMaxGroup + h] = l_s[h];
-  }
-  cluster.sync();  // every CTA's partials are where they are combined
-  // This CTA's slice of the head's outputs. No CTA touches another's shared memory after the
-  // barrier, so none has to wait for the others before it exits.
-  T* out = static_cast<T*>(a.out);
-  for (int idx = lo + tid; idx < hi; idx += THREADS) {
-    const int h = idx / HD;
-    float M = -INFINITY;
-    for (int o = 0; o < CS; ++o) M = fmaxf(M, ml[o * kMaxGroup + h]);
-    float num = 0.f, den = 0.f;
-    for (int o = 0; o < CS; ++o) {
-      const float m = ml[o * kMaxGroup + h];
-      if (m != -INFINITY) {
-        const float w = exp2f(m - M);
-        num += w * part[o * sl + idx - lo];
-        den += w * ml[(kMaxCluster + o) * kMaxGroup + h];
-      }
-    }
-    out[(kvh * g) * HD + idx] = Num<T>::from(num / den);
-  }
-  if (a.stamps) __syncthreads();
-  stamp(a.stamps, 2);
-#else
-  __trap();  // the engine selects this kernel on sm_90 and newer only
-#endif
-}
-
-// ---------------------------------------------------------------------------------------------
 // Token bookkeeping after sampling: the chosen token goes to the history, its embedding becomes
 // the next step's residual input, the position advances. commit=0 only gathers the embedding
 // (used when the step is replayed in isolation).
@@ -1103,94 +815,6 @@ __global__ void rewind_kernel(const int* prompt_len, const int* hist, int hist_l
     step[b] = 1;
     pos[b] = prompt_len[b];
     argmax[b] = 0ull;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Persistent decode step (batch 1, `--variant mega`): one block per SM runs every phase of the
-// step — per layer the QKV, attention, output, gate/up and down phases, then the LM head and the
-// token advance — separated by grid barriers instead of kernel boundaries. Each block issues the
-// L2 prefetch of its next weights before it waits at a barrier, so HBM keeps streaming while the
-// slowest block, the attention latency or the barrier itself would otherwise leave it idle.
-// The barrier is the one of cooperative groups (arrive with release, wait with acquire) on a
-// counter of our own whose top bit flips once per barrier, so it never needs resetting; all blocks
-// are resident at once (one 512-thread block per SM, launched cooperatively).
-struct MegaParams {
-  const GemvParams* gemv;  ///< per layer: qkv, out, gate/up, down; then the LM head
-  const AttnParams* attn;  ///< per layer
-  AdvanceParams advance;
-  int layers, attn_items;  ///< attention items per layer: splits * kv heads
-  unsigned* barrier;
-};
-
-__device__ __forceinline__ unsigned grid_arrive(unsigned* bar) {
-  unsigned old = 0;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned nb = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
-    asm volatile("atom.add.release.gpu.u32 %0,[%1],%2;" : "=r"(old) : "l"(bar), "r"(nb) : "memory");
-  }
-  return old;
-}
-__device__ __forceinline__ void grid_wait(unsigned* bar, unsigned old) {
-  if (threadIdx.x == 0) {
-    unsigned cur;
-    do {
-      asm volatile("ld.acquire.gpu.u32 %0,[%1];" : "=r"(cur) : "l"(bar) : "memory");
-    } while (((old ^ cur) & 0x80000000u) == 0);
-  }
-  __syncthreads();
-}
-
-template <typename T, int HD>
-__global__ void __launch_bounds__(kGemvThreads, 1) decode_step_kernel(const MegaParams P) {
-  const int bid = static_cast<int>(blockIdx.x), nblk = static_cast<int>(gridDim.x);
-  unsigned tok = 0;
-  bool pending = false;  // no barrier before the first phase: the previous step's kernel has ended
-  auto wait = [&] {
-    if (pending) grid_wait(P.barrier, tok);
-  };
-  auto arrive = [&] {
-    tok = grid_arrive(P.barrier);
-    pending = true;
-  };
-  for (int l = 0; l < P.layers; ++l) {
-    const GemvParams* g = P.gemv + 4 * l;
-    gemv_body<T, 1, true, 8>(g[0], bid, nblk, wait);  // RMSNorm + QKV
-    arrive();
-    {
-      // Attention: the first 4 warps of some blocks; every block first asks L2 for its rows of
-      // the output projection, which the next phase reads.
-      const GemvParams& o = g[1];
-      const int first = (static_cast<int>(threadIdx.x) >> 5) * nblk + bid;
-      if (first < o.units) {
-        const char* base = reinterpret_cast<const char*>(static_cast<const T*>(o.w) + static_cast<int64_t>(2 * first) * o.k);
-        for (int off = (threadIdx.x & 31) * 128; off < 2 * o.k * static_cast<int>(sizeof(T)); off += 32 * 128) {
-          prefetch_l2(base + off);
-        }
-      }
-      wait();
-      for (int w = bid; w < P.attn_items; w += nblk) {
-        if (threadIdx.x < kAttnThreads) {
-          const AttnParams& a = P.attn[l];
-          attn_body<T, HD>(a, w % a.splits, w / a.splits, 0,
-                           [] { asm volatile("bar.sync 1, %0;" ::"n"(kAttnThreads) : "memory"); }, [] {});
-        }
-      }
-      arrive();
-    }
-    gemv_body<T, 1, false, 8>(g[1], bid, nblk, wait);  // output projection + residual
-    arrive();
-    gemv_body<T, 1, true, 8>(g[2], bid, nblk, wait);   // RMSNorm + gate/up + SwiGLU
-    arrive();
-    gemv_body<T, 1, false, 8>(g[3], bid, nblk, wait);  // down projection + residual
-    arrive();
-  }
-  gemv_body<T, 1, true, 8>(P.gemv[4 * P.layers], bid, nblk, wait);  // final norm + LM head + argmax
-  arrive();
-  if (bid == 0) {  // the token: into the residual stream and the history
-    wait();
-    advance_body<T>(P.advance, 0);
   }
 }
 
@@ -1314,165 +938,6 @@ __global__ void swiglu_kernel(const T* gu, T* act, int inter, int64_t n) {
     const int64_t t = i / inter, j = i % inter;
     const float g = Num<T>::to(gu[t * 2 * inter + j]), u = Num<T>::to(gu[t * 2 * inter + inter + j]);
     act[i] = Num<T>::from(silu(g) * u);
-  }
-}
-
-// Prefill attention, flash style: one block = 64 query rows of one head of one sequence, four
-// warps of 16 rows each. K/V tiles of 64 positions go through shared memory; S = QK^T and O += PV
-// run on tensor cores (WMMA, float accumulation); the running max / sum of the online softmax
-// live in shared memory, as does O (fragments have no defined element layout).
-struct FlashParams {
-  const void* qkv;      ///< roped queries, rows [tokens][qkv_ld]; row of (s, j) = s * rows_per_seq + j
-  int qkv_ld;
-  const void* kcache;   ///< layer cache [B][KV][max_ctx][hd]
-  const void* vcache;
-  int max_ctx;
-  const int* seq_of;    ///< batch row of each sequence of the chunk
-  int rows_per_seq;     ///< query rows per sequence (the chunk length)
-  int p0;               ///< position of query row 0
-  int heads, kv_heads;
-  float scale_log2;
-  void* out;            ///< [tokens][out_ld]
-  int out_ld;
-};
-
-constexpr int kFlashRows = 64, kFlashKeys = 64;
-
-template <int HD>
-constexpr size_t flash_smem_bytes() {
-  // Q, K, V tiles (T, padded rows), S (float), P (T), O (float), row statistics.
-  return size_t{3} * 64 * (HD + 8) * 2 + size_t{64} * 64 * 4 + size_t{64} * (64 + 8) * 2 + size_t{64} * (HD + 4) * 4 +
-         size_t{3} * 64 * 4;
-}
-
-template <typename T, int HD>
-__global__ void __launch_bounds__(128) flash_prefill_kernel(const FlashParams p) {
-  using namespace nvcuda;
-  constexpr int QP = HD + 8, SP = 64, PP = 64 + 8, OP = HD + 4;
-  extern __shared__ __align__(128) unsigned char smem_raw[];
-  T* qs = reinterpret_cast<T*>(smem_raw);
-  T* ks = qs + 64 * QP;
-  T* vs = ks + 64 * QP;
-  float* ss = reinterpret_cast<float*>(vs + 64 * QP);
-  T* ps = reinterpret_cast<T*>(ss + 64 * SP);
-  float* os = reinterpret_cast<float*>(ps + 64 * PP);
-  float* m_s = os + 64 * OP;
-  float* l_s = m_s + 64;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int s = blockIdx.z, h = blockIdx.y, r0 = blockIdx.x * kFlashRows;
-  const int nrows = min(kFlashRows, p.rows_per_seq - r0);
-  const int b = p.seq_of[s], g = p.heads / p.kv_heads;
-  const T* q = static_cast<const T*>(p.qkv) + (static_cast<int64_t>(s) * p.rows_per_seq + r0) * p.qkv_ld + h * HD;
-  const int64_t cache = (static_cast<int64_t>(b) * p.kv_heads + h / g) * p.max_ctx * HD;
-  const T* kc = static_cast<const T*>(p.kcache) + cache;
-  const T* vc = static_cast<const T*>(p.vcache) + cache;
-  // Q tile (rows past the chunk: zeros), O = 0, statistics.
-  for (int i = tid; i < 64 * (HD / 8); i += 128) {
-    const int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
-    if (r < nrows) {
-      cp_async16(qs + r * QP + c, q + static_cast<int64_t>(r) * p.qkv_ld + c);
-    } else {
-      *reinterpret_cast<uint4*>(qs + r * QP + c) = make_uint4(0u, 0u, 0u, 0u);
-    }
-  }
-  for (int i = tid; i < 64 * OP; i += 128) os[i] = 0.f;
-  if (tid < 64) {
-    m_s[tid] = -INFINITY;
-    l_s[tid] = 0.f;
-  }
-  const int last_pos = p.p0 + r0 + nrows - 1;  // keys 0..last_pos are needed
-  for (int t0 = 0; t0 <= last_pos; t0 += kFlashKeys) {
-    __syncthreads();  // previous tile's K/V/P no longer in use
-    for (int i = tid; i < 64 * (HD / 8); i += 128) {
-      const int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
-      if (t0 + r <= last_pos) {
-        cp_async16(ks + r * QP + c, kc + static_cast<int64_t>(t0 + r) * HD + c);
-        cp_async16(vs + r * QP + c, vc + static_cast<int64_t>(t0 + r) * HD + c);
-      } else {
-        *reinterpret_cast<uint4*>(ks + r * QP + c) = make_uint4(0u, 0u, 0u, 0u);
-        *reinterpret_cast<uint4*>(vs + r * QP + c) = make_uint4(0u, 0u, 0u, 0u);
-      }
-    }
-    cp_async_wait_all();
-    __syncthreads();
-    // S (this warp's 16 rows x 64 keys) = Q K^T.
-    {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) wmma::fill_fragment(acc[j], 0.f);
-#pragma unroll
-      for (int k = 0; k < HD; k += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-        wmma::load_matrix_sync(a, qs + warp * 16 * QP + k, QP);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> bk;
-          wmma::load_matrix_sync(bk, ks + j * 16 * QP + k, QP);
-          wmma::mma_sync(acc[j], a, bk, acc[j]);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) wmma::store_matrix_sync(ss + warp * 16 * SP + j * 16, acc[j], SP, wmma::mem_row_major);
-    }
-    __syncwarp();
-    // Online softmax over the warp's rows: lane pair (2r, 2r+1) takes row r, 32 keys each.
-    {
-      const int r = warp * 16 + lane / 2, half = lane & 1;
-      const int qpos = p.p0 + r0 + r;
-      float* srow = ss + r * SP + half * 32;
-      float mx = -INFINITY;
-#pragma unroll 8
-      for (int j = 0; j < 32; ++j) {
-        const int t = t0 + half * 32 + j;
-        const float v = t <= qpos ? srow[j] * p.scale_log2 : -INFINITY;
-        srow[j] = v;
-        mx = fmaxf(mx, v);
-      }
-      mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
-      const float m_old = m_s[r];
-      const float m_new = fmaxf(m_old, mx);
-      float sum = 0.f;
-      T* prow = ps + r * PP + half * 32;
-#pragma unroll 8
-      for (int j = 0; j < 32; ++j) {
-        const float e = m_new == -INFINITY ? 0.f : exp2f(srow[j] - m_new);
-        sum += e;
-        prow[j] = Num<T>::from(e);
-      }
-      sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
-      const float corr = m_new == -INFINITY ? 1.f : exp2f(m_old - m_new);
-      // Rescale this row's half of O.
-      float* orow = os + r * OP + half * (HD / 2);
-#pragma unroll 8
-      for (int j = 0; j < HD / 2; ++j) orow[j] *= corr;
-      __syncwarp();
-      if (half == 0) {
-        m_s[r] = m_new;
-        l_s[r] = l_s[r] * corr + sum;
-      }
-    }
-    __syncwarp();
-    // O (16 x HD) += P (16 x 64) V (64 x HD).
-#pragma unroll
-    for (int n = 0; n < HD; n += 16) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
-      wmma::load_matrix_sync(o, os + warp * 16 * OP + n, OP, wmma::mem_row_major);
-#pragma unroll
-      for (int k = 0; k < 64; k += 16) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> bv;
-        wmma::load_matrix_sync(a, ps + warp * 16 * PP + k, PP);
-        wmma::load_matrix_sync(bv, vs + k * QP + n, QP);
-        wmma::mma_sync(o, a, bv, o);
-      }
-      wmma::store_matrix_sync(os + warp * 16 * OP + n, o, OP, wmma::mem_row_major);
-    }
-  }
-  __syncthreads();
-  T* out = static_cast<T*>(p.out) + (static_cast<int64_t>(s) * p.rows_per_seq + r0) * p.out_ld + h * HD;
-  for (int i = tid; i < nrows * HD; i += 128) {
-    const int r = i / HD, c = i % HD;
-    out[static_cast<int64_t>(r) * p.out_ld + c] = Num<T>::from(os[r * OP + c] / l_s[r]);
   }
 }
 
@@ -1701,26 +1166,6 @@ __global__ void __launch_bounds__(kPickThreads) topk_pick_kernel(const SamplePar
       }
     }
     p.argmax[b] = argmax_key(top_v[pick], top_i[pick]);
-  }
-}
-
-// Asks L2 to fetch two byte ranges (16-byte aligned) and returns at once: the data arrives while
-// the kernels on the main branch run (Hopper bulk prefetch; 128-byte prefetches before sm_90).
-__global__ void l2_prefetch_kernel(const char* a, size_t na, const char* b, size_t nb) {
-  constexpr size_t kChunk = 64 << 10;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (int r = 0; r < 2; ++r) {
-    const char* base = r == 0 ? a : b;
-    const size_t n = r == 0 ? na : nb;
-    if (!base) continue;
-    for (size_t off = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kChunk; off < n; off += stride * kChunk) {
-      const uint32_t len = static_cast<uint32_t>(min(kChunk, n - off)) & ~15u;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      if (len) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(len) : "memory");
-#else
-      for (uint32_t i = 0; i < len; i += 128) prefetch_l2(base + off + i);
-#endif
-    }
   }
 }
 

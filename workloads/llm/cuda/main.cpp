@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "../host/bench.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
 #include "../host/cpu_reference.hpp"
 #include "../host/numeric.hpp"
 #include "../host/safetensors.hpp"
@@ -53,17 +53,18 @@ struct CheckOptions {
 };
 
 struct Case {
+  Case(std::string name_, std::vector<int> prompts_, int gen_, std::string variant_, int top_k_ = 0,
+       float temperature_ = 1.f, int chunk_tokens_ = 8192, double attn_budget_ = 1 << 30)
+      : name(std::move(name_)), prompts(std::move(prompts_)), gen(gen_), variant(std::move(variant_)), top_k(top_k_),
+        temperature(temperature_), chunk_tokens(chunk_tokens_), attn_budget(attn_budget_) {}
   std::string name;
   std::vector<int> prompts;
-  int gen = 8;
-  std::string path = "auto";
-  bool graphs = true, pdl = false;
-  int chunk_tokens = 8192;
-  double attn_budget = 1 << 30;
-  std::string prefill = "flash";
-  std::string variant;
-  int top_k = 0;  ///< > 1: sampled tokens, verified against the host twin of the sampling kernel
-  float temperature = 1.f;
+  int gen;
+  std::string variant;  ///< --variant words: the plan, its options, nograph / nopdl
+  int top_k;            ///< > 1: sampled tokens, verified against the host twin of the sampling kernel
+  float temperature;
+  int chunk_tokens;
+  double attn_budget;
 };
 
 int run_check(const CheckOptions& o) {
@@ -74,65 +75,49 @@ int run_check(const CheckOptions& o) {
   auto hw = host_weights_for(*cfg, o.weights, o.seed, *dt);
   if (!hw) return fail(hw.error());
   const LlmConfig& c = *cfg;
+  // Every decode plan and each of its options, the default choice, graphs and PDL off as the
+  // references, ragged / padded / chunked shapes, split attention, top-k sampling.
+  const double sub_pass_budget = 70.0 * 16 * 4 * 2 * 6;  // attention scores of 16-row sub-passes
   std::vector<Case> cases = {
-      {"b1 p7 fused graph", {7}, 10, "fused", true, false, 8192, 1 << 30},
-      {"b1 p7 fused pdl", {7}, 10, "fused", true, true, 8192, 1 << 30},
-      {"b1 p7 gemm no-graph", {7}, 10, "gemm", false, false, 8192, 1 << 30},
-      {"b1 p7 u4 pf2048", {7}, 10, "fused", true, false, 8192, 1 << 30, "flash", "u4+pf2048"},
-      {"b3 ragged fused", {5, 17, 33}, 8, "fused", true, true, 8192, 1 << 30},
-      {"b3 ragged gemm", {5, 17, 33}, 8, "gemm", true, true, 8192, 1 << 30},
-      {"b5 fused (pad 8)", {9, 9, 9, 9, 9}, 6, "fused", true, true, 8192, 1 << 30},
-      {"b2 chunked prefill", {40, 40}, 6, "fused", true, true, 16, 1 << 30},
-      {"b2 attn sub-passes", {70, 70}, 6, "gemm", true, true, 8192, 70.0 * 16 * 4 * 2 * 6, "cublas"},
-      {"b3 ragged cublas-pf", {5, 17, 33}, 8, "fused", true, true, 8192, 1 << 30, "cublas"},
-      {"b2 chunked cublas-pf", {40, 40}, 6, "fused", true, true, 16, 1 << 30, "cublas"},
-      {"b2 p150 chunk 64", {150, 150}, 6, "fused", true, true, 64, 1 << 30},
-      {"b1 p90 fused u8", {90}, 12, "fused", true, false, 8192, 1 << 30, "cublas", "u8"},
-      {"b1 p90 u8 pdl nopf", {90}, 12, "fused", true, true, 8192, 1 << 30, "cublas", "u8+nopf+bps1"},
-      {"b1 p300 split attn", {300}, 20, "fused", true, true, 8192, 1 << 30},
-      {"b2 p200 split nopdl", {200, 130}, 12, "fused", true, false, 8192, 1 << 30},
-      {"b12 gemm", std::vector<int>(12, 11), 5, "auto", true, true, 8192, 1 << 30},
-      {"b1 p300 1 split ahead", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "u8+chunk512+ahead4"},
-      {"b2 p200 ahead nopdl", {200, 130}, 12, "fused", true, false, 8192, 1 << 30, "cublas", "ahead8"},
-      {"b3 p90 pdl u8 pfo", {90, 40, 7}, 12, "fused", true, true, 8192, 1 << 30, "cublas", "u8+pfo"},
-      {"b1 p7 mega", {7}, 10, "fused", true, false, 8192, 1 << 30, "cublas", "mega"},
-      {"b1 p300 mega split", {300}, 20, "fused", true, false, 8192, 1 << 30, "cublas", "mega"},
-      {"b1 p90 mega no-graph", {90}, 12, "fused", false, false, 8192, 1 << 30, "flash", "mega"},
-      {"b1 p7 flow", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "flow"},
-      {"b1 p300 flow split, 1 KiB chunks", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flow+flowc1"},
-      {"b1 p90 flow nograph nopdl top-k", {90}, 12, "fused", false, false, 8192, 1 << 30, "flash", "flow+flows2+flowa4", 5, 1.2f},
-      {"b1 p1100 flow tiles, 2 KiB chunks", {1100}, 8, "fused", true, true, 8192, 1 << 30, "flash", "flow+flowc2+flowa16"},
-      {"b1 p90 flow LM head and MLPs", {90}, 12, "fused", true, true, 8192, 1 << 30, "flash", "flowlm+flowmlp"},
-      {"b1 p300 flow MLPs nograph nopdl, 1 KiB", {300}, 10, "fused", false, false, 8192, 1 << 30, "cublas", "flowmlp+flowc1"},
-      {"b1 p30 flow LM head top-k", {30}, 10, "fused", true, true, 8192, 1 << 30, "flash", "flowlm", 5, 1.2f},
-      {"b1 p7 flow ring attention", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "flowr"},
-      {"b1 p300 flow ring, one split, 1 KiB chunks", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr512+flowc1+flowk1"},
-      {"b1 p300 flow ring, 64-position splits", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr64"},
-      {"b1 p1100 flow ring splits nograph nopdl, 2 KiB", {1100}, 8, "fused", false, false, 8192, 1 << 30, "flash", "flowr+flowc2+flowk2"},
-      {"b1 p90 flow ring top-k, 2 slots", {90}, 12, "fused", true, true, 8192, 1 << 30, "flash", "flowr+flows2", 5, 1.2f},
-      {"b1 p300 flow ring, bulk-store hand-overs", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr+flowb"},
-      {"b1 p300 flow ring, bulk, last split combines", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr+flowb+flowlast"},
-      {"b1 p7 flow bulk-store hand-overs, 4 KiB, nograph", {7}, 10, "fused", false, true, 8192, 1 << 30, "flash", "flowb+flowc4"},
-      {"b1 p90 flow ring, bulk stores of 2-chunk items, 2 KiB", {90}, 12, "fused", true, true, 8192, 1 << 30, "flash", "flowr+flowb+flowc2"},
-      {"b1 p300 flow ring, bulk, 4 slots, L2 in dependency waits", {300}, 20, "fused", true, true, 8192, 1 << 30, "cublas", "flowr+flowb+flows4+flowi8"},
-      {"b1 p7 default engine", {7}, 10, "auto", true, true, 8192, 1 << 30, "flash", "auto"},
-      {"b1 p300 default engine nograph", {300}, 20, "auto", false, true, 8192, 1 << 30, "cublas", "auto"},
-      {"b1 p90 default engine top-k", {90}, 12, "auto", true, true, 8192, 1 << 30, "flash", "auto", 5, 1.2f},
-      {"b1 p1100 default engine", {1100}, 8, "auto", true, true, 8192, 1 << 30, "flash", "auto"},
-      {"b1 p7 fqa", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "fqa"},
-      {"b1 p300 fqa nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "cublas", "fqa"},
-      {"b1 p90 fqa nopdl top-k", {90}, 12, "fused", true, false, 8192, 1 << 30, "flash", "fqa4+fqs2", 5, 1.2f},
-      {"b1 p1100 fqa tiles", {1100}, 8, "fused", true, true, 8192, 1 << 30, "flash", "fqa"},
-      {"b1 p1100 fqa2 tiles nograph", {1100}, 6, "fused", false, true, 8192, 1 << 30, "flash", "fqa2"},
-      {"b1 p300 fqa 512 threads", {300}, 12, "fused", true, true, 8192, 1 << 30, "flash", "fqa4+fqt512"},
-      {"b1 p7 separate qkv/attn", {7}, 10, "fused", true, true, 8192, 1 << 30, "flash", "nofqa"},
-      {"b1 p30 down split-K", {30}, 10, "fused", true, true, 8192, 1 << 30, "flash", "ksd2+fqp1"},
-      {"b1 p30 fqa weights after the norm", {30}, 10, "fused", true, true, 8192, 1 << 30, "flash", "fqp0+fqs3"},
-      {"b1 p90 down split-K nograph", {90}, 8, "fused", false, false, 8192, 1 << 30, "cublas", "ksd2+nofqa"},
-      {"b1 p300 separate nograph", {300}, 20, "fused", false, true, 8192, 1 << 30, "flash", "nofqa+u8"},
-      {"b3 ragged top-k 40", {5, 17, 33}, 10, "fused", true, true, 8192, 1 << 30, "flash", "", 40, 0.8f},
-      {"b1 top-k 5 no-graph", {7}, 12, "gemm", false, false, 8192, 1 << 30, "cublas", "", 5, 1.0f},
-      {"b12 top-k 256 T1.5", std::vector<int>(12, 11), 6, "auto", true, true, 8192, 1 << 30, "flash", "", 256, 1.5f},
+      {"b1 p7 gemv nopdl", {7}, 10, "separate+gemv+nopdl"},
+      {"b1 p7 gemv", {7}, 10, "separate+gemv"},
+      {"b1 p7 cublas nograph nopdl", {7}, 10, "separate+cublas+nograph+nopdl"},
+      {"b3 ragged gemv", {5, 17, 33}, 8, "separate+gemv"},
+      {"b3 ragged cublas", {5, 17, 33}, 8, "separate+cublas"},
+      {"b5 gemv (pad 8)", {9, 9, 9, 9, 9}, 6, "separate+gemv"},
+      {"b2 chunked prefill", {40, 40}, 6, "separate+gemv", 0, 1.f, 16},
+      {"b2 attn sub-passes", {70, 70}, 6, "separate+cublas", 0, 1.f, 8192, sub_pass_budget},
+      {"b2 p150 chunk 64", {150, 150}, 6, "separate+gemv", 0, 1.f, 64},
+      {"b1 p90 gemv nopdl", {90}, 12, "separate+gemv+nopdl"},
+      {"b1 p300 split attn", {300}, 20, "separate+gemv"},
+      {"b2 p200 split nopdl", {200, 130}, 12, "separate+gemv+nopdl"},
+      {"b12 auto (cublas)", std::vector<int>(12, 11), 5, "auto"},
+      {"b1 p7 separate", {7}, 10, "separate"},
+      {"b1 p300 separate nograph", {300}, 20, "separate+nograph"},
+      {"b1 p7 cluster", {7}, 10, "cluster"},
+      {"b1 p300 cluster nograph", {300}, 20, "cluster+nograph"},
+      {"b1 p90 cluster4 nopdl top-k", {90}, 12, "cluster+ctas4+nopdl", 5, 1.2f},
+      {"b1 p1100 cluster tiles", {1100}, 8, "cluster"},
+      {"b1 p1100 cluster2 tiles nograph", {1100}, 6, "cluster+ctas2+nograph"},
+      {"b1 p300 cluster4", {300}, 12, "cluster+ctas4"},
+      {"b1 p7 dataflow", {7}, 10, "dataflow"},
+      {"b1 p300 dataflow, 1 KiB chunks", {300}, 20, "dataflow+chunk1"},
+      {"b1 p90 dataflow 2 slots nograph nopdl top-k", {90}, 12, "dataflow+slots2+nograph+nopdl", 5, 1.2f},
+      {"b1 p1100 dataflow splits nograph nopdl, 2 KiB", {1100}, 8, "dataflow+chunk2+nograph+nopdl"},
+      {"b1 p300 dataflow one split, 1 KiB", {300}, 20, "dataflow+span512+chunk1"},
+      {"b1 p300 dataflow 64-position splits", {300}, 20, "dataflow+span64"},
+      {"b1 p90 dataflow 2-chunk bulk items, 2 KiB", {90}, 12, "dataflow+chunk2"},
+      {"b1 p300 dataflow L2 in waits 8", {300}, 20, "dataflow+l2wait8"},
+      {"b1 p300 dataflow release hand-overs", {300}, 20, "dataflow+release"},
+      {"b1 p7 dataflow release 4 KiB nograph", {7}, 10, "dataflow+release+chunk4+nograph"},
+      {"b1 p90 dataflow release top-k", {90}, 12, "dataflow+release", 5, 1.2f},
+      {"b1 p7 default engine", {7}, 10, "auto"},
+      {"b1 p300 default engine nograph", {300}, 20, "auto+nograph"},
+      {"b1 p90 default engine top-k", {90}, 12, "auto", 5, 1.2f},
+      {"b1 p1100 default engine", {1100}, 8, "auto"},
+      {"b3 ragged top-k 40", {5, 17, 33}, 10, "separate+gemv", 40, 0.8f},
+      {"b1 top-k 5 nograph nopdl", {7}, 12, "separate+cublas+nograph+nopdl", 5, 1.0f},
+      {"b12 top-k 256 T1.5", std::vector<int>(12, 11), 6, "auto", 256, 1.5f},
   };
   CpuOptions exact{false, DType::f32}, emul{true, *dt};
   nlohmann::json rows = nlohmann::json::array();
@@ -144,13 +129,8 @@ int run_check(const CheckOptions& o) {
     eo.weights_dir = o.weights;
     eo.dtype = *dt;
     eo.seed = o.seed;
-    eo.decode_path = k.path;
-    eo.graphs = k.graphs;
-    eo.pdl = k.pdl;
     eo.chunk_tokens = k.chunk_tokens;
     eo.attn_budget_bytes = k.attn_budget;
-    eo.prefill_attention = k.prefill;
-    eo.flow_auto = k.variant == "auto";  // the other cases run the form their fields name
     if (auto v = apply_variant(k.variant, eo); !v) return fail(v.error());
     eo.sampling.top_k = k.top_k;
     eo.sampling.temperature = k.temperature;
@@ -260,7 +240,7 @@ struct SpeedOptions {
   std::vector<int> batches{1};
   int prompt = 128, gen = 256;
   std::vector<int> prefill{1024, 2048, 4096, 8192};
-  std::vector<std::string> variants{"fused", "fused+u8", "gemm"};
+  std::vector<std::string> variants{"auto"};
   bool components = false;
   bool timeline = false;
   std::string dtype = "bf16";
@@ -527,7 +507,7 @@ int main(int argc, char** argv) {
   speed->add_option("--prompt", so.prompt)->capture_default_str();
   speed->add_option("--gen", so.gen)->check(CLI::Range(2, 1 << 20))->capture_default_str();
   speed->add_option("--prefill", so.prefill, "prefill lengths to time (0: none)")->delimiter(',')->capture_default_str();
-  speed->add_option("--variants", so.variants, "engine variants (docs/bench-llm.md), e.g. fused+u8, gemm+pdl")->delimiter(',')->capture_default_str();
+  speed->add_option("--variants", so.variants, "engine variants (--variant words, docs/bench-llm.md), e.g. auto, separate+cublas, dataflow+slots2")->delimiter(',')->capture_default_str();
   speed->add_flag("--components", so.components, "also time each decode component alone");
   speed->add_flag("--timeline", so.timeline, "also print when each kernel of the last decode step ran (diagnostic: globaltimer stamps)");
   speed->add_option("--dtype", so.dtype)->capture_default_str();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
+#include "decode_plan.hpp"
 #include "model_config.hpp"
 #include "sampling.hpp"
 
@@ -43,47 +44,11 @@ struct EngineOptions {
   int device = 0;                   ///< CUDA device ordinal
   int chunk_tokens = 8192;          ///< most prompt tokens per prefill pass
   double attn_budget_bytes = 1 << 30;  ///< attention scores per prefill pass
-  std::string decode_path = "auto"; ///< auto | fused (GEMV kernels) | gemm (cuBLAS)
-  bool graphs = true;               ///< CUDA graphs for decode steps
-  bool pdl = true;                  ///< programmatic dependent launch between decode kernels
-  int gemv_blocks_per_sm = 0;       ///< fused GEMV grid (0: 1 with pdl, else as many as fit)
-  int gemv_unroll = 8;              ///< 16-byte loads in flight per lane and row at batch 1 (4 or 8)
-  int gemv_prefetch = 512;          ///< elements of each first row prefetched to L2 (-1: 0 with PDL, else 2048)
-  int gemv_ksplit_down = 0;         ///< batch-1 down projection: warps per row pair, each a slice of K (1 or 2; 0: 1)
-  bool mega = false;                ///< batch-1 decode step as one persistent kernel (fused path, greedy)
-  int mega_prefetch_mb = -1;        ///< mega: MB of each phase's weights prefetched to L2 before its barrier (-1: first row pairs whole)
-  bool flow = false;                ///< batch-1 decode step as one dataflow persistent kernel (sm_90; fused path)
-  /// Batch-1 decode: the dataflow kernel (flowr+flowb+flows4+flowi4) where it was measured faster than the
-  /// separate kernels (CudaEngine::flow_by_default says where), else those. Every variant word that
-  /// names a decode form (fused, nofqa, flow..., u8 ...) turns it off: the form named is run.
-  bool flow_auto = true;
-  int flow_slots = 0;               ///< flow: shared-memory ring slots per block (0: as many as fit)
-  int flow_chunk_kb = 32;           ///< flow: KiB of weights per chunk (ring slot)
-  int flow_l2_ahead = 0;            ///< flow: chunks asked of L2 ahead of the ring (0: none)
-  int flow_l2_idle = 0;             ///< flow: chunks asked of L2 beyond the ring while a block waits for a dependency
-  int flow_poll_ns = 0;             ///< flow: pause between reads of a dependency counter (0: none)
-  int flow_ring_span = -1;          ///< flow: cached K/V rows through the ring, N positions per split (0: auto; -1: off)
-  int flow_kv_prefetch = 0;         ///< flow ring attention: K/V asked of L2 at the start (1 normal, 2 evict-last)
-  bool flow_bulk_rows = false;      ///< flow: products' rows handed over by bulk stores, without a release fence
-  bool flow_last_combines = false;  ///< flowr+flowb: the last split to finish combines (as with more items than SMs)
-  bool flow_lm = false;             ///< batch-1 decode: the LM head as a launch of the dataflow kernel (sm_90)
-  bool flow_mlp = false;            ///< batch-1 decode: each layer's gate/up and down as one launch of it (sm_90)
-  bool prefetch_after_attention = false;  ///< fused decode: the output projection's weights to L2 while attention runs
-  int attn_chunk = 0;               ///< decode attention: positions per split block (0: enough splits to fill the GPU twice)
-  int l2_ahead_mb = 0;              ///< fused decode: MB of the next matrices prefetched to L2 on a side branch (0: off)
-  int fused_max_batch = 2;          ///< decode_path auto: fused GEMV up to this batch
-  std::string prefill_attention = "cublas";  ///< cublas (scores materialised) | flash (tensor-core kernel)
+  DecodeRequest plan;               ///< the decode plan (decode_plan.hpp): automatic, or one with its options
+  bool graphs = true;               ///< CUDA graphs for decode steps (off: a correctness reference)
+  bool pdl = true;                  ///< programmatic dependent launch between decode kernels (sm_90)
   SamplingOptions sampling;         ///< greedy unless top_k > 1
-  /// Batch-1 fused decode: QKV projection and attention as one kernel of thread block clusters.
-  /// -1 (default): where the GPU (sm_90) and the model allow it and the context is at most 64
-  /// positions per CTA (512 with 8-CTA clusters), else the separate kernels; 1: asked for (an error
-  /// where it cannot run; any context); 0: off.
-  int fused_attention = -1;
-  int fused_attention_cluster = 0;  ///< fqa: CTAs per KV head (0: the largest of 16, 8, 4, 2 whose clusters all fit at once)
-  int fused_attention_threads = 0;  ///< fqa: threads per CTA, 256 or 512 (0: 512)
-  int fused_attention_pre = -1;     ///< fqa: ring stages requested before the wait (-1: all)
-  int fused_attention_stages = 0;   ///< fqa: weight ring stages per warp (0: 2; fewer where shared memory does not allow)
-  bool timeline = false;            ///< fused decode: record when each block of each kernel starts, has its inputs, ends (diagnostic)
+  bool timeline = false;            ///< record when each block of each decode kernel starts, has its inputs, ends (diagnostic)
 };
 
 /// One decode kernel of the last step, from the diagnostic timeline: microseconds from the step's
@@ -137,21 +102,7 @@ class LlmEngine {
   virtual void range_pop() {}
 };
 
-/// Applies an engine variant: '+'-separated words fused|gemm|auto, pdl|nopdl, nograph, bps1|bps2,
-/// u4|u8, nopf|pfN, cublas-pf|flash-pf, fusedN (auto fused up to batch N), topkN (top-k sampling),
-/// aheadN (N MB of the next matrices prefetched to L2 during the attention core and down projection),
-/// chunkN (N positions per decode-attention split), pfo (output projection prefetched to L2 during
-/// the attention core), mega (the batch-1 decode step as one persistent kernel), megapfN (its L2 prefetch per phase, MB),
-/// fqa / fqaN / nofqa (batch 1: QKV projection and attention in one kernel of thread block clusters, N CTAs
-/// each; on by default where it applies), fqsN (its weight ring stages per warp), fqpN (of
-/// them, those requested before the wait), fqt256 / fqt512 (its
-/// threads per CTA), ksd1 / ksd2 (the batch-1 down projection's GEMV with 1 or 2 warps per row pair),
-/// flow / noflow (the batch-1 decode step as one dataflow persistent kernel, sm_90), flowsN (its ring
-/// slots per block), flowcN (KiB per chunk), flowaN (chunks asked of L2 ahead of the ring), flowpN (ns between polls of a counter), flowr / flowrN
-/// (its attention with the cached K/V rows streamed through the ring, N positions per split), flowkN (ring
-/// attention's K/V asked of L2 at the start: 1 normal priority, 2 evict-last), flowlm / flowmlp
-/// (only the LM head, or each layer's gate/up and down projections, through the dataflow kernel).
-/// Empty: no change.
+/// Applies --variant (decode_plan.hpp: a plan, its options, nograph, nopdl, topkN) to o.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
 
 /// Refuses a top-k above kMaxTopK, a negative k, or a temperature that is not a finite number.

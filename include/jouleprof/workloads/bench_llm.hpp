@@ -2,7 +2,7 @@
 // lengths), its energy windows on the Monitor, the isolation runs that give per-component and
 // per-layer energy, the derived figures (J/token, tokens/s, TFLOP/s, bandwidth), the table and the
 // result JSON. Shared by the CLI (simulated engine, in-process) and jouleprof-llm (the CUDA
-// engine), which links no SQLite: the run store records from this JSON (bench_record.hpp).
+// engine), which links no SQLite: the run store records from this JSON (jouleprof/workloads/bench_record.hpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
+#include "host/engine.hpp"
 #include "jouleprof/measure/result.hpp"
 
 namespace jouleprof {
@@ -43,12 +43,9 @@ struct BenchOptions {
   uint64_t seed = 1234;
   std::vector<std::string> tags;
   bool quiet = false;
-  std::string decode_path = "auto";
   bool no_graphs = false;
-  bool pdl = false;
   int chunk_tokens = 8192;
-  std::string prefill_attention = "cublas";
-  std::string variant;
+  std::string variant;  ///< --variant: the decode plan and its options (decode_plan.hpp)
   int top_k = 0;               ///< 0: greedy decoding
   float temperature = 1.0f;    ///< top-k softmax temperature
   std::string nvml_lib;

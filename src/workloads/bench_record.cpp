@@ -1,4 +1,4 @@
-#include "bench_record.hpp"
+#include "jouleprof/workloads/bench_record.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bench.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
 #include "jouleprof/analysis/energy.hpp"
 
 namespace jouleprof::llm {

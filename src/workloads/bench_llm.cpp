@@ -1,4 +1,4 @@
-#include "bench.hpp"
+#include "jouleprof/workloads/bench_llm.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -12,12 +12,13 @@
 #include <optional>
 #include <thread>
 
+#include "jouleprof/measure/idle.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sampler/monitor.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
-#include "sim_engine.hpp"
-#include "weights.hpp"
+#include "host/sim_engine.hpp"
+#include "host/weights.hpp"
 
 namespace jouleprof::llm {
 
@@ -65,17 +66,14 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_option("--tokens", o.tokens_file, "prompt token ids: one sequence per line (sets batch and prompt lengths)");
   c->add_option("--seed", o.seed, "seed of the random weights and prompts")->capture_default_str();
   c->add_option("--tag", o.tags, "KEY=VALUE recorded with the result (repeatable)");
-  c->add_option("--decode-path", o.decode_path, "auto, fused (GEMV kernels, batch <= 8) or gemm (cuBLAS)")
-      ->check(CLI::IsMember({"auto", "fused", "gemm"}))->capture_default_str();
   c->add_flag("--no-graphs", o.no_graphs, "launch decode kernels one by one instead of CUDA graphs");
-  c->add_flag("--pdl", o.pdl, "programmatic dependent launch between decode kernels (the default; --variant nopdl: off)");
-  c->add_option("--variant", o.variant, "engine variant words joined by '+' (docs/bench-llm.md), e.g. fused+u8");
+  c->add_option("--variant", o.variant,
+                "decode plan and its options joined by '+' (docs/bench-llm.md): auto (default), separate[+gemv|+cublas], "
+                "cluster[+ctasN], dataflow[+slotsN+chunkN+l2waitN+spanN+release]; any plan: nograph, nopdl, topkN");
   c->add_option("--top-k", o.top_k, "sample each token from the k most likely (0: greedy)")
       ->check(CLI::Range(0, kMaxTopK))->capture_default_str();
   c->add_option("--temperature", o.temperature, "softmax temperature of top-k sampling")
       ->check(CLI::Range(0.001f, 1000.0f))->capture_default_str();
-  c->add_option("--prefill-attention", o.prefill_attention, "cublas (scores materialised) or flash (tensor-core kernel)")
-      ->check(CLI::IsMember({"flash", "cublas"}))->capture_default_str();
   c->add_option("--chunk-tokens", o.chunk_tokens, "most prompt tokens per prefill pass")->check(CLI::Range(16, 1 << 20))->capture_default_str();
   c->add_option("--nvml-lib", o.nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
   c->add_flag("-q,--quiet", o.quiet, "no progress lines");
@@ -110,14 +108,11 @@ std::vector<std::string> bench_args(const BenchOptions& o) {
   add("--seed", std::to_string(o.seed));
   for (const auto& t : o.tags) add("--tag", t);
   if (o.quiet) a.emplace_back("--quiet");
-  add("--decode-path", o.decode_path);
   if (o.no_graphs) a.emplace_back("--no-graphs");
-  if (o.pdl) a.emplace_back("--pdl");
   if (!o.variant.empty()) add("--variant", o.variant);
   if (o.top_k > 0) add("--top-k", std::to_string(o.top_k));
   if (o.temperature != 1.0f) add("--temperature", fmt_double(static_cast<double>(o.temperature)));
   add("--chunk-tokens", std::to_string(o.chunk_tokens));
-  add("--prefill-attention", o.prefill_attention);
   if (!o.nvml_lib.empty()) add("--nvml-lib", o.nvml_lib);
   return a;
 }
@@ -188,34 +183,31 @@ nlohmann::json window_json(const WindowResult& w, std::optional<double> idle_w) 
   return j;
 }
 
-/// The engine settings in --variant words ("auto", "fused+pdl", "gemm+nograph+flash-pf+u8").
+/// The engine settings in --variant words ("auto", "dataflow+slots2", "separate+cublas+nograph").
 std::string variant_words(const BenchOptions& o) {
-  std::string v = o.decode_path;
-  if (o.pdl) v += "+pdl";
+  std::string v = o.variant.empty() ? "auto" : o.variant;
   if (o.no_graphs) v += "+nograph";
-  if (o.prefill_attention == "flash") v += "+flash-pf";
-  if (!o.variant.empty()) v += "+" + o.variant;
   if (o.top_k > 1) v += "+topk" + std::to_string(o.top_k);
   return v;
 }
 
 std::string signal_reason(int sig) { return "interrupted by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")"; }
 
-}  // namespace
 
-Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factory,
-                              const std::function<void(const std::string&)>& progress) {
-  auto say = [&](const std::string& s) {
-    if (progress) progress(s);
-  };
+/// Step 1 of a sweep: the options checked before anything is opened.
+struct ValidSweep {
+  std::vector<DType> dtypes;
+  std::vector<std::string> models;  ///< built-in names, or the one checkpoint directory
+};
+Result<ValidSweep> validate_sweep(const BenchOptions& o) {
   if (o.dtypes.empty() || o.gens.empty() || o.batches.empty() || o.prompts.empty() || (o.models.empty() && o.weights.empty())) {
     return make_error(Errc::invalid_argument, "--model, --dtype, --batch, --prompt and --gen need at least one value");
   }
-  std::vector<DType> dtypes;
+  ValidSweep valid;
   for (const auto& d : o.dtypes) {
     auto dt = dtype_from_string(d);
     if (!dt) return dt.error();
-    dtypes.push_back(*dt);
+    valid.dtypes.push_back(*dt);
   }
   for (int g : o.gens) {
     if (g < 2) return make_error(Errc::invalid_argument, "--gen must be at least 2 (one prefill token and one decode step)");
@@ -226,8 +218,8 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   for (int p : o.prompts) {
     if (p < 1) return make_error(Errc::invalid_argument, "--prompt values must be at least 1");
   }
-  std::vector<std::string> models = o.models;
-  if (!o.weights.empty()) models = {o.weights};
+  valid.models = o.models;
+  if (!o.weights.empty()) valid.models = {o.weights};
   for (const auto& t : o.tags) {
     if (t.find('=') == std::string::npos || t.front() == '=') return make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'");
   }
@@ -238,7 +230,12 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
     check.sampling.temperature = o.temperature;
     if (auto v = validate_sampling(check.sampling); !v) return v.error();
   }
+  return valid;
+}
 
+/// The Monitor of a sweep: the one GPU asked for (within CUDA_VISIBLE_DEVICES), no CPU sensors;
+/// window edges synchronize with `*current`, the engine running.
+Result<std::unique_ptr<Monitor>> open_monitor(const BenchOptions& o, LlmEngine* const& current) {
   MonitorOptions mo;
   mo.gpus.backend = o.device;
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -257,307 +254,214 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
     mo.gpus.nvml_library = lib;
   }
   mo.sampler.read_cpu = false;
-  LlmEngine* current = nullptr;
   mo.synchronize = [&current] {
     if (current != nullptr) current->synchronize();
   };
-  // Ctrl-C and friends are collected between repetitions (the sampler thread, started by
-  // Monitor::create, inherits the blocked mask): what was measured is kept.
-  install_signal_forwarding();
-  auto mon_r = Monitor::create(mo);
-  if (!mon_r) return mon_r.error();
-  Monitor& mon = **mon_r;
+  return Monitor::create(mo);
+}
 
-  std::vector<Point> points;
-  int idle_window = -1;
-  std::string device_name;
-  bool simulated = false;
+/// One configuration of a sweep (its engine shape).
+struct Shape {
+  int batch, prompt, gen;
+};
+/// Step 2: the configurations of one model, the generation length varying fastest, then the
+/// prompt, then the batch; with --tokens, the file's sequences at each generation length.
+std::vector<Shape> plan_sweep(const BenchOptions& o, const std::vector<std::vector<int>>& file_tokens) {
+  std::vector<Shape> grid;
+  if (file_tokens.empty()) {
+    for (int b : o.batches) {
+      for (int p : o.prompts) {
+        for (int G : o.gens) grid.push_back({b, p, G});
+      }
+    }
+  } else {
+    for (int G : o.gens) grid.push_back({static_cast<int>(file_tokens.size()), 0, G});
+  }
+  return grid;
+}
+
+/// A sweep while it runs: its Monitor, progress lines, and why it stopped (an engine error, a signal).
+struct Sweep {
+  const BenchOptions& o;
+  Monitor& mon;
+  std::function<void(const std::string&)> say;
   std::optional<Error> failure;
   int signal = 0;
-  auto stopped = [&] {
+
+  bool stopped() {
     if (signal == 0) signal = interrupting_signal();
     return signal != 0 || failure.has_value();
-  };
-  auto stop_reason = [&] { return failure ? failure->message : signal_reason(signal); };
-  // Sleeps in small steps; false when stopped.
-  auto sleep_s = [&](double seconds) {
+  }
+  std::string stop_reason() const { return failure ? failure->message : signal_reason(signal); }
+  /// Sleeps in small steps; false when stopped.
+  bool sleep_s(double seconds) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < until) {
       if (stopped()) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return !stopped();
+  }
+  /// Step 3: the windows of one configuration inside its run window `base` (pt.run_w): prefill
+  /// and decode repeated for --min-seconds, then each isolation window for --iso-seconds. Fills
+  /// pt; a shape the engine cannot prepare leaves pt.skipped.
+  void measure_point(LlmEngine* eng, const LlmConfig& cfg, const EngineOptions& eo, const RunShape& s,
+                     const std::string& base, Point& pt);
+};
+
+void Sweep::measure_point(LlmEngine* eng, const LlmConfig& cfg, const EngineOptions& eo, const RunShape& s,
+                          const std::string& base, Point& pt) {
+  const int B = s.batch, G = s.gen;
+  say(base + ": preparing");
+  if (auto r = eng->prepare(s); !r) {
+    pt.skipped = r.error().message;
+    say(base + ": skipped: " + pt.skipped);
+    return;
+  }
+  pt.meta["engine"] = eng->describe();
+  // Warm-up (graphs, cuBLAS heuristics, clocks), then one timed pass of each phase.
+  eng->prefill();
+  eng->decode(G - 1);
+  eng->synchronize();
+  double t0 = now_s();
+  eng->prefill();
+  eng->synchronize();
+  const double t_p = std::max(1e-6, now_s() - t0);
+  t0 = now_s();
+  eng->rewind();
+  eng->decode(G - 1);
+  eng->synchronize();
+  const double t_d = std::max(1e-6, now_s() - t0);
+  if (auto st = eng->status(); !st) {
+    failure = st.error();
+    return;
+  }
+  if (auto toks = eng->generated(); toks) {
+    nlohmann::json sample = nlohmann::json::array();
+    for (const auto& seq : *toks) {
+      std::vector<int> head(seq.begin(), seq.begin() + std::min<long>(16, static_cast<long>(seq.size())));
+      sample.push_back(head);
+      if (sample.size() >= 4) break;
+    }
+    pt.meta["generated_sample"] = sample;
+  }
+  double sum_len = 0;
+  for (int len : s.prompt_lens) {
+    sum_len += len;
+    pt.prefill_flops += WorkModel::prefill_flops(cfg, len);
+    pt.decode_bytes_per_step += WorkModel::decode_kv_bytes(cfg, eo.dtype, len + (G - 2) / 2);
+    pt.decode_flops_per_step += WorkModel::decode_flops(cfg, len + (G - 2) / 2);
+  }
+  pt.decode_bytes_per_step += WorkModel::decode_weight_bytes(cfg, eo.dtype, B);
+
+  // Repeats `fn` until the window has lasted min_seconds (estimates from the timed pass,
+  // then tops up if the GPU was faster than that pass), or until stopped.
+  auto repeat_for = [&](double seconds, double per, const std::function<void()>& fn) {
+    int n = 0;
+    const double start = now_s();
+    double left = seconds;
+    while (left > 0 && !stopped()) {
+      const int k = static_cast<int>(std::clamp(std::ceil(left / per), 1.0, 1e6));
+      for (int i = 0; i < k; ++i) fn();
+      n += k;
+      eng->synchronize();
+      const double el = now_s() - start;
+      left = seconds - el;
+      per = std::max(1e-7, el / n);
+    }
+    return n;
   };
-  const std::string variant = variant_words(o);
-  for (const std::string& model : models) {
-    for (std::size_t di = 0; di < dtypes.size() && !stopped(); ++di) {
-      const std::string& dtype_name = o.dtypes[di];
-      EngineOptions eo;
-      if (o.weights.empty()) {
-        eo.model = model;
-      } else {
-        eo.weights_dir = model;
-      }
-      eo.dtype = dtypes[di];
-      eo.seed = o.seed;
-      eo.device = o.gpu;
-      eo.chunk_tokens = o.chunk_tokens;
-      eo.decode_path = o.decode_path;
-      eo.graphs = !o.no_graphs;
-      if (o.pdl) eo.pdl = true;  // the default; --variant nopdl turns it off
-      eo.prefill_attention = o.prefill_attention;
-      (void)apply_variant(o.variant, eo);  // checked above
-      if (o.top_k > 0) eo.sampling.top_k = o.top_k;
-      eo.sampling.temperature = o.temperature;
-      eo.sampling.seed = o.seed;
-      say("loading " + model + " (" + dtype_name + (o.weights.empty() ? ", random weights" : "") + ")");
-      auto eng_r = factory(eo, mon);
-      if (!eng_r) {
-        failure = eng_r.error();
-        break;
-      }
-      std::unique_ptr<LlmEngine> eng = std::move(*eng_r);
-      current = eng.get();
-      simulated = eng->simulated();
-      device_name = eng->device_name();
-      const LlmConfig& cfg = eng->config();
-      if (idle_window < 0 && o.idle_s > 0) {
-        eng->synchronize();
-        if (sleep_s(0.5)) {
-          say("measuring the idle baseline for " + fmt_double(o.idle_s) + " s");
-          const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
-          const bool full = sleep_s(o.idle_s);
-          mon.end_at(id, std::nullopt, full);
-          idle_window = static_cast<int>(id);
-        }
-      }
-      std::vector<std::vector<int>> file_tokens;
-      if (!o.tokens_file.empty()) {
-        auto ft = read_token_file(o.tokens_file, cfg.vocab);
-        if (!ft) {
-          failure = ft.error();
-          current = nullptr;
-          break;
-        }
-        file_tokens = std::move(*ft);
-      }
-      struct Shape {
-        int batch, prompt, gen;
-      };
-      std::vector<Shape> grid;  // generation length varies fastest, then prompt, then batch
-      if (file_tokens.empty()) {
-        for (int b : o.batches) {
-          for (int p : o.prompts) {
-            for (int G : o.gens) grid.push_back({b, p, G});
-          }
-        }
-      } else {
-        for (int G : o.gens) grid.push_back({static_cast<int>(file_tokens.size()), 0, G});
-      }
-      for (const Shape& shape : grid) {
-        if (stopped()) break;
-        const int B = shape.batch, P = shape.prompt, G = shape.gen;
-        Point pt;
-        pt.index = static_cast<int>(points.size());
-        pt.batch = B;
-        pt.layers = cfg.layers;
-        RunShape s;
-        s.batch = B;
-        s.gen = G;
-        s.seed = o.seed;
-        if (file_tokens.empty()) {
-          s.prompt_lens.assign(static_cast<std::size_t>(B), P);
-        } else {
-          for (const auto& t : file_tokens) s.prompt_lens.push_back(static_cast<int>(t.size()));
-          s.prompt_tokens = file_tokens;
-        }
-        pt.meta = {{"index", pt.index},
-                   {"model", cfg.name},
-                   {"dtype", dtype_name},
-                   {"batch", B},
-                   {"prompt", file_tokens.empty() ? nlohmann::json(P) : nlohmann::json(s.prompt_lens)},
-                   {"gen", G},
-                   {"num_layers", cfg.layers},
-                   {"params", cfg.total_params()},
-                   {"weights", o.weights.empty() ? "random (seed " + std::to_string(o.seed) + ")" : o.weights},
-                   {"variant", variant},
-                   {"sampling", describe_sampling(eo.sampling)}};
-        // Window names: MODEL[/DTYPE]/bBATCH/pPROMPT[/gGEN] (dtype and gen when swept).
-        const std::string base = cfg.name + (o.dtypes.size() > 1 ? "/" + dtype_name : "") + "/b" + std::to_string(B) + "/p" +
-                                 (file_tokens.empty() ? std::to_string(P) : "file") +
-                                 (o.gens.size() > 1 ? "/g" + std::to_string(G) : "");
-        // One window of kind "run" per configuration: everything it cost, from preparing the
-        // engine to the last isolation window (the run store keeps each as a run).
-        const auto run_w = mon.begin_at(base, std::nullopt, "run", pt.index);
-        pt.run_w = static_cast<int>(run_w);
-        pt.meta["run_window"] = pt.run_w;
-        auto measure_point = [&]() {
-          say(base + ": preparing");
-          if (auto r = eng->prepare(s); !r) {
-            pt.skipped = r.error().message;
-            say(base + ": skipped: " + pt.skipped);
-            return;
-          }
-          pt.meta["engine"] = eng->describe();
-          // Warm-up (graphs, cuBLAS heuristics, clocks), then one timed pass of each phase.
-          eng->prefill();
-          eng->decode(G - 1);
-          eng->synchronize();
-          double t0 = now_s();
-          eng->prefill();
-          eng->synchronize();
-          const double t_p = std::max(1e-6, now_s() - t0);
-          t0 = now_s();
-          eng->rewind();
-          eng->decode(G - 1);
-          eng->synchronize();
-          const double t_d = std::max(1e-6, now_s() - t0);
-          if (auto st = eng->status(); !st) {
-            failure = st.error();
-            return;
-          }
-          if (auto toks = eng->generated(); toks) {
-            nlohmann::json sample = nlohmann::json::array();
-            for (const auto& seq : *toks) {
-              std::vector<int> head(seq.begin(), seq.begin() + std::min<long>(16, static_cast<long>(seq.size())));
-              sample.push_back(head);
-              if (sample.size() >= 4) break;
-            }
-            pt.meta["generated_sample"] = sample;
-          }
-          double sum_len = 0;
-          for (int len : s.prompt_lens) {
-            sum_len += len;
-            pt.prefill_flops += WorkModel::prefill_flops(cfg, len);
-            pt.decode_bytes_per_step += WorkModel::decode_kv_bytes(cfg, eo.dtype, len + (G - 2) / 2);
-            pt.decode_flops_per_step += WorkModel::decode_flops(cfg, len + (G - 2) / 2);
-          }
-          pt.decode_bytes_per_step += WorkModel::decode_weight_bytes(cfg, eo.dtype, B);
+  if (stopped()) return;
+  say(base + ": prefill (" + fmt_double(1e3 * t_p) + " ms a pass)");
+  auto w = mon.begin_at(base + "/prefill", std::nullopt, "phase", pt.index);
+  eng->range_push(base + "/prefill");
+  const int rp = repeat_for(o.min_seconds, t_p, [&] { eng->prefill(); });
+  eng->range_pop();
+  mon.end_at(w, std::nullopt, !stopped());
+  pt.prefill_w = static_cast<int>(w);
+  pt.passes = rp;
+  pt.prefill_tokens = rp * sum_len;
+  mon.count(w, "tokens", pt.prefill_tokens);
+  if (stopped()) return;
 
-          // Repeats `fn` until the window has lasted min_seconds (estimates from the timed pass,
-          // then tops up if the GPU was faster than that pass), or until stopped.
-          auto repeat_for = [&](double seconds, double per, const std::function<void()>& fn) {
-            int n = 0;
-            const double start = now_s();
-            double left = seconds;
-            while (left > 0 && !stopped()) {
-              const int k = static_cast<int>(std::clamp(std::ceil(left / per), 1.0, 1e6));
-              for (int i = 0; i < k; ++i) fn();
-              n += k;
-              eng->synchronize();
-              const double el = now_s() - start;
-              left = seconds - el;
-              per = std::max(1e-7, el / n);
-            }
-            return n;
-          };
-          if (stopped()) return;
-          say(base + ": prefill (" + fmt_double(1e3 * t_p) + " ms a pass)");
-          auto w = mon.begin_at(base + "/prefill", std::nullopt, "phase", pt.index);
-          eng->range_push(base + "/prefill");
-          const int rp = repeat_for(o.min_seconds, t_p, [&] { eng->prefill(); });
-          eng->range_pop();
-          mon.end_at(w, std::nullopt, !stopped());
-          pt.prefill_w = static_cast<int>(w);
-          pt.passes = rp;
-          pt.prefill_tokens = rp * sum_len;
-          mon.count(w, "tokens", pt.prefill_tokens);
-          if (stopped()) return;
+  say(base + ": decode (" + fmt_double(1e3 * t_d) + " ms for " + std::to_string(G - 1) + " steps)");
+  w = mon.begin_at(base + "/decode", std::nullopt, "phase", pt.index);
+  eng->range_push(base + "/decode");
+  const int rd = repeat_for(o.min_seconds, t_d, [&] {
+    eng->rewind();
+    eng->decode(G - 1);
+  });
+  eng->range_pop();
+  mon.end_at(w, std::nullopt, !stopped());
+  pt.decode_w = static_cast<int>(w);
+  pt.steps = static_cast<double>(rd) * (G - 1);
+  pt.decode_tokens = pt.steps * B;
+  mon.count(w, "tokens", pt.decode_tokens);
+  if (stopped() || (o.no_components && !o.per_layer)) return;
 
-          say(base + ": decode (" + fmt_double(1e3 * t_d) + " ms for " + std::to_string(G - 1) + " steps)");
-          w = mon.begin_at(base + "/decode", std::nullopt, "phase", pt.index);
-          eng->range_push(base + "/decode");
-          const int rd = repeat_for(o.min_seconds, t_d, [&] {
-            eng->rewind();
-            eng->decode(G - 1);
-          });
-          eng->range_pop();
-          mon.end_at(w, std::nullopt, !stopped());
-          pt.decode_w = static_cast<int>(w);
-          pt.steps = static_cast<double>(rd) * (G - 1);
-          pt.decode_tokens = pt.steps * B;
-          mon.count(w, "tokens", pt.decode_tokens);
-          if (stopped() || (o.no_components && !o.per_layer)) return;
-
-          // Isolation at the middle of the generation: each piece replayed on its own for
-          // iso_seconds (CUDA graphs), so the sensor sees a steady load it can resolve.
-          eng->rewind();
-          eng->decode((G - 1) / 2);
-          eng->synchronize();
-          pt.meta["isolation_context"] = s.prompt_lens.front() + (G - 1) / 2;
-          auto isolate = [&](const std::string& name, const std::function<int(int)>& run) -> std::pair<int, double> {
-            (void)run(2);
-            eng->synchronize();
-            const double a = now_s();
-            const int n = run(4);
-            eng->synchronize();
-            const double per = std::max(1e-7, (now_s() - a) / std::max(1, n));
-            auto id = mon.begin(base + "/" + name);
-            eng->range_push(base + "/" + name);
-            int done = 0;
-            const double start = now_s();
-            double left = o.iso_seconds, per_rep = per;
-            while (left > 0 && !stopped()) {
-              done += run(static_cast<int>(std::clamp(std::ceil(left / per_rep), 1.0, 1e8)));
-              eng->synchronize();
-              const double el = now_s() - start;
-              left = o.iso_seconds - el;
-              per_rep = std::max(1e-7, el / std::max(1, done));
-            }
-            eng->range_pop();
-            mon.end_at(id, std::nullopt, !stopped());
-            return {static_cast<int>(id), static_cast<double>(done)};
-          };
-          if (!o.no_components) {
-            say(base + ": isolating components (" + fmt_double(o.iso_seconds) + " s each)");
-            for (int ci = 0; ci < kComponentCount && !stopped(); ++ci) {
-              const auto c = static_cast<Component>(ci);
-              auto [id, done] = isolate(std::string("component/") + component_name(c),
-                                        [&](int reps) { return eng->component(c, -1, reps); });
-              const double per_rep = component_per_layer(c) ? cfg.layers : 1;
-              mon.count(static_cast<Monitor::WindowId>(id), "calls", done * per_rep);
-              pt.comps.push_back({c, id, done * per_rep, per_rep});
-            }
-            if (stopped()) return;
-            auto [id, done] = isolate("step", [&](int reps) { return eng->step(reps); });
-            mon.count(static_cast<Monitor::WindowId>(id), "steps", done);
-            pt.step_w = id;
-            pt.step_reps = done;
-          }
-          if (o.per_layer) {
-            say(base + ": isolating " + std::to_string(cfg.layers) + " layers");
-            for (int l = 0; l < cfg.layers && !stopped(); ++l) {
-              auto [id, done] = isolate("layer/" + std::to_string(l), [&](int reps) { return eng->layer_block(l, reps); });
-              mon.count(static_cast<Monitor::WindowId>(id), "calls", done);
-              pt.layer_wins.push_back({l, id, done});
-            }
-          }
-          if (auto st = eng->status(); !st) failure = st.error();
-        };
-        measure_point();
-        if (pt.skipped.empty() && stopped()) pt.incomplete = stop_reason();
-        mon.end_at(run_w, std::nullopt, pt.skipped.empty() && pt.incomplete.empty());
-        points.push_back(std::move(pt));
-      }
-      current = nullptr;
+  // Isolation at the middle of the generation: each piece replayed on its own for
+  // iso_seconds (CUDA graphs), so the sensor sees a steady load it can resolve.
+  eng->rewind();
+  eng->decode((G - 1) / 2);
+  eng->synchronize();
+  pt.meta["isolation_context"] = s.prompt_lens.front() + (G - 1) / 2;
+  auto isolate = [&](const std::string& name, const std::function<int(int)>& run) -> std::pair<int, double> {
+    (void)run(2);
+    eng->synchronize();
+    const double a = now_s();
+    const int n = run(4);
+    eng->synchronize();
+    const double per = std::max(1e-7, (now_s() - a) / std::max(1, n));
+    auto id = mon.begin(base + "/" + name);
+    eng->range_push(base + "/" + name);
+    int done = 0;
+    const double start = now_s();
+    double left = o.iso_seconds, per_rep = per;
+    while (left > 0 && !stopped()) {
+      done += run(static_cast<int>(std::clamp(std::ceil(left / per_rep), 1.0, 1e8)));
+      eng->synchronize();
+      const double el = now_s() - start;
+      left = o.iso_seconds - el;
+      per_rep = std::max(1e-7, el / std::max(1, done));
     }
-    if (stopped()) break;
+    eng->range_pop();
+    mon.end_at(id, std::nullopt, !stopped());
+    return {static_cast<int>(id), static_cast<double>(done)};
+  };
+  if (!o.no_components) {
+    say(base + ": isolating components (" + fmt_double(o.iso_seconds) + " s each)");
+    for (int ci = 0; ci < kComponentCount && !stopped(); ++ci) {
+      const auto c = static_cast<Component>(ci);
+      auto [id, done] = isolate(std::string("component/") + component_name(c),
+                                [&](int reps) { return eng->component(c, -1, reps); });
+      const double per_rep = component_per_layer(c) ? cfg.layers : 1;
+      mon.count(static_cast<Monitor::WindowId>(id), "calls", done * per_rep);
+      pt.comps.push_back({c, id, done * per_rep, per_rep});
+    }
+    if (stopped()) return;
+    auto [id, done] = isolate("step", [&](int reps) { return eng->step(reps); });
+    mon.count(static_cast<Monitor::WindowId>(id), "steps", done);
+    pt.step_w = id;
+    pt.step_reps = done;
   }
-  if (failure && points.empty()) {
-    (void)mon.finish();
-    return *failure;
-  }
-  // Idle baseline: the mean power of the idle window, sampled long before finish() needs it.
-  if (idle_window >= 0) {
-    if (auto e = mon.energy(static_cast<Monitor::WindowId>(idle_window)); e) {
-      std::vector<std::optional<double>> idle;
-      for (const auto& g : e->gpus) idle.emplace_back(g.mean_power_w);
-      mon.set_idle_power(idle, "measured for " + fmt_double(o.idle_s) + " s after loading the first model");
+  if (o.per_layer) {
+    say(base + ": isolating " + std::to_string(cfg.layers) + " layers");
+    for (int l = 0; l < cfg.layers && !stopped(); ++l) {
+      auto [id, done] = isolate("layer/" + std::to_string(l), [&](int reps) { return eng->layer_block(l, reps); });
+      mon.count(static_cast<Monitor::WindowId>(id), "calls", done);
+      pt.layer_wins.push_back({l, id, done});
     }
   }
+  if (auto st = eng->status(); !st) failure = st.error();
+}
+
+/// Step 4: the sweep's Measurement (windows, provenance, tags, status) and its "llm" section
+/// (the derived figures of every point), from the finished Monitor.
+BenchResult assemble_sweep(const BenchOptions& o, Measurement measurement, const std::vector<Point>& points, bool simulated,
+                           const std::string& device_name, const std::optional<Error>& failure, int signal) {
   BenchResult res;
   res.simulated = simulated;
-  res.measurement = mon.finish();
+  res.measurement = std::move(measurement);
   Measurement& m = res.measurement;
   fill_provenance(m);
   m.command = {"jouleprof", "bench", "llm"};
@@ -717,6 +621,139 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   m.sections["llm"] = out.dump();
   return res;
 }
+
+}  // namespace
+
+Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factory,
+                              const std::function<void(const std::string&)>& progress) {
+  auto valid = validate_sweep(o);
+  if (!valid) return valid.error();
+  LlmEngine* current = nullptr;
+  // Ctrl-C and friends are collected between repetitions (the sampler thread, started by
+  // Monitor::create, inherits the blocked mask): what was measured is kept.
+  install_signal_forwarding();
+  auto mon_r = open_monitor(o, current);
+  if (!mon_r) return mon_r.error();
+  Monitor& mon = **mon_r;
+  Sweep sw{o, mon, [&](const std::string& line) {
+             if (progress) progress(line);
+           }, std::nullopt, 0};
+
+  std::vector<Point> points;
+  int idle_window = -1;
+  std::string device_name;
+  bool simulated = false;
+  const std::string variant = variant_words(o);
+  for (const std::string& model : valid->models) {
+    for (std::size_t di = 0; di < valid->dtypes.size() && !sw.stopped(); ++di) {
+      const std::string& dtype_name = o.dtypes[di];
+      EngineOptions eo;
+      if (o.weights.empty()) {
+        eo.model = model;
+      } else {
+        eo.weights_dir = model;
+      }
+      eo.dtype = valid->dtypes[di];
+      eo.seed = o.seed;
+      eo.device = o.gpu;
+      eo.chunk_tokens = o.chunk_tokens;
+      eo.graphs = !o.no_graphs;
+      (void)apply_variant(o.variant, eo);  // checked by validate_sweep
+      if (o.top_k > 0) eo.sampling.top_k = o.top_k;
+      eo.sampling.temperature = o.temperature;
+      eo.sampling.seed = o.seed;
+      sw.say("loading " + model + " (" + dtype_name + (o.weights.empty() ? ", random weights" : "") + ")");
+      auto eng_r = factory(eo, mon);
+      if (!eng_r) {
+        sw.failure = eng_r.error();
+        break;
+      }
+      std::unique_ptr<LlmEngine> eng = std::move(*eng_r);
+      current = eng.get();
+      simulated = eng->simulated();
+      device_name = eng->device_name();
+      const LlmConfig& cfg = eng->config();
+      if (idle_window < 0 && o.idle_s > 0) {
+        eng->synchronize();
+        if (sw.sleep_s(0.5)) {
+          sw.say("measuring the idle baseline for " + fmt_double(o.idle_s) + " s");
+          const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
+          const bool full = sw.sleep_s(o.idle_s);
+          mon.end_at(id, std::nullopt, full);
+          idle_window = static_cast<int>(id);
+        }
+      }
+      std::vector<std::vector<int>> file_tokens;
+      if (!o.tokens_file.empty()) {
+        auto ft = read_token_file(o.tokens_file, cfg.vocab);
+        if (!ft) {
+          sw.failure = ft.error();
+          current = nullptr;
+          break;
+        }
+        file_tokens = std::move(*ft);
+      }
+      for (const Shape& shape : plan_sweep(o, file_tokens)) {
+        if (sw.stopped()) break;
+        const int B = shape.batch, P = shape.prompt, G = shape.gen;
+        Point pt;
+        pt.index = static_cast<int>(points.size());
+        pt.batch = B;
+        pt.layers = cfg.layers;
+        RunShape s;
+        s.batch = B;
+        s.gen = G;
+        s.seed = o.seed;
+        if (file_tokens.empty()) {
+          s.prompt_lens.assign(static_cast<std::size_t>(B), P);
+        } else {
+          for (const auto& t : file_tokens) s.prompt_lens.push_back(static_cast<int>(t.size()));
+          s.prompt_tokens = file_tokens;
+        }
+        pt.meta = {{"index", pt.index},
+                   {"model", cfg.name},
+                   {"dtype", dtype_name},
+                   {"batch", B},
+                   {"prompt", file_tokens.empty() ? nlohmann::json(P) : nlohmann::json(s.prompt_lens)},
+                   {"gen", G},
+                   {"num_layers", cfg.layers},
+                   {"params", cfg.total_params()},
+                   {"weights", o.weights.empty() ? "random (seed " + std::to_string(o.seed) + ")" : o.weights},
+                   {"variant", variant},
+                   {"sampling", describe_sampling(eo.sampling)}};
+        // Window names: MODEL[/DTYPE]/bBATCH/pPROMPT[/gGEN] (dtype and gen when swept).
+        const std::string base = cfg.name + (o.dtypes.size() > 1 ? "/" + dtype_name : "") + "/b" + std::to_string(B) + "/p" +
+                                 (file_tokens.empty() ? std::to_string(P) : "file") +
+                                 (o.gens.size() > 1 ? "/g" + std::to_string(G) : "");
+        // One window of kind "run" per configuration: everything it cost, from preparing the
+        // engine to the last isolation window (the run store keeps each as a run).
+        const auto run_w = mon.begin_at(base, std::nullopt, "run", pt.index);
+        pt.run_w = static_cast<int>(run_w);
+        pt.meta["run_window"] = pt.run_w;
+        sw.measure_point(eng.get(), cfg, eo, s, base, pt);
+        if (pt.skipped.empty() && sw.stopped()) pt.incomplete = sw.stop_reason();
+        mon.end_at(run_w, std::nullopt, pt.skipped.empty() && pt.incomplete.empty());
+        points.push_back(std::move(pt));
+      }
+      current = nullptr;
+    }
+    if (sw.stopped()) break;
+  }
+  if (sw.failure && points.empty()) {
+    (void)mon.finish();
+    return *sw.failure;
+  }
+  // Idle baseline, as `measure` takes it; the window closed long before, its samples are in.
+  std::vector<std::string> idle_warnings;
+  if (idle_window >= 0) {
+    idle_warnings = set_idle_baseline(mon, static_cast<Monitor::WindowId>(idle_window),
+                                      "second half of a " + fmt_double(o.idle_s) + " s idle window after loading the first model");
+  }
+  Measurement m = mon.finish();
+  for (auto& w : idle_warnings) m.warnings.push_back(std::move(w));
+  return assemble_sweep(o, std::move(m), points, simulated, device_name, sw.failure, sw.signal);
+}
+
 
 void print_bench(const BenchResult& r, std::ostream& out) {
   print_bench_section(r.llm, out);

@@ -1,0 +1,149 @@
+// The cluster decode plan: the separate kernels, with each layer's QKV projection and attention
+// as one kernel of thread block clusters (cluster_kernel.cuh; batch 1, sm_90). One cluster per KV
+// head exchanges the projections and the softmax partials through distributed shared memory,
+// which removes a kernel boundary and two round trips through global memory per layer.
+#pragma once
+
+#include "cluster_kernel.cuh"
+#include "plan_separate.cuh"
+
+namespace jouleprof::llm {
+namespace {
+
+template <typename T>
+class ClusterPlan final : public SeparatePlan<T> {
+ public:
+  explicit ClusterPlan(CudaEngine<T>& e, const ClusterOptions& o) : SeparatePlan<T>(e), o_(o) {}
+  PlanKind kind() const override { return PlanKind::cluster; }
+  Result<bool> prepare(bool by_default) override;
+  std::string describe() const override {
+    return "cluster plan: QKV projection and attention in one kernel (" + std::to_string(cluster_) +
+           "-CTA clusters per KV head, " + std::to_string(resident_) + " resident at once, " + std::to_string(kThreads) +
+           " threads, " + std::to_string(stages_) + " ring stages per warp), the rest as separate kernels: " +
+           this->e_.describe_separate();
+  }
+  void enqueue_layer(int l) override {
+    CudaEngine<T>& e = this->e_;
+    e.stamp_label_ = std::string(component_name(Component::attn_qkv)) + " " + std::to_string(l);
+    launch(l);  // attn_qkv and attn_core
+    for (Component comp : {Component::attn_out, Component::mlp_gate_up, Component::mlp_down}) e.enqueue(comp, l, true);
+  }
+
+ private:
+  // 512 threads and 2 weight-ring stages per warp: faster than 256 threads and 3-6 stages for
+  // 1B, 3B and 8B on the H100 once the exchanges were pushes (110 registers, no spills).
+  static constexpr int kThreads = 512, kStages = 2;
+  using Fn = void (*)(kern::QkvAttnParams);
+  Fn fn() const {
+    switch (this->e_.c_.head_dim) {
+      case 32: return kern::qkv_attn_kernel<T, 32, kThreads>;
+      case 64: return kern::qkv_attn_kernel<T, 64, kThreads>;
+      default: return kern::qkv_attn_kernel<T, 128, kThreads>;
+    }
+  }
+  void launch(int l);
+  ClusterOptions o_;
+  int cluster_ = 0, stages_ = 0, piece_ = 0, resident_ = 0;
+  size_t smem_ = 0;
+};
+
+template <typename T>
+Result<bool> ClusterPlan<T>::prepare(bool by_default) {
+  CudaEngine<T>& e = this->e_;
+  const LlmConfig& c = e.c_;
+  const cudaDeviceProp& prop = e.prop_;
+  if (!e.fused_ || e.B_ != 1) {
+    if (by_default) return false;
+    return make_error(Errc::invalid_argument, "the cluster plan runs batch 1 (GEMV kernels); this run has batch " +
+                                                  std::to_string(e.B_));
+  }
+  if (prop.major < 9) {
+    if (by_default) return false;
+    return make_error(Errc::unsupported, std::string("the cluster plan needs thread block clusters (compute capability 9.0 or newer); ") +
+                                             prop.name + " has " + std::to_string(prop.major) + "." + std::to_string(prop.minor));
+  }
+  const int g = c.heads / c.kv_heads, hd = c.head_dim;
+  if (g > kern::kMaxGroup || (hd != 32 && hd != 64 && hd != 128) || c.hidden % 8 != 0) {
+    if (by_default) return false;
+    return make_error(Errc::unsupported, "the cluster plan takes head sizes 32, 64 or 128 and at most " +
+                                             std::to_string(kern::kMaxGroup) + " query heads per KV head");
+  }
+  const int R = (g + 2) * hd, K = c.hidden;
+  piece_ = std::min(kern::kQaPieceMax, K);
+
+  // The largest cluster (16, 8, 4, 2 CTAs) of which all KV heads' clusters can be resident at
+  // once, unless one is asked for.
+  const std::vector<int> sizes = o_.ctas > 0 ? std::vector<int>{o_.ctas} : std::vector<int>{16, 8, 4, 2};
+  for (int cs : sizes) {
+    const int warps = kThreads / 32;
+    Fn f = fn();
+    if (auto err = cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 1); err != cudaSuccess) {
+      return make_error(Errc::vendor, std::string("cudaFuncSetAttribute(qkv_attn_kernel): ") + cudaGetErrorString(err));
+    }
+    const size_t smem = kern::qkv_attn_smem(warps, K, hd, R, piece_, kStages, static_cast<int>(sizeof(T)));
+    if (smem > prop.sharedMemPerBlockOptin) continue;
+    if (auto err = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)); err != cudaSuccess) {
+      return make_error(Errc::vendor, std::string("cudaFuncSetAttribute(qkv_attn_kernel): ") + cudaGetErrorString(err));
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(c.kv_heads * cs);
+    cfg.blockDim = dim3(static_cast<unsigned>(kThreads));
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cs);
+    attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, f, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (clusters >= c.kv_heads || (o_.ctas > 0 && clusters >= 1)) {
+      // By default only while each CTA's share of the context is one shared-memory tile: its
+      // tiles are loaded one after another, and beyond that the split kernel was faster (1B at
+      // 4k context 1.544 vs 1.502 ms/step, 8B at 1k 6.09 vs 6.01).
+      if (by_default && ceil_div(e.max_ctx_, cs) > kern::kQaTile) return false;
+      cluster_ = cs;
+      stages_ = kStages;
+      smem_ = smem;
+      resident_ = clusters;
+      return true;
+    }
+  }
+  if (by_default) return false;
+  return make_error(Errc::unsupported, "the cluster plan: " + std::to_string(c.kv_heads) +
+                                           " clusters of the QKV-attention kernel do not fit on " + prop.name + " at once");
+}
+
+template <typename T>
+void ClusterPlan<T>::launch(int l) {
+  CudaEngine<T>& e = this->e_;
+  kern::QkvAttnParams qp{};
+  qp.g = e.gemv_params(Component::attn_qkv, l);
+  qp.a = e.attn_params(l);
+  qp.cluster = cluster_;
+  qp.piece = piece_;
+  qp.stages = stages_;
+  qp.pre = stages_;  // every stage requested before the wait (fewer left HBM idle longer)
+  const int grid = e.c_.kv_heads * cluster_;
+  qp.a.stamps = e.next_stamps(grid);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(static_cast<unsigned>(kThreads));
+  cfg.dynamicSmemBytes = smem_;
+  cfg.stream = e.st_;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(cluster_);
+  attr[0].val.clusterDim.y = attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = e.o_.pdl ? 2 : 1;
+  e.check(cudaLaunchKernelEx(&cfg, fn(), qp), "cudaLaunchKernelEx(qkv_attn_kernel)");
+}
+
+}  // namespace
+}  // namespace jouleprof::llm

@@ -1,0 +1,270 @@
+// The dataflow decode plan: the whole batch-1 step as one persistent kernel (flow_kernel.cuh;
+// sm_90) — one block per SM, weights and cached K/V streamed through a ring of bulk-copy slots,
+// per-product dependency counters instead of kernel boundaries. The default for Llama-3.2-1B-sized
+// models at batch 1 (decode_plan.cpp says where and why). The token advance and top-k sampling
+// stay separate kernels of the step's graph.
+#pragma once
+
+#include "flow_kernel.cuh"
+#include "plan_separate.cuh"
+
+namespace jouleprof::llm {
+namespace {
+
+template <typename T>
+class DataflowPlan final : public DecodePlan<T> {
+ public:
+  DataflowPlan(CudaEngine<T>& e, const DataflowOptions& o) : e_(e), o_(o) {}
+  PlanKind kind() const override { return PlanKind::dataflow; }
+  Result<bool> prepare(bool by_default) override {
+    auto r = prepare_kernel();
+    if (!r && by_default) return false;  // a model the kernel does not take: the next plan of the table
+    if (!r) return r.error();
+    return true;
+  }
+  std::string describe() const override {
+    std::string s = "dataflow plan: the step as one persistent kernel (one block per SM, weights streamed through a ring of " +
+                    std::to_string(p_.slots) + " x " + std::to_string(p_.slot_bytes / 1024) +
+                    " KiB bulk-copy slots, per-product dependency counters";
+    if (p_.l2_idle > 0) s += ", L2 asked up to " + std::to_string(p_.l2_idle) + " chunks ahead in dependency waits";
+    s += ", cached K/V through the ring, " + std::to_string(p_.attn_splits) + " split(s) of " + std::to_string(p_.attn_span) +
+         " positions per KV head";
+    if (p_.bulk_ops) {
+      static const char* names[] = {"QKV", "attention", "output", "gate/up", "down"};
+      std::string ops;
+      for (int op = 0; op < 5; ++op) {
+        if ((p_.bulk_ops >> op) & 1) ops += (ops.empty() ? "" : ", ") + std::string(names[op]);
+      }
+      s += ", rows handed over by bulk stores (" + ops + ")";
+    } else {
+      s += ", rows handed over by release adds";
+    }
+    return s + ")";
+  }
+  void enqueue_step(bool advance) override;
+  /// Not separable into layers: the engine replays isolated layers with another plan.
+  void enqueue_layer(int l) override {
+    for (Component comp : kLayerComponents) e_.enqueue(comp, l, true);
+  }
+
+ private:
+  Result<void> prepare_kernel();
+  void launch();
+  using Fn = void (*)(kern::FlowParams);
+  Fn kernel() const {
+    switch (e_.c_.head_dim) {
+      case 32: return kern::flow_decode_kernel<T, 32>;
+      case 64: return kern::flow_decode_kernel<T, 64>;
+      default: return kern::flow_decode_kernel<T, 128>;
+    }
+  }
+  CudaEngine<T>& e_;
+  DataflowOptions o_;
+  kern::FlowParams p_{};
+  size_t smem_ = 0;
+};
+
+template <typename T>
+Result<void> DataflowPlan<T>::prepare_kernel() {
+  CudaEngine<T>& e = e_;
+  const LlmConfig& c_ = e.c_;
+  const cudaDeviceProp& prop_ = e.prop_;
+  const int B_ = e.B_, max_ctx_ = e.max_ctx_, chunk_ = e.chunk_, splits_ = e.splits_;
+  if (!e.fused_ || B_ != 1) {
+    return make_error(Errc::invalid_argument, "the dataflow plan runs batch 1 (GEMV kernels); this run has batch " +
+                                                  std::to_string(B_));
+  }
+  if (prop_.major < 9) {
+    return make_error(Errc::unsupported, std::string("the dataflow plan needs bulk copies (compute capability 9.0 or newer); ") +
+                                             prop_.name + " is " + std::to_string(prop_.major) + "." +
+                                             std::to_string(prop_.minor));
+  }
+  if (c_.layers > kern::kFlowMaxLayers) {
+    return make_error(Errc::unsupported, "the dataflow plan takes at most " + std::to_string(kern::kFlowMaxLayers) + " layers");
+  }
+  if (c_.hidden > kern::kFlowMaxHidden) {
+    return make_error(Errc::unsupported, "the dataflow plan takes hidden sizes up to " + std::to_string(kern::kFlowMaxHidden));
+  }
+  const int slot_bytes = o_.chunk_kb * 1024;
+  const int slot_elems = slot_bytes / static_cast<int>(sizeof(T));
+  std::string err;
+  auto shape = [&](int rows, int k) {
+    kern::FlowShape s{rows, k, 1, 1, 0, 1};
+    const int fit = slot_elems / k;
+    if (fit < 1) {
+      err = "the dataflow plan: a row of " + std::to_string(k) + " elements does not fit a " +
+            std::to_string(o_.chunk_kb) + " KiB chunk (chunkN)";
+      return s;
+    }
+    if (fit >= kern::kFlowWarps) {
+      s.r = std::min(fit, kern::kFlowMaxRows);  // each warp whole rows
+      if (o_.bulk_handover) s.r -= s.r % 8;     // whole 16-byte pieces of rows for the bulk stores
+    } else {
+      while (s.r * 2 <= fit) s.r *= 2;  // a power of two, so that every row gets the same warps
+      s.g = kern::kFlowWarps / s.r;
+    }
+    s.items = ceil_div(rows, s.r);
+    return s;
+  };
+  kern::FlowParams& P = p_;
+  P = kern::FlowParams{};
+  const int H = c_.hidden, I = c_.intermediate, Q = c_.q_dim();
+  P.qkv = shape(c_.qkv_dim(), H);
+  P.out = shape(H, Q);
+  P.gu = shape(I, H);
+  P.down = shape(H, I);
+  P.lm = shape(c_.vocab, H);
+  if (!err.empty()) return make_error(Errc::unsupported, err);
+  std::vector<kern::FlowLayer> layers;
+  for (const auto& L : e.lw_) {
+    const size_t i = layers.size();
+    AttnParams a = e.attn_params(static_cast<int>(i));
+    a.early_kv = 1;  // the consumers have waited for the previous kernel before any item
+    a.stamps = nullptr;
+    layers.push_back({L.wqkv, L.wo, L.wgu, L.wd, L.attn_norm, L.mlp_norm, a});
+  }
+  void *lp = nullptr, *cp = nullptr;
+  const size_t counters = static_cast<size_t>(kern::flow_counter_words(c_.layers));
+  if (auto r = e.alloc(&lp, layers.size() * sizeof(kern::FlowLayer), true); !r) return r.error();
+  if (auto r = e.alloc(&cp, counters * sizeof(unsigned), true); !r) return r.error();
+  JP_CK(cudaMemcpy(lp, layers.data(), layers.size() * sizeof(kern::FlowLayer), cudaMemcpyHostToDevice));
+  JP_CK(cudaMemset(cp, 0, counters * sizeof(unsigned)));
+  P.layer = static_cast<const kern::FlowLayer*>(lp);
+  P.first = 0;  // the whole step
+  P.last = kern::flow_lm_product(c_.layers);
+  P.layers = c_.layers;
+  P.lm_w = e.lm_;
+  P.final_norm = e.final_norm_;
+  P.eps = static_cast<float>(c_.rms_eps);
+  P.attn_out = e.attn_d_;
+  P.attn_items = splits_ * c_.kv_heads;
+  int attn_floats = 0;
+  {  // ring attention: the cached K/V rows streamed through the ring like weights
+    const int tpos = slot_elems / c_.head_dim;
+    if (tpos < 1) return make_error(Errc::unsupported, "the dataflow plan: a cached row does not fit a chunk");
+    if (c_.heads / c_.kv_heads > kern::kFlowRingGroup) {
+      return make_error(Errc::unsupported, "the dataflow plan takes at most " + std::to_string(kern::kFlowRingGroup) +
+                                               " query heads per KV head");
+    }
+    // By default the separate kernels' splits (64 positions each up to 2 x SMs items): on the
+    // H100 one split per KV head of 384 positions made 1B decode ~3.5% slower than six of 64,
+    // whose items run on six times as many SMs. No more splits than the partials buffers hold
+    // (splits_ per head). And no more items than SMs: with more, some blocks take two items one
+    // after the other (1B at prompt 1024: 160 items on 132 SMs, 8% slower than the separate kernels).
+    const int per_head = std::max(1, prop_.multiProcessorCount / c_.kv_heads);
+    int span = o_.span > 0 ? o_.span : std::max(chunk_, ceil_div(max_ctx_, per_head));
+    span = std::max(span, ceil_div(max_ctx_, splits_));
+    P.attn_ring = 1;
+    P.attn_span = span;
+    P.attn_splits = ceil_div(max_ctx_, span);
+    P.attn_items = P.attn_splits * c_.kv_heads;
+    P.kv_prefetch = 0;
+    attn_floats = kern::flow_attn_floats(c_.head_dim, tpos);
+    P.attn_floats = attn_floats;
+  }
+  P.resid = e.resid_d_;
+  P.qkv_y = e.qkv_d_;
+  P.act = e.act_d_;
+  P.logits = e.logits_;
+  P.argmax = e.argmax_;
+  P.counters = static_cast<unsigned*>(cp);
+  P.slot_bytes = slot_bytes;
+  P.l2_ahead = 0;
+  P.l2_idle = o_.l2_wait;
+  P.poll_ns = 0;
+  if (o_.bulk_handover) {
+    // Bulk stores move whole 16-byte pieces: an item's rows must be such. Where a chunk's rows
+    // are not (1B's down projection: 2 rows of 4 bytes), an item takes as many chunks of
+    // consecutive rows as make them so; products that still do not fit keep the release add.
+    const int nblk = prop_.multiProcessorCount;
+    auto eligible = [&](kern::FlowShape& s, int esz, int op) {
+      int c = 1;
+      while ((s.r * c * esz) % 16 != 0) c *= 2;
+      if (c > 1 && (s.rows % (s.r * c) != 0 || s.r * c > kern::kFlowMaxRows)) return;
+      if (((s.rows % (s.r * c)) * esz) % 16 != 0) return;
+      s.c = c;
+      s.items = ceil_div(s.rows, s.r * c);
+      P.bulk_ops |= 1 << op;
+      P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(s.items, nblk) * s.r * c * esz);
+    };
+    eligible(P.qkv, sizeof(T), kern::flow_qkv);
+    eligible(P.out, sizeof(float), kern::flow_out);
+    eligible(P.gu, sizeof(T), kern::flow_gate_up);
+    eligible(P.down, sizeof(float), kern::flow_down);
+    if (P.attn_ring) {  // ring attention items stage their records and rows themselves
+      const int g = c_.heads / c_.kv_heads;
+      P.bulk_ops |= 1 << kern::flow_attn;
+      P.attn_last_combines = 0;
+      P.attn_stage = kern::flow_attn_record(g, c_.head_dim) * 4 + (g * c_.head_dim * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
+      P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(P.attn_items, nblk) * P.attn_stage);
+      void* ap = nullptr;
+      const size_t n = static_cast<size_t>(P.attn_items) * kern::flow_attn_record(g, c_.head_dim);
+      if (auto r = e.alloc(&ap, n * sizeof(float), true); !r) return r.error();
+      P.attn_part = static_cast<float*>(ap);
+    }
+  }
+  // Ring slots: as many as shared memory holds beside the kernel's static arrays (attention's).
+  cudaFuncAttributes fa{};
+  JP_CK(cudaFuncGetAttributes(&fa, kernel()));
+  const int kmax = std::max({H, Q, I});
+  const size_t avail = prop_.sharedMemPerBlockOptin - fa.sharedSizeBytes;
+  const int slots = o_.slots;
+  smem_ = kern::flow_smem(slots, slot_bytes, kmax, sizeof(T), attn_floats, P.bulk_bytes).bytes;
+  if (smem_ > avail) {
+    return make_error(Errc::unsupported, "the dataflow plan: " + std::to_string(slots) + " slots of " +
+                                             std::to_string(o_.chunk_kb) + " KiB need " + std::to_string(smem_) +
+                                             " bytes of shared memory per block; this GPU has " + std::to_string(avail));
+  }
+  P.slots = slots;
+  JP_CK(cudaFuncSetAttribute(kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_)));
+  int blocks = 0;
+  JP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel(), kern::kFlowThreads, smem_));
+  if (blocks < 1) return make_error(Errc::unsupported, "the dataflow decode kernel does not fit on an SM of this GPU");
+  return {};
+}
+
+
+template <typename T>
+void DataflowPlan<T>::launch() {
+  CudaEngine<T>& e = e_;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(e.prop_.multiProcessorCount);  // one block per SM
+  cfg.blockDim = dim3(kern::kFlowThreads);
+  cfg.dynamicSmemBytes = smem_;
+  cfg.stream = e.st_;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeCooperative;  // blocks wait for each other: all resident, or the launch fails
+  attr[0].val.cooperative = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = e.o_.pdl ? 2 : 1;
+  e.check(cudaLaunchKernelEx(&cfg, kernel(), p_), "cudaLaunchKernelEx(flow_decode_kernel)");
+}
+
+template <typename T>
+void DataflowPlan<T>::enqueue_step(bool advance) {
+  CudaEngine<T>& e = e_;
+  const int sms = e.prop_.multiProcessorCount;
+  p_.stamps = nullptr;
+  if (advance && e.stamps_ && sms <= CudaEngine<T>::kStampBlocks) {  // the timeline: one entry per product
+    p_.stamps = e.stamps_;
+    p_.stamp_blocks = CudaEngine<T>::kStampBlocks;
+    for (int l = 0; l < e.c_.layers; ++l) {
+      for (Component comp : kLayerComponents) {
+        e.stamp_kernels_.emplace_back(std::string(component_name(comp)) + " " + std::to_string(l), sms);
+      }
+    }
+    e.stamp_kernels_.emplace_back(component_name(Component::lm_head), sms);
+    for (const char* w : {"wait-full-slot", "wait-dependency", "wait-empty-slot", "wait-ring-rows", "wait-ring-chunks",
+                          "wait-ring-output", "wait-ring-slot"}) {
+      e.stamp_kernels_.emplace_back(w, sms);
+    }
+  }
+  launch();
+  e.sample(true);
+  if (advance) e.enqueue(Component::embed, -1, true);
+}
+
+}  // namespace
+}  // namespace jouleprof::llm
