@@ -131,13 +131,17 @@ for step in "$@"; do
       done ;;
     ab)
       BASE=${BASE:-.devbuild/base}
-      run 150 "$BIN/jouleprof-llm" check --model tiny --dtype bf16
-      run 150 "$BIN/jouleprof-llm" check --model tiny --dtype fp16 --tol 1e-2 --tol-emulated 5e-3
+      # AB_SKIP_CHECK=1 / AB_SKIP_BENCH=1 leave out a part; AB_MODELS, AB_MIN_S, AB_IDLE set the sweep.
+      if [ -z "${AB_SKIP_CHECK:-}" ]; then
+        run 150 "$BIN/jouleprof-llm" check --model tiny --dtype bf16
+        run 150 "$BIN/jouleprof-llm" check --model tiny --dtype fp16 --tol 1e-2 --tol-emulated 5e-3
+      fi
       for r in 1 2; do
+        [ -n "${AB_SKIP_BENCH:-}" ] && break
         for side in new base; do
           b=$BIN; [ $side = base ] && b=$BASE
-          run 150 "$b/jouleprof-llm" bench --model llama-3.2-1b,llama-3.2-3b,llama-3.1-8b --batch 1 --prompt 128 --gen 128 \
-            --min-seconds 2 --no-components --idle 1.5 --quiet --json "$OUT/ab_bench_${side}_$r.json"
+          run 150 "$b/jouleprof-llm" bench --model "${AB_MODELS:-llama-3.2-1b,llama-3.2-3b,llama-3.1-8b}" --batch 1 --prompt 128 \
+            --gen 128 --min-seconds "${AB_MIN_S:-2}" --no-components --idle "${AB_IDLE:-1.5}" --quiet --json "$OUT/ab_bench_${side}_$r.json"
         done
         # The second round only while the call has time left (AB_BUDGET_S from its start).
         [ $(( $(date +%s) - ${AB_T0:-$(date +%s)} )) -gt ${AB_BUDGET_S:-100000} ] && break

@@ -469,8 +469,9 @@ constexpr int kAttnThreads = 128;
 constexpr int kAttnTile = 64;  // positions per shared-memory tile; splits are multiples of it
 constexpr int kMaxGroup = 8;
 
-// The split-attention combine, shared by the three attention forms (separate kernel, cluster
-// kernel, dataflow ring): split s's partials are its running maximum m_of(s) (log2 scale), its sum
+// The split-attention combine of the separate attention kernel (attn_combine) and the dataflow
+// ring attention (flow_ring_output; the cluster kernel keeps its own loop, see cluster_kernel.cuh):
+// split s's partials are its running maximum m_of(s) (log2 scale), its sum
 // of weights l_of(s) and its weighted value sum acc_of(s); the result is their softmax-weighted
 // mean. Splits that saw no position (m = -inf) are skipped.
 template <typename M, typename L, typename A>
@@ -490,8 +491,9 @@ __device__ __forceinline__ float combine_splits(int splits, M&& m_of, L&& l_of, 
 
 // One warp's online-softmax step over one head's n scores (log2 scale), in place into weights:
 // the running maximum *m and sum *l advance, *corr is the factor that rescales the weighted sums
-// so far; lane 0 writes them. Shared by the cluster kernel and the dataflow ring attention. (The
-// separate attention kernel keeps its own form: a whole 64-position tile in registers, read once.)
+// so far; lane 0 writes them. The dataflow ring attention's. (The separate attention kernel keeps
+// its own form, a whole 64-position tile in registers read once; the cluster kernel its own loops,
+// see cluster_kernel.cuh.)
 __device__ __forceinline__ void warp_softmax_step(float* s, int n, float* m, float* l, float* corr) {
   const int lane = threadIdx.x & 31;
   float mx = -INFINITY;
