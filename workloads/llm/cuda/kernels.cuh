@@ -168,15 +168,18 @@ struct NormWeights {
 };
 template <bool NORM, int THREADS>
 __device__ __forceinline__ NormWeights<THREADS> load_norm_weights(const GemvParams& p) {
-  NormWeights<THREADS> nw;
-  if constexpr (NORM) {
+  if constexpr (!NORM) {
+    (void)p;
+    return NormWeights<THREADS>{};  // not read without a norm
+  } else {
+    NormWeights<THREADS> nw;
 #pragma unroll
     for (int j = 0; j < NormWeights<THREADS>::kVec; ++j) {
       const int k = threadIdx.x * 4 + j * THREADS * 4;
       if (k < p.k) nw.g[j] = *reinterpret_cast<const float4*>(p.norm_w + k);
     }
+    return nw;
   }
-  return nw;
 }
 
 // The GEMV's input rows in shared memory as T: x itself, or RMSNorm(resid) * norm_w (the norm
