@@ -2,7 +2,7 @@
 # bench-llm on the GPU machine, in one call. Binaries are built here (cmake --preset device) and
 # carried in .devbuild/llm (jouleprof + jouleprof-llm); Python/PyTorch/transformers are on the device.
 #   scripts/device-bench-llm.sh STEP...   steps: check hf-logits speed speed-b bench-1b bench-8b
-#                                          bench-sweep hf-speed hf-compile hf-measure speed-ahead 3b
+#                                          bench-sweep hf-speed hf-compile hf-measure 3b
 #                                          hf-compile-measure hf-batch decode-final timeline hf-generate
 #                                          explore ab
 #   ab: the engine (BIN) against a base build (BASE, default .devbuild/base) in the same call:
@@ -31,10 +31,10 @@ for step in "$@"; do
     hf-logits)
       run 200 python3 "$PY" logits --llm "$BIN/jouleprof-llm" --work /tmp/hfw --out "$OUT" ;;
     speed)
-      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants "${VARIANTS:-fused+pdl,fused,fused+pdl+bps2,gemm+pdl,fused+pdl+cublas-pf}" \
+      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants "${VARIANTS:-auto,separate,cluster,dataflow}" \
         --prompt 128 --gen 256 --prefill "${PREFILL:-1024,2048,4096,8192}" --json "$OUT/speed.json" ;;
     speed-b)
-      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants auto+pdl --batch 1,8,32 \
+      run 240 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --variants auto --batch 1,8,32 \
         --prompt 128 --gen 128 --prefill 0 --json "$OUT/speed_batch.json" ;;
     bench-1b)
       run 200 "$BIN/jouleprof" bench llm --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --iso-seconds 0.5 \
@@ -44,19 +44,11 @@ for step in "$@"; do
         --json "$OUT/bench_8b.json" ;;
     speed-final)
       run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.1-8b --components \
-        --variants "${VARIANTS:-fused,fused+u8,fused+pdl,fused+pdl+u8,fused+pdl+bps2,gemm}" \
+        --variants "${VARIANTS:-auto,separate+gemv,separate+cublas}" \
         --prompt 128 --gen 256 --prefill "${PREFILL:-1024,2048,4096,8192}" --json "$OUT/speed.json" ;;
-    bench-best)
-      # Each model with the GEMV settings of its fastest batch-1 variant in speed.json (decode path left on auto).
-      for m in llama-3.2-1b llama-3.1-8b; do
-        v=$(python3 -c "import json,sys; d=[r for r in json.load(open('$OUT/speed.json'))['decode'] if r['model']=='$m' and r['batch']==1]; b=min(d,key=lambda r:r['ms_per_step'])['variant'].split('+'); print('+'.join(w for w in b if w not in ('fused','gemm','auto')))" 2>/dev/null)
-        short=${m#llama-}; short=${short//./}
-        run 140 "$BIN/jouleprof" bench llm --model "$m" --batch 1,8,32 --prompt 128 --gen 128 --min-seconds 2 \
-          --iso-seconds "${ISO:-1}" --variant "$v" --tag variant="$v" --json "$OUT/bench_$short.json"
-      done ;;
     bench-layers)
       run 80 "$BIN/jouleprof" bench llm --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --min-seconds 2 \
-        --iso-seconds 0.7 --per-layer --variant pdl+u8 --json "$OUT/bench_layers_1b.json"
+        --iso-seconds 0.7 --per-layer --json "$OUT/bench_layers_1b.json"
       run 90 "$BIN/jouleprof" bench llm --model llama-3.1-8b --batch 1 --prompt 128 --gen 128 --min-seconds 2 \
         --iso-seconds 0.5 --per-layer --json "$OUT/bench_layers_8b.json" ;;
     bench-long)
@@ -81,15 +73,8 @@ for step in "$@"; do
         run 150 "$BIN/jouleprof" measure --idle 2 --json "$OUT/hf_measure_$m.json" -- \
           python3 "$PY" speed --model "$m" --seconds 3 --prefill 2048
       done ;;
-    speed-ahead)
-      # L2 prefetch-ahead and top-k sampling against the best batch-1 variants of run 3.
-      run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --components --prompt 128 --gen 256 --prefill 0 \
-        --variants "${VARIANTS:-fused+pdl+u8,fused+pdl+u8+ahead8,fused+pdl+u8+ahead16,fused+pdl+u8+ahead32,fused+u8+ahead16,fused+pdl+u8+chunk512,fused+pdl+u8+ahead16+chunk512,fused+pdl+u8+topk40}" \
-        --json "$OUT/speed_ahead_1b.json"
-      run 200 "$BIN/jouleprof-llm" speed --model llama-3.1-8b --prompt 128 --gen 256 --prefill 0 \
-        --variants "${VARIANTS8:-fused,fused+ahead16,fused+ahead32,fused+topk40}" --json "$OUT/speed_ahead_8b.json" ;;
     3b)
-      run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-3b --variants "${VARIANTS3:-fused,fused+pdl+u8}" --components \
+      run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-3b --variants "${VARIANTS3:-auto,separate}" --components \
         --prompt 128 --gen 256 --prefill 1024,4096 --json "$OUT/speed_3b.json"
       run 200 "$BIN/jouleprof" bench llm --model llama-3.2-3b --batch 1,8,32 --prompt 128 --gen 128 --min-seconds 2 \
         --iso-seconds 0.5 ${BENCH3_EXTRA:-} --json "$OUT/bench_3b.json" ;;
@@ -102,27 +87,27 @@ for step in "$@"; do
           python3 "$PY" speed --model llama-3.2-1b --batch "$b" --gen 32 --seconds 3 --static
       done ;;
     decode-final)
-      # Batch-1 decode with the defaults (fused QKV-attention kernel) against the separate kernels
-      # (nofqa), all three models, components; the timeline of one step; energy through bench llm.
+      # Batch-1 decode with the default plans against the separate kernels
+      # (separate), all three models, components; the timeline of one step; energy through bench llm.
       run 300 "$BIN/jouleprof-llm" speed --model llama-3.2-1b,llama-3.2-3b,llama-3.1-8b --components --prompt 128 --gen 256 \
-        --prefill 0 --variants "${VARIANTS:-fused,fused+nofqa}" --json "$OUT/speed_final.json"
+        --prefill 0 --variants "${VARIANTS:-auto,separate}" --json "$OUT/speed_final.json"
       run 100 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --timeline --prompt 128 --gen 256 --prefill 0 \
-        --variants fused,fused+nofqa --json "$OUT/timeline.json"
+        --variants auto,separate --json "$OUT/timeline.json"
       run 300 "$BIN/jouleprof" bench llm --model llama-3.2-1b,llama-3.2-3b,llama-3.1-8b --batch 1 --prompt 128 --gen 128 \
         --min-seconds 2 --iso-seconds 0.5 --json "$OUT/bench_b1.json"
       run 120 "$BIN/jouleprof" bench llm --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --min-seconds 2 \
-        --iso-seconds 0.5 --variant nofqa --tag variant=nofqa --json "$OUT/bench_b1_nofqa.json" ;;
+        --iso-seconds 0.5 --variant separate --tag variant=separate --json "$OUT/bench_b1_separate.json" ;;
     explore)
       # Batch-1 decode of engine variants side by side (VARIANTS, MODELS), then the kernel timeline
       # of those in TL_VARIANTS (stamps on: a little slower, so timed apart).
       run 400 "$BIN/jouleprof-llm" speed --model "${MODELS:-llama-3.2-1b}" --prompt 128 --gen 256 --prefill 0 \
-        --variants "${VARIANTS:-fused}" --json "$OUT/explore.json"
+        --variants "${VARIANTS:-auto}" --json "$OUT/explore.json"
       [ -n "${TL_VARIANTS:-}" ] && run 200 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --timeline --prompt 128 --gen 256 \
         --prefill 0 --variants "$TL_VARIANTS" --json "$OUT/explore_timeline.json" ;;
     timeline)
       # When each kernel of one decode step runs (globaltimer stamps per block; diagnostic).
       run 200 "$BIN/jouleprof-llm" speed --model "${TL_MODEL:-llama-3.2-1b}" --timeline --prompt 128 --gen 256 --prefill 0 \
-        --variants "${TL_VARIANTS:-fused,fused+nofqa}" --json "$OUT/timeline.json" ;;
+        --variants "${TL_VARIANTS:-auto,cluster,separate}" --json "$OUT/timeline.json" ;;
     hf-generate)
       # transformers' own generate(): eager, and static cache + compiled forward (its documented fast path).
       for m in ${HF_MODELS:-llama-3.2-1b llama-3.1-8b}; do
