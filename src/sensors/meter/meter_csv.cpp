@@ -1,6 +1,8 @@
 #include "jouleprof/sensors/meter_csv.hpp"
 
 #include "jouleprof/core/parse.hpp"
+#include "jouleprof/core/text.hpp"
+#include "jouleprof/core/files.hpp"
 
 #include <cmath>
 #include <ctime>
@@ -64,7 +66,7 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
   std::string line;
   int no = 0;
   auto fail = [&](const std::string& what) {
-    return make_error(Errc::parse, source + " line " + std::to_string(no) + ": " + what);
+    return make_error(Errc::parse, clean_label(source + " line " + std::to_string(no) + ": " + what));
   };
   std::vector<std::string> header;
   while (header.empty() && std::getline(in, line)) {
@@ -98,7 +100,7 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
                              : "no column named '" + want + "'");
   }
   MeterLog log;
-  log.column = header[static_cast<std::size_t>(pcol)];
+  log.column = clean_label(header[static_cast<std::size_t>(pcol)]);
   while (std::getline(in, line)) {
     ++no;
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '#') continue;
@@ -122,11 +124,9 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
 }
 
 Result<MeterLog> load_meter_csv(const std::string& path, const MeterCsvOptions& opt) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot open meter log " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_meter_csv(ss.str(), opt, path);
+  auto text = read_text_file(path);
+  if (!text) return make_error(text.error().code, "meter log: " + text.error().message);
+  return parse_meter_csv(*text, opt, path);
 }
 
 }  // namespace jouleprof
