@@ -39,9 +39,9 @@ Result<std::optional<Marker>> parse_marker_line(const std::string& raw) {
     m.name = tok[1];
     if (tok.size() == 3) {
       double t = 0;
-      // Up to year 5138: the time in nanoseconds fits 64 bits (t=1e300 would not).
-      if (tok[2].rfind("t=", 0) != 0 || !parse_finite_double(tok[2].substr(2), t) || t <= 0 || t > 1e11) {
-        return bad("expected t=UNIX_SECONDS (a time after 1970 and before the year 5000), got '" + clean_label(tok[2]) + "'");
+      // Up to the year 2255: the time in nanoseconds fits 64 bits (t=1e300 would not).
+      if (tok[2].rfind("t=", 0) != 0 || !parse_finite_double(tok[2].substr(2), t) || t <= 0 || t > 9e9) {
+        return bad("expected t=UNIX_SECONDS (a time after 1970 and before the year 2255), got '" + clean_label(tok[2]) + "'");
       }
       m.unix_s = t;
     }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -451,11 +452,26 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     m.complete = false;
     m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) + " runs done";
   }
-  for (const auto& st : m.gpu_state) {
-    if (st.lost_at_s && m.complete) {
+  for (std::size_t g = 0; g < m.gpu_state.size(); ++g) {
+    const auto& lost = m.gpu_state[g].lost_at_s;
+    if (!lost) continue;
+    if (m.complete) {
       m.complete = false;
-      m.incomplete_reason = "a GPU stopped answering during the measurement";
+      m.incomplete_reason = "GPU " + std::to_string(m.gpus[g].index) + " stopped answering " +
+                            fmt::format("{:.3f}", *lost) + " s into the measurement";
     }
+    // A window that reaches past the loss lacks that GPU's energy: it is not a complete figure.
+    for (WindowResult& w : m.windows) {
+      if (w.t1_s >= *lost) w.complete = false;
+    }
+    for (RunInfo& r : m.runs) {
+      if (r.window >= 0 && static_cast<std::size_t>(r.window) < m.windows.size() &&
+          !m.windows[static_cast<std::size_t>(r.window)].complete && r.complete) {
+        r.complete = false;
+        r.reason = "a GPU stopped answering";
+      }
+    }
+    if (m.exit_code == 0) m.exit_code = 3;  // README "Exit codes": GPU/driver unavailable
   }
 
   // External meter: aligned by wall-clock time onto the run time base.

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/store/result_io.hpp"
 #include "schema.hpp"
@@ -274,6 +275,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
   std::string fingerprint = std::to_string(m.origin_realtime_ns) + "@" + m.host;
   std::string command_text;
   for (const std::string& a : m.command) command_text += (command_text.empty() ? "" : " ") + a;
+  command_text = for_terminal(command_text);  // listed on terminals: no control characters
   int measured = 0;
   for (const RunInfo& r : m.runs) measured += (!r.warmup && r.complete) ? 1 : 0;
   const Summary* energy = find_stat(m, "gpu_energy_j");
@@ -302,7 +304,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
     } else {
       run->bind(1, fingerprint);
     }
-    run->bind(2, now_realtime_ns()).bind(3, m.origin_realtime_ns).bind(4, json(m.command).dump()).bind(5, command_text);
+    run->bind(2, now_realtime_ns()).bind(3, m.origin_realtime_ns).bind(4, json(m.command).dump(-1, ' ', false, json::error_handler_t::replace)).bind(5, command_text);
     run->bind(6, m.host).bind(7, m.complete ? "complete" : "incomplete").bind(8, m.simulated).bind(9, m.duration_s);
     run->bind(10, measured);
     run->bind(11, energy != nullptr && energy->n > 0 ? std::optional<double>(energy->mean) : std::nullopt);
@@ -316,7 +318,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
     if (!tag) return tag.error();
     for (const auto& [k, v] : m.tags) {
       tag->reset();
-      tag->bind(1, id).bind(2, k).bind(3, v);
+      tag->bind(1, id).bind(2, clean_label(k)).bind(3, clean_label(v));  // as measurement_from_json reads them
       if (tag->step() != SQLITE_DONE) return err("writing tags");
     }
     auto dev = Stmt::prepare(db,
@@ -344,7 +346,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
       win->reset();
       win->bind(1, id).bind(2, w).bind(3, x.name).bind(4, x.kind).bind(5, x.run).bind(6, x.parent).bind(7, x.t0_s);
       win->bind(8, x.t1_s).bind(9, x.complete).bind(10, x.gpu_energy_j).bind(11, x.gpu_above_idle_j).bind(12, x.meter_j);
-      win->bind(13, json(x.counts).dump());
+      win->bind(13, json(x.counts).dump(-1, ' ', false, json::error_handler_t::replace));
       if (win->step() != SQLITE_DONE) return err("writing windows");
       for (std::size_t g = 0; g < x.gpus.size(); ++g) {
         const GpuEnergy& e = x.gpus[g];

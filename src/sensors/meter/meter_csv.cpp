@@ -34,7 +34,8 @@ std::vector<std::string> split_csv(const std::string& line) {
 
 // "YYYY-MM-DD HH:MM:SS[.fff]" (space or 'T'), or plain unix seconds.
 bool parse_time(const std::string& s, bool utc, double& unix_s) {
-  if (parse_finite_double(s, unix_s)) return unix_s > 0;
+  // Up to the year 2255: the time in nanoseconds fits 64 bits (1e300 would not).
+  if (parse_finite_double(s, unix_s)) return unix_s > 0 && unix_s <= 9e9;
   int Y = 0, M = 0, D = 0, h = 0, m = 0;
   double sec = 0;
   char sep = 0;
@@ -116,6 +117,7 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
       return fail("bad power '" + f[static_cast<std::size_t>(pcol)] + "'");
     }
     t += opt.clock_offset_s;
+    if (!(t > 0 && t <= 9e9)) return fail("time with --meter-offset is outside 1970 to the year 2255");
     if (!log.samples.empty() && t < log.samples.back().t_s) return fail("time goes backwards");
     log.samples.push_back({t, w});
   }

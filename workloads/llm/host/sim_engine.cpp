@@ -1,5 +1,7 @@
 #include "sim_engine.hpp"
 
+#include "jouleprof/measure/process.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -118,7 +120,12 @@ class SimEngine final : public LlmEngine {
     if (t <= 0) return;
     const double watts = std::min(s_.tdp_w, s_.idle_w + 60 + 300 * (t_byte / t) + 560 * (t_flop / t));
     set_power_(watts);
-    std::this_thread::sleep_for(std::chrono::duration<double>(t));
+    // In steps, so that SIGINT/SIGTERM end a long simulated kernel within ~20 ms.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::min(t, 1e6));
+    while (std::chrono::steady_clock::now() < until && interrupting_signal() == 0) {
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - std::chrono::steady_clock::now(),
+                                                                                std::chrono::milliseconds(20)));
+    }
     set_power_(s_.idle_w);
   }
 
