@@ -1,3 +1,4 @@
+#include "jouleprof/core/checked.hpp"
 #include "jouleprof/core/files.hpp"
 #include "jouleprof/estimate/estimate.hpp"
 #include "jouleprof/core/parse.hpp"
@@ -388,13 +389,10 @@ Result<void> check_sizes(const Graph& g, const HardwareSpec& hw) {
       return make_error(Errc::invalid_argument, "tensor '" + t.name + "' of shape " + to_string(t.shape) +
                                                     " has more elements than 64 bits count; reduce the sizes");
     }
-    const double bytes = t.bytes();
-    if (capacity > 0 && bytes > capacity) {
-      char need[64];
-      std::snprintf(need, sizeof(need), " needs %.3g GB of memory; ", bytes / 1e9);
-      char have[64];
-      std::snprintf(have, sizeof(have), " has %.3g GB", capacity / 1e9);
-      return make_error(Errc::invalid_argument, "tensor '" + t.name + "' of shape " + to_string(t.shape) + need + hw.id + have);
+    if (capacity > 0) {
+      if (auto fits = check_fits("tensor '" + t.name + "' of shape " + to_string(t.shape), t.bytes(), capacity, hw.id); !fits) {
+        return fits.error();
+      }
     }
   }
   return {};

@@ -201,7 +201,7 @@ Measurement from_json(const json& j) {
   for (const json& x : array_at(j, "gpus")) {
     GpuInfo i;
     i.index = get_or(x, "index", 0);
-    i.name = get_or<std::string>(x, "name", "");
+    i.name = clean_label(get_or<std::string>(x, "name", ""));
     i.uuid = get_or<std::string>(x, "uuid", "");
     i.pci_bus_id = get_or<std::string>(x, "pci_bus_id", "");
     i.driver_version = get_or<std::string>(x, "driver_version", "");
@@ -249,7 +249,7 @@ Measurement from_json(const json& j) {
   }
   for (const json& w : array_at(j, "windows")) {
     WindowResult wr;
-    wr.name = w.at("name").get<std::string>();
+    wr.name = clean_label(w.at("name").get<std::string>());  // printed in tables: one line, no controls
     wr.kind = get_or<std::string>(w, "kind", "window");
     wr.run = get_or(w, "run", -1);
     wr.parent = get_or(w, "parent", -1);
@@ -289,13 +289,13 @@ Measurement from_json(const json& j) {
     }
     wr.meter_j = opt<double>(w, "meter_energy_j");
     wr.meter_uncertainty_j = get_or(w, "meter_uncertainty_j", 0.0);
-    wr.counts = get_or<std::map<std::string, double>>(w, "counts", {});
+    for (const auto& [k, v] : get_or<std::map<std::string, double>>(w, "counts", {})) wr.counts[clean_label(k)] = v;
     m.windows.push_back(wr);
   }
   if (auto st = j.find("statistics"); st != j.end() && st->is_object()) {
     for (const auto& [what, s] : st->items()) m.stats.push_back({what, summary_from(s)});
   }
-  m.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
+  for (const std::string& w : get_or<std::vector<std::string>>(j, "warnings", {})) m.warnings.push_back(clean_label(w));
   // Every other top-level section (e.g. "llm" from bench llm) is kept verbatim.
   static const std::set<std::string> kFields = {
       "schema_version", "simulated", "status", "incomplete_reason", "exit_code", "command", "builtin_workload", "tags",

@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "jouleprof/core/checked.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sampler/monitor.hpp"
@@ -370,10 +371,11 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
           const double need = static_cast<double>(shape.batch) * WorkModel::decode_kv_bytes(cfg, eo.dtype, static_cast<int>(context)) +
                               WorkModel::decode_weight_bytes(cfg, eo.dtype, shape.batch);
           constexpr double kSimMemoryBytes = 80e9;
-          if (need > kSimMemoryBytes) {
-            failure = make_error(Errc::invalid_argument,
-                                 "batch " + std::to_string(shape.batch) + " at context " + std::to_string(context) + " needs " +
-                                     fmt_double(need / 1e9) + " GB for weights and KV cache; the simulated H100 has 80 GB");
+          if (auto fits = check_fits("batch " + std::to_string(shape.batch) + " at context " + std::to_string(context) +
+                                         " (weights and KV cache)",
+                                     need, kSimMemoryBytes, "the simulated H100");
+              !fits) {
+            failure = fits.error();
             break;
           }
         }
