@@ -78,7 +78,7 @@ TEST_F(BadInput, InvalidUtf8TagIsStoredReplacedAndFlagged) {
 }
 
 TEST_F(BadInput, UnwritableOutputsFailAndLeaveNoTemporary) {
-  for (const std::string& flag : {"--json", "--timeline"}) {
+  for (const std::string flag : {"--json", "--timeline"}) {
     auto r = cli({"measure", "--device", "sim", "--idle", "0", "--runs", "1", "-q", "--no-store", flag, "/dev/full", "--", "true"});
     EXPECT_NE(r.exit_code, 0) << flag;
     EXPECT_NE(r.err.find("cannot write /dev/full"), std::string::npos) << r.err;
@@ -151,7 +151,9 @@ TEST_F(BadInput, MarkerTimesOutsideTheRunAndEndsBeforeBeginsAreNotCompleteFigure
   for (const json& w : j["windows"]) {
     EXPECT_NE(w["name"], "far");
     EXPECT_NE(w["name"], "past");
-    if (w["name"] == "w") EXPECT_EQ(w["status"], "incomplete");
+    if (w["name"] == "w") {
+      EXPECT_EQ(w["status"], "incomplete");
+    }
   }
   EXPECT_NE(j["warnings"].dump().find("before its begin"), std::string::npos) << j["warnings"].dump();
 }
@@ -199,7 +201,9 @@ TEST_F(BadInput, GpuLostMidRunIsIncompleteAndNonZero) {
   ASSERT_TRUE(j.is_object()) << last_.err;
   EXPECT_EQ(j["status"], "incomplete");
   for (const json& w : j["windows"]) {
-    if (w["kind"] == "run") EXPECT_EQ(w["status"], "incomplete");
+    if (w["kind"] == "run") {
+      EXPECT_EQ(w["status"], "incomplete");
+    }
   }
 }
 

@@ -66,7 +66,7 @@ RC_GTEST_PROP(EstimateSizes, NeverANegativeOrNonFiniteFigure, ()) {
                                                           "copy:" + std::to_string(a), "resnet18", "vit-b16");
   estimate::ModelOptions mo;
   mo.image = *rc::gen::oneOf(rc::gen::just<int64_t>(224), rc::gen::just<int64_t>(2147483647));
-  mo.batch = *rc::gen::oneOf(rc::gen::just<int64_t>(1), rc::gen::just<int64_t>(1) << 40);
+  mo.batch = *rc::gen::oneOf(rc::gen::just<int64_t>(1), rc::gen::just<int64_t>(int64_t{1} << 40));
   auto g = estimate::build_model(name, mo);
   if (!g) return;
   auto e = estimate::estimate(*g, **hw, {});
