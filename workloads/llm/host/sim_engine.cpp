@@ -121,10 +121,12 @@ class SimEngine final : public LlmEngine {
     const double watts = std::min(s_.tdp_w, s_.idle_w + 60 + 300 * (t_byte / t) + 560 * (t_flop / t));
     set_power_(watts);
     // In steps, so that SIGINT/SIGTERM end a long simulated kernel within ~20 ms.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::min(t, 1e6));
-    while (std::chrono::steady_clock::now() < until && interrupting_signal() == 0) {
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - std::chrono::steady_clock::now(),
-                                                                                std::chrono::milliseconds(20)));
+    const auto start = std::chrono::steady_clock::now();
+    const std::chrono::duration<double> length(std::min(t, 1e6));
+    while (interrupting_signal() == 0) {
+      const std::chrono::duration<double> left = length - (std::chrono::steady_clock::now() - start);
+      if (left.count() <= 0) break;
+      std::this_thread::sleep_for(std::min<std::chrono::duration<double>>(left, std::chrono::milliseconds(20)));
     }
     set_power_(s_.idle_w);
   }
