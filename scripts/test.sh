@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 cmake --preset ci >/dev/null
 cmake --build build/ci -j"$(nproc)"
 ctest --preset ci -j"$(nproc)" --timeout 300
+# Issue 22: the parsers' property tests again under ASan/UBSan (builds only what they link).
+./scripts/asan-fuzz.sh
 # The CUDA code compiles (no GPU needed): the engine and burn as PTX for sm_90, warnings as errors,
 # through ccache (CMakePresets.json "cuda-check").
 export PATH="$PATH:/usr/local/cuda/bin" CCACHE_BASEDIR="$PWD"
