@@ -101,6 +101,12 @@ std::optional<std::string> structure_error(const Measurement& m) {
     if (w.t1_s < w.t0_s) return at + ": t1_s is before t0_s";
     if (w.gpus.size() != m.gpus.size()) return at + "/gpus: " + std::to_string(w.gpus.size()) + " entries for " + std::to_string(m.gpus.size()) + " GPUs";
     if (w.run < -1) return at + "/run: " + std::to_string(w.run) + " is not a run index";
+    if (w.gpu_energy_j < 0) return at + "/gpu_energy_j: a negative energy";
+    for (std::size_t g = 0; g < w.gpus.size(); ++g) {
+      if (w.gpus[g].energy_j < 0 || w.gpus[g].uncertainty_j < 0) {
+        return at + "/gpus/" + std::to_string(g) + ": a negative energy or uncertainty";
+      }
+    }
   }
   for (std::size_t r = 0; r < m.runs.size(); ++r) {
     if (m.runs[r].window < -1 || m.runs[r].window >= nw) {

@@ -139,6 +139,8 @@ void assert_structurally_valid(const Measurement& m) {
     RC_ASSERT(w.parent >= -1 && w.parent < n && w.parent != i);
     RC_ASSERT(std::isfinite(w.t0_s) && std::isfinite(w.t1_s) && w.t1_s >= w.t0_s);
     RC_ASSERT(w.gpus.size() == m.gpus.size());
+    RC_ASSERT(w.gpu_energy_j >= 0);
+    for (const GpuEnergy& e : w.gpus) RC_ASSERT(e.energy_j >= 0);
   }
   for (const RunInfo& r : m.runs) RC_ASSERT(r.window >= -1 && r.window < n);
   for (const auto& [k, v] : m.tags) RC_ASSERT(is_valid_utf8(k) && is_valid_utf8(v));
