@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "jouleprof/core/units.hpp"
 #include "jouleprof/measure/output.hpp"
 
 namespace jouleprof {
@@ -215,7 +216,8 @@ Measurement from_json(const json& j) {
     m.windows.push_back(wr);
   }
   if (auto st = j.find("statistics"); st != j.end() && st->is_object()) {
-    for (const auto& [what, s] : st->items()) m.stats.push_back({what, summary_from(s)});
+    // Runs stored before the per-count keys were made singular read as now (core/units.hpp).
+    for (const auto& [what, s] : st->items()) m.stats.push_back({normalize_per_count_key(what), summary_from(s)});
   }
   m.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
   // Every other top-level section (e.g. "llm" from bench llm) is kept verbatim.
