@@ -51,10 +51,11 @@ PROBE = r"""
         if (el.type !== 'text' || el.ignore || el.invisible) return;
         var t = el.style && el.style.text;
         if (t === undefined || t === '') return;
-        var r = el.getBoundingRect().clone();
-        var m = el.getComputedTransform();
-        if (m) r.applyTransform(m);
-        out.push({text: String(t), r: r});
+        // The label's oriented box (rotated labels are not axis-aligned): its four corners.
+        var b = el.getBoundingRect(), m = el.getComputedTransform() || [1, 0, 0, 1, 0, 0];
+        var pts = [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]].map(
+            function (p) { return [m[0] * p[0] + m[2] * p[1] + m[4], m[1] * p[0] + m[3] * p[1] + m[5]]; });
+        out.push({text: String(t), q: pts});
       });
     });
     return out;
@@ -62,6 +63,24 @@ PROBE = r"""
   function cut(a, b) {
     return a && b && a.x < b.x + b.width - 0.5 && b.x < a.x + a.width - 0.5 &&
            a.y < b.y + b.height - 0.5 && b.y < a.y + a.height - 0.5;
+  }
+  // Separating-axis test for two convex quadrilaterals (0.5 px tolerance).
+  function quadsCut(a, b) {
+    var polys = [a, b];
+    for (var p = 0; p < 2; p++) {
+      var q = polys[p];
+      for (var i = 0; i < 4; i++) {
+        var j = (i + 1) % 4, nx = q[j][1] - q[i][1], ny = q[i][0] - q[j][0];
+        var len = Math.hypot(nx, ny);
+        if (len === 0) continue;
+        nx /= len; ny /= len;
+        var amin = Infinity, amax = -Infinity, bmin = Infinity, bmax = -Infinity;
+        a.forEach(function (v) { var d = v[0] * nx + v[1] * ny; amin = Math.min(amin, d); amax = Math.max(amax, d); });
+        b.forEach(function (v) { var d = v[0] * nx + v[1] * ny; bmin = Math.min(bmin, d); bmax = Math.max(bmax, d); });
+        if (amax <= bmin + 0.5 || bmax <= amin + 0.5) return false;
+      }
+    }
+    return true;
   }
   function box(r) { return r ? [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)] : null; }
   var report = [];
@@ -81,7 +100,7 @@ PROBE = r"""
       var ts = texts(inst, ax);
       for (var i = 0; i < ts.length; i++)
         for (var k = i + 1; k < ts.length; k++)
-          if (cut(ts[i].r, ts[k].r)) problems.push(ax + ' labels overlap: "' + ts[i].text + '" and "' + ts[k].text + '"');
+          if (quadsCut(ts[i].q, ts[k].q)) problems.push(ax + ' labels overlap: "' + ts[i].text + '" and "' + ts[k].text + '"');
     });
     var opt = inst.getOption();
     var titleText = opt.title && opt.title[0] ? opt.title[0].text : '';
@@ -147,7 +166,7 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-layout-") as d:
             "--tag", "model=llama-3.2-1b", "--sim-power", power, "--", "sh", "-c", work, cwd=d)
     run("bench", "llm", "--device", "sim", "--model", "tiny", "--batch", "1,4,16", "--prompt", "8,32", "--gen", "4",
         "--min-seconds", "0.05", "--iso-seconds", "0.05", "--idle", "0", "-q", "--db", db, cwd=d)
-    listing = json.loads(run("runs", "list", "--db", db, "--json", cwd=d).stdout)
+    listing = json.loads(run("runs", "--db", db, "list", "--json", cwd=d).stdout)
     measure_ids = [str(r["id"]) for r in listing if r["tags"].get("bench") != "llm"]
     bench_ids = [str(r["id"]) for r in listing if r["tags"].get("bench") == "llm"]
     run("report", *measure_ids, "--db", db, "--by", "batch", "-o", str(Path(d) / "measure.html"), "-q", cwd=d)
