@@ -17,6 +17,7 @@
 #include <sstream>
 #include <utility>
 
+#include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "host/bench.hpp"

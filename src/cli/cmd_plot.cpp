@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "options.hpp"

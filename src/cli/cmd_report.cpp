@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "options.hpp"

@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/core/suggest.hpp"
 
 namespace jouleprof::cli {
@@ -90,39 +91,8 @@ CLI::Option* add_json_option(CLI::App* c, std::string& path, const std::string& 
 }
 
 Result<void> write_output(const std::string& path, const std::string& text) {
-  if (is_stdout(path)) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) return make_error(Errc::io, "cannot write to stdout");
-    return {};
-  }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return make_error(Errc::invalid_argument, "cannot write " + path + ": it is a folder");
-  const std::filesystem::path target(path);
-  const std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  std::vector<char> name(tmp.begin(), tmp.end());
-  name.push_back('\0');
-  const int fd = mkstemp(name.data());
-  if (fd < 0) return make_error(Errc::io, "cannot write " + path + ": " + std::strerror(errno));
-  // mkstemp makes the file 0600; the output gets the permissions a plain create would give.
-  const mode_t mask = umask(0);
-  umask(mask);
-  (void)fchmod(fd, 0666 & ~mask);
-  std::FILE* f = fdopen(fd, "wb");
-  if (f == nullptr) {
-    close(fd);
-    std::remove(name.data());
-    return make_error(Errc::io, "cannot write " + path + ": " + std::strerror(errno));
-  }
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = std::fflush(f) == 0 && ok;
-  const int err = errno;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(name.data(), path.c_str()) != 0) {
-    const int e = ok ? errno : err;
-    std::remove(name.data());
-    return make_error(Errc::io, "cannot write " + path + ": " + std::strerror(e));
-  }
-  return {};
+  // core/files.hpp: '-' is stdout; a file is replaced atomically, every write checked.
+  return write_file_atomic(path, text);
 }
 
 Result<void> write_output_with(const std::string& path, const std::function<Result<void>(const std::string&)>& write_file) {
