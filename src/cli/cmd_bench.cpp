@@ -138,7 +138,7 @@ int run_child(const BenchFlags& f) {
     if (doc.is_discarded()) return report(make_error(Errc::parse, bin.string() + " wrote a malformed result"));
     if (!f.o.json_timelines) doc.erase("timelines");
     if (doc.contains("command")) doc["command"] = command;
-    if (auto w = write_file_atomic(f.o.json, doc.dump(f.o.json_timelines ? -1 : 2) + "\n"); !w) {
+    if (auto w = write_output(f.o.json, doc.dump(f.o.json_timelines ? -1 : 2) + "\n"); !w) {
       const int e = report(w.error());
       if (rc == 0) rc = e;
     }

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "jouleprof/core/integrate.hpp"
+#include "jouleprof/core/progress.hpp"
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/markers.hpp"
 #include "jouleprof/measure/output.hpp"
@@ -225,11 +226,29 @@ bool simulated_builtin_run(Monitor& mon, const GpuSet& gpus, int run) {
   return ok;
 }
 
-void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::vector<std::string>& warnings) {
+void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::vector<std::string>& warnings,
+                                 Progress& progress) {
   const double start = mon.timebase().now_s();
   while (mon.timebase().now_s() - start < opt.cooldown_max_s) {
     if (!sleep_for(1.0)) return;
     const double now = mon.timebase().now_s();
+    // The readout: hottest GPU now and the widest range over the last 5 s.
+    double hottest = NAN, widest = 0;
+    for (std::size_t g = 0; g < mon.sampler().gpu_count(); ++g) {
+      const auto s = mon.sampler().slice(g, Metric::temperature_c, now - 5.0, now);
+      if (s.empty()) continue;
+      double lo = s.front().value, hi = lo;
+      for (const auto& x : s) {
+        lo = std::min(lo, x.value);
+        hi = std::max(hi, x.value);
+      }
+      hottest = std::isnan(hottest) ? s.back().value : std::max(hottest, s.back().value);
+      widest = std::max(widest, hi - lo);
+    }
+    if (!std::isnan(hottest)) {
+      progress.note(fmt::format("cool-down {:.0f}/{:.0f} s: GPU {:.0f} °C, varies {:.1f} °C over 5 s (stable: ≤ {:g} °C)",
+                                now - start, opt.cooldown_max_s, hottest, widest, opt.cooldown_tolerance_c));
+    }
     if (now - start < 5.0) continue;
     bool stable = true;
     for (std::size_t g = 0; g < mon.sampler().gpu_count(); ++g) {
@@ -351,18 +370,21 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   int exit_code = 0;
   std::string incomplete;
   const std::vector<std::string>& argv = builtin ? opt.builtin_command : opt.command;
+  Progress progress("run", opt.warmup + opt.runs, opt.show_progress);
   for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
     const bool warm = i < opt.warmup;
     if (opt.cooldown && i > 0) {
-      say("cool-down: waiting for a stable GPU temperature");
-      wait_for_stable_temperature(mon, opt, warnings);
+      if (!opt.show_progress) say("cool-down: waiting for a stable GPU temperature");
+      wait_for_stable_temperature(mon, opt, warnings, progress);
       if (interrupting_signal() != 0) break;
     }
     RunInfo run;
     run.index = i;
     run.warmup = warm;
-    say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
-        std::to_string(warm ? opt.warmup : opt.runs));
+    if (!opt.show_progress) {
+      say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
+          std::to_string(warm ? opt.warmup : opt.runs));
+    }
     const auto id = mon.begin_at(warm ? "warmup" : "run", std::nullopt, warm ? "warmup" : "run", i);
     run.window = static_cast<int>(id);
     markers.set_run(i, id);
@@ -412,8 +434,19 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
     mon.end_at(id, std::nullopt, run.complete);
     runs.push_back(run);
+    if (opt.show_progress) {
+      // The last point's figure: the run's GPU energy so far (the final figures come at the end).
+      std::string last = warm ? "warm-up" : "";
+      if (auto e = mon.energy(id); e && !warm) {
+        double j = 0;
+        for (const auto& g : e->gpus) j += g.energy_j;
+        last = fmt::format("{:.1f} J in {:.2f} s", j, e->t1_s - e->t0_s);
+      }
+      progress.step(last);
+    }
     if (!run.complete) break;
   }
+  progress.done();
   markers.close();
   mon.sync_counters();
   // Let the driver's buffer fill past the last edge before the final drain.

@@ -22,7 +22,7 @@ Result<std::vector<std::string>> requested_ids(const GpuSelection& sel) {
   std::vector<std::string> ids = split_gpu_list(*sel.cuda_visible_devices);
   // CUDA stops at the first invalid entry; "-1" or "" hide every GPU.
   if (ids.empty() || ids.front() == "-1") {
-    return make_error(Errc::not_found, "CUDA_VISIBLE_DEVICES='" + *sel.cuda_visible_devices +
+    return make_error(Errc::unavailable, "CUDA_VISIBLE_DEVICES='" + *sel.cuda_visible_devices +
                                            "' hides every GPU; unset it or pass --gpus");
   }
   return ids;
@@ -69,7 +69,7 @@ Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
       for (const auto& p : present) {
         have += (have.empty() ? "" : ", ") + std::to_string(p.index) + ": " + p.uuid;
       }
-      return make_error(Errc::not_found,
+      return make_error(Errc::unavailable,
                         "GPU '" + id + "' not found (present: " + (have.empty() ? "none" : have) + ")");
     }
   }
@@ -136,7 +136,7 @@ Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
     if ((*ctx)->api.DeviceGetUUID != nullptr) (*ctx)->api.DeviceGetUUID(dev, uuid, sizeof(uuid));
     present.push_back({i, uuid});
   }
-  if (present.empty()) return make_error(Errc::not_found, "NVML reports no GPU on this machine");
+  if (present.empty()) return make_error(Errc::unavailable, "NVML reports no GPU on this machine");
   auto which = resolve(*ids, present);
   if (!which) return which.error();
   GpuSet set;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "jouleprof/core/units.hpp"
 #include "jouleprof/core/files.hpp"
 #include "jouleprof/core/parse.hpp"
 #include "jouleprof/core/text.hpp"
@@ -304,7 +305,8 @@ Measurement from_json(const json& j) {
     m.windows.push_back(wr);
   }
   if (auto st = j.find("statistics"); st != j.end() && st->is_object()) {
-    for (const auto& [what, s] : st->items()) m.stats.push_back({what, summary_from(s)});
+    // Runs stored before the per-count keys were made singular read as now (core/units.hpp).
+    for (const auto& [what, s] : st->items()) m.stats.push_back({normalize_per_count_key(what), summary_from(s)});
   }
   for (const std::string& w : get_or<std::vector<std::string>>(j, "warnings", {})) m.warnings.push_back(clean_label(w));
   // Every other top-level section (e.g. "llm" from bench llm) is kept verbatim.
