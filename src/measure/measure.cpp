@@ -293,7 +293,18 @@ Result<std::vector<std::optional<double>>> idle_power_from_result(const std::str
 Result<Measurement> run_measure(const MeasureOptions& opt) {
   if (opt.runs < 1) return make_error(Errc::invalid_argument, "--runs must be at least 1");
   if (opt.warmup < 0) return make_error(Errc::invalid_argument, "--warmup must be >= 0");
-  if (opt.idle_s < 0) return make_error(Errc::invalid_argument, "--idle must be >= 0 seconds");
+  // The library checks what it computes with (NaN compares false, so each test is "not in range").
+  if (!(opt.idle_s >= 0 && opt.idle_s <= 86400)) return make_error(Errc::invalid_argument, "--idle must be 0 to 86400 seconds");
+  if (!(opt.sim_active_w >= 0 && opt.sim_active_w <= 10000)) {
+    return make_error(Errc::invalid_argument, "--sim-power must be 0 to 10000 W");
+  }
+  if (opt.cooldown && !(opt.cooldown_max_s >= 0 && opt.cooldown_max_s <= 86400 && opt.cooldown_tolerance_c > 0 &&
+                        opt.cooldown_tolerance_c <= 100)) {
+    return make_error(Errc::invalid_argument, "--cooldown-max must be 0 to 86400 s and --cooldown-tolerance above 0 and at most 100 °C");
+  }
+  if (!(opt.ci_warn_relative >= 0 && opt.ci_warn_relative <= 100)) {
+    return make_error(Errc::invalid_argument, "--ci-warn must be 0 to 10000 %");
+  }
   install_signal_forwarding();
   auto created = Monitor::create(opt.monitor);
   if (!created) return created.error();
