@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "jouleprof/core/units.hpp"
 #include "jouleprof/core/integrate.hpp"
 
 namespace jouleprof {
@@ -138,11 +139,11 @@ void summarize_repeats(Measurement& m, double ci_warn_relative) {
       add("phase:" + p.name + ":gpu_energy_j", p.gpu_energy_j);
       add("phase:" + p.name + ":duration_s", p.duration_s());
       for (const auto& [k, v] : p.counts) {
-        if (v > 0) add("phase:" + p.name + ":gpu_energy_per_" + k + "_j", p.gpu_energy_j / v);
+        if (v > 0) add("phase:" + p.name + ":gpu_energy_per_" + per_unit_name(k) + "_j", p.gpu_energy_j / v);
       }
     }
     for (const auto& [k, v] : w.counts) {
-      if (v > 0) add("gpu_energy_per_" + k + "_j", w.gpu_energy_j / v);
+      if (v > 0) add("gpu_energy_per_" + per_unit_name(k) + "_j", w.gpu_energy_j / v);
     }
   }
   m.stats.clear();

@@ -33,6 +33,9 @@ struct MeasureOptions {
   std::map<std::string, std::string> tags;
   std::vector<std::string> invocation;  ///< jouleprof's own command line, for provenance
   std::function<void(const std::string&)> progress;  ///< one line per event (stderr)
+  /// Show "run i/N · elapsed · ETA · last: E J" and the cool-down's temperature on stderr
+  /// (core/progress.hpp); the CLI sets it when stderr is a terminal or --progress is given.
+  bool show_progress = false;
 };
 
 /// Runs the whole measurement. Errors are returned only for failures before anything was
