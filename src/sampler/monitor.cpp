@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "jouleprof/core/integrate.hpp"
 
@@ -162,6 +163,32 @@ Result<WindowResult> Monitor::energy(WindowId id) const {
     all = windows_;
   }
   return compute(all, id);
+}
+
+std::optional<double> Monitor::final_at_s(WindowId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id >= windows_.size() || windows_[id].open) return std::nullopt;
+  constexpr double kSamplePeriods = 2 * 0.02;  // the driver's ~20 ms samples, each reported late
+  return windows_[id].t1 + opt_.energy.response_tail_s + kSamplePeriods;
+}
+
+bool Monitor::is_final(WindowId id) const {
+  const std::optional<double> at = final_at_s(id);
+  if (!at) return false;
+  if (finished_) return true;
+  // Final when every GPU's power timeline reaches past that time: the sampler has drained the
+  // samples the window's energy uses, and it serves counter requests (the end edge's) before
+  // every such drain.
+  for (std::size_t g = 0; g < gpus_.gpus.size(); ++g) {
+    const GpuSensor& gpu = *gpus_.gpus[g];
+    for (Metric m : {Metric::power_sample_w, Metric::power_instant_w, Metric::power_average_w}) {
+      if (!gpu.supports(m)) continue;
+      const std::vector<Sample> s = sampler_->slice(g, m, *at, std::numeric_limits<double>::max());
+      if (s.empty() || s.back().t_s < *at) return false;
+      break;
+    }
+  }
+  return true;
 }
 
 Measurement Monitor::finish() {
