@@ -1,7 +1,8 @@
 """Builds the extension module with the project's CMake (the C++ library is compiled into it).
 
 Everything else is in pyproject.toml. Environment: JOULEPROF_CMAKE_ARGS adds CMake arguments,
-CMAKE_BUILD_PARALLEL_LEVEL sets the build's parallelism.
+CMAKE_BUILD_PARALLEL_LEVEL sets the build's parallelism, JOULEPROF_BUILD_DIR keeps the CMake build
+folder (default: pip's temporary build folder) so that a second install is incremental.
 """
 import os
 import shlex
@@ -29,7 +30,7 @@ class CMakeBuild(build_ext):
                      "pip install --no-build-isolation ./python from the repository root")
         if shutil.which("cmake") is None:
             sys.exit("jouleprof: cmake is needed (apt-get install cmake)")
-        build = Path(self.build_temp).resolve() / "cmake"
+        build = Path(os.environ.get("JOULEPROF_BUILD_DIR") or Path(self.build_temp) / "cmake").resolve()
         build.mkdir(parents=True, exist_ok=True)
         args = [
             "-DCMAKE_BUILD_TYPE=Release",

@@ -19,7 +19,12 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 import jouleprof
-from zeus.monitor import ZeusMonitor
+
+try:
+    from zeus.monitor import ZeusMonitor
+except ImportError as e:  # still measure jouleprof's side, and say so
+    print(f"Zeus not importable: {e}")
+    ZeusMonitor = None
 
 LLAMA_3_2_1B = dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                     num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=True,
@@ -37,9 +42,9 @@ def gpu_state():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--prompts", default="128,1024")
-    ap.add_argument("--gen", default="8,128")
+    ap.add_argument("--gen", default="128")
     args = ap.parse_args()
     prompts = [int(x) for x in args.prompts.split(",")]
     gens = [int(x) for x in args.gen.split(",")]
@@ -50,7 +55,8 @@ def main():
     sync = torch.cuda.synchronize
 
     jp = jouleprof.Monitor(gpus=[0], idle_s=2.0, sync=sync)
-    zeus = ZeusMonitor(gpu_indices=[0])  # sync_execution: torch.cuda.synchronize at each edge
+    zeus = ZeusMonitor(gpu_indices=[0]) if ZeusMonitor else None  # sync_execution: torch.cuda.synchronize
+    tools = ("jouleprof", "zeus") if zeus else ("jouleprof",)
 
     def generate(prompt, gen, begin, end):
         ids = torch.randint(0, LLAMA_3_2_1B["vocab_size"], (1, prompt), device="cuda")
@@ -76,7 +82,7 @@ def main():
         for rep in range(args.repeats):
             for p in prompts:
                 for g in gens:
-                    for tool in ("jouleprof", "zeus"):
+                    for tool in tools:
                         if tool == "jouleprof":
                             pre, dec = generate(p, g, jp.begin_window, jp.end_window)
                             pre, dec = pre.resolve(), dec.resolve()
@@ -105,7 +111,7 @@ def main():
     jp_cost = pair_cost(jp_nosync.begin_window, jp_nosync.end_window, 5000)
     jp_nosync.finish(close_open=True)
     zeus_cost = pair_cost(lambda n: zeus.begin_window(n, sync_execution=False),
-                          lambda n: zeus.end_window(n, sync_execution=False), 100)
+                          lambda n: zeus.end_window(n, sync_execution=False), 100) if zeus else [0]
     pynvml.nvmlInit()
     h = pynvml.nvmlDeviceGetHandleByIndex(0)
     nv = []
@@ -129,7 +135,7 @@ def main():
         for g in gens:
             for phase in ("prefill", "decode"):
                 line = dict(prompt=p, gen=g, phase=phase)
-                for tool in ("jouleprof", "zeus"):
+                for tool in tools:
                     sel = [r for r in rows if r["tool"] == tool and r["prompt"] == p and r["gen"] == g
                            and r["phase"] == phase]
                     e = [r["energy_j"] for r in sel]
@@ -146,7 +152,8 @@ def main():
     print(f"GPU after: {state_after}")
     print(f"{'prompt':>6} {'gen':>4} {'phase':8} {'ms':>7} | {'jouleprof J (median; all)':40} | {'Zeus J (median; all)':40}")
     for s in summary:
-        j, z = s["jouleprof"], s["zeus"]
+        j = s["jouleprof"]
+        z = s.get("zeus", dict(median_energy_j=float("nan"), energy_j=[], zero_readings=0))
         print(f"{s['prompt']:>6} {s['gen']:>4} {s['phase']:8} {j['median_duration_ms']:7.1f} | "
               f"{j['median_energy_j']:8.3f}; {' '.join(f'{x:.2f}' for x in j['energy_j']):30} | "
               f"{z['median_energy_j']:8.3f}; {' '.join(f'{x:.2f}' for x in z['energy_j']):30} "

@@ -35,14 +35,10 @@ Monitor::WindowId Monitor::begin_at(std::string_view name, std::optional<double>
     w.kind = std::string(kind);
     w.run = run;
     w.t0 = t;
-    for (std::size_t i = windows_.size(); i-- > 0;) {
-      if (windows_[i].open) {
-        w.parent = static_cast<int>(i);
-        break;
-      }
-    }
+    if (!open_.empty()) w.parent = static_cast<int>(open_.back());
     windows_.push_back(std::move(w));
     id = windows_.size() - 1;
+    open_.push_back(id);
   }
   sampler_->request_counter_read();
   return id;
@@ -57,6 +53,8 @@ void Monitor::end_at(WindowId id, std::optional<double> t_s, bool complete) {
     windows_[id].t1 = std::max(t, windows_[id].t0);
     windows_[id].open = false;
     windows_[id].complete = complete;
+    // Windows mostly close in reverse order of opening: the search from the back is short.
+    open_.erase(std::find(open_.rbegin(), open_.rend(), id).base() - 1);
   }
   sampler_->request_counter_read();
 }
@@ -68,19 +66,21 @@ void Monitor::count(WindowId id, const std::string& key, double value) {
 
 std::optional<Monitor::WindowId> Monitor::find(std::string_view name, bool include_closed) const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!include_closed) {
+    for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
+      if (windows_[*it].name == name) return *it;
+    }
+    return std::nullopt;
+  }
   for (std::size_t i = windows_.size(); i-- > 0;) {
-    if ((include_closed || windows_[i].open) && windows_[i].name == name) return i;
+    if (windows_[i].name == name) return i;
   }
   return std::nullopt;
 }
 
 std::vector<Monitor::WindowId> Monitor::open_windows() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<WindowId> out;
-  for (std::size_t i = 0; i < windows_.size(); ++i) {
-    if (windows_[i].open) out.push_back(i);
-  }
-  return out;
+  return open_;  // ascending: ids grow and closing keeps the order
 }
 
 void Monitor::set_idle_power(std::vector<std::optional<double>> watts, std::string source) {
@@ -203,6 +203,7 @@ Measurement Monitor::finish() {
         w.complete = false;
       }
     }
+    open_.clear();
   }
   sampler_->stop();
   finished_ = true;

@@ -146,9 +146,17 @@ def test_open_window_at_finish_is_recorded_then_raised(sim, db):
 
 def test_close_open_and_monitor_context():
     with jouleprof.Monitor(device="sim", idle_s=0) as mon:
-        mon.begin_window("a")
-    assert mon._c.finished
-    assert mon.end_window.__self__ is mon
+        with mon.window("a"):
+            pass
+    assert mon._c.finished  # finished on leaving the block
+    with pytest.raises(jouleprof.OpenWindowsError):  # the same rule as finish()
+        with jouleprof.Monitor(device="sim", idle_s=0) as mon2:
+            mon2.begin_window("left-open")
+    with pytest.raises(RuntimeError):  # an exception in the block: open windows closed quietly
+        with jouleprof.Monitor(device="sim", idle_s=0) as mon3:
+            mon3.begin_window("b")
+            raise RuntimeError("in the block")
+    assert mon3._c.finished
     m2 = jouleprof.Monitor(device="sim", idle_s=0)
     m2.begin_window("b")
     m = m2.finish(close_open=True)

@@ -112,6 +112,7 @@ class Monitor {
   std::unique_ptr<Sampler> sampler_;
   mutable std::mutex mu_;
   std::vector<Window> windows_;
+  std::vector<WindowId> open_;  ///< open windows in the order they were begun (begin/end stay O(1))
   std::vector<std::optional<double>> idle_w_;
   std::string idle_source_;
   bool finished_ = false;
