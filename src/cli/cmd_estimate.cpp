@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/estimate/builders.hpp"
@@ -39,17 +40,7 @@ struct EstimateFlags {
 };
 
 Result<void> write_out(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    if (!text.empty() && text.back() != '\n') std::cout << "\n";
-    return {};
-  }
-  std::ofstream out(path);
-  if (!out) return make_error(Errc::io, "cannot write " + path);
-  out << text;
-  if (!text.empty() && text.back() != '\n') out << "\n";
-  if (!out) return make_error(Errc::io, "cannot write " + path);
-  return {};
+  return write_file_atomic(path, !text.empty() && text.back() != '\n' ? text + "\n" : text);
 }
 
 Result<est::Graph> load_graph(const EstimateFlags& f, const est::ModelOptions& mo) {

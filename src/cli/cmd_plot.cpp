@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/report/assets.hpp"
@@ -65,11 +66,7 @@ int run(const PlotFlags& f) {
   auto svg = render_svg(spec, f.width, f.height);
   if (!svg) return report(svg.error());
   const std::string svg_path = f.svg.empty() ? f.png + ".svg.tmp" : f.svg;
-  {
-    std::ofstream out(svg_path, std::ios::binary);
-    out << *svg;
-    if (!out) return report(make_error(Errc::io, "cannot write " + svg_path));
-  }
+  if (auto w = write_file_atomic(svg_path, *svg); !w) return report(w.error());
   if (!f.png.empty()) {
     auto p = svg_to_png(svg_path, f.png, f.width, f.height);
     std::remove(svg_path.c_str());

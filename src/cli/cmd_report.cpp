@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/report/html_report.hpp"
@@ -20,15 +21,7 @@ struct ReportFlags {
 };
 
 Result<void> write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return make_error(Errc::io, "cannot write " + path);
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return make_error(Errc::io, "cannot write " + path);
-  }
-  return {};
+  return write_file_atomic(path, text);
 }
 
 int run(const ReportFlags& f) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "host/bench.hpp"
@@ -243,18 +244,7 @@ int cmd_compare(const RunsFlags& f) {
 }
 
 Result<void> write_out(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    return {};
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) return make_error(Errc::io, "cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return make_error(Errc::io, "cannot write " + path);
-  return {};
+  return write_file_atomic(path, text);
 }
 
 std::string csv_field(const std::string& s) {

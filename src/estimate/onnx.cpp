@@ -2,6 +2,7 @@
 // the tensors and wiring ONNX will read are checked (onnx_model.cpp), ONNX's shape inference
 // (with data propagation) fills in the shapes and the values of integer shape arithmetic, and
 // every node is costed through GraphBuilder (docs/estimate.md, "ONNX").
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/estimate/onnx.hpp"
 
 #include <onnx/common/version.h>
@@ -94,7 +95,7 @@ class Importer {
       init_names.insert(t.name());
       if (auto v = int_values(t)) consts_[t.name()] = std::move(*v);
       if (std::any_of(t.dims().begin(), t.dims().end(), [](int64_t d) { return d <= 0; })) continue;  // empty/optional
-      ids_[t.name()] = b_.weight(t.name(), Shape(t.dims().begin(), t.dims().end()), dtype_of(t.data_type(), opt_.dtype));
+      ids_[t.name()] = b_.weight(clean_label(t.name()), Shape(t.dims().begin(), t.dims().end()), dtype_of(t.data_type(), opt_.dtype));
     }
     const int n_inputs = g_.input_size();  // before infer() adds the value-less initializers
     for (int i = 0; i < n_inputs; ++i) {
@@ -102,7 +103,7 @@ class Importer {
       if (init_names.count(v.name())) continue;
       auto s = resolve(v, true);
       if (!s) return s.error();
-      ids_[v.name()] = b_.input(v.name(), *s, dtype_of(v.type().tensor_type().elem_type(), opt_.dtype));
+      ids_[v.name()] = b_.input(clean_label(v.name()), *s, dtype_of(v.type().tensor_type().elem_type(), opt_.dtype));
     }
     if (auto r = infer(); !r) return r.error();
     for (const auto& v : g_.value_info()) hints_[v.name()] = &v;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,18 +10,24 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unordered_map>
 
 #include "jouleprof/core/integrate.hpp"
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/markers.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
+#include "jouleprof/core/files.hpp"
+#include "jouleprof/core/parse.hpp"
 
 namespace jouleprof {
 namespace {
@@ -37,6 +44,33 @@ bool sleep_for(double seconds) {
   return interrupting_signal() == 0;
 }
 
+std::string temp_root() {
+  const char* t = std::getenv("TMPDIR");
+  return t != nullptr && *t == '/' ? std::string(t) : std::string("/tmp");
+}
+
+// A jouleprof killed with SIGKILL cannot remove its marker folder; the next one does: folders
+// named jouleprof-PID-XXXXXX whose PID is gone, owned by us, holding only the FIFO.
+void remove_stale_channels(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("jouleprof-", 0) != 0) continue;
+    const std::size_t dash = name.find('-', 10);
+    if (dash == std::string::npos || dash == 10 || name.size() != dash + 7) continue;
+    const std::string pid_text = name.substr(10, dash - 10);
+    if (pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) continue;
+    const std::string fifo = (it->path() / "markers").string();
+    if (lstat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) ::unlink(fifo.c_str());
+    ::rmdir(it->path().c_str());  // fails, harmlessly, when anything else is inside
+  }
+}
+
 // The FIFO the workload writes markers to, and the thread that applies them to the Monitor.
 class MarkerChannel {
  public:
@@ -44,8 +78,13 @@ class MarkerChannel {
   ~MarkerChannel() { close(); }
 
   Result<void> open() {
-    char tmpl[] = "/tmp/jouleprof-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return make_error(Errc::io, "cannot create a temporary directory");
+    const std::string tmp = temp_root();
+    remove_stale_channels(tmp);
+    std::string tmpl = tmp + "/jouleprof-" + std::to_string(getpid()) + "-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return make_error(Errc::io, "cannot create a temporary directory in " + tmp + ": " + std::strerror(errno) +
+                                      " (set TMPDIR to a writable folder)");
+    }
     dir_ = tmpl;
     path_ = dir_ + "/markers";
     if (mkfifo(path_.c_str(), 0600) != 0) return make_error(Errc::io, "cannot create marker FIFO " + path_);
@@ -112,15 +151,27 @@ class MarkerChannel {
     const Marker& m = **parsed;
     const double t = m.unix_s ? mon_.timebase().from_realtime_ns(static_cast<int64_t>(std::llround(*m.unix_s * 1e9)))
                               : now;
+    // An explicit time outside the measurement (before its start, or later than now) cannot be
+    // a phase edge of this run: a window there would be a wrong figure, not a missing one.
+    if (m.unix_s && (t < 0 || t > now + 1.0)) {
+      warn("marker line " + std::to_string(line_no_) + ": t=" + fmt::format("{:.3f}", *m.unix_s) + " is " +
+           (t < 0 ? fmt::format("{:.3g} s before the measurement began", -t) : fmt::format("{:.3g} s in the future", t - now)) +
+           "; line ignored");
+      return;
+    }
     switch (m.kind) {
       case Marker::Kind::begin:
-        mon_.begin_at(m.name, t, "phase", run_);
+        begun_at_[mon_.begin_at(m.name, t, "phase", run_)] = t;
         break;
       case Marker::Kind::end: {
         auto id = mon_.find(m.name);
         if (!id) {
           warn("marker line " + std::to_string(line_no_) + ": 'end " + m.name + "' without a matching begin");
         } else {
+          if (auto b = begun_at_.find(*id); b != begun_at_.end() && t < b->second) {
+            warn("marker line " + std::to_string(line_no_) + ": 'end " + m.name + "' is " +
+                 fmt::format("{:.3g}", b->second - t) + " s before its begin; the window is incomplete");
+          }
           mon_.end_at(*id, t);
         }
         break;
@@ -147,6 +198,7 @@ class MarkerChannel {
   std::thread thread_;
   int run_ = -1;
   std::optional<Monitor::WindowId> run_window_;
+  std::unordered_map<Monitor::WindowId, double> begun_at_;
   std::size_t line_no_ = 0, bad_lines_ = 0;
 };
 
@@ -242,9 +294,10 @@ void warn_short_windows(Measurement& m, const EnergyOptions& energy) {
 }
 
 Result<std::vector<std::optional<double>>> idle_power_from_result(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot open " + path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  if (json_too_deep(*text)) return make_error(Errc::parse, path + ": not a JSON result (nested too deep)");
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return make_error(Errc::parse, path + ": not a JSON result");
   if (!j.contains("schema_version") || j["schema_version"] != kResultSchemaVersion) {
     return make_error(Errc::parse, path + ": not a jouleprof result of schema version " +
@@ -377,10 +430,30 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   m.command = opt.command;
   m.builtin_workload = builtin;
   if (builtin) m.command = sim ? std::vector<std::string>{"(built-in simulated LLM-like workload)"} : opt.builtin_command;
-  m.tags = opt.tags;
-  m.invocation = opt.invocation;
+  // Text from the command line enters the result through the text layer: the workload ran with
+  // its exact bytes, the result keeps valid UTF-8 and says when something was replaced.
+  bool replaced = false;
+  m.tags.clear();
+  for (const auto& [k, v] : opt.tags) {
+    bool ck = false, cv = false;
+    m.tags[clean_label(k, &ck)] = clean_label(v, &cv);
+    if (ck || cv) warnings.push_back("tag '" + clean_label(k) + "': not valid UTF-8 or holding control characters; "
+                                     "stored with U+FFFD / \\xNN in their place");
+  }
+  for (std::string& a : m.command) {
+    bool r = false;
+    a = to_valid_utf8(a, &r);
+    replaced |= r;
+  }
+  m.invocation.clear();
+  for (const std::string& a : opt.invocation) {
+    bool r = false;
+    m.invocation.push_back(to_valid_utf8(a, &r));
+    replaced |= r;
+  }
+  if (replaced) warnings.push_back("the command line holds bytes that are not valid UTF-8; stored with U+FFFD in their place");
   m.runs = runs;
-  m.warnings.insert(m.warnings.begin(), warnings.begin(), warnings.end());
+  m.warnings.insert(m.warnings.begin(), warnings.begin(), warnings.end());  // after the text checks above
   m.exit_code = exit_code;
   if (const int sig = interrupting_signal(); sig != 0) {
     m.complete = false;
@@ -397,11 +470,26 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     m.complete = false;
     m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) + " runs done";
   }
-  for (const auto& st : m.gpu_state) {
-    if (st.lost_at_s && m.complete) {
+  for (std::size_t g = 0; g < m.gpu_state.size(); ++g) {
+    const auto& lost = m.gpu_state[g].lost_at_s;
+    if (!lost) continue;
+    if (m.complete) {
       m.complete = false;
-      m.incomplete_reason = "a GPU stopped answering during the measurement";
+      m.incomplete_reason = "GPU " + std::to_string(m.gpus[g].index) + " stopped answering " +
+                            fmt::format("{:.3f}", *lost) + " s into the measurement";
     }
+    // A window that reaches past the loss lacks that GPU's energy: it is not a complete figure.
+    for (WindowResult& w : m.windows) {
+      if (w.t1_s >= *lost) w.complete = false;
+    }
+    for (RunInfo& r : m.runs) {
+      if (r.window >= 0 && static_cast<std::size_t>(r.window) < m.windows.size() &&
+          !m.windows[static_cast<std::size_t>(r.window)].complete && r.complete) {
+        r.complete = false;
+        r.reason = "a GPU stopped answering";
+      }
+    }
+    if (m.exit_code == 0) m.exit_code = 3;  // README "Exit codes": GPU/driver unavailable
   }
 
   // External meter: aligned by wall-clock time onto the run time base.

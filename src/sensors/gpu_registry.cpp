@@ -6,6 +6,7 @@
 #include "jouleprof/sensors/sim_model.hpp"
 #include "nvml/nvml_gpu.hpp"
 #include "sim/sim_gpu.hpp"
+#include "jouleprof/core/files.hpp"
 
 namespace jouleprof {
 namespace {
@@ -51,6 +52,13 @@ Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
           is_index(id) ? std::stoul(id) == p.index
                        : (p.uuid.rfind(id, 0) == 0 || p.uuid.rfind("GPU-" + id, 0) == 0);
       if (match) {
+        // One GPU named twice (0,0 or an index and its UUID) would be measured twice.
+        for (std::size_t k = 0; k < out.size(); ++k) {
+          if (out[k] == p.index) {
+            return make_error(Errc::invalid_argument, "GPU " + std::to_string(p.index) + " is selected twice ('" +
+                                                          ids[k] + "' and '" + id + "'); name each GPU once");
+          }
+        }
         out.push_back(p.index);
         found = true;
         break;
@@ -74,11 +82,9 @@ Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>&
   cfg.initial.high_w = cfg.idle_w;
   cfg.noise_w = 3;
   if (!sel.sim_scenario.empty()) {
-    std::ifstream in(sel.sim_scenario);
-    if (!in) return make_error(Errc::not_found, "cannot open simulated-GPU scenario " + sel.sim_scenario);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto parsed = parse_sim_scenario(ss.str(), cfg);
+    auto text = read_text_file(sel.sim_scenario);
+    if (!text) return make_error(text.error().code, "simulated-GPU scenario: " + text.error().message);
+    auto parsed = parse_sim_scenario(*text, cfg);
     if (!parsed) return make_error(Errc::parse, sel.sim_scenario + ": " + parsed.error().message);
     cfg = *parsed;
   }

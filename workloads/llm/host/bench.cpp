@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "jouleprof/core/checked.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sampler/monitor.hpp"
@@ -353,6 +354,31 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
         }
       } else {
         for (int G : o.gens) grid.push_back({static_cast<int>(file_tokens.size()), 0, G});
+      }
+      // Sizes checked in 64 bits before anything is allocated or simulated: the context against
+      // the model's positions, the KV cache and weights against the simulated H100's 80 GB.
+      for (const Shape& shape : grid) {
+        int64_t longest = shape.prompt;
+        for (const auto& t : file_tokens) longest = std::max<int64_t>(longest, static_cast<int64_t>(t.size()));
+        const int64_t context = longest + shape.gen - 1;
+        if (context > cfg.max_position) {
+          failure = make_error(Errc::invalid_argument,
+                               "prompt " + std::to_string(longest) + " + gen " + std::to_string(shape.gen) + " needs a context of " +
+                                   std::to_string(context) + " positions; " + cfg.name + " has " + std::to_string(cfg.max_position));
+          break;
+        }
+        if (simulated) {
+          const double need = static_cast<double>(shape.batch) * WorkModel::decode_kv_bytes(cfg, eo.dtype, static_cast<int>(context)) +
+                              WorkModel::decode_weight_bytes(cfg, eo.dtype, shape.batch);
+          constexpr double kSimMemoryBytes = 80e9;
+          if (auto fits = check_fits("batch " + std::to_string(shape.batch) + " at context " + std::to_string(context) +
+                                         " (weights and KV cache)",
+                                     need, kSimMemoryBytes, "the simulated H100");
+              !fits) {
+            failure = fits.error();
+            break;
+          }
+        }
       }
       for (const Shape& shape : grid) {
         if (stopped()) break;
