@@ -111,6 +111,13 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
   } else {
     e.method = "none";
   }
+  // Energy is never negative: a negative estimate (a window far shorter than the sensor
+  // resolves, e.g. a response-model excess below noise) is 0 within its uncertainty.
+  if (e.energy_j < 0) {
+    e.uncertainty_j = std::max(e.uncertainty_j, -e.energy_j);
+    e.note += std::string(e.note.empty() ? "" : "; ") + fmt::format("estimate {:.3g} J clamped to 0 (below resolution)", e.energy_j);
+    e.energy_j = 0;
+  }
   e.mean_power_w = dur > 0 ? e.energy_j / dur : 0;
   if (d.idle_power_w) {
     e.idle_power_w = d.idle_power_w;

@@ -268,6 +268,50 @@ void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::v
 
 }  // namespace
 
+void set_idle_baseline(Monitor& mon, Monitor::WindowId idle_window, std::vector<std::string>& warnings) {
+  mon.sync_counters();
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // samples past the edge
+  auto e = mon.energy(idle_window);
+  if (!e) return;
+  // A GPU that just finished work takes seconds to settle (measured on H100: ~125 W for
+  // ~2.5 s, then ~70 W), so the baseline is the second half of the idle window, and a first
+  // half that differs says the GPU had not settled.
+  std::vector<std::optional<double>> idle;
+  const double mid = 0.5 * (e->t0_s + e->t1_s);
+  for (std::size_t g = 0; g < e->gpus.size(); ++g) {
+    const auto s = mon.sampler().slice(g, Metric::power_sample_w, e->t0_s - 1, e->t1_s + 1);
+    if (s.size() < 4) {
+      idle.emplace_back(e->gpus[g].mean_power_w);
+      continue;
+    }
+    const double first = integrate_trapezoid(s, e->t0_s, mid).mean_power_w();
+    const double second = integrate_trapezoid(s, mid, e->t1_s).mean_power_w();
+    idle.emplace_back(second);
+    if (std::fabs(first - second) > std::max(5.0, 0.05 * second)) {
+      warnings.push_back(fmt::format(
+          "GPU {} was not settled at idle: {:.0f} W in the first half of the idle window, {:.0f} W in "
+          "the second (the baseline); lengthen --idle or wait before measuring",
+          mon.gpus().gpus[g]->info().index, first, second));
+    }
+  }
+  mon.set_idle_power(idle, fmt::format("second half of a {:.1f} s idle window before the runs", e->duration_s()));
+}
+
+void warn_short_windows(Measurement& m, const EnergyOptions& energy) {
+  for (const WindowResult& w : m.windows) {
+    if (w.kind != "phase" && w.kind != "window") continue;
+    for (const GpuEnergy& g : w.gpus) {
+      if (w.duration_s() < energy.counter_update_s) {
+        m.warnings.push_back("window '" + w.name + "' (" + std::to_string(w.duration_s() * 1e3).substr(0, 6) +
+                             " ms) is shorter than the energy counter's ~100 ms update: energy from the " +
+                             g.method + fmt::format(" ± {:.3g} J", g.uncertainty_j) +
+                             (g.note.empty() ? "" : " (" + g.note + ")"));
+        break;
+      }
+    }
+  }
+}
+
 Result<std::vector<std::optional<double>>> idle_power_from_result(const std::string& path) {
   auto text = read_text_file(path);
   if (!text) return text.error();
@@ -293,7 +337,18 @@ Result<std::vector<std::optional<double>>> idle_power_from_result(const std::str
 Result<Measurement> run_measure(const MeasureOptions& opt) {
   if (opt.runs < 1) return make_error(Errc::invalid_argument, "--runs must be at least 1");
   if (opt.warmup < 0) return make_error(Errc::invalid_argument, "--warmup must be >= 0");
-  if (opt.idle_s < 0) return make_error(Errc::invalid_argument, "--idle must be >= 0 seconds");
+  // The library checks what it computes with (NaN compares false, so each test is "not in range").
+  if (!(opt.idle_s >= 0 && opt.idle_s <= 86400)) return make_error(Errc::invalid_argument, "--idle must be 0 to 86400 seconds");
+  if (!(opt.sim_active_w >= 0 && opt.sim_active_w <= 10000)) {
+    return make_error(Errc::invalid_argument, "--sim-power must be 0 to 10000 W");
+  }
+  if (opt.cooldown && !(opt.cooldown_max_s >= 0 && opt.cooldown_max_s <= 86400 && opt.cooldown_tolerance_c > 0 &&
+                        opt.cooldown_tolerance_c <= 100)) {
+    return make_error(Errc::invalid_argument, "--cooldown-max must be 0 to 86400 s and --cooldown-tolerance above 0 and at most 100 °C");
+  }
+  if (!(opt.ci_warn_relative >= 0 && opt.ci_warn_relative <= 100)) {
+    return make_error(Errc::invalid_argument, "--ci-warn must be 0 to 10000 %");
+  }
   install_signal_forwarding();
   auto created = Monitor::create(opt.monitor);
   if (!created) return created.error();
@@ -323,33 +378,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
     const bool ok = sleep_for(opt.idle_s);
     mon.end_at(id, std::nullopt, ok);
-    mon.sync_counters();
-    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // samples past the edge
-    auto e = mon.energy(id);
-    if (e && ok) {
-      // A GPU that just finished work takes seconds to settle (measured on H100: ~125 W for
-      // ~2.5 s, then ~70 W), so the baseline is the second half of the idle window, and a first
-      // half that differs says the GPU had not settled.
-      std::vector<std::optional<double>> idle;
-      const double mid = 0.5 * (e->t0_s + e->t1_s);
-      for (std::size_t g = 0; g < e->gpus.size(); ++g) {
-        const auto s = mon.sampler().slice(g, Metric::power_sample_w, e->t0_s - 1, e->t1_s + 1);
-        if (s.size() < 4) {
-          idle.emplace_back(e->gpus[g].mean_power_w);
-          continue;
-        }
-        const double first = integrate_trapezoid(s, e->t0_s, mid).mean_power_w();
-        const double second = integrate_trapezoid(s, mid, e->t1_s).mean_power_w();
-        idle.emplace_back(second);
-        if (std::fabs(first - second) > std::max(5.0, 0.05 * second)) {
-          warnings.push_back(fmt::format(
-              "GPU {} was not settled at idle: {:.0f} W in the first half of the idle window, {:.0f} W in "
-              "the second (the baseline); lengthen --idle or wait before measuring",
-              mon.gpus().gpus[g]->info().index, first, second));
-        }
-      }
-      mon.set_idle_power(idle, fmt::format("second half of a {:.1f} s idle window before the runs", opt.idle_s));
-    }
+    if (ok) set_idle_baseline(mon, id, warnings);
   }
 
   MarkerChannel markers(mon, warnings);
@@ -529,19 +558,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
   }
 
-  // Warnings for windows shorter than the sensors resolve.
-  for (const WindowResult& w : m.windows) {
-    if (w.kind != "phase" && w.kind != "window") continue;
-    for (const GpuEnergy& g : w.gpus) {
-      if (w.duration_s() < opt.monitor.energy.counter_update_s) {
-        m.warnings.push_back("window '" + w.name + "' (" + std::to_string(w.duration_s() * 1e3).substr(0, 6) +
-                             " ms) is shorter than the energy counter's ~100 ms update: energy from the " +
-                             g.method + fmt::format(" ± {:.3g} J", g.uncertainty_j) +
-                             (g.note.empty() ? "" : " (" + g.note + ")"));
-        break;
-      }
-    }
-  }
+  warn_short_windows(m, opt.monitor.energy);
   summarize_repeats(m, opt.ci_warn_relative);
   fill_provenance(m);
   if (m.simulated) m.tags.emplace("simulated", "true");

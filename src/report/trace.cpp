@@ -1,6 +1,7 @@
 // Chrome trace-event JSON, written directly (a 2-hour 8-GPU run has millions of events).
-#include "jouleprof/core/files.hpp"
 #include "jouleprof/report/trace.hpp"
+
+#include "jouleprof/core/files.hpp"
 
 #include <fmt/format.h>
 
