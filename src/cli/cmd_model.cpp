@@ -19,7 +19,7 @@ struct ModelFlags {
   std::string form = "poly", model, output, split = "loao";
   std::vector<std::string> objectives{"energy", "edp", "slowdown:5"};
   std::vector<double> clocks;
-  double max_clock = 0, ridge = 1e-3;
+  double max_clock = 0, ridge = 1e-5;
   int folds = 5, xgb_rounds = 400;
 };
 

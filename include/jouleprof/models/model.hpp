@@ -26,7 +26,7 @@ struct FitOptions {
   Form form = Form::poly;
   double max_clock_mhz = 0;    ///< 0: the highest clock in the training data
   double probe_clock_mhz = 0;  ///< training anchor; 0: each application's highest clock
-  double ridge = 1e-3;         ///< poly: L2 penalty on the coefficients
+  double ridge = 1e-5;         ///< poly: L2 penalty (x mean diagonal); 1e-5 was best of 1e-3..1e-7 on the V100 LOAO (docs/validation/models.md)
   int xgb_rounds = 400;
   int xgb_depth = 4;
   double xgb_eta = 0.05;
