@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/config.hpp"
+#include "jouleprof/control/session.hpp"
 
 namespace jouleprof::cli {
 
@@ -71,7 +72,14 @@ int main(int argc, char** argv) {
     return jouleprof::cli::kExitUsage;
   }
   for (const auto& [sub, run] : runners) {
-    if (sub->parsed()) return run();
+    if (!sub->parsed()) continue;
+    // GPU settings a killed jouleprof left changed on this host are put back first (issue 17);
+    // `restore` does it itself (and `restore --check` must see what was left).
+    if (sub->get_name() != "restore") {
+      jouleprof::control::restore_leftovers_at_start(
+          [](const std::string& msg) { std::fprintf(stderr, "jouleprof: %s\n", msg.c_str()); });
+    }
+    return run();
   }
   return jouleprof::cli::kExitUsage;
 }
