@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/control/session.hpp"
+#include "jouleprof/core/progress.hpp"
 #include "jouleprof/control/slurm.hpp"
 #include "jouleprof/control/sweep.hpp"
 #include "jouleprof/report/assets.hpp"
@@ -68,11 +69,10 @@ Result<std::vector<unsigned>> parse_list(const std::string& text, const char* fl
   return out;
 }
 
-// Progress on stderr (TTY or --progress): "point i/N, elapsed, ETA, last point's figures".
-// Kept in this one function so a shared progress reporter can replace it.
+// Progress on stderr (TTY or --progress): point i/N, elapsed, ETA, the last point's figures,
+// in the shared format (core/progress.hpp).
 void print_progress(const ctl::SweepProgress& p) {
-  fmt::print(stderr, "jouleprof: point {}/{}  elapsed {:.0f} s  ETA {:.0f} s  last: {}\n", p.done, p.total, p.elapsed_s,
-             p.eta_s, p.last);
+  fmt::print(stderr, "jouleprof: {}\n", format_progress("point", p.done, p.total, p.elapsed_s, p.last));
 }
 
 int write_out(const std::string& path, const std::string& text) {
@@ -217,7 +217,7 @@ int run(SweepFlags f) {
     o.measure.tags[t.substr(0, eq)] = t.substr(eq + 1);
   }
   if (!f.quiet) o.note = [](const std::string& s) { fmt::print(stderr, "jouleprof: {}\n", s); };
-  const bool show_progress = !f.progress_off && !f.quiet && (f.progress || isatty(STDERR_FILENO));
+  const bool show_progress = !f.progress_off && !f.quiet && Progress::wanted(f.progress);
   if (show_progress) o.progress = print_progress;
 
   if (f.dry_run || f.slurm) {

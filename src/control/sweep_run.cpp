@@ -138,6 +138,8 @@ Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
   if (!plan) return plan.error();
 
   if (spec.multi_gpu == "split" && gpus->size() > 1 && !o.shard && !o.self_exe.empty()) {
+    // The store is created here, once, before the workers write into it concurrently.
+    if (auto st = Store::open(resolve_db_path(o.db), Store::Mode::write); !st) return st.error();
     return run_workers(o, *plan, *gpus);
   }
   std::string visible;
