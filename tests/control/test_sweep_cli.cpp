@@ -105,7 +105,7 @@ TEST_P(SignalRestore, TheSweepRestoresTheGpuAndSaysHowToResume) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, SignalRestore, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
-                         [](const auto& info) { return std::string(sigabbrev_np(info.param)); });
+                         [](const auto& p) { return std::string(sigabbrev_np(p.param)); });
 
 TEST(RestoreCli, AfterSigkillRestoreAndCheck) {
   Cli c;
