@@ -12,3 +12,5 @@ if [ "$(id -u)" = 0 ]; then
   export JOULEPROF_SLURM_TEST=1
 fi
 ctest --preset ci -j"$(nproc)" --timeout 300
+# Issue 22: the parsers' property tests again under ASan/UBSan (builds only what they link).
+./scripts/asan-fuzz.sh

@@ -190,7 +190,7 @@ TEST(SweepCli, DryRunPrintsThePlanAndTheSlurmScript) {
   EXPECT_NE(s.out.find("#SBATCH --time=00:10:00"), std::string::npos);
   EXPECT_NE(s.out.find("#SBATCH --gpus-per-task=1"), std::string::npos);
   EXPECT_NE(s.out.find("--shard \"${SLURM_ARRAY_TASK_ID}/4\""), std::string::npos) << s.out;
-  EXPECT_NE(s.out.find("/out/task-\"${SLURM_ARRAY_TASK_ID}\".db"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("/out'/task-\"${SLURM_ARRAY_TASK_ID}\".db"), std::string::npos) << s.out;
   EXPECT_FALSE(fs::exists(c.dir + "/out"));  // dry run: nothing written
 }
 
