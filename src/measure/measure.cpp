@@ -397,15 +397,9 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   Progress progress("run", opt.warmup + opt.runs, opt.show_progress);
   for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
     const bool warm = i < opt.warmup;
-<<<<<<< HEAD
     if (opt.cooldown && (i > 0 || opt.cooldown_first)) {
-      say("cool-down: waiting for a stable GPU temperature");
-      wait_for_stable_temperature(mon, opt, warnings);
-=======
-    if (opt.cooldown && i > 0) {
       if (!opt.show_progress) say("cool-down: waiting for a stable GPU temperature");
       wait_for_stable_temperature(mon, opt, warnings, progress);
->>>>>>> main
       if (interrupting_signal() != 0) break;
     }
     RunInfo run;
