@@ -17,6 +17,7 @@
 #include "host/bench_record.hpp"
 #include "jouleprof/core/units.hpp"
 #include "jouleprof/measure/output.hpp"
+#include "jouleprof/control/slurm.hpp"
 #include "jouleprof/store/compare.hpp"
 #include "jouleprof/store/result_io.hpp"
 #include "jouleprof/store/run_source.hpp"
@@ -393,6 +394,14 @@ int cmd_rm(const RunsFlags& f) {
   return 0;
 }
 
+// `runs merge TASK.db...`: the stores of a SLURM sweep's tasks into this one (issue 17).
+int cmd_merge(const RunsFlags& f) {
+  auto out = control::merge_run_stores(resolve_db_path(f.db), f.files);
+  if (!out) return report(out.error());
+  for (const auto& m : *out) fmt::print(stderr, "jouleprof: {}: {} runs merged, {} already stored\n", m.file, m.merged, m.duplicates);
+  return 0;
+}
+
 Runner add_runs(CLI::App& app) {
   auto f = std::make_shared<RunsFlags>();
   CLI::App* c = app.add_subcommand("runs", "The run store: list, show, compare, export, import and remove runs");
@@ -441,7 +450,11 @@ Runner add_runs(CLI::App& app) {
   CLI::App* rm = c->add_subcommand("rm", "Remove runs (all or none)");
   rm->add_option("run", f->refs, "RUN...")->required();
 
-  return [f, list, show, cmp, exp, imp, rm] {
+  CLI::App* merge = c->add_subcommand("merge", "Copy every run of other run stores (e.g. a SLURM sweep's task-*.db) into this one");
+  merge->add_option("file", f->files, "STORE.db...")->required()->check(CLI::ExistingFile);
+
+  return [f, list, show, cmp, exp, imp, rm, merge] {
+    if (merge->parsed()) return cmd_merge(*f);
     if (list->parsed()) return cmd_list(*f);
     if (show->parsed()) return cmd_show(*f);
     if (cmp->parsed()) return cmd_compare(*f);

@@ -7,6 +7,7 @@
 #include "exit_codes.hpp"
 #include "options.hpp"
 #include "jouleprof/config.hpp"
+#include "jouleprof/control/session.hpp"
 
 namespace jouleprof::cli {
 
@@ -77,7 +78,14 @@ int main(int argc, char** argv) {
   }
   try {
     for (const auto& [sub, run] : runners) {
-      if (sub->parsed()) return run();
+      if (!sub->parsed()) continue;
+      // GPU settings a killed jouleprof left changed on this host are put back first (issue 17);
+      // `restore` does it itself (and `restore --check` must see what was left).
+      if (sub->get_name() != "restore") {
+        jouleprof::control::restore_leftovers_at_start(
+            [](const std::string& msg) { std::fprintf(stderr, "jouleprof: %s\n", msg.c_str()); });
+      }
+      return run();
     }
   } catch (const std::exception& e) {
     // A bug, not bad input: say so in one line, exit 1 (docs/cli.md).

@@ -203,26 +203,32 @@ class MarkerChannel {
   std::size_t line_no_ = 0, bad_lines_ = 0;
 };
 
-// The built-in workload on the simulated GPU: an LLM-like prefill burst then decode.
+// The built-in workload on the simulated GPU: an LLM-like prefill burst (compute-bound) then
+// decode (memory-bound). Its power and durations follow the GPU's clock and power-limit settings
+// (sim_operating_point); at full clock: 690 W for 0.30 s, then 380 W for 2.0 s.
 bool simulated_builtin_run(Monitor& mon, const GpuSet& gpus, int run) {
-  auto set_all = [&](double w) {
-    const double t = mon.timebase().now_s();
-    for (const auto& model : gpus.sim_models) model->schedule().set_constant(t, w);
+  struct Phase {
+    const char* name;
+    double demand_w, seconds, compute_share, tokens;
   };
-  const auto prefill = mon.begin_at("prefill", std::nullopt, "phase", run);
-  set_all(690);
-  bool ok = sleep_for(0.30);
-  set_all(380);
-  mon.end_at(prefill, std::nullopt, ok);
-  mon.count(prefill, "tokens", 512);
-  if (ok) {
-    const auto decode = mon.begin_at("decode", std::nullopt, "phase", run);
-    ok = sleep_for(2.0);
-    mon.end_at(decode, std::nullopt, ok);
-    mon.count(decode, "tokens", 128);
+  constexpr Phase kPhases[] = {{"prefill", 690, 0.30, 0.9, 512}, {"decode", 380, 2.0, 0.2, 128}};
+  bool ok = true;
+  for (const Phase& ph : kPhases) {
+    if (!ok) break;
+    const auto id = mon.begin_at(ph.name, std::nullopt, "phase", run);
+    double seconds = gpus.sim_models.empty() ? ph.seconds : 0.0;
+    const double t = mon.timebase().now_s();
+    for (const auto& model : gpus.sim_models) {
+      const SimOperatingPoint op = model->start_load(t, ph.demand_w, ph.compute_share);
+      // The slowest GPU sets the pace (a multi-GPU workload waits for all).
+      seconds = std::max(seconds, ph.seconds * op.time_scale * model->config().workload_time_scale);
+    }
+    ok = sleep_for(seconds);
+    mon.end_at(id, std::nullopt, ok);
+    mon.count(id, "tokens", ph.tokens);
   }
-  const double idle = gpus.sim_models.empty() ? 75 : gpus.sim_models.front()->config().idle_w;
-  set_all(idle);
+  const double t = mon.timebase().now_s();
+  for (const auto& model : gpus.sim_models) model->stop_load(t);
   return ok;
 }
 
@@ -391,7 +397,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   Progress progress("run", opt.warmup + opt.runs, opt.show_progress);
   for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
     const bool warm = i < opt.warmup;
-    if (opt.cooldown && i > 0) {
+    if (opt.cooldown && (i > 0 || opt.cooldown_first)) {
       if (!opt.show_progress) say("cool-down: waiting for a stable GPU temperature");
       wait_for_stable_temperature(mon, opt, warnings, progress);
       if (interrupting_signal() != 0) break;
@@ -411,10 +417,11 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
       if (!run.complete) run.reason = "interrupted";
     } else {
       if (sim) {
-        for (const auto& m : mon.gpus().sim_models) m->schedule().set_constant(mon.timebase().now_s(), opt.sim_active_w);
+        for (const auto& m : mon.gpus().sim_models) m->start_load(mon.timebase().now_s(), opt.sim_active_w, 0.5);
       }
-      std::vector<std::string> env = {std::string(kMarkerEnv) + "=" + markers.path(),
-                                      "JOULEPROF_RUN_INDEX=" + std::to_string(i)};
+      std::vector<std::string> env = opt.env;
+      env.push_back(std::string(kMarkerEnv) + "=" + markers.path());
+      env.push_back("JOULEPROF_RUN_INDEX=" + std::to_string(i));
       auto child = ChildProcess::spawn(argv, env);
       if (!child) {
         mon.end_at(id, std::nullopt, false);
@@ -430,7 +437,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
       }
       const ChildStatus st = child->wait();
       if (sim) {
-        for (const auto& m : mon.gpus().sim_models) m->schedule().set_constant(mon.timebase().now_s(), m->config().idle_w);
+        for (const auto& m : mon.gpus().sim_models) m->stop_load(mon.timebase().now_s());
       }
       run.exit_code = st.exit_code;
       run.signal = st.signal;

@@ -98,6 +98,7 @@ Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>&
   set.backend = "sim";
   for (unsigned i : *which) {
     auto model = std::make_shared<SimGpuModel>(cfg);
+    model->set_control(sim_device_control(static_cast<int>(i)));
     set.sim_models.push_back(model);
     set.gpus.push_back(std::make_unique<SimGpu>(static_cast<int>(i), model, tb));
   }
