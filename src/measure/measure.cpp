@@ -311,6 +311,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
       }
       std::vector<std::string> env = {std::string(kMarkerEnv) + "=" + markers.path(),
                                       "JOULEPROF_RUN_INDEX=" + std::to_string(i)};
+      env.insert(env.end(), opt.extra_env.begin(), opt.extra_env.end());
       auto child = ChildProcess::spawn(argv, env);
       if (!child) {
         mon.end_at(id, std::nullopt, false);

@@ -31,6 +31,7 @@ struct MeasureOptions {
   std::optional<std::string> meter_csv;
   MeterCsvOptions meter;
   std::map<std::string, std::string> tags;
+  std::vector<std::string> extra_env;  ///< "K=V" entries added to the workload's environment (trace: CUDA_INJECTION64_PATH ...)
   std::vector<std::string> invocation;  ///< jouleprof's own command line, for provenance
   std::function<void(const std::string&)> progress;  ///< one line per event (stderr)
 };
