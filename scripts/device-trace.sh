@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbuild/trace}
 OUT=${OUT:-/tmp/trace-out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 export PYTHONUNBUFFERED=1 JOULEPROF_DATA_DIR=$PWD/data JOULEPROF_INJECT_LIB=$PWD/$BIN/libjouleprof_inject.so
 export JOULEPROF_DB=$OUT/runs.db
 LOG=$OUT/log.txt
@@ -46,7 +46,7 @@ for step in "$@"; do
           --prompt 128 --gen 128 --prefill 0 --seconds 3 --json "$OUT/eng_T$i.json"
       done ;;
     long)
-      run "${LONG_S:-80}" "$JP" trace --idle 1 --no-store --top 3 --json "$OUT/long.json" -- "$TC" mixed "${LONG_RUN_S:-60}" 0.2 2 3 ;;
+      run "${LONG_S:-70}" "$JP" trace --idle 1 --no-store --top 3 --json "$OUT/long.json" -- "$TC" mixed "${LONG_RUN_S:-45}" 0.2 2 3 ;;
     tp)
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       run 200 "$JP" trace --idle 2 --top 8 --json "$OUT/tp.json" --perfetto "$OUT/tp.trace.json" -- \

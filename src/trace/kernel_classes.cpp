@@ -36,7 +36,7 @@ Result<KernelClassifier> KernelClassifier::parse(const std::string& text, const 
 
 Result<KernelClassifier> KernelClassifier::load(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot read kernel class rules " + path);
+  if (!in) return make_error(Errc::invalid_argument, "cannot read kernel class rules " + path);
   std::stringstream ss;
   ss << in.rdbuf();
   return parse(ss.str(), path);
