@@ -33,14 +33,14 @@ for step in "$@"; do
       run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_fine.json" -- "$TC" mixed 15 0.2 2 2 ;;
     hf)
       # Interleaved: untraced (U), traced without hooks (T), traced with NVTX hooks (H = the profile).
-      for i in 1 2; do
+      for i in $(seq 1 "${PAIRS:-2}"); do
         run 120 python3 "$HF" --reps 5 --json "$OUT/hf_U$i.json"
         run 150 "$JP" trace --idle 0 --no-store -q -- python3 "$HF" --reps 5 --json "$OUT/hf_T$i.json"
         run 150 "$JP" trace --idle 2 --top 12 --json "$OUT/hf_H$i.json" --kernels "$OUT/hf_kernels$i.jsonl" \
           --perfetto "$OUT/hf_H$i.trace.json" -- python3 "$HF" --annotate --reps 5 --json "$OUT/hf_Hgen$i.json"
       done ;;
     engine)
-      for i in 1 2; do
+      for i in $(seq 1 "${PAIRS:-2}"); do
         run 90 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --prefill 0 --seconds 3 --json "$OUT/eng_U$i.json"
         run 120 "$JP" trace --idle 0 --no-store -q --json "$OUT/eng_T$i.trace.json" -- "$BIN/jouleprof-llm" speed --model llama-3.2-1b --batch 1 \
           --prompt 128 --gen 128 --prefill 0 --seconds 3 --json "$OUT/eng_T$i.json"

@@ -43,7 +43,7 @@ Result<std::size_t> store_activities(const std::string& db_path, int64_t run_id,
                                   "INSERT INTO activities(run_id, device, kind, name, t0_s, t1_s, stream, correlation_id, attrs_json) "
                                   "VALUES (?,?,?,?,?,?,?,?,?)");
   if (!st) {
-    exec(d.db, "ROLLBACK");
+    (void)exec(d.db, "ROLLBACK");
     return st.error();
   }
   for (const StoredActivity& a : rows) {
@@ -68,7 +68,7 @@ Result<std::size_t> store_activities(const std::string& db_path, int64_t run_id,
     sqlite3_bind_text(s, 9, a.attrs_json.data(), static_cast<int>(a.attrs_json.size()), SQLITE_TRANSIENT);
     if (sqlite3_step(s) != SQLITE_DONE) {
       Error e = detail::sqlite_error(d.db, "storing activities");
-      exec(d.db, "ROLLBACK");
+      (void)exec(d.db, "ROLLBACK");
       return e;
     }
   }

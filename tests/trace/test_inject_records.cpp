@@ -173,7 +173,9 @@ TEST(InjectRecords, ReplayedCuptiBufferBecomesATraceFile) {
   EXPECT_EQ(syncs, 1);
   assign_ranges(*t);
   for (const Activity& a : t->activities) {
-    if (a.kind == Activity::Kind::kernel && a.correlation == 77) EXPECT_EQ(a.path, "model.layers.0.mlp");
+    if (a.kind == Activity::Kind::kernel && a.correlation == 77) {
+      EXPECT_EQ(a.path, "model.layers.0.mlp");
+    }
   }
   fs::remove_all(dir);
 }
