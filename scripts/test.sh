@@ -7,3 +7,5 @@ cd "$(dirname "$0")/.."
 cmake --preset ci >/dev/null
 cmake --build build/ci -j"$(nproc)"
 ctest --preset ci -j"$(nproc)" --timeout 300
+# Issue 22: the parsers' property tests again under ASan/UBSan (builds only what they link).
+./scripts/asan-fuzz.sh

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <utility>
 
+#include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "host/bench.hpp"
@@ -137,10 +138,8 @@ int run_child(const BenchFlags& f) {
     if (doc.is_discarded()) return report(make_error(Errc::parse, bin.string() + " wrote a malformed result"));
     if (!f.o.json_timelines) doc.erase("timelines");
     if (doc.contains("command")) doc["command"] = command;
-    std::ofstream out(f.o.json);
-    out << doc.dump(f.o.json_timelines ? -1 : 2) << "\n";
-    if (!out) {
-      const int e = report(make_error(Errc::io, "cannot write " + f.o.json));
+    if (auto w = write_output(f.o.json, doc.dump(f.o.json_timelines ? -1 : 2) + "\n"); !w) {
+      const int e = report(w.error());
       if (rc == 0) rc = e;
     }
   }

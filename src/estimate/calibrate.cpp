@@ -1,4 +1,6 @@
 #include "jouleprof/estimate/calibrate.hpp"
+#include "jouleprof/core/files.hpp"
+#include "jouleprof/core/parse.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -139,11 +141,12 @@ bool is_dram(const std::string& group) { return group == "dram" || group == "dma
 }  // namespace
 
 Result<MeasurementSet> load_measurements(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot read measurement set " + path);
+  auto text = read_text_file(path);
+  if (!text) return make_error(text.error().code, "measurement set: " + text.error().message);
+  if (auto at = json_too_deep(*text)) return make_error(Errc::parse, path + ": JSON nested too deep at byte " + std::to_string(*at));
   json j;
   try {
-    in >> j;
+    j = json::parse(*text);
   } catch (const json::exception& e) {
     return make_error(Errc::parse, path + ": not valid JSON: " + e.what());
   }

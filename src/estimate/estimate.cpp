@@ -1,6 +1,11 @@
 #include "jouleprof/estimate/estimate.hpp"
 
+#include "jouleprof/core/checked.hpp"
+#include "jouleprof/core/files.hpp"
+#include "jouleprof/core/parse.hpp"
+
 #include <algorithm>
+#include <cstdio>
 #include <array>
 #include <cmath>
 #include <fstream>
@@ -375,8 +380,28 @@ double voltage_at(const HardwareSpec& hw, double mhz) {
   return v0 + (v1 - v0) * std::clamp((mhz - f0) / (f1 - f0), 0.0, 1.0);
 }
 
+// Sizes checked in 64 bits before any arithmetic on them: a tensor whose element count overflows,
+// or that alone is larger than the device's memory, cannot run there (and would print as a
+// negative or absurd figure). The message says how much it needs.
+Result<void> check_sizes(const Graph& g, const HardwareSpec& hw) {
+  const double capacity = hw.memory.empty() ? 0 : hw.dram().size_bytes.value;
+  for (const Tensor& t : g.tensors) {
+    if (!numel_fits(t.shape)) {
+      return make_error(Errc::invalid_argument, "tensor '" + t.name + "' of shape " + to_string(t.shape) +
+                                                    " has more elements than 64 bits count; reduce the sizes");
+    }
+    if (capacity > 0) {
+      if (auto fits = check_fits("tensor '" + t.name + "' of shape " + to_string(t.shape), t.bytes(), capacity, hw.id); !fits) {
+        return fits.error();
+      }
+    }
+  }
+  return {};
+}
+
 Result<Estimate> estimate(const Graph& g, const HardwareSpec& hw, const EstimateOptions& opt, const Calibration* cal) {
   if (auto t = check_topological(g); !t) return t.error();
+  if (auto s = check_sizes(g, hw); !s) return s.error();
   PartitionOptions po;
   po.fuse = opt.fuse;
   return estimate_partitioned(g, partition(g, po), hw, opt, cal);
@@ -605,11 +630,12 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
 }
 
 Result<Calibration> load_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot read calibration file " + path);
+  auto text = read_text_file(path);
+  if (!text) return make_error(text.error().code, "calibration file: " + text.error().message);
+  if (auto at = json_too_deep(*text)) return make_error(Errc::parse, path + ": JSON nested too deep at byte " + std::to_string(*at));
   json j;
   try {
-    in >> j;
+    j = json::parse(*text);
   } catch (const json::exception& e) {
     return make_error(Errc::parse, path + ": not valid JSON: " + e.what());
   }
@@ -644,6 +670,22 @@ Result<Calibration> load_calibration(const std::string& path) {
   for (double v : {c.k_compute, c.k_onchip, c.k_dram}) {
     if (!(v >= 0 && v < 1e4)) return make_error(Errc::parse, path + ": energy multiplier out of range");
   }
+  // Every parameter a figure is computed from: finite and in a plausible range.
+  const std::pair<const char*, std::optional<double>> ranged[] = {
+      {"eff_matrix", c.eff_matrix}, {"eff_vector", c.eff_vector}, {"eff_memory", c.eff_memory},
+      {"eff_attention", c.eff_attention}};
+  for (const auto& [k, v] : ranged) {
+    if (v && !(*v > 0 && *v <= 1.5)) return make_error(Errc::parse, path + ": parameters." + k + " must be in (0, 1.5]");
+  }
+  const std::pair<const char*, std::optional<double>> nonneg[] = {
+      {"gemm_k0", c.gemm_k0}, {"idle_w", c.idle_w}, {"active_w", c.active_w}, {"launch_us", c.launch_us},
+      {"model_overhead_us", c.model_overhead_us}, {"module_us", c.module_us}, {"busy_w", c.busy_w}};
+  for (const auto& [k, v] : nonneg) {
+    if (v && !(*v >= 0 && *v < 1e7)) return make_error(Errc::parse, path + ": parameters." + k + " must be in [0, 1e7)");
+  }
+  for (const auto& [k, v] : c.dispatch_us) {
+    if (!(v >= 0 && v < 1e7)) return make_error(Errc::parse, path + ": parameters.dispatch_us." + k + " must be in [0, 1e7)");
+  }
   return c;
 }
 
@@ -668,11 +710,7 @@ Result<void> save_calibration(const Calibration& c, const std::string& path) {
   p["busy_w"] = c.busy_w;
   p["dispatch_us"] = c.dispatch_us;
   json j = {{"schema_version", 1}, {"hw_id", c.hw_id}, {"provenance", c.provenance}, {"parameters", p}, {"stats", c.stats}};
-  std::ofstream out(path);
-  if (!out) return make_error(Errc::io, "cannot write " + path);
-  out << j.dump(2) << "\n";
-  if (!out) return make_error(Errc::io, "cannot write " + path);
-  return {};
+  return write_file_atomic(path, j.dump(2) + "\n");
 }
 
 }  // namespace jouleprof::estimate

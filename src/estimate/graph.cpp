@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace jouleprof::estimate {
@@ -73,8 +74,18 @@ std::string to_string(const Shape& s) {
 
 int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
+  }
   return n;
+}
+
+bool numel_fits(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return false;
+  }
+  return true;
 }
 
 int Graph::storage(int t) const {

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "jouleprof/estimate/builders.hpp"
+#include "jouleprof/core/files.hpp"
+#include "jouleprof/core/parse.hpp"
 
 #ifndef JOULEPROF_ESTIMATE_DATA_DIR
 #define JOULEPROF_ESTIMATE_DATA_DIR ""
@@ -160,6 +162,7 @@ double HardwareSpec::event_pj(const std::string& key) const {
 }
 
 Result<HardwareSpec> parse_hardware(const std::string& text, const std::string& file) {
+  if (auto at = json_too_deep(text)) return make_error(Errc::parse, file + ": JSON nested too deep at byte " + std::to_string(*at));
   json j;
   try {
     j = json::parse(text);
@@ -283,11 +286,9 @@ Result<void> validate(const HardwareSpec& hw) {
 }
 
 Result<HardwareSpec> load_hardware_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot read hardware file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_hardware(ss.str(), path);
+  auto text = read_text_file(path);
+  if (!text) return make_error(text.error().code, "hardware file: " + text.error().message);
+  return parse_hardware(*text, path);
 }
 
 Result<Catalog> load_catalog(const std::vector<std::string>& dirs) {

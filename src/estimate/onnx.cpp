@@ -2,6 +2,7 @@
 // the tensors and wiring ONNX will read are checked (onnx_model.cpp), ONNX's shape inference
 // (with data propagation) fills in the shapes and the values of integer shape arithmetic, and
 // every node is costed through GraphBuilder (docs/estimate.md, "ONNX").
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/estimate/onnx.hpp"
 
 #include <onnx/common/version.h>
@@ -17,6 +18,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "jouleprof/core/suggest.hpp"
 #include "onnx_model.hpp"
 
 namespace jouleprof::estimate {
@@ -87,14 +89,14 @@ class Importer {
 
   Result<Graph> run() {
     if (auto r = check_opset(); !r) return r.error();
-    substitute_dims();
+    if (auto r = substitute_dims(); !r) return r.error();
     // Initializers: weights (their values only matter for small integer tensors).
     std::set<std::string> init_names;
     for (const TP& t : g_.initializer()) {
       init_names.insert(t.name());
       if (auto v = int_values(t)) consts_[t.name()] = std::move(*v);
       if (std::any_of(t.dims().begin(), t.dims().end(), [](int64_t d) { return d <= 0; })) continue;  // empty/optional
-      ids_[t.name()] = b_.weight(t.name(), Shape(t.dims().begin(), t.dims().end()), dtype_of(t.data_type(), opt_.dtype));
+      ids_[t.name()] = b_.weight(clean_label(t.name()), Shape(t.dims().begin(), t.dims().end()), dtype_of(t.data_type(), opt_.dtype));
     }
     const int n_inputs = g_.input_size();  // before infer() adds the value-less initializers
     for (int i = 0; i < n_inputs; ++i) {
@@ -102,7 +104,7 @@ class Importer {
       if (init_names.count(v.name())) continue;
       auto s = resolve(v, true);
       if (!s) return s.error();
-      ids_[v.name()] = b_.input(v.name(), *s, dtype_of(v.type().tensor_type().elem_type(), opt_.dtype));
+      ids_[v.name()] = b_.input(clean_label(v.name()), *s, dtype_of(v.type().tensor_type().elem_type(), opt_.dtype));
     }
     if (auto r = infer(); !r) return r.error();
     for (const auto& v : g_.value_info()) hints_[v.name()] = &v;
@@ -160,11 +162,15 @@ class Importer {
 
   // --dim NAME=VALUE: dynamic dimensions get their values before ONNX's inference runs, so
   // every shape it infers is static.
-  void substitute_dims() {
+  // A --dim naming no dynamic dimension of the model is refused (a typo would silently
+  // leave the default in place).
+  Result<void> substitute_dims() {
+    std::set<std::string> seen;
     auto fix = [&](onnx::ValueInfoProto& v) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
       for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
         if (!d.has_dim_param()) continue;
+        seen.insert(d.dim_param());
         auto it = opt_.dims.find(d.dim_param());
         if (it != opt_.dims.end() && it->second > 0) d.set_dim_value(it->second);
       }
@@ -172,6 +178,16 @@ class Importer {
     for (auto& v : *g_.mutable_input()) fix(v);
     for (auto& v : *g_.mutable_output()) fix(v);
     for (auto& v : *g_.mutable_value_info()) fix(v);
+    for (const auto& [name, value] : opt_.dims) {
+      if (seen.count(name) != 0) continue;
+      std::string have;
+      for (const auto& n : seen) have += (have.empty() ? "" : ", ") + n;
+      return make_error(Errc::invalid_argument,
+                        "--dim " + name + ": " + file_ + " has no dynamic dimension named '" + name + "'" +
+                            did_you_mean(name, std::vector<std::string>(seen.begin(), seen.end())) +
+                            (have.empty() ? " (it has none)" : " (it has: " + have + ")"));
+    }
+    return {};
   }
 
   // ONNX shape inference, non-strict (ops without a schema, or whose inference fails, just get

@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/estimate/onnx.hpp"
 
 namespace jouleprof::estimate::detail {
@@ -259,7 +260,7 @@ Result<void> check_tensors(const onnx::GraphProto& g) {
 }
 
 std::string node_name(const onnx::NodeProto& n) {
-  return !n.name().empty() ? n.name() : n.output_size() == 0 ? n.op_type() : n.output(0);
+  return clean_label(!n.name().empty() ? n.name() : n.output_size() == 0 ? n.op_type() : n.output(0));
 }
 
 // Every node input is defined before it is read (graph inputs, initializers, earlier nodes'

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,18 +10,25 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unordered_map>
 
 #include "jouleprof/core/integrate.hpp"
+#include "jouleprof/core/progress.hpp"
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/markers.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
+#include "jouleprof/core/files.hpp"
+#include "jouleprof/core/parse.hpp"
 
 namespace jouleprof {
 namespace {
@@ -37,6 +45,33 @@ bool sleep_for(double seconds) {
   return interrupting_signal() == 0;
 }
 
+std::string temp_root() {
+  const char* t = std::getenv("TMPDIR");
+  return t != nullptr && *t == '/' ? std::string(t) : std::string("/tmp");
+}
+
+// A jouleprof killed with SIGKILL cannot remove its marker folder; the next one does: folders
+// named jouleprof-PID-XXXXXX whose PID is gone, owned by us, holding only the FIFO.
+void remove_stale_channels(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("jouleprof-", 0) != 0) continue;
+    const std::size_t dash = name.find('-', 10);
+    if (dash == std::string::npos || dash == 10 || name.size() != dash + 7) continue;
+    const std::string pid_text = name.substr(10, dash - 10);
+    if (pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) continue;
+    const std::string fifo = (it->path() / "markers").string();
+    if (lstat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) ::unlink(fifo.c_str());
+    ::rmdir(it->path().c_str());  // fails, harmlessly, when anything else is inside
+  }
+}
+
 // The FIFO the workload writes markers to, and the thread that applies them to the Monitor.
 class MarkerChannel {
  public:
@@ -44,8 +79,13 @@ class MarkerChannel {
   ~MarkerChannel() { close(); }
 
   Result<void> open() {
-    char tmpl[] = "/tmp/jouleprof-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return make_error(Errc::io, "cannot create a temporary directory");
+    const std::string tmp = temp_root();
+    remove_stale_channels(tmp);
+    std::string tmpl = tmp + "/jouleprof-" + std::to_string(getpid()) + "-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return make_error(Errc::io, "cannot create a temporary directory in " + tmp + ": " + std::strerror(errno) +
+                                      " (set TMPDIR to a writable folder)");
+    }
     dir_ = tmpl;
     path_ = dir_ + "/markers";
     if (mkfifo(path_.c_str(), 0600) != 0) return make_error(Errc::io, "cannot create marker FIFO " + path_);
@@ -112,15 +152,27 @@ class MarkerChannel {
     const Marker& m = **parsed;
     const double t = m.unix_s ? mon_.timebase().from_realtime_ns(static_cast<int64_t>(std::llround(*m.unix_s * 1e9)))
                               : now;
+    // An explicit time outside the measurement (before its start, or later than now) cannot be
+    // a phase edge of this run: a window there would be a wrong figure, not a missing one.
+    if (m.unix_s && (t < 0 || t > now + 1.0)) {
+      warn("marker line " + std::to_string(line_no_) + ": t=" + fmt::format("{:.3f}", *m.unix_s) + " is " +
+           (t < 0 ? fmt::format("{:.3g} s before the measurement began", -t) : fmt::format("{:.3g} s in the future", t - now)) +
+           "; line ignored");
+      return;
+    }
     switch (m.kind) {
       case Marker::Kind::begin:
-        mon_.begin_at(m.name, t, "phase", run_);
+        begun_at_[mon_.begin_at(m.name, t, "phase", run_)] = t;
         break;
       case Marker::Kind::end: {
         auto id = mon_.find(m.name);
         if (!id) {
           warn("marker line " + std::to_string(line_no_) + ": 'end " + m.name + "' without a matching begin");
         } else {
+          if (auto b = begun_at_.find(*id); b != begun_at_.end() && t < b->second) {
+            warn("marker line " + std::to_string(line_no_) + ": 'end " + m.name + "' is " +
+                 fmt::format("{:.3g}", b->second - t) + " s before its begin; the window is incomplete");
+          }
           mon_.end_at(*id, t);
         }
         break;
@@ -147,6 +199,7 @@ class MarkerChannel {
   std::thread thread_;
   int run_ = -1;
   std::optional<Monitor::WindowId> run_window_;
+  std::unordered_map<Monitor::WindowId, double> begun_at_;
   std::size_t line_no_ = 0, bad_lines_ = 0;
 };
 
@@ -173,11 +226,29 @@ bool simulated_builtin_run(Monitor& mon, const GpuSet& gpus, int run) {
   return ok;
 }
 
-void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::vector<std::string>& warnings) {
+void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::vector<std::string>& warnings,
+                                 Progress& progress) {
   const double start = mon.timebase().now_s();
   while (mon.timebase().now_s() - start < opt.cooldown_max_s) {
     if (!sleep_for(1.0)) return;
     const double now = mon.timebase().now_s();
+    // The readout: hottest GPU now and the widest range over the last 5 s.
+    double hottest = NAN, widest = 0;
+    for (std::size_t g = 0; g < mon.sampler().gpu_count(); ++g) {
+      const auto s = mon.sampler().slice(g, Metric::temperature_c, now - 5.0, now);
+      if (s.empty()) continue;
+      double lo = s.front().value, hi = lo;
+      for (const auto& x : s) {
+        lo = std::min(lo, x.value);
+        hi = std::max(hi, x.value);
+      }
+      hottest = std::isnan(hottest) ? s.back().value : std::max(hottest, s.back().value);
+      widest = std::max(widest, hi - lo);
+    }
+    if (!std::isnan(hottest)) {
+      progress.note(fmt::format("cool-down {:.0f}/{:.0f} s: GPU {:.0f} °C, varies {:.1f} °C over 5 s (stable: ≤ {:g} °C)",
+                                now - start, opt.cooldown_max_s, hottest, widest, opt.cooldown_tolerance_c));
+    }
     if (now - start < 5.0) continue;
     bool stable = true;
     for (std::size_t g = 0; g < mon.sampler().gpu_count(); ++g) {
@@ -197,10 +268,55 @@ void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::v
 
 }  // namespace
 
+void set_idle_baseline(Monitor& mon, Monitor::WindowId idle_window, std::vector<std::string>& warnings) {
+  mon.sync_counters();
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // samples past the edge
+  auto e = mon.energy(idle_window);
+  if (!e) return;
+  // A GPU that just finished work takes seconds to settle (measured on H100: ~125 W for
+  // ~2.5 s, then ~70 W), so the baseline is the second half of the idle window, and a first
+  // half that differs says the GPU had not settled.
+  std::vector<std::optional<double>> idle;
+  const double mid = 0.5 * (e->t0_s + e->t1_s);
+  for (std::size_t g = 0; g < e->gpus.size(); ++g) {
+    const auto s = mon.sampler().slice(g, Metric::power_sample_w, e->t0_s - 1, e->t1_s + 1);
+    if (s.size() < 4) {
+      idle.emplace_back(e->gpus[g].mean_power_w);
+      continue;
+    }
+    const double first = integrate_trapezoid(s, e->t0_s, mid).mean_power_w();
+    const double second = integrate_trapezoid(s, mid, e->t1_s).mean_power_w();
+    idle.emplace_back(second);
+    if (std::fabs(first - second) > std::max(5.0, 0.05 * second)) {
+      warnings.push_back(fmt::format(
+          "GPU {} was not settled at idle: {:.0f} W in the first half of the idle window, {:.0f} W in "
+          "the second (the baseline); lengthen --idle or wait before measuring",
+          mon.gpus().gpus[g]->info().index, first, second));
+    }
+  }
+  mon.set_idle_power(idle, fmt::format("second half of a {:.1f} s idle window before the runs", e->duration_s()));
+}
+
+void warn_short_windows(Measurement& m, const EnergyOptions& energy) {
+  for (const WindowResult& w : m.windows) {
+    if (w.kind != "phase" && w.kind != "window") continue;
+    for (const GpuEnergy& g : w.gpus) {
+      if (w.duration_s() < energy.counter_update_s) {
+        m.warnings.push_back("window '" + w.name + "' (" + std::to_string(w.duration_s() * 1e3).substr(0, 6) +
+                             " ms) is shorter than the energy counter's ~100 ms update: energy from the " +
+                             g.method + fmt::format(" ± {:.3g} J", g.uncertainty_j) +
+                             (g.note.empty() ? "" : " (" + g.note + ")"));
+        break;
+      }
+    }
+  }
+}
+
 Result<std::vector<std::optional<double>>> idle_power_from_result(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot open " + path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  if (json_too_deep(*text)) return make_error(Errc::parse, path + ": not a JSON result (nested too deep)");
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return make_error(Errc::parse, path + ": not a JSON result");
   if (!j.contains("schema_version") || j["schema_version"] != kResultSchemaVersion) {
     return make_error(Errc::parse, path + ": not a jouleprof result of schema version " +
@@ -221,7 +337,18 @@ Result<std::vector<std::optional<double>>> idle_power_from_result(const std::str
 Result<Measurement> run_measure(const MeasureOptions& opt) {
   if (opt.runs < 1) return make_error(Errc::invalid_argument, "--runs must be at least 1");
   if (opt.warmup < 0) return make_error(Errc::invalid_argument, "--warmup must be >= 0");
-  if (opt.idle_s < 0) return make_error(Errc::invalid_argument, "--idle must be >= 0 seconds");
+  // The library checks what it computes with (NaN compares false, so each test is "not in range").
+  if (!(opt.idle_s >= 0 && opt.idle_s <= 86400)) return make_error(Errc::invalid_argument, "--idle must be 0 to 86400 seconds");
+  if (!(opt.sim_active_w >= 0 && opt.sim_active_w <= 10000)) {
+    return make_error(Errc::invalid_argument, "--sim-power must be 0 to 10000 W");
+  }
+  if (opt.cooldown && !(opt.cooldown_max_s >= 0 && opt.cooldown_max_s <= 86400 && opt.cooldown_tolerance_c > 0 &&
+                        opt.cooldown_tolerance_c <= 100)) {
+    return make_error(Errc::invalid_argument, "--cooldown-max must be 0 to 86400 s and --cooldown-tolerance above 0 and at most 100 °C");
+  }
+  if (!(opt.ci_warn_relative >= 0 && opt.ci_warn_relative <= 100)) {
+    return make_error(Errc::invalid_argument, "--ci-warn must be 0 to 10000 %");
+  }
   install_signal_forwarding();
   auto created = Monitor::create(opt.monitor);
   if (!created) return created.error();
@@ -251,33 +378,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
     const bool ok = sleep_for(opt.idle_s);
     mon.end_at(id, std::nullopt, ok);
-    mon.sync_counters();
-    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // samples past the edge
-    auto e = mon.energy(id);
-    if (e && ok) {
-      // A GPU that just finished work takes seconds to settle (measured on H100: ~125 W for
-      // ~2.5 s, then ~70 W), so the baseline is the second half of the idle window, and a first
-      // half that differs says the GPU had not settled.
-      std::vector<std::optional<double>> idle;
-      const double mid = 0.5 * (e->t0_s + e->t1_s);
-      for (std::size_t g = 0; g < e->gpus.size(); ++g) {
-        const auto s = mon.sampler().slice(g, Metric::power_sample_w, e->t0_s - 1, e->t1_s + 1);
-        if (s.size() < 4) {
-          idle.emplace_back(e->gpus[g].mean_power_w);
-          continue;
-        }
-        const double first = integrate_trapezoid(s, e->t0_s, mid).mean_power_w();
-        const double second = integrate_trapezoid(s, mid, e->t1_s).mean_power_w();
-        idle.emplace_back(second);
-        if (std::fabs(first - second) > std::max(5.0, 0.05 * second)) {
-          warnings.push_back(fmt::format(
-              "GPU {} was not settled at idle: {:.0f} W in the first half of the idle window, {:.0f} W in "
-              "the second (the baseline); lengthen --idle or wait before measuring",
-              mon.gpus().gpus[g]->info().index, first, second));
-        }
-      }
-      mon.set_idle_power(idle, fmt::format("second half of a {:.1f} s idle window before the runs", opt.idle_s));
-    }
+    if (ok) set_idle_baseline(mon, id, warnings);
   }
 
   MarkerChannel markers(mon, warnings);
@@ -287,18 +388,21 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   int exit_code = 0;
   std::string incomplete;
   const std::vector<std::string>& argv = builtin ? opt.builtin_command : opt.command;
+  Progress progress("run", opt.warmup + opt.runs, opt.show_progress);
   for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
     const bool warm = i < opt.warmup;
     if (opt.cooldown && i > 0) {
-      say("cool-down: waiting for a stable GPU temperature");
-      wait_for_stable_temperature(mon, opt, warnings);
+      if (!opt.show_progress) say("cool-down: waiting for a stable GPU temperature");
+      wait_for_stable_temperature(mon, opt, warnings, progress);
       if (interrupting_signal() != 0) break;
     }
     RunInfo run;
     run.index = i;
     run.warmup = warm;
-    say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
-        std::to_string(warm ? opt.warmup : opt.runs));
+    if (!opt.show_progress) {
+      say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
+          std::to_string(warm ? opt.warmup : opt.runs));
+    }
     const auto id = mon.begin_at(warm ? "warmup" : "run", std::nullopt, warm ? "warmup" : "run", i);
     run.window = static_cast<int>(id);
     markers.set_run(i, id);
@@ -349,8 +453,19 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
     mon.end_at(id, std::nullopt, run.complete);
     runs.push_back(run);
+    if (opt.show_progress) {
+      // The last point's figure: the run's GPU energy so far (the final figures come at the end).
+      std::string last = warm ? "warm-up" : "";
+      if (auto e = mon.energy(id); e && !warm) {
+        double j = 0;
+        for (const auto& g : e->gpus) j += g.energy_j;
+        last = fmt::format("{:.1f} J in {:.2f} s", j, e->t1_s - e->t0_s);
+      }
+      progress.step(last);
+    }
     if (!run.complete) break;
   }
+  progress.done();
   markers.close();
   mon.sync_counters();
   // Let the driver's buffer fill past the last edge before the final drain.
@@ -360,10 +475,30 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   m.command = opt.command;
   m.builtin_workload = builtin;
   if (builtin) m.command = sim ? std::vector<std::string>{"(built-in simulated LLM-like workload)"} : opt.builtin_command;
-  m.tags = opt.tags;
-  m.invocation = opt.invocation;
+  // Text from the command line enters the result through the text layer: the workload ran with
+  // its exact bytes, the result keeps valid UTF-8 and says when something was replaced.
+  bool replaced = false;
+  m.tags.clear();
+  for (const auto& [k, v] : opt.tags) {
+    bool ck = false, cv = false;
+    m.tags[clean_label(k, &ck)] = clean_label(v, &cv);
+    if (ck || cv) warnings.push_back("tag '" + clean_label(k) + "': not valid UTF-8 or holding control characters; "
+                                     "stored with U+FFFD / \\xNN in their place");
+  }
+  for (std::string& a : m.command) {
+    bool r = false;
+    a = to_valid_utf8(a, &r);
+    replaced |= r;
+  }
+  m.invocation.clear();
+  for (const std::string& a : opt.invocation) {
+    bool r = false;
+    m.invocation.push_back(to_valid_utf8(a, &r));
+    replaced |= r;
+  }
+  if (replaced) warnings.push_back("the command line holds bytes that are not valid UTF-8; stored with U+FFFD in their place");
   m.runs = runs;
-  m.warnings.insert(m.warnings.begin(), warnings.begin(), warnings.end());
+  m.warnings.insert(m.warnings.begin(), warnings.begin(), warnings.end());  // after the text checks above
   m.exit_code = exit_code;
   if (const int sig = interrupting_signal(); sig != 0) {
     m.complete = false;
@@ -380,11 +515,26 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     m.complete = false;
     m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) + " runs done";
   }
-  for (const auto& st : m.gpu_state) {
-    if (st.lost_at_s && m.complete) {
+  for (std::size_t g = 0; g < m.gpu_state.size(); ++g) {
+    const auto& lost = m.gpu_state[g].lost_at_s;
+    if (!lost) continue;
+    if (m.complete) {
       m.complete = false;
-      m.incomplete_reason = "a GPU stopped answering during the measurement";
+      m.incomplete_reason = "GPU " + std::to_string(m.gpus[g].index) + " stopped answering " +
+                            fmt::format("{:.3f}", *lost) + " s into the measurement";
     }
+    // A window that reaches past the loss lacks that GPU's energy: it is not a complete figure.
+    for (WindowResult& w : m.windows) {
+      if (w.t1_s >= *lost) w.complete = false;
+    }
+    for (RunInfo& r : m.runs) {
+      if (r.window >= 0 && static_cast<std::size_t>(r.window) < m.windows.size() &&
+          !m.windows[static_cast<std::size_t>(r.window)].complete && r.complete) {
+        r.complete = false;
+        r.reason = "a GPU stopped answering";
+      }
+    }
+    if (m.exit_code == 0) m.exit_code = 3;  // README "Exit codes": GPU/driver unavailable
   }
 
   // External meter: aligned by wall-clock time onto the run time base.
@@ -409,19 +559,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
   }
 
-  // Warnings for windows shorter than the sensors resolve.
-  for (const WindowResult& w : m.windows) {
-    if (w.kind != "phase" && w.kind != "window") continue;
-    for (const GpuEnergy& g : w.gpus) {
-      if (w.duration_s() < opt.monitor.energy.counter_update_s) {
-        m.warnings.push_back("window '" + w.name + "' (" + std::to_string(w.duration_s() * 1e3).substr(0, 6) +
-                             " ms) is shorter than the energy counter's ~100 ms update: energy from the " +
-                             g.method + fmt::format(" ± {:.3g} J", g.uncertainty_j) +
-                             (g.note.empty() ? "" : " (" + g.note + ")"));
-        break;
-      }
-    }
-  }
+  warn_short_windows(m, opt.monitor.energy);
   summarize_repeats(m, opt.ci_warn_relative);
   fill_provenance(m);
   if (m.simulated) m.tags.emplace("simulated", "true");

@@ -2,7 +2,8 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <spawn.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,11 +30,20 @@ void handle(const siginfo_t& info) {
     int expected = 0;
     g_interrupt.compare_exchange_strong(expected, sig);
   }
-  // A terminal's Ctrl-C / Ctrl-\ already reached the child (same process group); forward only
-  // what was sent to jouleprof alone.
-  const bool from_terminal = info.si_code == SI_KERNEL;
+  // The workload leads its own process group (and holds the terminal while it runs, so a
+  // terminal's Ctrl-C reaches it directly): what reaches jouleprof goes to the whole group.
   const pid_t child = g_child.load();
-  if (child > 0 && !((sig == SIGINT || sig == SIGQUIT) && from_terminal)) kill(child, sig);
+  if (child > 0) kill(-child, sig);
+}
+
+// Gives the terminal to a process group; SIGTTOU blocked, as jouleprof may be in the background.
+void set_foreground(pid_t group) {
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  pthread_sigmask(SIG_BLOCK, &ttou, &old);
+  tcsetpgrp(STDIN_FILENO, group);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 // Collects pending signals, waiting up to `timeout_ms`.
@@ -78,21 +88,49 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   for (auto& s : env_store) env.push_back(s.data());
   env.push_back(nullptr);
 
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // The child starts with default dispositions and nothing blocked.
-  sigset_t defaults, none;
-  sigemptyset(&defaults);
-  sigemptyset(&none);
-  for (int s : kForwarded) sigaddset(&defaults, s);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), env.data());
-  posix_spawnattr_destroy(&attr);
+  // fork/exec rather than posix_spawn: the child needs a parent-death signal, so a SIGKILLed
+  // jouleprof takes its workload along instead of leaving it orphaned. Between fork and exec the
+  // child makes only async-signal-safe calls; an exec failure comes back through the pipe.
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return make_error(Errc::io, std::string("cannot start ") + argv[0] + ": pipe: " + std::strerror(errno));
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return make_error(Errc::io, "cannot start " + argv[0] + ": fork: " + std::strerror(err));
+  }
+  if (pid == 0) {
+    ::close(report[0]);
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // jouleprof died before the line above
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int s : kForwarded) sigaction(s, &dfl, nullptr);
+    sigaction(SIGPIPE, &dfl, nullptr);
+    sigaction(SIGTTOU, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execvpe(args[0], args.data(), env.data());
+    const int err = errno;
+    (void)!::write(report[1], &err, sizeof(err));
+    _exit(127);
+  }
+  ::close(report[1]);
+  setpgid(pid, pid);  // also here: whichever runs first, the group exists before signals go to it
+  int child_errno = 0;
+  ssize_t got;
+  do {
+    got = ::read(report[0], &child_errno, sizeof(child_errno));
+  } while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+  const int rc = got == static_cast<ssize_t>(sizeof(child_errno)) ? child_errno : 0;
   if (rc != 0) {
+    int ignored = 0;
+    waitpid(pid, &ignored, 0);
     if (rc == ENOENT) return make_error(Errc::exec, "command not found: " + argv[0]);
     if (rc == EACCES) return make_error(Errc::exec, "permission denied: " + argv[0]);
     return make_error(Errc::exec, "cannot start " + argv[0] + ": " + std::strerror(rc));
@@ -100,6 +138,11 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   ChildProcess c;
   c.pid_ = pid;
   g_child.store(pid);
+  // An interactive workload keeps the terminal: its group becomes the foreground one.
+  if (isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp()) {
+    set_foreground(pid);
+    c.took_terminal_ = true;
+  }
   return c;
 }
 
@@ -112,11 +155,14 @@ ChildStatus ChildProcess::wait() {
     if (r < 0 && errno != EINTR) {
       st.exit_code = 127;
       g_child.store(-1);
+      if (took_terminal_) set_foreground(getpgrp());
       return st;
     }
     collect(20);  // forwards signals while waiting; the child's exit is seen within 20 ms
   }
   g_child.store(-1);
+  if (took_terminal_) set_foreground(getpgrp());
+  kill(-pid_, SIGKILL);  // what the workload left running in its group ends with it
   if (WIFEXITED(status)) {
     st.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {

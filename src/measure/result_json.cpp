@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/measure/output.hpp"
 
 namespace jouleprof {
@@ -172,7 +173,8 @@ std::string result_to_json(const Measurement& m, int indent) {
     j[key] = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j[key].is_discarded()) j.erase(key);
   }
-  return j.dump(indent);
+  // Text entered through the text layer (core/text.hpp) is valid UTF-8; replace, never throw.
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string result_to_json_with_timelines(const Measurement& m, int indent) {
@@ -191,19 +193,11 @@ std::string result_to_json_with_timelines(const Measurement& m, int indent) {
   }
   if (!m.meter_power.empty()) arr.push_back(samples_json(m.meter_power, "meter", 0, "power_w"));
   j["timelines"] = std::move(arr);
-  return j.dump(indent);
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<void> write_result_json(const Measurement& m, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) return make_error(Errc::io, "cannot write " + path);
-    out << result_to_json(m) << "\n";
-    if (!out) return make_error(Errc::io, "cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return make_error(Errc::io, "cannot write " + path);
-  return {};
+  return write_file_atomic(path, result_to_json(m) + "\n");
 }
 
 }  // namespace jouleprof

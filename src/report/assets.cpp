@@ -1,6 +1,8 @@
 // Finding the charting library, and running Node.js / rsvg-convert / Chromium for static figures.
 #include "jouleprof/report/assets.hpp"
 
+#include "jouleprof/core/files.hpp"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -141,9 +143,9 @@ Result<std::string> render_svg(const ChartSpec& spec, int width, int height) {
   TempDir tmp;
   if (tmp.path.empty()) return make_error(Errc::io, "cannot create a temporary folder");
   const fs::path lib = tmp.path / "echarts.min.js", spec_path = tmp.path / "spec.json", script = tmp.path / "render.js";
-  std::ofstream(lib, std::ios::binary) << *js;
-  std::ofstream(spec_path, std::ios::binary) << spec.option_json;
-  std::ofstream(script) << kRenderJs;
+  for (const auto& [file, text] : {std::pair<fs::path, std::string_view>{lib, *js}, {spec_path, spec.option_json}, {script, kRenderJs}}) {
+    if (auto w = write_file_atomic(file.string(), text); !w) return w.error();
+  }
   const char* node_env = std::getenv("JOULEPROF_NODE");
   const std::string node = node_env != nullptr && *node_env != '\0' ? node_env : "node";
   const std::string out = (tmp.path / "out.svg").string(), err = (tmp.path / "err.txt").string();

@@ -1,6 +1,8 @@
 // Chrome trace-event JSON, written directly (a 2-hour 8-GPU run has millions of events).
 #include "jouleprof/report/trace.hpp"
 
+#include "jouleprof/core/files.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -154,16 +156,7 @@ std::string chrome_trace_json(const Measurement& m, const TraceOptions& o) {
 }
 
 Result<void> write_chrome_trace(const Measurement& m, const std::string& path, const TraceOptions& o) {
-  const std::string text = chrome_trace_json(m, o);
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return make_error(Errc::io, "cannot write " + path);
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return make_error(Errc::io, "cannot write " + path);
-  }
-  return {};
+  return write_file_atomic(path, chrome_trace_json(m, o));
 }
 
 }  // namespace jouleprof

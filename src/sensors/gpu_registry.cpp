@@ -6,6 +6,7 @@
 #include "jouleprof/sensors/sim_model.hpp"
 #include "nvml/nvml_gpu.hpp"
 #include "sim/sim_gpu.hpp"
+#include "jouleprof/core/files.hpp"
 
 namespace jouleprof {
 namespace {
@@ -21,7 +22,7 @@ Result<std::vector<std::string>> requested_ids(const GpuSelection& sel) {
   std::vector<std::string> ids = split_gpu_list(*sel.cuda_visible_devices);
   // CUDA stops at the first invalid entry; "-1" or "" hide every GPU.
   if (ids.empty() || ids.front() == "-1") {
-    return make_error(Errc::not_found, "CUDA_VISIBLE_DEVICES='" + *sel.cuda_visible_devices +
+    return make_error(Errc::unavailable, "CUDA_VISIBLE_DEVICES='" + *sel.cuda_visible_devices +
                                            "' hides every GPU; unset it or pass --gpus");
   }
   return ids;
@@ -51,6 +52,13 @@ Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
           is_index(id) ? std::stoul(id) == p.index
                        : (p.uuid.rfind(id, 0) == 0 || p.uuid.rfind("GPU-" + id, 0) == 0);
       if (match) {
+        // One GPU named twice (0,0 or an index and its UUID) would be measured twice.
+        for (std::size_t k = 0; k < out.size(); ++k) {
+          if (out[k] == p.index) {
+            return make_error(Errc::invalid_argument, "GPU " + std::to_string(p.index) + " is selected twice ('" +
+                                                          ids[k] + "' and '" + id + "'); name each GPU once");
+          }
+        }
         out.push_back(p.index);
         found = true;
         break;
@@ -61,7 +69,7 @@ Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
       for (const auto& p : present) {
         have += (have.empty() ? "" : ", ") + std::to_string(p.index) + ": " + p.uuid;
       }
-      return make_error(Errc::not_found,
+      return make_error(Errc::unavailable,
                         "GPU '" + id + "' not found (present: " + (have.empty() ? "none" : have) + ")");
     }
   }
@@ -74,11 +82,9 @@ Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>&
   cfg.initial.high_w = cfg.idle_w;
   cfg.noise_w = 3;
   if (!sel.sim_scenario.empty()) {
-    std::ifstream in(sel.sim_scenario);
-    if (!in) return make_error(Errc::not_found, "cannot open simulated-GPU scenario " + sel.sim_scenario);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto parsed = parse_sim_scenario(ss.str(), cfg);
+    auto text = read_text_file(sel.sim_scenario);
+    if (!text) return make_error(text.error().code, "simulated-GPU scenario: " + text.error().message);
+    auto parsed = parse_sim_scenario(*text, cfg);
     if (!parsed) return make_error(Errc::parse, sel.sim_scenario + ": " + parsed.error().message);
     cfg = *parsed;
   }
@@ -130,7 +136,7 @@ Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
     if ((*ctx)->api.DeviceGetUUID != nullptr) (*ctx)->api.DeviceGetUUID(dev, uuid, sizeof(uuid));
     present.push_back({i, uuid});
   }
-  if (present.empty()) return make_error(Errc::not_found, "NVML reports no GPU on this machine");
+  if (present.empty()) return make_error(Errc::unavailable, "NVML reports no GPU on this machine");
   auto which = resolve(*ids, present);
   if (!which) return which.error();
   GpuSet set;

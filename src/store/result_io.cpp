@@ -1,13 +1,27 @@
 // The inverse of result_to_json, plus optional embedded timelines (docs/store.md).
+// Type errors name their JSON path ("(/windows/3/t0_s) type must be number"). nlohmann 3.11
+// puts this mode in its ABI tag, so this file's json type is distinct from other files'.
+#define JSON_DIAGNOSTICS 1
+// GCC 12 sees an out-of-bounds read in that mode's parent links (a false positive of its
+// -Warray-bounds through inlined std::map code); the ASan run checks the real thing. Set before
+// any include: the warning is placed in the standard headers.
+#pragma GCC diagnostic ignored "-Warray-bounds"
+
 #include "jouleprof/store/result_io.hpp"
 
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "jouleprof/core/units.hpp"
+#include "jouleprof/core/files.hpp"
+#include "jouleprof/core/parse.hpp"
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/output.hpp"
 
 namespace jouleprof {
@@ -15,18 +29,93 @@ namespace {
 
 using nlohmann::json;
 
+[[noreturn]] void refuse(const json& at, const std::string& what) {
+  throw nlohmann::detail::type_error::create(302, what, &at);
+}
+
+// Numbers as the schema has them: integers in range of their field (2^80 is not an int64),
+// finite reals; anything else is refused with its JSON path.
+template <class T>
+T checked(const json& v) {
+  if constexpr (std::is_same_v<T, bool> || !std::is_arithmetic_v<T>) {
+    return v.get<T>();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!v.is_number_integer()) refuse(v, "expected an integer, found " + v.dump());
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) refuse(v, "integer out of range");
+    } else if (v.get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+               (std::is_signed_v<T> && v.get<int64_t>() > static_cast<int64_t>(std::numeric_limits<T>::max()))) {
+      refuse(v, "integer out of range");
+    }
+    return v.get<T>();
+  } else {
+    if (!v.is_number() || !std::isfinite(v.get<double>())) refuse(v, "expected a finite number");
+    return v.get<T>();
+  }
+}
+
 template <class T>
 std::optional<T> opt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
+  return checked<T>(*it);
 }
 
 template <class T>
 T get_or(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
+  return checked<T>(*it);
+}
+
+// "status": absent means complete (older results); anything but the two words is refused.
+bool complete_status(const json& j) {
+  auto it = j.find("status");
+  if (it == j.end() || it->is_null()) return true;
+  if (it->is_string() && *it == "complete") return true;
+  if (it->is_string() && *it == "incomplete") return false;
+  refuse(*it, "status must be \"complete\" or \"incomplete\", found " + it->dump());
+}
+
+const json& array_at(const json& j, const char* key) {
+  static const json empty = json::array();
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return empty;
+  if (!it->is_array()) refuse(*it, std::string(key) + " must be an array");
+  return *it;
+}
+
+// Cross-references a reader would follow: every index in range, no window its own ancestor,
+// times ordered. The message names the JSON path.
+std::optional<std::string> structure_error(const Measurement& m) {
+  const auto nw = static_cast<int>(m.windows.size());
+  // Only a result that says it is incomplete (e.g. a skipped bench configuration) may lack windows.
+  if (nw == 0 && m.complete) return "/windows: no windows (a complete result has at least its run window)";
+  for (int i = 0; i < nw; ++i) {
+    const WindowResult& w = m.windows[static_cast<std::size_t>(i)];
+    const std::string at = "/windows/" + std::to_string(i);
+    if (w.parent < -1 || w.parent >= nw) return at + "/parent: " + std::to_string(w.parent) + " is not a window index";
+    if (w.parent == i) return at + "/parent: a window cannot be its own parent";
+    int up = w.parent, steps = 0;
+    while (up >= 0 && steps++ <= nw) up = m.windows[static_cast<std::size_t>(up)].parent;
+    if (up >= 0) return at + "/parent: the parent chain is a cycle";
+    if (w.t1_s < w.t0_s) return at + ": t1_s is before t0_s";
+    if (w.gpus.size() != m.gpus.size()) return at + "/gpus: " + std::to_string(w.gpus.size()) + " entries for " + std::to_string(m.gpus.size()) + " GPUs";
+    if (w.run < -1) return at + "/run: " + std::to_string(w.run) + " is not a run index";
+    if (w.gpu_energy_j < 0) return at + "/gpu_energy_j: a negative energy";
+    for (std::size_t g = 0; g < w.gpus.size(); ++g) {
+      if (w.gpus[g].energy_j < 0 || w.gpus[g].uncertainty_j < 0) {
+        return at + "/gpus/" + std::to_string(g) + ": a negative energy or uncertainty";
+      }
+    }
+  }
+  for (std::size_t r = 0; r < m.runs.size(); ++r) {
+    if (m.runs[r].window < -1 || m.runs[r].window >= nw) {
+      return "/runs/" + std::to_string(r) + "/window: " + std::to_string(m.runs[r].window) + " is not a window index";
+    }
+  }
+  if (m.duration_s < 0) return "/duration_s: negative";
+  return std::nullopt;
 }
 
 Summary summary_from(const json& j) {
@@ -64,8 +153,9 @@ void read_timelines(const json& arr, Measurement& m) {
   m.cpu_energy.assign(m.cpu_domains.size(), {});
   m.meter_power.clear();
   for (const json& t : arr) {
+    if (!t.is_object()) refuse(t, "a timeline must be an object");
     const std::string source = t.at("source").get<std::string>();
-    const auto device = t.at("device").get<std::size_t>();
+    const auto device = checked<std::size_t>(t.at("device"));
     const std::string metric = t.at("metric").get<std::string>();
     const auto& ts = t.at("t_s");
     const auto& vs = t.at("value");
@@ -77,13 +167,13 @@ void read_timelines(const json& arr, Measurement& m) {
       if (!k) continue;  // a metric from a newer jouleprof: skipped
       if (device >= tls.size()) throw std::runtime_error("timeline for GPU " + std::to_string(device) + " of " + std::to_string(tls.size()));
       Series& s = tls[device]->series[static_cast<std::size_t>(*k)];
-      for (std::size_t i = 0; i < ts.size(); ++i) s.append(ts[i].get<double>(), vs[i].get<double>());
+      for (std::size_t i = 0; i < ts.size(); ++i) s.append(checked<double>(ts[i]), checked<double>(vs[i]));
     } else if (source == "cpu") {
       if (device >= m.cpu_energy.size()) throw std::runtime_error("timeline for CPU domain " + std::to_string(device));
       auto& v = m.cpu_energy[device];
-      for (std::size_t i = 0; i < ts.size(); ++i) v.push_back({ts[i].get<double>(), vs[i].get<double>()});
+      for (std::size_t i = 0; i < ts.size(); ++i) v.push_back({checked<double>(ts[i]), checked<double>(vs[i])});
     } else if (source == "meter") {
-      for (std::size_t i = 0; i < ts.size(); ++i) m.meter_power.push_back({ts[i].get<double>(), vs[i].get<double>()});
+      for (std::size_t i = 0; i < ts.size(); ++i) m.meter_power.push_back({checked<double>(ts[i]), checked<double>(vs[i])});
     }
   }
 }
@@ -92,12 +182,12 @@ Measurement from_json(const json& j) {
   Measurement m;
   m.schema_version = j.at("schema_version").get<int>();
   m.simulated = get_or(j, "simulated", false);
-  m.complete = get_or<std::string>(j, "status", "complete") == "complete";
+  m.complete = complete_status(j);
   m.incomplete_reason = get_or<std::string>(j, "incomplete_reason", "");
   m.exit_code = get_or(j, "exit_code", 0);
   m.command = get_or<std::vector<std::string>>(j, "command", {});
   m.builtin_workload = get_or(j, "builtin_workload", false);
-  m.tags = get_or<std::map<std::string, std::string>>(j, "tags", {});
+  for (const auto& [k, v] : get_or<std::map<std::string, std::string>>(j, "tags", {})) m.tags[clean_label(k)] = clean_label(v);
   m.origin_realtime_ns = get_or<int64_t>(j, "origin_realtime_ns", 0);
   m.duration_s = get_or(j, "duration_s", 0.0);
   if (auto p = j.find("provenance"); p != j.end() && p->is_object()) {
@@ -120,10 +210,10 @@ Measurement from_json(const json& j) {
       m.time_calibrations.push_back(cal);
     }
   }
-  for (const json& x : j.value("gpus", json::array())) {
+  for (const json& x : array_at(j, "gpus")) {
     GpuInfo i;
     i.index = get_or(x, "index", 0);
-    i.name = get_or<std::string>(x, "name", "");
+    i.name = clean_label(get_or<std::string>(x, "name", ""));
     i.uuid = get_or<std::string>(x, "uuid", "");
     i.pci_bus_id = get_or<std::string>(x, "pci_bus_id", "");
     i.driver_version = get_or<std::string>(x, "driver_version", "");
@@ -147,7 +237,7 @@ Measurement from_json(const json& j) {
     s.throttle_reasons_seen = get_or<std::vector<std::string>>(x, "throttle_reasons_seen", {});
     s.unsupported = get_or<std::vector<std::string>>(x, "unsupported_metrics", {});
     s.error_count = get_or<std::size_t>(x, "sensor_error_count", 0);
-    for (const json& e : x.value("sensor_errors", json::array())) {
+    for (const json& e : array_at(x, "sensor_errors")) {
       s.errors.push_back({get_or(e, "t_s", 0.0), get_or<std::string>(e, "message", "")});
     }
     s.lost_at_s = opt<double>(x, "lost_at_s");
@@ -158,29 +248,29 @@ Measurement from_json(const json& j) {
     m.cpu_unavailable_reason = get_or<std::string>(*c, "unavailable_reason", "");
   }
   m.meter_source = get_or<std::string>(j, "meter", "");
-  for (const json& r : j.value("runs", json::array())) {
+  for (const json& r : array_at(j, "runs")) {
     RunInfo ri;
     ri.index = get_or(r, "index", 0);
     ri.warmup = get_or(r, "warmup", false);
     ri.window = get_or(r, "window", -1);
     ri.exit_code = get_or(r, "exit_code", 0);
     ri.signal = get_or(r, "signal", 0);
-    ri.complete = get_or<std::string>(r, "status", "complete") == "complete";
+    ri.complete = complete_status(r);
     ri.reason = get_or<std::string>(r, "reason", "");
     m.runs.push_back(ri);
   }
-  for (const json& w : j.value("windows", json::array())) {
+  for (const json& w : array_at(j, "windows")) {
     WindowResult wr;
-    wr.name = w.at("name").get<std::string>();
+    wr.name = clean_label(w.at("name").get<std::string>());  // printed in tables: one line, no controls
     wr.kind = get_or<std::string>(w, "kind", "window");
     wr.run = get_or(w, "run", -1);
     wr.parent = get_or(w, "parent", -1);
-    wr.t0_s = w.at("t0_s").get<double>();
-    wr.t1_s = w.at("t1_s").get<double>();
-    wr.complete = get_or<std::string>(w, "status", "complete") == "complete";
+    wr.t0_s = checked<double>(w.at("t0_s"));
+    wr.t1_s = checked<double>(w.at("t1_s"));
+    wr.complete = complete_status(w);
     wr.gpu_energy_j = get_or(w, "gpu_energy_j", 0.0);
     wr.gpu_above_idle_j = opt<double>(w, "gpu_above_idle_energy_j");
-    for (const json& g : w.value("gpus", json::array())) {
+    for (const json& g : array_at(w, "gpus")) {
       GpuEnergy e;
       e.energy_j = get_or(g, "energy_j", 0.0);
       e.method = get_or<std::string>(g, "method", "");
@@ -206,18 +296,19 @@ Measurement from_json(const json& j) {
         if (domain.size() > kSuffix.size() && domain.compare(domain.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
           domain.resize(domain.size() - kSuffix.size());
         }
-        wr.cpu.push_back({domain, val.get<double>()});
+        wr.cpu.push_back({domain, checked<double>(val)});
       }
     }
     wr.meter_j = opt<double>(w, "meter_energy_j");
     wr.meter_uncertainty_j = get_or(w, "meter_uncertainty_j", 0.0);
-    wr.counts = get_or<std::map<std::string, double>>(w, "counts", {});
+    for (const auto& [k, v] : get_or<std::map<std::string, double>>(w, "counts", {})) wr.counts[clean_label(k)] = v;
     m.windows.push_back(wr);
   }
   if (auto st = j.find("statistics"); st != j.end() && st->is_object()) {
-    for (const auto& [what, s] : st->items()) m.stats.push_back({what, summary_from(s)});
+    // Runs stored before the per-count keys were made singular read as now (core/units.hpp).
+    for (const auto& [what, s] : st->items()) m.stats.push_back({normalize_per_count_key(what), summary_from(s)});
   }
-  m.warnings = get_or<std::vector<std::string>>(j, "warnings", {});
+  for (const std::string& w : get_or<std::vector<std::string>>(j, "warnings", {})) m.warnings.push_back(clean_label(w));
   // Every other top-level section (e.g. "llm" from bench llm) is kept verbatim.
   static const std::set<std::string> kFields = {
       "schema_version", "simulated", "status", "incomplete_reason", "exit_code", "command", "builtin_workload", "tags",
@@ -233,6 +324,10 @@ Measurement from_json(const json& j) {
 }  // namespace
 
 Result<Measurement> measurement_from_json(const std::string& text) {
+  if (auto at = json_too_deep(text)) {
+    return make_error(Errc::parse, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                                       std::to_string(*at) + "); not a jouleprof result");
+  }
   json j;
   try {
     j = json::parse(text);
@@ -250,32 +345,35 @@ Result<Measurement> measurement_from_json(const std::string& text) {
                                                   " is not supported (this jouleprof reads " +
                                                   std::to_string(kResultSchemaVersion) + ")");
   }
+  Measurement m;
   try {
-    return from_json(j);
+    m = from_json(j);
   } catch (const std::exception& e) {
     return make_error(Errc::parse, std::string("malformed result: ") + e.what());
   }
+  if (auto why = structure_error(m)) return make_error(Errc::parse, "malformed result: " + *why);
+  return m;
 }
 
 Result<Measurement> read_result_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(Errc::not_found, "cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto m = measurement_from_json(ss.str());
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  auto m = measurement_from_json(*text);
   if (!m) return make_error(m.error().code, path + ": " + m.error().message);
   return m;
 }
 
 Result<std::vector<Measurement>> read_result_documents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(Errc::not_found, "cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  auto read = read_text_file(path);
+  if (!read) return read.error();
+  const std::string& text = *read;
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   std::vector<Measurement> out;
   if (first != std::string::npos && text[first] == '[') {
+    if (auto at = json_too_deep(text)) {
+      return make_error(Errc::parse, path + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                                         std::to_string(*at) + ")");
+    }
     json arr;
     try {
       arr = json::parse(text);
@@ -296,8 +394,9 @@ Result<std::vector<Measurement>> read_result_documents(const std::string& path) 
 }
 
 Result<void> read_timeline_csv(const std::string& path, Measurement& m) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot read " + path);
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  std::istringstream in(*text);
   auto tls = ensure_timelines(m);
   m.cpu_energy.assign(m.cpu_domains.size(), {});
   m.meter_power.clear();
@@ -321,8 +420,9 @@ Result<void> read_timeline_csv(const std::string& path, Measurement& m) {
     }
     double t = 0, v = 0;
     if (std::from_chars(f[0].data(), f[0].data() + f[0].size(), t).ec != std::errc{} ||
-        std::from_chars(f[3].data(), f[3].data() + f[3].size(), v).ec != std::errc{}) {
-      return bad("not a number");
+        std::from_chars(f[3].data(), f[3].data() + f[3].size(), v).ec != std::errc{} || !std::isfinite(t) ||
+        !std::isfinite(v)) {
+      return bad("not a finite number");
     }
     const std::string_view dev = f[1];
     const std::string metric(f[2]);

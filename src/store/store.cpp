@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/store/result_io.hpp"
 #include "schema.hpp"
@@ -127,7 +128,28 @@ Result<Store> Store::open(const std::string& path, Mode mode, int busy_timeout_m
   impl->path = path;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (mode == Mode::write) flags |= SQLITE_OPEN_CREATE;
-  if (sqlite3_open_v2(path.c_str(), &impl->db, flags, nullptr) != SQLITE_OK) {
+  // A store we may not write (a read-only file or folder, e.g. an archive) is still readable:
+  // WAL needs a writable -shm beside it, so it is opened immutable (nobody can be writing it).
+  std::string uri = path;
+  if (mode == Mode::read && exists) {
+    const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+    if (::access(path.c_str(), W_OK) != 0 || ::access(dir.c_str(), W_OK) != 0) {
+      std::string escaped;
+      for (char c : fs::absolute(path, ec).string()) {
+        if (c == '%' || c == '?' || c == '#') {
+          static constexpr char kHex[] = "0123456789ABCDEF";
+          escaped += '%';
+          escaped += kHex[(static_cast<unsigned char>(c) >> 4) & 0xF];
+          escaped += kHex[static_cast<unsigned char>(c) & 0xF];
+        } else {
+          escaped += c;
+        }
+      }
+      uri = "file:" + escaped + "?mode=ro&immutable=1";
+      flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+    }
+  }
+  if (sqlite3_open_v2(uri.c_str(), &impl->db, flags, nullptr) != SQLITE_OK) {
     return sqlite_error(impl->db, "cannot open run store " + path);
   }
   sqlite3_busy_timeout(impl->db, busy_timeout_ms);
@@ -143,6 +165,17 @@ Result<Store> Store::open(const std::string& path, Mode mode, int busy_timeout_m
   if (!ver) return ver.error();
   auto tables = query_int(impl->db, "SELECT count(*) FROM sqlite_master", path);  // 0: an empty file
   if (!tables) return tables.error();
+  if (*tables > 0) {
+    // A damaged page would otherwise show as some runs missing, with no error (docs/store.md).
+    auto qc = Stmt::prepare(impl->db, "PRAGMA quick_check(1)");
+    if (!qc) return make_error(qc.error().code, qc.error().message + " (corrupt run store)");
+    const int rc = qc->step();
+    const std::string verdict = rc == SQLITE_ROW ? qc->text(0) : std::string(sqlite3_errmsg(impl->db));
+    if (verdict != "ok") {
+      return make_error(Errc::parse, path + " is a corrupt run store (SQLite quick_check: " + verdict +
+                                         "); restore it from a copy, or read what is left with the sqlite3 tool's .recover");
+    }
+  }
   JP_TRY(exec(impl->db, "COMMIT", path));
   const bool empty = *app == 0 && *ver == 0 && *tables == 0;
   if (!empty && *app != detail::kStoreApplicationId) {
@@ -242,6 +275,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
   std::string fingerprint = std::to_string(m.origin_realtime_ns) + "@" + m.host;
   std::string command_text;
   for (const std::string& a : m.command) command_text += (command_text.empty() ? "" : " ") + a;
+  command_text = for_terminal(command_text);  // listed on terminals: no control characters
   int measured = 0;
   for (const RunInfo& r : m.runs) measured += (!r.warmup && r.complete) ? 1 : 0;
   const Summary* energy = find_stat(m, "gpu_energy_j");
@@ -270,7 +304,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
     } else {
       run->bind(1, fingerprint);
     }
-    run->bind(2, now_realtime_ns()).bind(3, m.origin_realtime_ns).bind(4, json(m.command).dump()).bind(5, command_text);
+    run->bind(2, now_realtime_ns()).bind(3, m.origin_realtime_ns).bind(4, json(m.command).dump(-1, ' ', false, json::error_handler_t::replace)).bind(5, command_text);
     run->bind(6, m.host).bind(7, m.complete ? "complete" : "incomplete").bind(8, m.simulated).bind(9, m.duration_s);
     run->bind(10, measured);
     run->bind(11, energy != nullptr && energy->n > 0 ? std::optional<double>(energy->mean) : std::nullopt);
@@ -284,7 +318,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
     if (!tag) return tag.error();
     for (const auto& [k, v] : m.tags) {
       tag->reset();
-      tag->bind(1, id).bind(2, k).bind(3, v);
+      tag->bind(1, id).bind(2, clean_label(k)).bind(3, clean_label(v));  // as measurement_from_json reads them
       if (tag->step() != SQLITE_DONE) return err("writing tags");
     }
     auto dev = Stmt::prepare(db,
@@ -312,7 +346,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
       win->reset();
       win->bind(1, id).bind(2, w).bind(3, x.name).bind(4, x.kind).bind(5, x.run).bind(6, x.parent).bind(7, x.t0_s);
       win->bind(8, x.t1_s).bind(9, x.complete).bind(10, x.gpu_energy_j).bind(11, x.gpu_above_idle_j).bind(12, x.meter_j);
-      win->bind(13, json(x.counts).dump());
+      win->bind(13, json(x.counts).dump(-1, ' ', false, json::error_handler_t::replace));
       if (win->step() != SQLITE_DONE) return err("writing windows");
       for (std::size_t g = 0; g < x.gpus.size(); ++g) {
         const GpuEnergy& e = x.gpus[g];
@@ -553,10 +587,11 @@ Result<int64_t> Store::latest_id() {
 Result<int64_t> resolve_run_ref(Store& store, const std::string& ref) {
   std::size_t back = 0;
   if (ref == "last" || ref.rfind("last~", 0) == 0) {
-    if (ref.size() > 5) {
+    if (ref != "last") {
+      // "last~" alone would otherwise mean the newest run: a command that deletes must not guess.
       const std::string n = ref.substr(5);
-      if (n.empty() || !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return make_error(Errc::invalid_argument, "bad run reference '" + ref + "' (want ID, last or last~N)");
+      if (n.empty() || n.size() > 9 || !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return make_error(Errc::invalid_argument, "bad run reference '" + ref + "' (want ID, last or last~N with N a number)");
       }
       back = std::stoul(n);
     }
@@ -580,6 +615,7 @@ Result<int64_t> parse_time_filter(const std::string& text, int64_t now_ns) {
                       "bad time '" + text + "' (want YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] in UTC, or an age like 30m, 12h, 7d)");
   };
   if (text.size() >= 2 && std::all_of(text.begin(), text.end() - 1, [](char c) { return c >= '0' && c <= '9'; })) {
+    if (text.size() > 12) return bad();
     const char unit = text.back();
     const int64_t n = std::stoll(text.substr(0, text.size() - 1));
     int64_t s = 0;
@@ -588,7 +624,9 @@ Result<int64_t> parse_time_filter(const std::string& text, int64_t now_ns) {
     if (unit == 'h') s = 3600;
     if (unit == 'd') s = 86400;
     if (s == 0) return bad();
-    return now_ns - n * s * 1000000000;
+    int64_t ns = 0;
+    if (__builtin_mul_overflow(n, s * 1000000000, &ns) || __builtin_sub_overflow(now_ns, ns, &ns)) return bad();
+    return ns;
   }
   std::tm tm{};
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;

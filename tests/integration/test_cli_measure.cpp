@@ -39,7 +39,7 @@ TEST(CliMeasure, MeasuresACommandWithPhasesFromMarkers) {
     EXPECT_GE(w["run"].get<int>(), 0);
   }
   EXPECT_EQ(phases, 4);
-  EXPECT_TRUE(j["statistics"].contains("phase:decode:gpu_energy_per_tokens_j"));
+  EXPECT_TRUE(j["statistics"].contains("phase:decode:gpu_energy_per_token_j"));
   EXPECT_EQ(j["statistics"]["gpu_energy_j"]["n"], 2);
   EXPECT_NE(r.out.find("prefill"), std::string::npos);
   const std::string timeline = jp_test::read_file(csv);

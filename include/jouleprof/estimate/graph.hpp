@@ -39,7 +39,11 @@ const char* to_string(OpClass c);
 
 using Shape = std::vector<int64_t>;
 std::string to_string(const Shape& s);
+/// Element count; INT64_MAX when the product does not fit 64 bits (estimate() then refuses the
+/// graph, naming the tensor, instead of computing with a wrapped, negative size).
 int64_t numel(const Shape& s);
+/// Whether every dimension is positive and the element count fits 64 bits.
+bool numel_fits(const Shape& s);
 
 struct Tensor {
   std::string name;

@@ -34,11 +34,22 @@ struct MeasureOptions {
   std::vector<std::string> extra_env;  ///< "K=V" entries added to the workload's environment (trace: CUDA_INJECTION64_PATH ...)
   std::vector<std::string> invocation;  ///< jouleprof's own command line, for provenance
   std::function<void(const std::string&)> progress;  ///< one line per event (stderr)
+  /// Show "run i/N · elapsed · ETA · last: E J" and the cool-down's temperature on stderr
+  /// (core/progress.hpp); the CLI sets it when stderr is a terminal or --progress is given.
+  bool show_progress = false;
 };
 
 /// Runs the whole measurement. Errors are returned only for failures before anything was
 /// measured (no GPU, command not found ...); later faults give an incomplete result.
 Result<Measurement> run_measure(const MeasureOptions& opt);
+
+/// Sets the monitor's idle baseline from a closed idle window (kind "idle"): per GPU, the mean
+/// power of its second half; a warning when the first half differs (the GPU had not settled).
+void set_idle_baseline(Monitor& mon, Monitor::WindowId idle_window, std::vector<std::string>& warnings);
+
+/// Adds a warning for each phase/window shorter than the energy counter's update period,
+/// naming the method its energy came from and its uncertainty.
+void warn_short_windows(Measurement& m, const EnergyOptions& energy);
 
 /// Idle power per GPU from an earlier result JSON (the idle baseline it measured).
 Result<std::vector<std::optional<double>>> idle_power_from_result(const std::string& path);

@@ -16,17 +16,19 @@ struct ChildStatus {
 
 class ChildProcess {
  public:
-  /// Starts argv[0] (searched in PATH) with extra environment entries ("K=V").
+  /// Starts argv[0] (searched in PATH) with extra environment entries ("K=V"), as the leader of
+/// its own process group, with a parent-death signal (SIGKILL) so it never outlives jouleprof.
   /// Errc::exec when the command does not exist or cannot be executed.
   static Result<ChildProcess> spawn(const std::vector<std::string>& argv,
                                     const std::vector<std::string>& extra_env);
   pid_t pid() const { return pid_; }
-  /// Waits for the child, forwarding meanwhile the signals sent to jouleprof (SIGINT and SIGQUIT
-  /// only when they come from kill(), not the terminal, which already signals the child).
+  /// Waits for the child, forwarding meanwhile the signals sent to jouleprof to the child's
+  /// process group; then ends whatever the workload left running in that group.
   ChildStatus wait();
 
  private:
   pid_t pid_ = -1;
+  bool took_terminal_ = false;  ///< the child's group was made the terminal's foreground group
 };
 
 /// Blocks SIGINT/TERM/HUP/QUIT/USR1/USR2 in the calling thread (and the threads it starts later)

@@ -1,6 +1,8 @@
 #include "jouleprof/sensors/meter_csv.hpp"
 
 #include "jouleprof/core/parse.hpp"
+#include "jouleprof/core/text.hpp"
+#include "jouleprof/core/files.hpp"
 
 #include <cmath>
 #include <ctime>
@@ -32,7 +34,8 @@ std::vector<std::string> split_csv(const std::string& line) {
 
 // "YYYY-MM-DD HH:MM:SS[.fff]" (space or 'T'), or plain unix seconds.
 bool parse_time(const std::string& s, bool utc, double& unix_s) {
-  if (parse_finite_double(s, unix_s)) return unix_s > 0;
+  // Up to the year 2255: the time in nanoseconds fits 64 bits (1e300 would not).
+  if (parse_finite_double(s, unix_s)) return unix_s > 0 && unix_s <= 9e9;
   int Y = 0, M = 0, D = 0, h = 0, m = 0;
   double sec = 0;
   char sep = 0;
@@ -64,7 +67,7 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
   std::string line;
   int no = 0;
   auto fail = [&](const std::string& what) {
-    return make_error(Errc::parse, source + " line " + std::to_string(no) + ": " + what);
+    return make_error(Errc::parse, clean_label(source + " line " + std::to_string(no) + ": " + what));
   };
   std::vector<std::string> header;
   while (header.empty() && std::getline(in, line)) {
@@ -98,7 +101,7 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
                              : "no column named '" + want + "'");
   }
   MeterLog log;
-  log.column = header[static_cast<std::size_t>(pcol)];
+  log.column = clean_label(header[static_cast<std::size_t>(pcol)]);
   while (std::getline(in, line)) {
     ++no;
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '#') continue;
@@ -114,6 +117,7 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
       return fail("bad power '" + f[static_cast<std::size_t>(pcol)] + "'");
     }
     t += opt.clock_offset_s;
+    if (!(t > 0 && t <= 9e9)) return fail("time with --meter-offset is outside 1970 to the year 2255");
     if (!log.samples.empty() && t < log.samples.back().t_s) return fail("time goes backwards");
     log.samples.push_back({t, w});
   }
@@ -122,11 +126,9 @@ Result<MeterLog> parse_meter_csv(const std::string& text, const MeterCsvOptions&
 }
 
 Result<MeterLog> load_meter_csv(const std::string& path, const MeterCsvOptions& opt) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot open meter log " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_meter_csv(ss.str(), opt, path);
+  auto text = read_text_file(path);
+  if (!text) return make_error(text.error().code, "meter log: " + text.error().message);
+  return parse_meter_csv(*text, opt, path);
 }
 
 }  // namespace jouleprof

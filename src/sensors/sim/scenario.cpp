@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "jouleprof/core/parse.hpp"
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 
 namespace jouleprof {
@@ -17,7 +18,7 @@ bool read_number(std::istringstream& in, double& out) {
 }
 
 Error line_error(int line, const std::string& what) {
-  return make_error(Errc::parse, "scenario line " + std::to_string(line) + ": " + what);
+  return make_error(Errc::parse, clean_label("scenario line " + std::to_string(line) + ": " + what));
 }
 
 }  // namespace
@@ -48,7 +49,7 @@ Result<SimConfig> parse_sim_scenario(const std::string& text, SimConfig cfg) {
       }
       cfg.gpus = static_cast<int>(x);
     } else if (key == "name") {
-      cfg.name = rest();
+      cfg.name = clean_label(rest());
       if (cfg.name.empty()) return line_error(no, "name needs a value");
     } else if (key == "driver") {
       cfg.driver_version = rest();

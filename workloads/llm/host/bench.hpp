@@ -43,6 +43,7 @@ struct BenchOptions {
   uint64_t seed = 1234;
   std::vector<std::string> tags;
   bool quiet = false;
+  bool progress = false;  ///< --progress: configuration i/N with ETA (also when stderr is a terminal)
   std::string decode_path = "auto";
   bool no_graphs = false;
   bool pdl = false;

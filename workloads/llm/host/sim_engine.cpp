@@ -1,5 +1,7 @@
 #include "sim_engine.hpp"
 
+#include "jouleprof/measure/process.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -118,7 +120,14 @@ class SimEngine final : public LlmEngine {
     if (t <= 0) return;
     const double watts = std::min(s_.tdp_w, s_.idle_w + 60 + 300 * (t_byte / t) + 560 * (t_flop / t));
     set_power_(watts);
-    std::this_thread::sleep_for(std::chrono::duration<double>(t));
+    // In steps, so that SIGINT/SIGTERM end a long simulated kernel within ~20 ms.
+    const auto start = std::chrono::steady_clock::now();
+    const std::chrono::duration<double> length(std::min(t, 1e6));
+    while (interrupting_signal() == 0) {
+      const std::chrono::duration<double> left = length - (std::chrono::steady_clock::now() - start);
+      if (left.count() <= 0) break;
+      std::this_thread::sleep_for(std::min<std::chrono::duration<double>>(left, std::chrono::milliseconds(20)));
+    }
     set_power_(s_.idle_w);
   }
 
