@@ -24,7 +24,7 @@ struct MeasureOptions {
   std::string idle_source;
   bool cooldown = false;
   bool cooldown_first = false;  ///< also before the first run (a sweep cools down between points)
-  std::vector<std::string> env;  ///< extra KEY=VALUE entries for the workload (sweep parameters)
+  std::vector<std::string> env;  ///< extra KEY=VALUE entries for the workload (sweep parameters; trace: CUDA_INJECTION64_PATH ...)
   double cooldown_tolerance_c = 1.0;  ///< temperature range over the last 5 s to call it stable
   double cooldown_max_s = 120;
   double ci_warn_relative = 0.05;
