@@ -71,7 +71,7 @@ def test_python_figures_equal_the_cpp_ones(db, tmp_path):
     m, live = measured(db, {"case": "cross-check"})
     out = tmp_path / "run.json"
     cli("runs", "export", str(m.run_id), "--json", str(out), "--no-timelines", env={"JOULEPROF_DB": db})
-    exported = json.loads(out.read_text())
+    exported = json.loads(out.read_text())[0]  # runs export --json writes an array (docs/cli.md)
     ours = json.loads(m.to_json())
     assert exported["simulated"] is True and ours["schema_version"] == exported["schema_version"]
     by_name = {w["name"]: w for w in exported["windows"]}
