@@ -121,10 +121,11 @@ for step in "$@"; do
         run 150 "$BIN/jouleprof-llm" check --model tiny --dtype bf16
         run 150 "$BIN/jouleprof-llm" check --model tiny --dtype fp16 --tol 1e-2 --tol-emulated 5e-3
       fi
+      # AB_SIDES: NAME=DIR pairs in the order each round runs them (default: new=BIN base=BASE).
       for r in 1 2; do
         [ -n "${AB_SKIP_BENCH:-}" ] && break
-        for side in new base; do
-          b=$BIN; [ $side = base ] && b=$BASE
+        for pair in ${AB_SIDES:-new=$BIN base=$BASE}; do
+          side=${pair%%=*} b=${pair#*=}
           run 150 "$b/jouleprof-llm" bench --model "${AB_MODELS:-llama-3.2-1b,llama-3.2-3b,llama-3.1-8b}" --batch 1 --prompt 128 \
             --gen 128 --min-seconds "${AB_MIN_S:-2}" --no-components --idle "${AB_IDLE:-1.5}" --quiet --json "$OUT/ab_bench_${side}_$r.json"
         done
@@ -135,8 +136,9 @@ for step in "$@"; do
 import json, sys, glob, os
 out = sys.argv[1]
 print("A/B  side  rep  model          decode tok/s   J/token   W")
+sides = [p.split("=")[0] for p in os.environ.get("AB_SIDES", "new=x base=x").split()]
 for r in (1, 2):
-    for side in ("new", "base"):
+    for side in sides:
         if not os.path.exists(f"{out}/ab_bench_{side}_{r}.json"):
             continue
         try:
@@ -145,7 +147,7 @@ for r in (1, 2):
             print("bench", side, r, e); pts = []
         for p in pts:
             d = p.get("decode") or {}
-            print(f"A/B  {side:5s} {r}    {p['model']:14s} {d.get('tokens_per_s', float('nan')):10.1f}   {d.get('j_per_token', float('nan')):.4f}   {d.get('mean_power_w', float('nan')):.1f}")
+            print(f"A/B  {side:7s} {r}    {p['model']:14s} {d.get('tokens_per_s', float('nan')):10.1f}   {d.get('j_per_token', float('nan')):.4f}   {d.get('mean_power_w', float('nan')):.1f}")
 PYEOF
       ;;
     *) echo "unknown step $step" ;;

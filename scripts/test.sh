@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cmake --preset ci >/dev/null
 cmake --build build/ci -j"$(nproc)"
+# Sweep (issue 17): a local SLURM cluster for the job-array test; CI runs as root, where it must start.
+if [ "$(id -u)" = 0 ]; then
+  ./scripts/slurm-local.sh start
+  export JOULEPROF_SLURM_TEST=1
+fi
 ctest --preset ci -j"$(nproc)" --timeout 300
 # Issue 22: the parsers' property tests again under ASan/UBSan (builds only what they link).
 ./scripts/asan-fuzz.sh

@@ -3,9 +3,20 @@
 // tested without a GPU. Environment:
 //   JOULEPROF_FAKE_NVML_SCENARIO  scenario file (docs/simulated-gpu.md); default: 1 idle H100
 //   JOULEPROF_FAKE_NVML_INIT_ERROR  nvmlReturn_t that nvmlInit returns (e.g. 9: driver not loaded)
+//   JOULEPROF_FAKE_NVML_STATE   file holding the GPUs' clock/power-limit settings, so that they
+//                               outlive a process as a real GPU's do (read at nvmlInit, rewritten
+//                               atomically after every successful set call); unset: in memory
+//   JOULEPROF_FAKE_NVML_SET_LOG file to which every set/reset call is appended, one line each:
+//                               "PID CALL gpu=I ARGS... rc=RC" (tests read it)
+//   JOULEPROF_FAKE_NVML_NO_PERMISSION=1  set calls answer NO_PERMISSION (not root)
+//   JOULEPROF_FAKE_NVML_NO_APP_CLOCKS=1  application clocks answer NOT_SUPPORTED (deprecated)
+//   JOULEPROF_FAKE_NVML_RESTRICTED=1     GetAPIRestriction says clocks are restricted to root
 // Model time 0 is the first nvmlInit; timestamps are CLOCK_REALTIME microseconds as in NVML.
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,9 +36,21 @@ using jouleprof::SimConfig;
 using jouleprof::SimGpuModel;
 namespace nv = jouleprof::nvml;
 
+// What a GPU keeps between processes: its clock and power-limit settings.
+struct FakeControl {
+  bool gpu_locked = false;
+  unsigned gpu_min = 0, gpu_max = 0;
+  bool mem_locked = false;
+  unsigned mem_min = 0, mem_max = 0;
+  unsigned app_gpu = 1980, app_mem = 2619;  // H100 SXM default application clocks
+  unsigned power_mw = 700000;
+  int persistence = 1;
+};
+
 struct nvmlDevice_st {
   unsigned index = 0;
   std::unique_ptr<SimGpuModel> model;
+  FakeControl control;
 };
 
 namespace {
@@ -105,6 +128,106 @@ void copy_str(char* dst, unsigned len, const std::string& s) {
   std::snprintf(dst, len, "%s", s.c_str());
 }
 
+bool env_on(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && e[0] != '\0' && e[0] != '0';
+}
+
+// The model obeys the settings: the locked clock bounds the graphics clock, the power limit the power.
+void apply_control(nvmlDevice_st& d) {
+  jouleprof::SimControl c;
+  if (d.control.gpu_locked) {
+    c.sm_clock_lock_mhz = d.control.gpu_max;
+  } else if (!env_on("JOULEPROF_FAKE_NVML_NO_APP_CLOCKS")) {
+    c.sm_clock_lock_mhz = d.control.app_gpu;
+  }
+  if (d.control.mem_locked) c.mem_clock_lock_mhz = d.control.mem_max;
+  c.power_limit_w = d.control.power_mw / 1000.0;
+  d.model->set_control(c);
+}
+
+// State file: one line per GPU, "I gpu_locked MIN MAX mem_locked MIN MAX app GPU MEM power_mw P persistence M".
+void load_control() {
+  const char* path = std::getenv("JOULEPROF_FAKE_NVML_STATE");
+  if (path == nullptr) return;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    unsigned i = 0;
+    FakeControl c;
+    int gl = 0, ml = 0;
+    std::string k1, k2, k3, k4, k5;
+    if (!(ls >> i >> k1 >> gl >> c.gpu_min >> c.gpu_max >> k2 >> ml >> c.mem_min >> c.mem_max >> k3 >> c.app_gpu >>
+          c.app_mem >> k4 >> c.power_mw >> k5 >> c.persistence)) {
+      continue;
+    }
+    c.gpu_locked = gl != 0;
+    c.mem_locked = ml != 0;
+    if (i < state().devices.size()) state().devices[i].control = c;
+  }
+}
+
+void save_control() {
+  const char* path = std::getenv("JOULEPROF_FAKE_NVML_STATE");
+  if (path == nullptr) return;
+  std::string text;
+  for (const auto& d : state().devices) {
+    const FakeControl& c = d.control;
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), "%u gpu_locked %d %u %u mem_locked %d %u %u app %u %u power_mw %u persistence %d\n",
+                  d.index, c.gpu_locked ? 1 : 0, c.gpu_min, c.gpu_max, c.mem_locked ? 1 : 0, c.mem_min, c.mem_max,
+                  c.app_gpu, c.app_mem, c.power_mw, c.persistence);
+    text += buf;
+  }
+  // Written whole and renamed: a process killed mid-write leaves the old or the new state.
+  const std::string tmp = std::string(path) + ".tmp." + std::to_string(getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (ok) std::rename(tmp.c_str(), path);
+  else ::unlink(tmp.c_str());
+}
+
+// One line per set call, appended with a single write (O_APPEND): lines of concurrent
+// processes never interleave.
+void log_set(const char* call, const nvmlDevice_st& d, const std::string& args, nvmlReturn_t rc) {
+  const char* path = std::getenv("JOULEPROF_FAKE_NVML_SET_LOG");
+  if (path == nullptr) return;
+  const std::string line = std::to_string(getpid()) + " " + call + " gpu=" + std::to_string(d.index) +
+                           (args.empty() ? "" : " " + args) + " rc=" + std::to_string(rc) + "\n";
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
+bool clock_supported(unsigned mem, unsigned gfx) {
+  const auto list = jouleprof::sim_supported_gpu_clocks(mem);
+  return std::find(list.begin(), list.end(), gfx) != list.end();
+}
+
+bool mem_clock_supported(unsigned mem) {
+  const auto list = jouleprof::sim_supported_mem_clocks();
+  return std::find(list.begin(), list.end(), mem) != list.end();
+}
+
+// A set call: logged whatever it returns; the state is saved when it succeeds.
+template <class F>
+nvmlReturn_t do_set(nvmlDevice_t d, const char* call, const std::string& args, F change) {
+  double now = 0;
+  nvmlReturn_t rc = enter(d, now);
+  if (rc == nv::kSuccess && env_on("JOULEPROF_FAKE_NVML_NO_PERMISSION")) rc = nv::kErrorNoPermission;
+  if (rc == nv::kSuccess) rc = change(d->control);
+  if (d != nullptr) log_set(call, *d, args, rc);
+  if (rc == nv::kSuccess) {
+    apply_control(*d);
+    save_control();
+  }
+  return rc;
+}
+
 }  // namespace
 
 extern "C" {
@@ -142,7 +265,10 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
   for (std::size_t i = 0; i < s.devices.size(); ++i) {
     s.devices[i].index = static_cast<unsigned>(i);
     s.devices[i].model = std::make_unique<SimGpuModel>(cfg);
+    s.devices[i].control.power_mw = static_cast<unsigned>(cfg.tdp_w * 1000);
   }
+  load_control();
+  for (auto& d : s.devices) apply_control(d);
   return nv::kSuccess;
 }
 
@@ -159,6 +285,7 @@ __attribute__((visibility("default"))) const char* nvmlErrorString(nvmlReturn_t 
     case 1: return "Uninitialized";
     case 2: return "Invalid Argument";
     case 3: return "Not Supported";
+    case 4: return "Insufficient Permissions";
     case 6: return "Not Found";
     case 7: return "Insufficient Size";
     case 9: return "Driver Not Loaded";
@@ -308,7 +435,7 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvml
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned* mw) {
   FAKE_ENTER(d, "power_limit");
-  *mw = static_cast<unsigned>(d->model->config().tdp_w * 1000);
+  *mw = d->control.power_mw;
   return nv::kSuccess;
 }
 
@@ -330,13 +457,151 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetCurrentClocksEv
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t* m) {
   FAKE_ENTER(d, "persistence");
-  *m = 1;
+  *m = d->control.persistence;
   return nv::kSuccess;
 }
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned* cur, unsigned* pend) {
   FAKE_ENTER(d, "mig");
   *cur = *pend = d->model->config().mig_enabled ? 1 : 0;
+  return nv::kSuccess;
+}
+
+// ---- Control (issue 17) ----
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* d) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (state().init_count == 0) return nv::kErrorUninitialized;
+  if (uuid == nullptr || d == nullptr) return nv::kErrorInvalidArgument;
+  for (auto& dev : state().devices) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "GPU-fa4e0000-0000-4000-8000-%012u", dev.index);
+    if (std::strcmp(buf, uuid) == 0) {
+      *d = &dev;
+      return nv::kSuccess;
+    }
+  }
+  return nv::kErrorNotFound;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t d, unsigned* count,
+                                                                                      unsigned* clocks) {
+  FAKE_ENTER(d, "clocks");
+  const auto list = jouleprof::sim_supported_mem_clocks();
+  if (count == nullptr) return nv::kErrorInvalidArgument;
+  const unsigned room = *count;
+  *count = static_cast<unsigned>(list.size());
+  if (clocks == nullptr || room < list.size()) return nv::kErrorInsufficientSize;
+  std::copy(list.begin(), list.end(), clocks);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t d, unsigned mem,
+                                                                                        unsigned* count, unsigned* clocks) {
+  FAKE_ENTER(d, "clocks");
+  if (count == nullptr) return nv::kErrorInvalidArgument;
+  if (!mem_clock_supported(mem)) return nv::kErrorNotFound;
+  const auto list = jouleprof::sim_supported_gpu_clocks(mem);
+  const unsigned room = *count;
+  *count = static_cast<unsigned>(list.size());
+  if (clocks == nullptr || room < list.size()) return nv::kErrorInsufficientSize;
+  std::copy(list.begin(), list.end(), clocks);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceSetGpuLockedClocks(nvmlDevice_t d, unsigned lo, unsigned hi) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return do_set(d, "SetGpuLockedClocks", "min=" + std::to_string(lo) + " max=" + std::to_string(hi),
+                [&](FakeControl& c) -> nvmlReturn_t {
+                  if (lo > hi || !clock_supported(2619, lo) || !clock_supported(2619, hi)) return nv::kErrorInvalidArgument;
+                  c.gpu_locked = true;
+                  c.gpu_min = lo;
+                  c.gpu_max = hi;
+                  return nv::kSuccess;
+                });
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceResetGpuLockedClocks(nvmlDevice_t d) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return do_set(d, "ResetGpuLockedClocks", "", [](FakeControl& c) -> nvmlReturn_t {
+    c.gpu_locked = false;
+    c.gpu_min = c.gpu_max = 0;
+    return nv::kSuccess;
+  });
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceSetMemoryLockedClocks(nvmlDevice_t d, unsigned lo, unsigned hi) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return do_set(d, "SetMemoryLockedClocks", "min=" + std::to_string(lo) + " max=" + std::to_string(hi),
+                [&](FakeControl& c) -> nvmlReturn_t {
+                  if (lo > hi || !mem_clock_supported(lo) || !mem_clock_supported(hi)) return nv::kErrorInvalidArgument;
+                  c.mem_locked = true;
+                  c.mem_min = lo;
+                  c.mem_max = hi;
+                  return nv::kSuccess;
+                });
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceResetMemoryLockedClocks(nvmlDevice_t d) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return do_set(d, "ResetMemoryLockedClocks", "", [](FakeControl& c) -> nvmlReturn_t {
+    c.mem_locked = false;
+    c.mem_min = c.mem_max = 0;
+    return nv::kSuccess;
+  });
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t d, nvmlClockType_t type,
+                                                                                  unsigned* mhz) {
+  FAKE_ENTER(d, "clocks");
+  if (env_on("JOULEPROF_FAKE_NVML_NO_APP_CLOCKS")) return nv::kErrorNotSupported;
+  if (type == nv::kClockGraphics || type == nv::kClockSm) {
+    *mhz = d->control.app_gpu;
+  } else if (type == nv::kClockMem) {
+    *mhz = d->control.app_mem;
+  } else {
+    return nv::kErrorNotSupported;
+  }
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceSetApplicationsClocks(nvmlDevice_t d, unsigned mem, unsigned gfx) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return do_set(d, "SetApplicationsClocks", "mem=" + std::to_string(mem) + " gpu=" + std::to_string(gfx),
+                [&](FakeControl& c) -> nvmlReturn_t {
+                  if (env_on("JOULEPROF_FAKE_NVML_NO_APP_CLOCKS")) return nv::kErrorNotSupported;
+                  if (!clock_supported(mem, gfx)) return nv::kErrorInvalidArgument;
+                  c.app_gpu = gfx;
+                  c.app_mem = mem;
+                  return nv::kSuccess;
+                });
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned* mw) {
+  FAKE_ENTER(d, "power_limit");
+  *mw = d->control.power_mw;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsigned* mw) {
+  FAKE_ENTER(d, "power_limit");
+  *mw = static_cast<unsigned>(d->model->config().tdp_w * 1000);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return do_set(d, "SetPowerManagementLimit", "mw=" + std::to_string(mw), [&](FakeControl& c) -> nvmlReturn_t {
+    if (mw < 200000 || mw > static_cast<unsigned>(d->model->config().tdp_w * 1000)) return nv::kErrorInvalidArgument;
+    c.power_mw = mw;
+    return nv::kSuccess;
+  });
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetAPIRestriction(nvmlDevice_t d, nvmlRestrictedAPI_t,
+                                                                               nvmlEnableState_t* restricted) {
+  FAKE_ENTER(d, "clocks");
+  *restricted = env_on("JOULEPROF_FAKE_NVML_RESTRICTED") ? 1 : 0;
   return nv::kSuccess;
 }
 

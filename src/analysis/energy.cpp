@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <map>
 
+#include "jouleprof/core/units.hpp"
 #include "jouleprof/core/integrate.hpp"
 
 namespace jouleprof {
@@ -110,6 +111,13 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
   } else {
     e.method = "none";
   }
+  // Energy is never negative: a negative estimate (a window far shorter than the sensor
+  // resolves, e.g. a response-model excess below noise) is 0 within its uncertainty.
+  if (e.energy_j < 0) {
+    e.uncertainty_j = std::max(e.uncertainty_j, -e.energy_j);
+    e.note += std::string(e.note.empty() ? "" : "; ") + fmt::format("estimate {:.3g} J clamped to 0 (below resolution)", e.energy_j);
+    e.energy_j = 0;
+  }
   e.mean_power_w = dur > 0 ? e.energy_j / dur : 0;
   if (d.idle_power_w) {
     e.idle_power_w = d.idle_power_w;
@@ -138,11 +146,11 @@ void summarize_repeats(Measurement& m, double ci_warn_relative) {
       add("phase:" + p.name + ":gpu_energy_j", p.gpu_energy_j);
       add("phase:" + p.name + ":duration_s", p.duration_s());
       for (const auto& [k, v] : p.counts) {
-        if (v > 0) add("phase:" + p.name + ":gpu_energy_per_" + k + "_j", p.gpu_energy_j / v);
+        if (v > 0) add("phase:" + p.name + ":gpu_energy_per_" + per_unit_name(k) + "_j", p.gpu_energy_j / v);
       }
     }
     for (const auto& [k, v] : w.counts) {
-      if (v > 0) add("gpu_energy_per_" + k + "_j", w.gpu_energy_j / v);
+      if (v > 0) add("gpu_energy_per_" + per_unit_name(k) + "_j", w.gpu_energy_j / v);
     }
   }
   m.stats.clear();

@@ -4,11 +4,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "options.hpp"
 #include "jouleprof/estimate/builders.hpp"
 #include "jouleprof/estimate/calibrate.hpp"
 #include "jouleprof/estimate/estimate.hpp"
@@ -39,10 +41,6 @@ struct EstimateFlags {
   std::string calibrate, write_calibration, validate;
 };
 
-Result<void> write_out(const std::string& path, const std::string& text) {
-  return write_file_atomic(path, !text.empty() && text.back() != '\n' ? text + "\n" : text);
-}
-
 Result<est::Graph> load_graph(const EstimateFlags& f, const est::ModelOptions& mo) {
   const bool onnx = f.model.size() > 5 && f.model.substr(f.model.size() - 5) == ".onnx";
   if (!onnx) return est::build_model(f.model, mo);
@@ -53,11 +51,9 @@ Result<est::Graph> load_graph(const EstimateFlags& f, const est::ModelOptions& m
   for (const auto& d : f.onnx_dims) {
     const auto eq = d.find('=');
     if (eq == std::string::npos || eq == 0) return make_error(Errc::invalid_argument, "--dim needs NAME=VALUE, got '" + d + "'");
-    try {
-      oo.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-    } catch (const std::exception&) {
-      return make_error(Errc::invalid_argument, "--dim " + d + ": value is not an integer");
-    }
+    auto v = parse_checked_int("--dim " + d.substr(0, eq), d.substr(eq + 1), {.min = 1, .max = int64_t{1} << 40});
+    if (!v) return v.error();
+    oo.dims[d.substr(0, eq)] = *v;
   }
   return est::import_onnx_file(f.model, oo);
 }
@@ -68,11 +64,27 @@ int run(const EstimateFlags& f) {
   dirs.insert(dirs.end(), f.hw_dirs.begin(), f.hw_dirs.end());
   auto cat = est::load_catalog(dirs);
   if (!cat) return report(cat.error());
+  // The lists in JSON too (docs/cli.md): {"schema_version", "hardware": [...]} / {"models": [...]}.
   if (f.list_hw) {
+    if (!f.json.empty()) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& h : cat->hw) {
+        a.push_back({{"id", h.id}, {"name", h.name}, {"vendor", h.vendor}, {"aliases", h.aliases}, {"file", h.file},
+                     {"tdp_w", h.tdp_w.value}});
+      }
+      if (auto w = write_output(f.json, nlohmann::json{{"schema_version", 1}, {"hardware", a}}.dump(2) + "\n"); !w) return report(w.error());
+      if (is_stdout(f.json)) return 0;
+    }
     std::cout << est::render_hw_list(*cat);
     return 0;
   }
   if (f.list_models) {
+    if (!f.json.empty()) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& m : est::model_catalog()) a.push_back({{"name", m.name}, {"description", m.description}, {"llm", m.llm}});
+      if (auto w = write_output(f.json, nlohmann::json{{"schema_version", 1}, {"models", a}}.dump(2) + "\n"); !w) return report(w.error());
+      if (is_stdout(f.json)) return 0;
+    }
     std::cout << est::render_model_list() << "or FILE.onnx (static shapes, or --dim NAME=VALUE for dynamic ones)\n";
     return 0;
   }
@@ -158,13 +170,15 @@ int run(const EstimateFlags& f) {
     eo.power_cap = !f.no_power_cap;
     auto e = est::estimate(*g, *hw, eo, *cal ? &**cal : nullptr);
     if (!e) return report(e.error());
+    // LLMs: tok/s and J/token (a decode step makes one token per sequence).
+    if (est::llama_config(f.model)) e->tokens = static_cast<double>(f.phase == "decode" ? f.batch : f.batch * f.prompt);
     results.push_back(std::move(*e));
   }
   if (!f.json.empty()) {
-    if (auto w = write_out(f.json, est::to_json(results)); !w) return report(w.error());
+    if (auto w = write_output(f.json, est::to_json(results) + "\n"); !w) return report(w.error());
   }
   if (!f.csv.empty()) {
-    if (auto w = write_out(f.csv, est::to_csv(results)); !w) return report(w.error());
+    if (auto w = write_output(f.csv, est::to_csv(results)); !w) return report(w.error());
   }
   if (f.json != "-" && f.csv != "-") {
     if (results.size() == 1) {
@@ -193,14 +207,15 @@ Runner add_estimate(CLI::App& app) {
   c->add_option("--model", f->model, "built-in model (--list-models), micro-graph (gemm:MxNxK ...) or FILE.onnx");
   c->add_option("--hw", f->hw, "hardware target(s), comma separated or repeated; several give a comparison table")
       ->delimiter(',')->capture_default_str();
-  c->add_option("--batch", f->batch, "batch size")->check(CLI::PositiveNumber)->capture_default_str();
+checked(c->add_option("--batch", f->batch, "batch size"), IntRange{.min = 1, .max = int64_t{1} << 24})->capture_default_str();
   c->add_option("--precision", f->precision, "fp32, tf32, fp16, bf16, fp8 or int8")->capture_default_str();
   c->add_option("--phase", f->phase, "LLMs: prefill or decode")->check(CLI::IsMember({"prefill", "decode"}))->capture_default_str();
-  c->add_option("--prompt", f->prompt, "LLM prefill: prompt tokens")->check(CLI::PositiveNumber)->capture_default_str();
-  c->add_option("--context", f->context, "LLM decode: tokens in the KV cache")->check(CLI::NonNegativeNumber)->capture_default_str();
-  c->add_option("--seq", f->seq, "BERT/LSTM sequence length")->check(CLI::PositiveNumber)->capture_default_str();
-  c->add_option("--image", f->image, "CNN/ViT input resolution")->check(CLI::PositiveNumber)->capture_default_str();
-  c->add_option("--clock", f->clock_mhz, "core clock in MHz (default: the maximum); energy per op scales with V(f)^2");
+  checked(c->add_option("--prompt", f->prompt, "LLM prefill: prompt tokens"), IntRange{.min = 1, .max = int64_t{1} << 24})->capture_default_str();
+  checked(c->add_option("--context", f->context, "LLM decode: tokens in the KV cache"), IntRange{.min = 0, .max = int64_t{1} << 24})->capture_default_str();
+  checked(c->add_option("--seq", f->seq, "BERT/LSTM sequence length"), IntRange{.min = 1, .max = int64_t{1} << 24})->capture_default_str();
+  checked(c->add_option("--image", f->image, "CNN/ViT input resolution"), IntRange{.min = 1, .max = 65536})->capture_default_str();
+  checked(c->add_option("--clock", f->clock_mhz, "core clock in MHz (default: the maximum); energy per op scales with V(f)^2"),
+          DoubleRange{.min = 0, .max = 10000, .min_exclusive = true});
   c->add_flag("--kv-concat", f->kv_concat, "LLM decode: KV cache appended by concatenation (HF DynamicCache)");
   c->add_flag("--all-logits", f->all_logits, "LLM prefill: logits for every prompt token");
   c->add_flag("--unfused", f->unfused, "one kernel per op (no fusion)");
@@ -211,9 +226,9 @@ Runner add_estimate(CLI::App& app) {
   c->add_option("--data-dir", f->data_dir, "data directory with hw/ and calibration/ (default: $JOULEPROF_DATA_DIR or the shipped one)");
   c->add_option("--calibration", f->calibration, "calibration file (default: DATA/calibration/<hw-id>.json when present)");
   c->add_flag("--no-calibration", f->no_calibration, "use datasheet numbers and default efficiencies only");
-  c->add_option("--json", f->json, "write JSON here ('-': stdout)");
+  add_json_option(c, f->json, "write JSON here: {schema_version, estimates: [...]} (or the --list-* lists)");
   c->add_option("--csv", f->csv, "write CSV here ('-': stdout)");
-  c->add_option("--top", f->top, "subgraphs shown in the tree")->capture_default_str();
+  checked(c->add_option("--top", f->top, "subgraphs shown in the tree"), IntRange{.min = 0, .max = 100000})->capture_default_str();
   c->add_option("--dim", f->onnx_dims, "ONNX: value of a dynamic dimension, NAME=VALUE (repeatable)");
   c->add_option("--onnx-unsupported", f->onnx_fallback, "ONNX ops outside the supported list: refuse, or elementwise (estimate as a pointwise op)")
       ->check(CLI::IsMember({"refuse", "elementwise"}))->capture_default_str();

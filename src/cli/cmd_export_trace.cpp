@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "options.hpp"
 #include "jouleprof/report/trace.hpp"
 #include "jouleprof/store/run_source.hpp"
 
@@ -24,8 +25,8 @@ int run(const TraceFlags& f) {
   o.max_points = f.max_points;
   o.label = r.label;
   const std::string out = f.output.empty() ? (r.id != 0 ? "run-" + std::to_string(r.id) : std::string("run")) + ".trace.json" : f.output;
-  if (auto w = write_chrome_trace(r.m, out, o); !w) return report(w.error());
-  fmt::print(stderr, "jouleprof: wrote {} (open in ui.perfetto.dev or chrome://tracing)\n", out);
+  if (auto w = write_output(out, chrome_trace_json(r.m, o)); !w) return report(w.error());
+  if (!is_stdout(out)) fmt::print(stderr, "jouleprof: wrote {} (open in ui.perfetto.dev or chrome://tracing)\n", out);
   return 0;
 }
 
@@ -35,10 +36,10 @@ Runner add_export_trace(CLI::App& app) {
   c->footer("Counter tracks per GPU for every sampled metric, CPU and meter power; slices for idle, runs and phases.\n"
             "Times are microseconds on the run time base; otherData.origin_realtime_ns is its wall-clock origin.");
   c->add_option("run", f->ref, "RUN: a run id, 'last', 'last~N' or a result JSON file")->required();
-  c->add_option("-o,--output", f->output, "the trace file (default: run-ID.trace.json)");
+  c->add_option("-o,--output", f->output, "the trace file (default: run-ID.trace.json; '-': stdout)");
   c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
-  c->add_option("--max-points", f->max_points, "downsample each counter track to about this many points (0: all)")
-      ->capture_default_str();
+  checked(c->add_option("--max-points", f->max_points, "downsample each counter track to about this many points (0: all)"),
+          IntRange{.min = 0, .max = 100000000})->capture_default_str();
   return [f] { return run(*f); };
 }
 

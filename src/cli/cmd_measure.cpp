@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/progress.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
@@ -28,7 +29,7 @@ struct MeasureFlags {
   double counter_min_window_s = 1.0;
   double ci_warn_pct = 5;
   std::string json, timeline;
-  bool quiet = false, no_cpu = false;
+  bool quiet = false, no_cpu = false, progress = false;
   std::vector<std::string> tags;
   std::string meter_csv, meter_column;
   double meter_offset_s = 0;
@@ -67,6 +68,15 @@ int run(MeasureFlags f) {
   o.invocation = invocation();
   o.monitor.gpus.backend = f.device;
   o.monitor.gpus.ids = split_gpu_list(f.gpus);
+  // The same GPU twice would be measured twice and its energy counted double.
+  for (std::size_t i = 0; i < o.monitor.gpus.ids.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (o.monitor.gpus.ids[i] == o.monitor.gpus.ids[j]) {
+        return report(make_error(Errc::invalid_argument, "--gpus names GPU '" + o.monitor.gpus.ids[i] + "' twice"));
+      }
+    }
+  }
+  if (!f.gpus.empty() && o.monitor.gpus.ids.empty()) return report(make_error(Errc::invalid_argument, "--gpus names no GPU"));
   if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) o.monitor.gpus.cuda_visible_devices = cvd;
   o.monitor.gpus.sim_scenario = f.sim_scenario;
   if (!f.nvml_lib.empty()) {
@@ -103,16 +113,19 @@ int run(MeasureFlags f) {
     o.meter.utc = f.meter_utc;
   }
   if (!f.quiet) o.progress = [](const std::string& s) { std::cerr << "jouleprof: " << s << "\n"; };
+  o.show_progress = !f.quiet && Progress::wanted(f.progress);
 
   auto result = run_measure(o);
   if (!result) return report(result.error());
   const Measurement& m = *result;
   int rc = m.exit_code;
   if (!f.json.empty()) {
-    if (auto w = write_result_json(m, f.json); !w) rc = report(w.error());
+    if (auto w = write_output(f.json, result_to_json(m) + "\n"); !w) rc = report(w.error());
   }
   if (!f.timeline.empty()) {
-    if (auto w = write_timeline_csv(m, f.timeline); !w) rc = report(w.error());
+    if (auto w = write_output_with(f.timeline, [&m](const std::string& p) { return write_timeline_csv(m, p); }); !w) {
+      rc = report(w.error());
+    }
   }
   // Every measurement is kept in the run store unless asked not to (docs/store.md).
   if (!f.no_store) {
@@ -126,7 +139,8 @@ int run(MeasureFlags f) {
       std::cerr << "jouleprof: recorded as run " << *id << " in " << resolve_db_path(f.db) << "\n";
     }
   }
-  if (!f.quiet) print_summary(m, std::cout);
+  // With the JSON on stdout, stdout carries the JSON only.
+  if (!f.quiet) print_summary(m, is_stdout(f.json) ? std::cerr : std::cout);
   if (m.meter_source.rfind("error: ", 0) == 0) {
     const int e = report(make_error(Errc::parse, m.meter_source.substr(7)));
     if (rc == 0) rc = e;
@@ -147,33 +161,37 @@ Runner add_measure(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "nvml", "sim"}))->capture_default_str();
   c->add_option("--gpus", f->gpus, "GPUs to measure: NVML indices or UUIDs, comma separated "
                                    "(default: CUDA_VISIBLE_DEVICES, else all)");
-  c->add_option("--warmup", f->warmup, "warm-up runs, measured but not in the statistics")->check(CLI::NonNegativeNumber)->capture_default_str();
-  c->add_option("--runs", f->runs, "measured runs")->check(CLI::PositiveNumber)->capture_default_str();
-  c->add_option("--idle", f->idle_s, "seconds of idle baseline before the runs (0: none)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  checked(c->add_option("--warmup", f->warmup, "warm-up runs, measured but not in the statistics"), IntRange{.min = 0, .max = 10000})->capture_default_str();
+  checked(c->add_option("--runs", f->runs, "measured runs"), IntRange{.min = 1, .max = 10000})->capture_default_str();
+  checked(c->add_option("--idle", f->idle_s, "seconds of idle baseline before the runs (0: none)"), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
   c->add_option("--idle-from", f->idle_from, "take the idle baseline from an earlier result JSON");
   c->add_flag("--cooldown", f->cooldown, "between runs, wait until the GPU temperature is stable");
-  c->add_option("--cooldown-tolerance", f->cooldown_tolerance_c, "°C range over 5 s that counts as stable")->capture_default_str();
-  c->add_option("--cooldown-max", f->cooldown_max_s, "longest cool-down wait, seconds")->capture_default_str();
-  c->add_option("--period-ms", f->period_ms, "sampler period: buffer drain and power fields")->check(CLI::Range(10.0, 2000.0))->capture_default_str();
-  c->add_option("--counter-min-window", f->counter_min_window_s,
-                "windows at least this long (s) take their energy from the counter, shorter ones from the timeline")->capture_default_str();
-  c->add_option("--ci-warn", f->ci_warn_pct, "warn when the 95% CI over runs exceeds this % of the mean")->capture_default_str();
-  c->add_option("--json", f->json, "write the result JSON here");
+  checked(c->add_option("--cooldown-tolerance", f->cooldown_tolerance_c, "°C range over 5 s that counts as stable"),
+          DoubleRange{.min = 0, .max = 50, .min_exclusive = true})->capture_default_str();
+  checked(c->add_option("--cooldown-max", f->cooldown_max_s, "longest cool-down wait, seconds"), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
+  checked(c->add_option("--period-ms", f->period_ms, "sampler period: buffer drain and power fields"), DoubleRange{.min = 10, .max = 2000})->capture_default_str();
+  checked(c->add_option("--counter-min-window", f->counter_min_window_s,
+                        "windows at least this long (s) take their energy from the counter, shorter ones from the timeline"),
+          DoubleRange{.min = 0, .max = 86400})->capture_default_str();
+  checked(c->add_option("--ci-warn", f->ci_warn_pct, "warn when the 95% CI over runs exceeds this % of the mean"), DoubleRange{.min = 0, .max = 1000})->capture_default_str();
+  add_json_option(c, f->json, "write the result JSON here");
   c->add_option("--timeline", f->timeline, "write every sample as CSV here (t_s,device,metric,value)");
   c->add_option("--tag", f->tags, "KEY=VALUE recorded with the result (repeatable)");
   c->add_option("--meter-csv", f->meter_csv, "external power-meter log (CSV with time and power columns)");
   c->add_option("--meter-column", f->meter_column, "power column of the meter log (default: sum, power_w, watts, power)");
-  c->add_option("--meter-offset", f->meter_offset_s, "seconds added to the meter's timestamps")->capture_default_str();
+  checked(c->add_option("--meter-offset", f->meter_offset_s, "seconds added to the meter's timestamps"), DoubleRange{.min = -86400, .max = 86400})->capture_default_str();
   c->add_flag("--meter-utc", f->meter_utc, "meter date-times are UTC (default: local time)");
   c->add_option("--sim-scenario", f->sim_scenario, "scenario file for the simulated GPU (docs/simulated-gpu.md)");
-  c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W")->capture_default_str();
+  checked(c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W"), DoubleRange{.min = 0, .max = 5000})->capture_default_str();
   c->add_option("--nvml-lib", f->nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
-  c->add_option("--burn-seconds", f->burn_seconds, "duration of the built-in GPU workload per run")->capture_default_str();
+  checked(c->add_option("--burn-seconds", f->burn_seconds, "duration of the built-in GPU workload per run"),
+          DoubleRange{.min = 0, .max = 86400, .min_exclusive = true})->capture_default_str();
   c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else "
                                "$XDG_DATA_HOME/jouleprof/runs.db, else ~/.local/share/jouleprof/runs.db)");
   c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
+  c->add_flag("--progress", f->progress, "show run i/N, elapsed, ETA and the cool-down temperature on stderr (default: when a terminal)");
   c->add_option("command", f->command, "the workload and its arguments, after --")->expected(-1);
   return [f] { return run(*f); };
 }

@@ -1,14 +1,20 @@
 // `jouleprof plot RUN... --svg FILE | --png FILE`: static figures from the report's chart specifications.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "options.hpp"
 #include "jouleprof/report/assets.hpp"
 #include "jouleprof/report/charts.hpp"
 #include "jouleprof/store/run_source.hpp"
@@ -33,6 +39,10 @@ int run(const PlotFlags& f) {
   o.for_static = true;
   o.by_tag = f.by;
   o.max_points = f.max_points;
+  o.width_px = f.width;
+  if (f.chart == "compare" || f.chart == "repeats" || f.chart == "tokens") {
+    if (const std::string w = by_tag_warning(rr, o); !w.empty()) fmt::print(stderr, "jouleprof: warning: {}\n", w);
+  }
   ChartSpec spec;
   if (f.chart == "timeline") spec = timeline_chart(rr.front(), 0, o);
   if (f.chart == "clocks") spec = clocks_chart(rr.front(), 0, o);
@@ -48,6 +58,10 @@ int run(const PlotFlags& f) {
     if (!f.by.empty()) {
       axis = bench_axis_from_name(f.by);
       if (!axis) return report(make_error(Errc::invalid_argument, "--by for --chart " + f.chart + " is prompt, batch or model"));
+      const auto varying = bench_axes(points);
+      if (std::find(varying.begin(), varying.end(), *axis) == varying.end()) {
+        fmt::print(stderr, "jouleprof: warning: --by {} does not vary across these runs: the chart has one point per line\n", f.by);
+      }
     } else if (const auto axes = bench_axes(points); !axes.empty()) {
       axis = axes.front();
     }
@@ -65,14 +79,19 @@ int run(const PlotFlags& f) {
   }
   auto svg = render_svg(spec, f.width, f.height);
   if (!svg) return report(svg.error());
-  const std::string svg_path = f.svg.empty() ? f.png + ".svg.tmp" : f.svg;
-  if (auto w = write_file_atomic(svg_path, *svg); !w) return report(w.error());
-  if (!f.png.empty()) {
-    auto p = svg_to_png(svg_path, f.png, f.width, f.height);
+  if (!f.svg.empty()) {
+    if (auto w = write_output(f.svg, *svg); !w) return report(w.error());
+  } else {
+    // PNG: the SVG goes through a temporary file to the converter.
+    const std::string svg_path =
+        (std::filesystem::temp_directory_path() / ("jouleprof-plot-" + std::to_string(getpid()) + ".svg")).string();
+    if (auto w = write_output(svg_path, *svg); !w) return report(w.error());
+    auto p = write_output_with(f.png, [&](const std::string& png) { return svg_to_png(svg_path, png, f.width, f.height); });
     std::remove(svg_path.c_str());
     if (!p) return report(p.error());
   }
-  fmt::print(stderr, "jouleprof: wrote {}\n", f.svg.empty() ? f.png : f.svg);
+  const std::string written = f.svg.empty() ? f.png : f.svg;
+  if (!is_stdout(written)) fmt::print(stderr, "jouleprof: wrote {}\n", written);
   return 0;
 }
 
@@ -84,15 +103,15 @@ Runner add_plot(CLI::App& app) {
             "bench llm runs: scaling (J/token vs --by prompt|batch|model), throughput (tokens/s), components (stacked).\n"
             "Needs Node.js; PNG also rsvg-convert or chromium. Example: jouleprof plot 12 13 14 --chart compare --by batch --svg cmp.svg");
   c->add_option("run", f->refs, "RUN...: run ids, 'last', 'last~N' or result JSON files")->required();
-  c->add_option("--svg", f->svg, "write an SVG here");
-  c->add_option("--png", f->png, "write a PNG here");
+  c->add_option("--svg", f->svg, "write an SVG here ('-': stdout)");
+  c->add_option("--png", f->png, "write a PNG here ('-': stdout)");
   c->add_option("--chart", f->chart, "which chart")
       ->check(CLI::IsMember({"timeline", "clocks", "windows", "repeats", "compare", "tokens", "scaling", "throughput", "components"}))
       ->capture_default_str();
   c->add_option("--by", f->by, "tag for --chart compare (default: the first tag whose values differ); prompt, batch or model "
                                "for scaling and throughput (default: the first that varies)");
-  c->add_option("--width", f->width, "pixels")->check(CLI::Range(200, 8000))->capture_default_str();
-  c->add_option("--height", f->height, "pixels")->check(CLI::Range(150, 8000))->capture_default_str();
+  checked(c->add_option("--width", f->width, "pixels"), IntRange{.min = 200, .max = 8000})->capture_default_str();
+  checked(c->add_option("--height", f->height, "pixels"), IntRange{.min = 150, .max = 8000})->capture_default_str();
   c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
   return [f] { return run(*f); };
 }

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -11,9 +12,12 @@
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "options.hpp"
 #include "jouleprof/workloads/bench_llm.hpp"
 #include "jouleprof/workloads/bench_record.hpp"
+#include "jouleprof/core/units.hpp"
 #include "jouleprof/measure/output.hpp"
+#include "jouleprof/control/slurm.hpp"
 #include "jouleprof/store/compare.hpp"
 #include "jouleprof/store/result_io.hpp"
 #include "jouleprof/store/run_source.hpp"
@@ -30,7 +34,7 @@ struct RunsFlags {
   std::vector<std::string> tags;
   std::string command, gpu, since, until;
   int limit = 0;
-  bool json_out = false;
+  std::string json_out;  ///< --json [FILE] of list/show/compare ('-': stdout)
   // show / compare / export / rm
   std::vector<std::string> refs;
   std::string phase;
@@ -78,7 +82,8 @@ std::string gpus_text(const std::vector<std::string>& names) {
 }
 
 json summary_json(const RunSummary& r) {
-  return {{"id", r.id},
+  return {{"schema_version", 1},
+          {"id", r.id},
           {"started_at_utc", r.started_at_utc},
           {"recorded_at_utc", r.recorded_at_utc},
           {"command", r.command},
@@ -121,10 +126,10 @@ int cmd_list(const RunsFlags& f) {
   if (!store) return report(store.error());
   auto runs = store->list(filter);
   if (!runs) return report(runs.error());
-  if (f.json_out) {
+  if (!f.json_out.empty()) {
     json arr = json::array();
     for (const auto& r : *runs) arr.push_back(summary_json(r));
-    std::cout << arr.dump(2) << "\n";
+    if (auto w = write_output(f.json_out, arr.dump(2) + "\n"); !w) return report(w.error());
     return 0;
   }
   if (runs->empty()) {
@@ -152,15 +157,18 @@ int cmd_list(const RunsFlags& f) {
 int cmd_show(const RunsFlags& f) {
   auto store = open_store(f, Store::Mode::read);
   if (!store) return report(store.error());
+  // JSON: one array of result documents, however many runs (docs/cli.md).
+  std::string docs;
+  const bool as_json = !f.json_out.empty();
   for (const std::string& ref : f.refs) {
     auto id = resolve_run_ref(*store, ref);
     if (!id) return report(id.error());
-    auto m = store->load(*id, f.json_out && f.timelines);
+    auto m = store->load(*id, as_json && f.timelines);
     if (!m) return report(m.error());
     auto s = store->summary(*id);
     if (!s) return report(s.error());
-    if (f.json_out) {
-      std::cout << (f.timelines ? result_to_json_with_timelines(*m, 2) : result_to_json(*m, 2)) << "\n";
+    if (as_json) {
+      docs += std::string(docs.empty() ? "[\n" : ",\n") + (f.timelines ? result_to_json_with_timelines(*m, -1) : result_to_json(*m, 2));
       continue;
     }
     fmt::print("run {} — stored {} from {}\n", *id, s->recorded_at_utc, s->source);
@@ -175,6 +183,9 @@ int cmd_show(const RunsFlags& f) {
         llm::print_bench_section(section, std::cout);
       }
     }
+  }
+  if (as_json) {
+    if (auto w = write_output(f.json_out, docs + "\n]\n"); !w) return report(w.error());
   }
   return 0;
 }
@@ -195,7 +206,7 @@ int cmd_compare(const RunsFlags& f) {
     return report(make_error(Errc::invalid_argument, f.phase.empty() ? "the runs have no measured repeats to compare"
                                                                      : "no run has a phase named '" + f.phase + "'"));
   }
-  if (f.json_out) {
+  if (!f.json_out.empty()) {
     json out = json::array();
     for (std::size_t r = 0; r < runs->size(); ++r) {
       json vals = json::object();
@@ -208,12 +219,13 @@ int cmd_compare(const RunsFlags& f) {
         v["significant_95"] = cell.significant ? json(*cell.significant) : json(nullptr);
         vals[c.keys[k]] = v;
       }
-      out.push_back({{"run", (*runs)[r].id != 0 ? json((*runs)[r].id) : json((*runs)[r].label)},
+      out.push_back({{"schema_version", 1},
+                     {"run", (*runs)[r].id != 0 ? json((*runs)[r].id) : json((*runs)[r].label)},
                      {"baseline", r == 0},
                      {"tags", (*runs)[r].m.tags},
                      {"values", vals}});
     }
-    std::cout << out.dump(2) << "\n";
+    if (auto w = write_output(f.json_out, out.dump(2) + "\n"); !w) return report(w.error());
     return 0;
   }
   fmt::print("baseline: {}{}; ± is the 95% CI over repeats; '*' marks a difference beyond it (Welch t-test, 95%)\n",
@@ -243,10 +255,6 @@ int cmd_compare(const RunsFlags& f) {
   return 0;
 }
 
-Result<void> write_out(const std::string& path, const std::string& text) {
-  return write_file_atomic(path, text);
-}
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string o = "\"";
@@ -268,34 +276,60 @@ int cmd_export(const RunsFlags& f) {
     auto doc = [&](const Measurement& m) {
       return f.no_timelines ? result_to_json(m, -1) : result_to_json_with_timelines(m, -1);
     };
-    if (runs->size() == 1) {
-      text = doc(runs->front().m) + "\n";
-    } else {
-      text = "[\n";
-      for (std::size_t i = 0; i < runs->size(); ++i) text += doc((*runs)[i].m) + (i + 1 < runs->size() ? ",\n" : "\n");
-      text += "]\n";
-    }
+    // One array of result documents, however many runs (docs/cli.md); runs import reads it.
+    text = "[\n";
+    for (std::size_t i = 0; i < runs->size(); ++i) text += doc((*runs)[i].m) + (i + 1 < runs->size() ? ",\n" : "\n");
+    text += "]\n";
   } else {
-    text = "run,tags,command,window,kind,run_index,t0_s,t1_s,duration_s,status,gpu,energy_j,method,uncertainty_j,"
-           "above_idle_j,mean_power_w,counts\n";
+    // For pandas: one column per tag ("tag:KEY") and per count ("count:KEY" and its
+    // "energy_per_KEY_j", the row's GPU energy divided by the count), over all runs exported.
+    std::vector<std::string> tag_keys, count_keys;
+    auto add_key = [](std::vector<std::string>& keys, const std::string& k) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    };
+    for (const auto& r : *runs) {
+      for (const auto& [k, v] : r.m.tags) add_key(tag_keys, k);
+      for (const WindowResult& w : r.m.windows) {
+        for (const auto& [k, v] : w.counts) add_key(count_keys, k);
+      }
+    }
+    std::sort(tag_keys.begin(), tag_keys.end());
+    std::sort(count_keys.begin(), count_keys.end());
+    text = "run";
+    for (const auto& k : tag_keys) text += "," + csv_field("tag:" + k);
+    text += ",command,window,kind,run_index,t0_s,t1_s,duration_s,status,gpu,energy_j,method,uncertainty_j,above_idle_j,mean_power_w";
+    for (const auto& k : count_keys) text += "," + csv_field("count:" + k) + "," + csv_field("energy_per_" + per_unit_name(k) + "_j");
+    text += "\n";
     for (const auto& r : *runs) {
       const std::string id = r.id != 0 ? std::to_string(r.id) : r.label;
+      std::string tags;
+      for (const auto& k : tag_keys) {
+        const auto it = r.m.tags.find(k);
+        tags += "," + (it == r.m.tags.end() ? std::string() : csv_field(it->second));
+      }
       for (const WindowResult& w : r.m.windows) {
-        std::string counts;
-        for (const auto& [k, v] : w.counts) counts += (counts.empty() ? "" : ";") + k + "=" + fmt::format("{}", v);
         for (std::size_t g = 0; g < w.gpus.size(); ++g) {
           const GpuEnergy& e = w.gpus[g];
-          text += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{},{}\n", csv_field(id),
-                              csv_field(tags_text(r.m.tags)), csv_field(join_command(r.m.command)), csv_field(w.name), w.kind,
-                              w.run, w.t0_s, w.t1_s, w.duration_s(), w.complete ? "complete" : "incomplete",
+          std::string counts;
+          for (const auto& k : count_keys) {
+            const auto it = w.counts.find(k);
+            if (it == w.counts.end() || it->second <= 0) {
+              counts += ",,";
+            } else {
+              counts += fmt::format(",{},{}", it->second, e.energy_j / it->second);
+            }
+          }
+          text += fmt::format("{}{},{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{},{},{},{},{}{}\n", csv_field(id), tags,
+                              csv_field(join_command(r.m.command)), csv_field(w.name), w.kind, w.run, w.t0_s, w.t1_s,
+                              w.duration_s(), w.complete ? "complete" : "incomplete",
                               g < r.m.gpus.size() ? r.m.gpus[g].index : static_cast<int>(g), e.energy_j, e.method,
                               e.uncertainty_j, e.above_idle_j ? fmt::format("{}", *e.above_idle_j) : "", e.mean_power_w,
-                              csv_field(counts));
+                              counts);
         }
       }
     }
   }
-  if (auto w = write_out(f.json_file.empty() ? f.csv_file : f.json_file, text); !w) return report(w.error());
+  if (auto w = write_output(f.json_file.empty() ? f.csv_file : f.json_file, text); !w) return report(w.error());
   return 0;
 }
 
@@ -360,6 +394,14 @@ int cmd_rm(const RunsFlags& f) {
   return 0;
 }
 
+// `runs merge TASK.db...`: the stores of a SLURM sweep's tasks into this one (issue 17).
+int cmd_merge(const RunsFlags& f) {
+  auto out = control::merge_run_stores(resolve_db_path(f.db), f.files);
+  if (!out) return report(out.error());
+  for (const auto& m : *out) fmt::print(stderr, "jouleprof: {}: {} runs merged, {} already stored\n", m.file, m.merged, m.duplicates);
+  return 0;
+}
+
 Runner add_runs(CLI::App& app) {
   auto f = std::make_shared<RunsFlags>();
   CLI::App* c = app.add_subcommand("runs", "The run store: list, show, compare, export, import and remove runs");
@@ -379,23 +421,23 @@ Runner add_runs(CLI::App& app) {
   list->add_option("--gpu", f->gpu, "substring of a GPU's name, UUID or PCI id (case-insensitive)");
   list->add_option("--since", f->since, "started at or after: YYYY-MM-DD[THH:MM[:SS]] (UTC) or an age: 30m, 12h, 7d");
   list->add_option("--until", f->until, "started before (same forms as --since)");
-  list->add_option("-n,--limit", f->limit, "only the newest N runs")->check(CLI::NonNegativeNumber);
-  list->add_flag("--json", f->json_out, "JSON array on stdout");
+  checked(list->add_option("-n,--limit", f->limit, "only the newest N runs (0: all)"), IntRange{.min = 0});
+  add_json_option(list, f->json_out, "JSON array of run summaries");
 
   CLI::App* show = c->add_subcommand("show", "Show runs in full");
   show->add_option("run", f->refs, "RUN...")->required();
-  show->add_flag("--json", f->json_out, "the result JSON on stdout");
+  add_json_option(show, f->json_out, "JSON array of the runs' result documents");
   show->add_flag("--timelines", f->timelines, "with --json: include every sample");
 
   CLI::App* cmp = c->add_subcommand("compare", "Compare runs against the first: energy, time, power, energy per count");
   cmp->add_option("run", f->refs, "RUN... (the first is the baseline)")->required()->expected(2, -1);
   cmp->add_option("--phase", f->phase, "compare this phase instead of whole runs");
-  cmp->add_flag("--json", f->json_out, "JSON on stdout");
+  add_json_option(cmp, f->json_out, "JSON array, one object per run");
 
   CLI::App* exp = c->add_subcommand("export", "Write runs as result JSON (with timelines) or as a CSV of window energies");
   exp->add_option("run", f->refs, "RUN...")->required();
-  exp->add_option("--json", f->json_file, "result JSON here ('-': stdout); several runs make a JSON array");
-  exp->add_option("--csv", f->csv_file, "one row per run, window and GPU here ('-': stdout)");
+  exp->add_option("--json", f->json_file, "a JSON array of result documents here ('-': stdout)");
+  exp->add_option("--csv", f->csv_file, "one row per run, window and GPU here ('-': stdout); a column per tag and per count");
   exp->add_flag("--no-timelines", f->no_timelines, "leave the samples out of the JSON");
 
   CLI::App* imp = c->add_subcommand("import", "Store result JSON files made elsewhere (measure --json, runs export)");
@@ -408,7 +450,11 @@ Runner add_runs(CLI::App& app) {
   CLI::App* rm = c->add_subcommand("rm", "Remove runs (all or none)");
   rm->add_option("run", f->refs, "RUN...")->required();
 
-  return [f, list, show, cmp, exp, imp, rm] {
+  CLI::App* merge = c->add_subcommand("merge", "Copy every run of other run stores (e.g. a SLURM sweep's task-*.db) into this one");
+  merge->add_option("file", f->files, "STORE.db...")->required()->check(CLI::ExistingFile);
+
+  return [f, list, show, cmp, exp, imp, rm, merge] {
+    if (merge->parsed()) return cmd_merge(*f);
     if (list->parsed()) return cmd_list(*f);
     if (show->parsed()) return cmd_show(*f);
     if (cmp->parsed()) return cmd_compare(*f);

@@ -2,12 +2,19 @@
 // to the app and returns the function that runs it after parsing.
 //
 //   namespace { Runner add_foo(CLI::App& app) { ... } const bool registered = register_command(add_foo); }
+//
+// The contract every command follows (docs/cli.md) is applied by main() to all of them: global
+// options before or after the subcommand, numbers refused in words when NaN/inf/not numbers,
+// -q and --progress everywhere. options.hpp has the helpers: checked() ranges, add_json_option(),
+// write_output() ('-' = stdout), global_flags().
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "options.hpp"
 
 namespace jouleprof::cli {
 

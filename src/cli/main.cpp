@@ -5,7 +5,9 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "options.hpp"
 #include "jouleprof/config.hpp"
+#include "jouleprof/control/session.hpp"
 
 namespace jouleprof::cli {
 
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
     auto run = add(app);
     runners[app.get_subcommands({}).back()] = std::move(run);
   }
+  jouleprof::cli::detail::apply_contract(app);
   for (int i = 0; i < argc; ++i) jouleprof::cli::argv_words().emplace_back(argv[i]);
   // Split at the first "--": what follows is the workload's, untouched by CLI11.
   int own = argc;
@@ -54,8 +57,13 @@ int main(int argc, char** argv) {
     }
   }
   for (int i = own + 1; i < argc; ++i) jouleprof::cli::after_dashes().emplace_back(argv[i]);
+  // Global options may come before the subcommand (docs/cli.md): moved after it.
+  const auto words = jouleprof::cli::detail::hoist_global_options(
+      std::vector<std::string>(argv + 1, argv + own), app);
+  std::vector<const char*> own_argv{argv[0]};
+  for (const auto& w : words) own_argv.push_back(w.c_str());
   try {
-    app.parse(own, argv);
+    app.parse(static_cast<int>(own_argv.size()), own_argv.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -63,15 +71,26 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string msg = e.what();
-    for (char& c : msg) {
-      if (c == '\n') c = ' ';
-    }
-    std::fprintf(stderr, "jouleprof: error: %s (see jouleprof --help)\n", msg.c_str());
+    std::fprintf(stderr, "jouleprof: error: %s (see jouleprof%s --help)\n",
+                 jouleprof::cli::detail::parse_error_message(e, app, words).c_str(),
+                 jouleprof::cli::detail::help_path(app).c_str());
     return jouleprof::cli::kExitUsage;
   }
-  for (const auto& [sub, run] : runners) {
-    if (sub->parsed()) return run();
+  try {
+    for (const auto& [sub, run] : runners) {
+      if (!sub->parsed()) continue;
+      // GPU settings a killed jouleprof left changed on this host are put back first (issue 17);
+      // `restore` does it itself (and `restore --check` must see what was left).
+      if (sub->get_name() != "restore") {
+        jouleprof::control::restore_leftovers_at_start(
+            [](const std::string& msg) { std::fprintf(stderr, "jouleprof: %s\n", msg.c_str()); });
+      }
+      return run();
+    }
+  } catch (const std::exception& e) {
+    // A bug, not bad input: say so in one line, exit 1 (docs/cli.md).
+    std::fprintf(stderr, "jouleprof: error: internal error: %s\n", e.what());
+    return jouleprof::cli::kExitInternal;
   }
   return jouleprof::cli::kExitUsage;
 }

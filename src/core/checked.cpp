@@ -27,7 +27,8 @@ std::string format_bound(double v) {
   if (std::isinf(v)) return v > 0 ? "∞" : "-∞";
   if (std::isnan(v)) return "NaN";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  // Whole numbers as written (1048576, not 1.04858e+06); others to 6 significant digits.
+  std::snprintf(buf, sizeof buf, std::fabs(v) < 1e15 && v == std::floor(v) ? "%.0f" : "%.6g", v);
   return buf;
 }
 

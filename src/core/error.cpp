@@ -22,10 +22,12 @@ const char* to_string(Errc c) {
 
 int exit_code_for(const Error& e) {
   switch (e.code) {
+    // 2: bad input — flags, files, names, ids (a missing file or run is the user's input).
     case Errc::invalid_argument:
-    case Errc::parse: return 2;
-    case Errc::unavailable:
     case Errc::not_found:
+    case Errc::parse: return 2;
+    // 3: the GPU or driver is unavailable (no driver, GPU not present, GPU lost).
+    case Errc::unavailable:
     case Errc::lost: return 3;
     case Errc::exec: return 127;
     default: return 1;

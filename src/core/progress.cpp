@@ -40,6 +40,15 @@ std::string format_progress(const std::string& label, int done, int total, doubl
 
 bool Progress::wanted(bool asked) { return asked || isatty(STDERR_FILENO) == 1; }
 
+double Progress::steady_clock() { return steady_seconds(); }
+
+Progress::Sink Progress::line_sink() {
+  return [](const std::string& line, bool) {
+    std::fprintf(stderr, "jouleprof: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
+}
+
 Progress::Progress(std::string label, int total, bool enabled)
     : Progress(std::move(label), total, enabled, steady_seconds, nullptr) {
   const bool tty = isatty(STDERR_FILENO) == 1;

@@ -1,6 +1,7 @@
+#include "jouleprof/estimate/estimate.hpp"
+
 #include "jouleprof/core/checked.hpp"
 #include "jouleprof/core/files.hpp"
-#include "jouleprof/estimate/estimate.hpp"
 #include "jouleprof/core/parse.hpp"
 
 #include <algorithm>

@@ -18,6 +18,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "jouleprof/core/suggest.hpp"
 #include "onnx_model.hpp"
 
 namespace jouleprof::estimate {
@@ -88,7 +89,7 @@ class Importer {
 
   Result<Graph> run() {
     if (auto r = check_opset(); !r) return r.error();
-    substitute_dims();
+    if (auto r = substitute_dims(); !r) return r.error();
     // Initializers: weights (their values only matter for small integer tensors).
     std::set<std::string> init_names;
     for (const TP& t : g_.initializer()) {
@@ -161,11 +162,15 @@ class Importer {
 
   // --dim NAME=VALUE: dynamic dimensions get their values before ONNX's inference runs, so
   // every shape it infers is static.
-  void substitute_dims() {
+  // A --dim naming no dynamic dimension of the model is refused (a typo would silently
+  // leave the default in place).
+  Result<void> substitute_dims() {
+    std::set<std::string> seen;
     auto fix = [&](onnx::ValueInfoProto& v) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
       for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
         if (!d.has_dim_param()) continue;
+        seen.insert(d.dim_param());
         auto it = opt_.dims.find(d.dim_param());
         if (it != opt_.dims.end() && it->second > 0) d.set_dim_value(it->second);
       }
@@ -173,6 +178,16 @@ class Importer {
     for (auto& v : *g_.mutable_input()) fix(v);
     for (auto& v : *g_.mutable_output()) fix(v);
     for (auto& v : *g_.mutable_value_info()) fix(v);
+    for (const auto& [name, value] : opt_.dims) {
+      if (seen.count(name) != 0) continue;
+      std::string have;
+      for (const auto& n : seen) have += (have.empty() ? "" : ", ") + n;
+      return make_error(Errc::invalid_argument,
+                        "--dim " + name + ": " + file_ + " has no dynamic dimension named '" + name + "'" +
+                            did_you_mean(name, std::vector<std::string>(seen.begin(), seen.end())) +
+                            (have.empty() ? " (it has none)" : " (it has: " + have + ")"));
+    }
+    return {};
   }
 
   // ONNX shape inference, non-strict (ops without a schema, or whose inference fails, just get

@@ -107,6 +107,22 @@ json estimate_json(const Estimate& e) {
   return j;
 }
 
+// One unit for a whole column: the prefix that suits the column's largest value.
+std::string column_unit(const std::vector<double>& vs, const char* unit, double& scale) {
+  static const struct {
+    double scale;
+    const char* prefix;
+  } p[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "u"}, {1e-9, "n"}};
+  double big = 0;
+  for (double v : vs) big = std::max(big, std::fabs(v));
+  scale = 1;
+  for (const auto& s : p) {
+    scale = s.scale;
+    if (big >= s.scale * 0.9995) return std::string(s.prefix) + unit;
+  }
+  return std::string("n") + unit;
+}
+
 std::string csv_escape(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string r = "\"";
@@ -125,7 +141,12 @@ std::string render_tree(const Estimate& e, const TreeOptions& opt) {
          eng(e.flops, "FLOP") + ", weights " + eng(e.weight_bytes, "B") + ", DRAM traffic " + eng(e.dram_bytes, "B") + "\n";
   out += "  latency " + eng(e.latency_s, "s") + ", energy " + eng(e.energy_j, "J") + " (dynamic " + eng(e.dynamic_j, "J") +
          ", static " + eng(e.static_j, "J") + "), average power " + eng(e.avg_power_w, "W") + "\n";
+  if (e.tokens > 0 && e.latency_s > 0) {
+    out += "  " + fmt("%.4g", e.tokens / e.latency_s) + " tok/s, " + fmt("%.4g", e.energy_j / e.tokens) + " J/token (" +
+           fmt("%.0f", e.tokens) + " tokens)\n";
+  }
   out += "  calibration: " + (e.calibration.empty() ? std::string("none") : e.calibration) + "\n";
+  out += "  stack modelled: " + stack_text(e) + "\n";
   out += e.model + "  " + eng(e.energy_j, "J") + "\n";
   // Event classes over the whole model.
   const auto groups = grouped(e.totals);
@@ -186,10 +207,19 @@ std::string render_tree(const Estimate& e, const TreeOptions& opt) {
 
 std::string to_json(const Estimate& e, int indent) { return estimate_json(e).dump(indent); }
 
+// One shape whatever the count (docs/cli.md): {"schema_version", "estimates": [...]}.
 std::string to_json(const std::vector<Estimate>& es, int indent) {
-  if (es.size() == 1) return to_json(es.front(), indent);
   json a = json::array();
-  for (const auto& e : es) a.push_back(estimate_json(e));
+  for (const auto& e : es) {
+    json j = estimate_json(e);
+    j["stack"] = stack_text(e);
+    if (e.tokens > 0) {
+      j["tokens"] = e.tokens;
+      j["tokens_per_s"] = e.latency_s > 0 ? json(e.tokens / e.latency_s) : json(nullptr);
+      j["energy_per_token_j"] = e.energy_j / e.tokens;
+    }
+    a.push_back(std::move(j));
+  }
   return json{{"schema_version", 1}, {"estimates", a}}.dump(indent);
 }
 
@@ -217,16 +247,37 @@ std::string to_csv(const std::vector<Estimate>& es) {
 std::string render_comparison(const std::vector<Estimate>& es) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-22s %-5s %-6s %12s %12s %10s %10s %12s %-10s\n", "hardware", "class", "prec",
-                "latency", "energy", "power", "TFLOP/s", "J/GFLOP", "calibrated");
-  out += line;
+  // One unit per column (the header says it), chosen by the column's largest value.
+  std::vector<double> lat, en, pw;
+  bool llm = !es.empty();
   for (const Estimate& e : es) {
-    std::snprintf(line, sizeof(line), "%-22s %-5s %-6s %12s %12s %10s %10.1f %12.4g %-10s\n", e.hw_id.c_str(),
-                  to_string(e.cls), to_string(e.precision), eng(e.latency_s, "s").c_str(), eng(e.energy_j, "J").c_str(),
-                  eng(e.avg_power_w, "W").c_str(), e.latency_s > 0 ? e.flops / e.latency_s / 1e12 : 0.0,
-                  e.flops > 0 ? e.energy_j / (e.flops / 1e9) : 0.0, e.calibration.empty() ? "no" : "yes");
+    lat.push_back(e.latency_s);
+    en.push_back(e.energy_j);
+    pw.push_back(e.avg_power_w);
+    llm = llm && e.tokens > 0;
+  }
+  double ls = 1, es_ = 1, ps = 1;
+  const std::string lu = column_unit(lat, "s", ls), eu = column_unit(en, "J", es_), pu = column_unit(pw, "W", ps);
+  std::snprintf(line, sizeof(line), "%-22s %-5s %-6s %12s %12s %10s %10s %12s", "hardware", "class", "prec",
+                ("latency " + lu).c_str(), ("energy " + eu).c_str(), ("power " + pu).c_str(), "TFLOP/s", "J/GFLOP");
+  out += line;
+  if (llm) {
+    std::snprintf(line, sizeof(line), " %10s %10s", "tok/s", "J/token");
     out += line;
   }
+  out += " calibrated\n";
+  for (const Estimate& e : es) {
+    std::snprintf(line, sizeof(line), "%-22s %-5s %-6s %12.4g %12.4g %10.4g %10.1f %12.4g", e.hw_id.c_str(), to_string(e.cls),
+                  to_string(e.precision), e.latency_s / ls, e.energy_j / es_, e.avg_power_w / ps,
+                  e.latency_s > 0 ? e.flops / e.latency_s / 1e12 : 0.0, e.flops > 0 ? e.energy_j / (e.flops / 1e9) : 0.0);
+    out += line;
+    if (llm) {
+      std::snprintf(line, sizeof(line), " %10.4g %10.4g", e.latency_s > 0 ? e.tokens / e.latency_s : 0.0, e.energy_j / e.tokens);
+      out += line;
+    }
+    out += std::string(" ") + (e.calibration.empty() ? "no" : "yes") + "\n";
+  }
+  if (!es.empty()) out += "stack modelled: " + stack_text(es.front()) + "\n";
   return out;
 }
 
@@ -262,6 +313,14 @@ std::string render_model_list() {
     out += line;
   }
   return out;
+}
+
+std::string stack_text(const Estimate& e) {
+  std::string s = e.fused ? "fused kernels" : "one kernel per op (--unfused)";
+  s += e.eager ? ", with an eager framework's per-op host dispatch (--eager, e.g. PyTorch eager)"
+               : ", no per-op framework dispatch (a tuned engine or compiled graph; --eager models an eager framework)";
+  s += e.warm ? ", steady state with warm caches" : ", one cold run";
+  return s;
 }
 
 }  // namespace jouleprof::estimate

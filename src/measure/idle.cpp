@@ -1,18 +1,26 @@
-#include "jouleprof/measure/idle.hpp"
-
+// The idle baseline (declared in measure.hpp): one function for `measure`, `bench llm` and the
+// Python package, so they agree on what "idle" means.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
+#include <thread>
 
 #include "jouleprof/core/integrate.hpp"
+#include "jouleprof/measure/measure.hpp"
 
 namespace jouleprof {
 
-std::vector<std::string> set_idle_baseline(Monitor& mon, Monitor::WindowId id, const std::string& source) {
-  std::vector<std::string> warnings;
-  auto e = mon.energy(id);
-  if (!e) return warnings;
+void set_idle_baseline(Monitor& mon, Monitor::WindowId idle_window, std::vector<std::string>& warnings,
+                       std::string_view when) {
+  mon.sync_counters();
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // samples past the edge
+  auto e = mon.energy(idle_window);
+  if (!e) return;
+  // A GPU that just finished work takes seconds to settle (measured on H100: ~125 W for
+  // ~2.5 s, then ~70 W), so the baseline is the second half of the idle window, and a first
+  // half that differs says the GPU had not settled.
   std::vector<std::optional<double>> idle;
   const double mid = 0.5 * (e->t0_s + e->t1_s);
   for (std::size_t g = 0; g < e->gpus.size(); ++g) {
@@ -31,8 +39,7 @@ std::vector<std::string> set_idle_baseline(Monitor& mon, Monitor::WindowId id, c
           mon.gpus().gpus[g]->info().index, first, second));
     }
   }
-  mon.set_idle_power(idle, source);
-  return warnings;
+  mon.set_idle_power(idle, fmt::format("second half of a {:.1f} s idle window {}", e->duration_s(), when));
 }
 
 }  // namespace jouleprof

@@ -21,8 +21,8 @@
 #include <unordered_map>
 
 #include "jouleprof/core/integrate.hpp"
+#include "jouleprof/core/progress.hpp"
 #include "jouleprof/core/text.hpp"
-#include "jouleprof/measure/idle.hpp"
 #include "jouleprof/measure/markers.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/measure/process.hpp"
@@ -203,34 +203,58 @@ class MarkerChannel {
   std::size_t line_no_ = 0, bad_lines_ = 0;
 };
 
-// The built-in workload on the simulated GPU: an LLM-like prefill burst then decode.
+// The built-in workload on the simulated GPU: an LLM-like prefill burst (compute-bound) then
+// decode (memory-bound). Its power and durations follow the GPU's clock and power-limit settings
+// (sim_operating_point); at full clock: 690 W for 0.30 s, then 380 W for 2.0 s.
 bool simulated_builtin_run(Monitor& mon, const GpuSet& gpus, int run) {
-  auto set_all = [&](double w) {
-    const double t = mon.timebase().now_s();
-    for (const auto& model : gpus.sim_models) model->schedule().set_constant(t, w);
+  struct Phase {
+    const char* name;
+    double demand_w, seconds, compute_share, tokens;
   };
-  const auto prefill = mon.begin_at("prefill", std::nullopt, "phase", run);
-  set_all(690);
-  bool ok = sleep_for(0.30);
-  set_all(380);
-  mon.end_at(prefill, std::nullopt, ok);
-  mon.count(prefill, "tokens", 512);
-  if (ok) {
-    const auto decode = mon.begin_at("decode", std::nullopt, "phase", run);
-    ok = sleep_for(2.0);
-    mon.end_at(decode, std::nullopt, ok);
-    mon.count(decode, "tokens", 128);
+  constexpr Phase kPhases[] = {{"prefill", 690, 0.30, 0.9, 512}, {"decode", 380, 2.0, 0.2, 128}};
+  bool ok = true;
+  for (const Phase& ph : kPhases) {
+    if (!ok) break;
+    const auto id = mon.begin_at(ph.name, std::nullopt, "phase", run);
+    double seconds = gpus.sim_models.empty() ? ph.seconds : 0.0;
+    const double t = mon.timebase().now_s();
+    for (const auto& model : gpus.sim_models) {
+      const SimOperatingPoint op = model->start_load(t, ph.demand_w, ph.compute_share);
+      // The slowest GPU sets the pace (a multi-GPU workload waits for all).
+      seconds = std::max(seconds, ph.seconds * op.time_scale * model->config().workload_time_scale);
+    }
+    ok = sleep_for(seconds);
+    mon.end_at(id, std::nullopt, ok);
+    mon.count(id, "tokens", ph.tokens);
   }
-  const double idle = gpus.sim_models.empty() ? 75 : gpus.sim_models.front()->config().idle_w;
-  set_all(idle);
+  const double t = mon.timebase().now_s();
+  for (const auto& model : gpus.sim_models) model->stop_load(t);
   return ok;
 }
 
-void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::vector<std::string>& warnings) {
+void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::vector<std::string>& warnings,
+                                 Progress& progress) {
   const double start = mon.timebase().now_s();
   while (mon.timebase().now_s() - start < opt.cooldown_max_s) {
     if (!sleep_for(1.0)) return;
     const double now = mon.timebase().now_s();
+    // The readout: hottest GPU now and the widest range over the last 5 s.
+    double hottest = NAN, widest = 0;
+    for (std::size_t g = 0; g < mon.sampler().gpu_count(); ++g) {
+      const auto s = mon.sampler().slice(g, Metric::temperature_c, now - 5.0, now);
+      if (s.empty()) continue;
+      double lo = s.front().value, hi = lo;
+      for (const auto& x : s) {
+        lo = std::min(lo, x.value);
+        hi = std::max(hi, x.value);
+      }
+      hottest = std::isnan(hottest) ? s.back().value : std::max(hottest, s.back().value);
+      widest = std::max(widest, hi - lo);
+    }
+    if (!std::isnan(hottest)) {
+      progress.note(fmt::format("cool-down {:.0f}/{:.0f} s: GPU {:.0f} °C, varies {:.1f} °C over 5 s (stable: ≤ {:g} °C)",
+                                now - start, opt.cooldown_max_s, hottest, widest, opt.cooldown_tolerance_c));
+    }
     if (now - start < 5.0) continue;
     bool stable = true;
     for (std::size_t g = 0; g < mon.sampler().gpu_count(); ++g) {
@@ -249,6 +273,21 @@ void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::v
 }
 
 }  // namespace
+
+void warn_short_windows(Measurement& m, const EnergyOptions& energy) {
+  for (const WindowResult& w : m.windows) {
+    if (w.kind != "phase" && w.kind != "window") continue;
+    for (const GpuEnergy& g : w.gpus) {
+      if (w.duration_s() < energy.counter_update_s) {
+        m.warnings.push_back("window '" + w.name + "' (" + std::to_string(w.duration_s() * 1e3).substr(0, 6) +
+                             " ms) is shorter than the energy counter's ~100 ms update: energy from the " +
+                             g.method + fmt::format(" ± {:.3g} J", g.uncertainty_j) +
+                             (g.note.empty() ? "" : " (" + g.note + ")"));
+        break;
+      }
+    }
+  }
+}
 
 Result<std::vector<std::optional<double>>> idle_power_from_result(const std::string& path) {
   auto text = read_text_file(path);
@@ -275,7 +314,18 @@ Result<std::vector<std::optional<double>>> idle_power_from_result(const std::str
 Result<Measurement> run_measure(const MeasureOptions& opt) {
   if (opt.runs < 1) return make_error(Errc::invalid_argument, "--runs must be at least 1");
   if (opt.warmup < 0) return make_error(Errc::invalid_argument, "--warmup must be >= 0");
-  if (opt.idle_s < 0) return make_error(Errc::invalid_argument, "--idle must be >= 0 seconds");
+  // The library checks what it computes with (NaN compares false, so each test is "not in range").
+  if (!(opt.idle_s >= 0 && opt.idle_s <= 86400)) return make_error(Errc::invalid_argument, "--idle must be 0 to 86400 seconds");
+  if (!(opt.sim_active_w >= 0 && opt.sim_active_w <= 10000)) {
+    return make_error(Errc::invalid_argument, "--sim-power must be 0 to 10000 W");
+  }
+  if (opt.cooldown && !(opt.cooldown_max_s >= 0 && opt.cooldown_max_s <= 86400 && opt.cooldown_tolerance_c > 0 &&
+                        opt.cooldown_tolerance_c <= 100)) {
+    return make_error(Errc::invalid_argument, "--cooldown-max must be 0 to 86400 s and --cooldown-tolerance above 0 and at most 100 °C");
+  }
+  if (!(opt.ci_warn_relative >= 0 && opt.ci_warn_relative <= 100)) {
+    return make_error(Errc::invalid_argument, "--ci-warn must be 0 to 10000 %");
+  }
   install_signal_forwarding();
   auto created = Monitor::create(opt.monitor);
   if (!created) return created.error();
@@ -305,13 +355,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
     const bool ok = sleep_for(opt.idle_s);
     mon.end_at(id, std::nullopt, ok);
-    mon.sync_counters();
-    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // samples past the edge
-    if (ok) {
-      for (auto& w : set_idle_baseline(mon, id, fmt::format("second half of a {:.1f} s idle window before the runs", opt.idle_s))) {
-        warnings.push_back(std::move(w));
-      }
-    }
+    if (ok) set_idle_baseline(mon, id, warnings);
   }
 
   MarkerChannel markers(mon, warnings);
@@ -321,18 +365,21 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   int exit_code = 0;
   std::string incomplete;
   const std::vector<std::string>& argv = builtin ? opt.builtin_command : opt.command;
+  Progress progress("run", opt.warmup + opt.runs, opt.show_progress);
   for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
     const bool warm = i < opt.warmup;
-    if (opt.cooldown && i > 0) {
-      say("cool-down: waiting for a stable GPU temperature");
-      wait_for_stable_temperature(mon, opt, warnings);
+    if (opt.cooldown && (i > 0 || opt.cooldown_first)) {
+      if (!opt.show_progress) say("cool-down: waiting for a stable GPU temperature");
+      wait_for_stable_temperature(mon, opt, warnings, progress);
       if (interrupting_signal() != 0) break;
     }
     RunInfo run;
     run.index = i;
     run.warmup = warm;
-    say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
-        std::to_string(warm ? opt.warmup : opt.runs));
+    if (!opt.show_progress) {
+      say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
+          std::to_string(warm ? opt.warmup : opt.runs));
+    }
     const auto id = mon.begin_at(warm ? "warmup" : "run", std::nullopt, warm ? "warmup" : "run", i);
     run.window = static_cast<int>(id);
     markers.set_run(i, id);
@@ -341,10 +388,11 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
       if (!run.complete) run.reason = "interrupted";
     } else {
       if (sim) {
-        for (const auto& m : mon.gpus().sim_models) m->schedule().set_constant(mon.timebase().now_s(), opt.sim_active_w);
+        for (const auto& m : mon.gpus().sim_models) m->start_load(mon.timebase().now_s(), opt.sim_active_w, 0.5);
       }
-      std::vector<std::string> env = {std::string(kMarkerEnv) + "=" + markers.path(),
-                                      "JOULEPROF_RUN_INDEX=" + std::to_string(i)};
+      std::vector<std::string> env = opt.env;
+      env.push_back(std::string(kMarkerEnv) + "=" + markers.path());
+      env.push_back("JOULEPROF_RUN_INDEX=" + std::to_string(i));
       auto child = ChildProcess::spawn(argv, env);
       if (!child) {
         mon.end_at(id, std::nullopt, false);
@@ -360,7 +408,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
       }
       const ChildStatus st = child->wait();
       if (sim) {
-        for (const auto& m : mon.gpus().sim_models) m->schedule().set_constant(mon.timebase().now_s(), m->config().idle_w);
+        for (const auto& m : mon.gpus().sim_models) m->stop_load(mon.timebase().now_s());
       }
       run.exit_code = st.exit_code;
       run.signal = st.signal;
@@ -382,8 +430,19 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
     mon.end_at(id, std::nullopt, run.complete);
     runs.push_back(run);
+    if (opt.show_progress) {
+      // The last point's figure: the run's GPU energy so far (the final figures come at the end).
+      std::string last = warm ? "warm-up" : "";
+      if (auto e = mon.energy(id); e && !warm) {
+        double j = 0;
+        for (const auto& g : e->gpus) j += g.energy_j;
+        last = fmt::format("{:.1f} J in {:.2f} s", j, e->t1_s - e->t0_s);
+      }
+      progress.step(last);
+    }
     if (!run.complete) break;
   }
+  progress.done();
   markers.close();
   mon.sync_counters();
   // Let the driver's buffer fill past the last edge before the final drain.
@@ -477,19 +536,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
   }
 
-  // Warnings for windows shorter than the sensors resolve.
-  for (const WindowResult& w : m.windows) {
-    if (w.kind != "phase" && w.kind != "window") continue;
-    for (const GpuEnergy& g : w.gpus) {
-      if (w.duration_s() < opt.monitor.energy.counter_update_s) {
-        m.warnings.push_back("window '" + w.name + "' (" + std::to_string(w.duration_s() * 1e3).substr(0, 6) +
-                             " ms) is shorter than the energy counter's ~100 ms update: energy from the " +
-                             g.method + fmt::format(" ± {:.3g} J", g.uncertainty_j) +
-                             (g.note.empty() ? "" : " (" + g.note + ")"));
-        break;
-      }
-    }
-  }
+  warn_short_windows(m, opt.monitor.energy);
   summarize_repeats(m, opt.ci_warn_relative);
   fill_provenance(m);
   if (m.simulated) m.tags.emplace("simulated", "true");

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "jouleprof/core/units.hpp"
 #include "jouleprof/measure/output.hpp"
 
 namespace jouleprof {
@@ -9,6 +10,12 @@ namespace {
 
 std::string pm(const GpuEnergy& e) {
   return e.uncertainty_j > 0 ? fmt::format(" ± {:.3g} J", e.uncertainty_j) : "";
+}
+
+// "36 °C" when the range is one value, "36–41 °C" otherwise.
+std::string range_text(double lo, double hi, const char* unit) {
+  if (fmt::format("{:.0f}", lo) == fmt::format("{:.0f}", hi)) return fmt::format("{:.0f} {}", lo, unit);
+  return fmt::format("{:.0f}–{:.0f} {}", lo, hi, unit);
 }
 
 }  // namespace
@@ -24,8 +31,8 @@ void print_summary(const Measurement& m, std::ostream& out) {
     fmt::print(out, "  GPU {}: {} ({}), driver {}{}\n", i.index, i.name, i.uuid, i.driver_version, sim);
     if (s.idle_power_w) fmt::print(out, "    idle baseline {:.1f} W ({})\n", *s.idle_power_w, s.idle_source);
     if (s.temperature_min_c) {
-      fmt::print(out, "    temperature {:.0f}–{:.0f} °C", *s.temperature_min_c, *s.temperature_max_c);
-      if (s.sm_clock_min_mhz) fmt::print(out, ", SM clock {:.0f}–{:.0f} MHz", *s.sm_clock_min_mhz, *s.sm_clock_max_mhz);
+      fmt::print(out, "    temperature {}", range_text(*s.temperature_min_c, *s.temperature_max_c, "°C"));
+      if (s.sm_clock_min_mhz) fmt::print(out, ", SM clock {}", range_text(*s.sm_clock_min_mhz, *s.sm_clock_max_mhz, "MHz"));
       fmt::print(out, "\n");
     }
     if (!s.throttle_reasons_seen.empty()) {
@@ -36,7 +43,13 @@ void print_summary(const Measurement& m, std::ostream& out) {
   if (m.cpu_domains.empty()) {
     fmt::print(out, "  CPU energy: unavailable ({})\n", m.cpu_unavailable_reason);
   }
-  fmt::print(out, "\n  {:<22} {:>9} {:>13} {:>12} {:>10} {:>9}  {}\n", "window", "time s", "GPU energy J",
+  // With several GPUs, each GPU's energy gets its own column after the total.
+  const std::size_t n_gpu = m.gpus.size();
+  std::string per_gpu_head;
+  if (n_gpu > 1) {
+    for (std::size_t g = 0; g < n_gpu; ++g) per_gpu_head += fmt::format(" {:>11}", fmt::format("GPU {} J", m.gpus[g].index));
+  }
+  fmt::print(out, "\n  {:<22} {:>9} {:>13}{} {:>12} {:>10} {:>9}  {}\n", "window", "time s", "GPU energy J", per_gpu_head,
              "above idle J", "mean W", "tl/ctr", "method");
   for (const WindowResult& w : m.windows) {
     std::string name = w.name;
@@ -48,15 +61,26 @@ void print_summary(const Measurement& m, std::ostream& out) {
       method = w.gpus.front().method + pm(w.gpus.front());
       if (w.gpus.front().disagreement) ratio = fmt::format("{:+.2f}%", 100 * *w.gpus.front().disagreement);
     }
-    fmt::print(out, "  {:<22} {:>9.3f} {:>13.2f} {:>12} {:>10.1f} {:>9}  {}\n", name, w.duration_s(), w.gpu_energy_j,
-               w.gpu_above_idle_j ? fmt::format("{:.2f}", *w.gpu_above_idle_j) : "-",
+    std::string per_gpu;
+    if (n_gpu > 1) {
+      for (std::size_t g = 0; g < n_gpu; ++g) {
+        per_gpu += g < w.gpus.size() ? fmt::format(" {:>11.2f}", w.gpus[g].energy_j) : fmt::format(" {:>11}", "-");
+      }
+    }
+    // The idle window is the baseline itself: energy above idle means nothing there.
+    const bool above = w.gpu_above_idle_j && w.kind != "idle";
+    fmt::print(out, "  {:<22} {:>9.3f} {:>13.2f}{} {:>12} {:>10.1f} {:>9}  {}\n", name, w.duration_s(), w.gpu_energy_j, per_gpu,
+               above ? fmt::format("{:.2f}", *w.gpu_above_idle_j) : "-",
                w.duration_s() > 0 ? w.gpu_energy_j / w.duration_s() : 0.0, ratio, method);
     for (const CpuEnergy& c : w.cpu) fmt::print(out, "  {:<22} {:>9} {:>13.2f}  (CPU {})\n", "", "", c.energy_j, c.domain);
     if (w.meter_j) fmt::print(out, "  {:<22} {:>9} {:>13.2f}  (external meter)\n", "", "", *w.meter_j);
     for (const auto& [k, v] : w.counts) {
-      if (v > 0) fmt::print(out, "  {:<22} {} {} → {:.4g} J per {}\n", "", v, k, w.gpu_energy_j / v, k);
+      if (v > 0) fmt::print(out, "  {:<22} {:g} {} → {:.4g} J/{}\n", "", v, k, w.gpu_energy_j / v, per_unit_name(k));
     }
   }
+  fmt::print(out,
+             "  tl/ctr: the sample timeline's integral minus the energy counter, % of the counter (≥ 1 s windows);\n"
+             "  method: where the GPU energy comes from — counter, timeline or timeline(response) (docs/energy-methods.md)\n");
   bool header = false;
   for (const RepeatStat& s : m.stats) {
     if (s.summary.n < 2) continue;

@@ -1,6 +1,7 @@
 // Finding the charting library, and running Node.js / rsvg-convert / Chromium for static figures.
-#include "jouleprof/core/files.hpp"
 #include "jouleprof/report/assets.hpp"
+
+#include "jouleprof/core/files.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>

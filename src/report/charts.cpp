@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -41,6 +42,64 @@ json base_option(const std::string& title, const ChartOptions& o) {
   return j;
 }
 
+// Rows a plain legend of these names takes at this width (ECharts: 25 px icon, 5 px gap, ~7 px
+// a character at 12 px, 10 px between items).
+int legend_rows(const std::vector<std::string>& names, int width_px) {
+  int rows = names.empty() ? 0 : 1, x = 0;
+  const int avail = std::max(200, width_px - 20);
+  for (const auto& n : names) {
+    const int w = 25 + 5 + 7 * static_cast<int>(n.size()) + 10;
+    if (x > 0 && x + w > avail) {
+      ++rows;
+      x = 0;
+    }
+    x += w;
+  }
+  return rows;
+}
+
+// Every chart ends here, so the HTML report and `plot` get the same layout rules: "(simulated)"
+// in the title of every figure of simulated data; the legend in its own band between the title
+// and the plot (the plot starts below however many rows it takes, so it never covers data);
+// axis labels that would collide are hidden rather than drawn over each other.
+void finish(json& j, ChartSpec& spec, const ChartOptions& o, bool simulated) {
+  std::string title = j["title"]["text"].get<std::string>();
+  if (simulated && title.find("(simulated)") == std::string::npos) title += " (simulated)";
+  j["title"]["text"] = title;
+  std::vector<std::string> names;
+  for (const auto& sr : j.value("series", json::array())) {
+    if (sr.contains("name") && sr["name"].is_string()) names.push_back(sr["name"].get<std::string>());
+  }
+  const int rows = legend_rows(names, o.width_px);
+  constexpr int kTitle = 40, kRow = 26, kAxisName = 30;  // measured in Chromium: the title ends at 33 px, a row is ≤ 26 px
+  j["legend"] = {{"top", kTitle}, {"left", "center"}, {"type", "plain"}, {"itemGap", 10}, {"textStyle", {{"fontSize", 12}}}};
+  j["grid"]["top"] = kTitle + rows * kRow + kAxisName;
+  spec.height_px += std::max(0, rows - 1) * kRow;
+  for (const char* ax : {"xAxis", "yAxis"}) {
+    if (!j.contains(ax)) continue;
+    auto fix = [](json& a) { a["axisLabel"]["hideOverlap"] = true; };
+    if (j[ax].is_array()) {
+      for (auto& a : j[ax]) fix(a);
+    } else {
+      fix(j[ax]);
+    }
+  }
+  spec.option_json = j.dump();
+}
+
+// Error bars in declarative ECharts: a box plot whose box is flat at the mean and whose whiskers
+// end at the 95% CI (n < 2: no whiskers).
+json error_bar(double mean, double half) {
+  return json::array({round_sig(mean - half), round_sig(mean), round_sig(mean), round_sig(mean), round_sig(mean + half)});
+}
+
+bool any_simulated(const std::vector<ReportRun>& runs) {
+  for (const auto& r : runs) {
+    if (r.m->simulated) return true;
+  }
+  return false;
+}
+
 std::string window_label(const WindowResult& w) {
   return (w.kind == "run" || w.kind == "warmup") ? w.name + " " + std::to_string(w.run) : w.name;
 }
@@ -65,6 +124,33 @@ std::vector<Sample> cpu_power(const std::vector<Sample>& e) {
 std::string tag_of(const ReportRun& r, const std::string& tag) {
   auto it = r.m->tags.find(tag);
   return it == r.m->tags.end() ? "" : it->second;
+}
+
+// Tag values in order: numerically when every value is a number (batch 1, 8, 32), else as
+// first seen. A category axis puts 1, 8 and 32 at equal steps, as a sweep is read.
+std::vector<std::size_t> tag_order(const std::vector<ReportRun>& runs, const std::string& tag) {
+  bool numeric = !tag.empty();
+  for (const auto& r : runs) {
+    const std::string v = tag_of(r, tag);
+    char* end = nullptr;
+    if (v.empty()) {
+      numeric = false;
+      break;
+    }
+    std::strtod(v.c_str(), &end);
+    numeric = numeric && end != nullptr && *end == '\0';
+  }
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t i = 0; i < runs.size(); ++i) order.push_back({numeric ? std::stod(tag_of(runs[i], tag)) : static_cast<double>(i), i});
+  std::stable_sort(order.begin(), order.end());
+  std::vector<std::size_t> out;
+  for (const auto& [x, i] : order) out.push_back(i);
+  return out;
+}
+
+std::string run_label(const ReportRun& r, const std::string& tag) {
+  const std::string v = tag.empty() ? "" : tag_of(r, tag);
+  return v.empty() ? r.label : v;
 }
 
 }  // namespace
@@ -154,7 +240,7 @@ ChartSpec timeline_chart(const ReportRun& r, std::size_t index, const ChartOptio
                       {"data", points(downsample_minmax(m.meter_power, o.max_points / 2))}});
   }
   j["series"] = series;
-  spec.option_json = j.dump();
+  finish(j, spec, o, m.simulated);
   return spec;
 }
 
@@ -188,7 +274,7 @@ ChartSpec clocks_chart(const ReportRun& r, std::size_t index, const ChartOptions
                                  {{"type", "slider"}, {"height", 18}, {"bottom", 10}, {"filterMode", "none"}}});
   }
   j["series"] = series;
-  spec.option_json = j.dump();
+  finish(j, spec, o, m.simulated);
   return spec;
 }
 
@@ -197,40 +283,50 @@ ChartSpec windows_chart(const ReportRun& r, std::size_t index, const ChartOption
   ChartSpec spec{"windows-" + std::to_string(index), "Energy per window — " + r.label, "", 340};
   json cats = json::array();
   std::vector<json> per_gpu(m.gpus.size(), json::array());
-  json above = json::array();
-  bool any_above = false;
+  json above = json::array(), bars = json::array();
+  bool any_above = false, negative = false;
   for (const WindowResult& w : m.windows) {
     std::string label = window_label(w);
     if (w.kind == "phase") label = w.name + " (run " + std::to_string(w.run) + ")";
     cats.push_back(label);
+    double unc = 0;
     for (std::size_t g = 0; g < m.gpus.size(); ++g) {
       per_gpu[g].push_back(g < w.gpus.size() ? round_sig(w.gpus[g].energy_j) : 0.0);
+      if (g < w.gpus.size()) unc += w.gpus[g].uncertainty_j;
     }
-    above.push_back(w.gpu_above_idle_j ? json(round_sig(*w.gpu_above_idle_j)) : json(nullptr));
-    any_above = any_above || w.gpu_above_idle_j.has_value();
+    bars.push_back(error_bar(w.gpu_energy_j, unc));
+    // The idle window is the baseline: its energy above idle is not a figure.
+    const bool has_above = w.gpu_above_idle_j && w.kind != "idle";
+    above.push_back(has_above ? json(round_sig(*w.gpu_above_idle_j)) : json(nullptr));
+    any_above = any_above || has_above;
+    negative = negative || (has_above && *w.gpu_above_idle_j < 0);
   }
   json j = base_option(spec.title + (m.simulated ? " (simulated)" : ""), o);
   j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
   j["grid"]["bottom"] = 90;
   j["xAxis"] = {{"type", "category"}, {"data", cats}, {"axisLabel", {{"rotate", 35}, {"fontSize", 10}}}};
   j["yAxis"] = {{"type", "value"}, {"name", "energy (J)"}};
+  if (!negative) j["yAxis"]["min"] = 0;
   json series = json::array();
   for (std::size_t g = 0; g < m.gpus.size(); ++g) {
     series.push_back({{"type", "bar"}, {"name", "GPU " + std::to_string(m.gpus[g].index)}, {"stack", "gpu"}, {"data", per_gpu[g]}});
   }
+  series.push_back({{"type", "boxplot"}, {"name", "uncertainty (all GPUs)"}, {"boxWidth", json::array({6, 14})},
+                    {"itemStyle", {{"color", "transparent"}, {"borderColor", "#333"}}}, {"data", bars}});
   if (any_above) {
     series.push_back({{"type", "scatter"}, {"name", "above idle (all GPUs)"}, {"symbol", "diamond"}, {"symbolSize", 9}, {"data", above}});
   }
   j["series"] = series;
-  spec.option_json = j.dump();
+  finish(j, spec, o, m.simulated);
   return spec;
 }
 
 ChartSpec repeats_chart(const std::vector<ReportRun>& runs, const ChartOptions& o) {
   ChartSpec spec{"repeats", "GPU energy per run over the repeats", "", 340};
   json cats = json::array(), boxes = json::array(), pts = json::array();
+  const std::string tag = comparison_tag(runs, o);
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    cats.push_back(runs[i].label);
+    cats.push_back(run_label(runs[i], tag));
     auto v = repeat_values(*runs[i].m)["gpu_energy_j"];
     std::sort(v.begin(), v.end());
     auto q = [&](double p) {
@@ -248,9 +344,10 @@ ChartSpec repeats_chart(const std::vector<ReportRun>& runs, const ChartOptions& 
   j["tooltip"] = {{"trigger", "item"}};
   j["xAxis"] = {{"type", "category"}, {"data", cats}};
   j["yAxis"] = {{"type", "value"}, {"name", "energy (J)"}, {"scale", true}};
+  if (!tag.empty()) j["xAxis"]["name"] = tag;
   j["series"] = json::array({{{"type", "boxplot"}, {"name", "quartiles"}, {"data", boxes}},
                              {{"type", "scatter"}, {"name", "runs"}, {"symbolSize", 7}, {"data", pts}}});
-  spec.option_json = j.dump();
+  finish(j, spec, o, any_simulated(runs));
   return spec;
 }
 
@@ -268,70 +365,49 @@ std::string comparison_tag(const std::vector<ReportRun>& runs, const ChartOption
   return "";
 }
 
+std::string by_tag_warning(const std::vector<ReportRun>& runs, const ChartOptions& o) {
+  if (runs.size() < 2) return "";
+  if (o.by_tag.empty()) {
+    return comparison_tag(runs, o).empty() ? "no tag differs between these runs: the comparison is labelled by run" : "";
+  }
+  std::set<std::string> values;
+  for (const auto& r : runs) values.insert(tag_of(r, o.by_tag));
+  if (values.size() > 1) return "";
+  const std::string v = *values.begin();
+  return "--by " + o.by_tag + " does not vary across these runs (" +
+         (v.empty() ? "no run has the tag" : "all are " + o.by_tag + "=" + v) + "): nothing to compare along";
+}
+
 ChartSpec compare_chart(const std::vector<ReportRun>& runs, const ChartOptions& o) {
   const std::string tag = comparison_tag(runs, o);
   ChartSpec spec{"compare", tag.empty() ? "Mean GPU energy per run" : "Mean GPU energy per run vs " + tag, "", 340};
-  // Numeric tag values go on a value axis, others on a category axis (in run order).
-  bool numeric = !tag.empty();
-  for (const auto& r : runs) {
-    const std::string v = tag_of(r, tag);
-    char* end = nullptr;
-    if (v.empty()) {
-      numeric = false;
-      break;
-    }
-    std::strtod(v.c_str(), &end);
-    numeric = numeric && end != nullptr && *end == '\0';
-  }
-  json cats = json::array(), mean = json::array(), lo = json::array(), hi = json::array(), per_tok = json::array();
-  std::vector<std::pair<double, std::size_t>> order;
-  for (std::size_t i = 0; i < runs.size(); ++i) order.push_back({numeric ? std::stod(tag_of(runs[i], tag)) : static_cast<double>(i), i});
-  std::sort(order.begin(), order.end());
-  bool any_tok = false;
-  for (const auto& [x, i] : order) {
+  json cats = json::array(), mean = json::array(), bars = json::array();
+  for (std::size_t i : tag_order(runs, tag)) {
     const auto vals = repeat_values(*runs[i].m);
     auto it = vals.find("gpu_energy_j");
-    const std::string label = tag.empty() || tag_of(runs[i], tag).empty() ? runs[i].label : tag_of(runs[i], tag);
-    json key = numeric ? json(x) : json(label);
-    if (!numeric) cats.push_back(label);
-    if (it == vals.end() || it->second.empty()) continue;
-    const Summary s = summarize(it->second);
-    mean.push_back(json::array({key, round_sig(s.mean)}));
-    lo.push_back(json::array({key, round_sig(s.mean - s.ci95_half_width)}));
-    hi.push_back(json::array({key, round_sig(s.mean + s.ci95_half_width)}));
-    // Energy per count of the first counted phase (e.g. J/token of decode), on a second axis.
-    for (const auto& [k, v] : vals) {
-      if (k.rfind("phase:", 0) == 0 && k.find(":gpu_energy_per_") != std::string::npos && !v.empty()) {
-        per_tok.push_back(json::array({key, round_sig(summarize(v).mean)}));
-        any_tok = true;
-        break;
-      }
+    cats.push_back(run_label(runs[i], tag));
+    if (it == vals.end() || it->second.empty()) {
+      mean.push_back(nullptr);
+      bars.push_back(json::array());
+      continue;
     }
+    const Summary s = summarize(it->second);
+    mean.push_back(round_sig(s.mean));
+    bars.push_back(error_bar(s.mean, s.n >= 2 ? s.ci95_half_width : 0));
   }
   json j = base_option(spec.title, o);
   j["tooltip"] = {{"trigger", "axis"}};
-  if (numeric) {
-    j["xAxis"] = {{"type", "value"}, {"name", tag}, {"nameLocation", "middle"}, {"nameGap", 28}, {"min", "dataMin"}, {"max", "dataMax"}};
-  } else {
-    j["xAxis"] = {{"type", "category"}, {"data", cats}, {"name", tag}};
-  }
-  json yaxes = json::array({{{"type", "value"}, {"name", "energy per run (J)"}, {"scale", true}}});
-  json series = json::array({{{"type", "line"}, {"name", "mean"}, {"symbolSize", 8}, {"data", mean}},
-                             {{"type", "line"}, {"name", "95% CI low"}, {"showSymbol", false}, {"lineStyle", {{"type", "dashed"}, {"width", 1}}}, {"data", lo}},
-                             {{"type", "line"}, {"name", "95% CI high"}, {"showSymbol", false}, {"lineStyle", {{"type", "dashed"}, {"width", 1}}}, {"data", hi}}});
-  if (any_tok) {
-    yaxes.push_back({{"type", "value"}, {"name", "J per count"}, {"scale", true}, {"splitLine", {{"show", false}}}});
-    series.push_back({{"type", "line"}, {"name", "energy per count (first counted phase)"}, {"yAxisIndex", 1}, {"symbol", "triangle"},
-                      {"symbolSize", 8}, {"data", per_tok}});
-  }
-  j["yAxis"] = yaxes;
-  j["series"] = series;
-  spec.option_json = j.dump();
+  j["xAxis"] = {{"type", "category"}, {"data", cats}, {"name", tag}, {"nameLocation", "middle"}, {"nameGap", 28}};
+  j["yAxis"] = {{"type", "value"}, {"name", "energy per run (J)"}, {"scale", true}};
+  j["series"] = json::array({{{"type", "line"}, {"name", "mean"}, {"symbolSize", 8}, {"data", mean}},
+                             {{"type", "boxplot"}, {"name", "95% CI over repeats"}, {"boxWidth", json::array({8, 16})},
+                              {"itemStyle", {{"color", "transparent"}, {"borderColor", "#333"}}}, {"data", bars}}});
+  finish(j, spec, o, any_simulated(runs));
   return spec;
 }
 
 ChartSpec per_count_chart(const std::vector<ReportRun>& runs, const ChartOptions& o) {
-  ChartSpec spec{"tokens", "Energy per count (e.g. joules per token), mean over repeats", "", 320};
+  ChartSpec spec{"tokens", "Energy per count (e.g. J/token), mean and 95% CI over repeats", "", 320};
   std::vector<std::string> keys;  // phase:NAME:gpu_energy_per_KEY_j in first-seen order
   std::vector<std::map<std::string, std::vector<double>>> vals;
   for (const auto& r : runs) {
@@ -341,29 +417,40 @@ ChartSpec per_count_chart(const std::vector<ReportRun>& runs, const ChartOptions
     }
   }
   if (keys.empty()) return spec;
+  // Runs along the x axis (labelled by the compared tag's values); one error-bar series per
+  // count, named as it reads: "decode J/token".
+  const std::string tag = comparison_tag(runs, o);
+  const auto order = tag_order(runs, tag);
   json cats = json::array();
-  for (const auto& k : keys) {
-    std::string c = k;
-    if (c.rfind("phase:", 0) == 0) c = c.substr(6);
-    const auto p = c.find("gpu_energy_per_");
-    c = c.substr(0, p) + "J/" + c.substr(p + 15, c.size() - p - 17);
-    cats.push_back(c);
-  }
+  for (std::size_t i : order) cats.push_back(run_label(runs[i], tag));
   json series = json::array();
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    json data = json::array();
-    for (const auto& k : keys) {
-      auto it = vals[i].find(k);
-      data.push_back(it == vals[i].end() || it->second.empty() ? json(nullptr) : json(round_sig(summarize(it->second).mean)));
+  for (const auto& k : keys) {
+    std::string name = k;
+    std::string phase;
+    if (name.rfind("phase:", 0) == 0) {
+      phase = name.substr(6, name.find(':', 6) - 6);
+      name = name.substr(name.find(':', 6) + 1);
     }
-    series.push_back({{"type", "bar"}, {"name", runs[i].label}, {"data", data}});
+    const auto p = name.find("gpu_energy_per_");
+    name = (phase.empty() ? "run" : phase) + " J/" + name.substr(p + 15, name.size() - p - 17);
+    json data = json::array();
+    for (std::size_t i : order) {
+      auto it = vals[i].find(k);
+      if (it == vals[i].end() || it->second.empty()) {
+        data.push_back(json::array());
+        continue;
+      }
+      const Summary s = summarize(it->second);
+      data.push_back(error_bar(s.mean, s.n >= 2 ? s.ci95_half_width : 0));
+    }
+    series.push_back({{"type", "boxplot"}, {"name", name}, {"boxWidth", json::array({10, 40})}, {"data", data}});
   }
   json j = base_option(spec.title, o);
-  j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
-  j["xAxis"] = {{"type", "category"}, {"data", cats}};
-  j["yAxis"] = {{"type", "value"}, {"name", "J per count"}};
+  j["tooltip"] = {{"trigger", "item"}};
+  j["xAxis"] = {{"type", "category"}, {"data", cats}, {"name", tag}, {"nameLocation", "middle"}, {"nameGap", 28}};
+  j["yAxis"] = {{"type", "value"}, {"name", "J per count"}, {"scale", true}};
   j["series"] = series;
-  spec.option_json = j.dump();
+  finish(j, spec, o, any_simulated(runs));
   return spec;
 }
 
@@ -467,16 +554,20 @@ ChartSpec scaling_chart(const std::vector<BenchPoint>& points, BenchAxis axis, c
     for (std::size_t k = 0; k < metrics.size(); ++k) {
       auto it = data.find({g, k});
       if (it == data.end()) continue;
-      json d = json::array();
+      json d = json::array(), ci = json::array();
       for (const auto& [x, vals] : it->second) {
-        double mean = 0;
-        for (double v : vals) mean += v;
-        mean /= static_cast<double>(vals.size());
+        const Summary st = summarize(vals);
+        const double mean = st.mean;
         xs.push_back(x);
         ys.push_back(mean);
         json item = {{"value", json::array({round_sig(x), round_sig(mean)})}};
         if (axis == BenchAxis::model) item["name"] = model_names[x];
         d.push_back(item);
+        // A configuration measured several times: its 95% CI as a vertical bar.
+        if (st.n >= 2 && st.ci95_half_width > 0) {
+          ci.push_back(json::array({{{"coord", json::array({round_sig(x), round_sig(mean - st.ci95_half_width)})}},
+                                    {{"coord", json::array({round_sig(x), round_sig(mean + st.ci95_half_width)})}}}));
+        }
       }
       json sr = {{"type", "line"},
                  {"name", g.empty() ? std::string(metrics[k].name) : g + " " + metrics[k].name},
@@ -486,6 +577,10 @@ ChartSpec scaling_chart(const std::vector<BenchPoint>& points, BenchAxis axis, c
                  {"lineStyle", {{"color", kPalette[gi % std::size(kPalette)]}, {"type", metrics[k].dashed ? "dashed" : "solid"}}},
                  {"data", d}};
       if (axis == BenchAxis::model) sr["label"] = {{"show", true}, {"formatter", "{b}"}, {"fontSize", 9}, {"position", "top"}};
+      if (!ci.empty()) {
+        sr["markLine"] = {{"silent", true}, {"symbol", json::array({"none", "none"})}, {"label", {{"show", false}}},
+                          {"lineStyle", {{"type", "solid"}, {"width", 1.5}}}, {"data", ci}};
+      }
       series.push_back(sr);
     }
   }
@@ -502,7 +597,7 @@ ChartSpec scaling_chart(const std::vector<BenchPoint>& points, BenchAxis axis, c
   j["xAxis"]["nameGap"] = 28;
   j["yAxis"] = value_axis(y_name, ys, 20, 10);
   j["series"] = series;
-  spec.option_json = j.dump();
+  finish(j, spec, o, sim);
   return spec;
 }
 
@@ -586,7 +681,7 @@ std::vector<BenchAxis> bench_axes(const std::vector<BenchPoint>& points) {
 }
 
 ChartSpec bench_energy_chart(const std::vector<BenchPoint>& points, BenchAxis axis, const ChartOptions& o) {
-  return scaling_chart(points, axis, o, std::string("bench-energy-") + bench_axis_name(axis), "Energy per token", "mJ per token",
+  return scaling_chart(points, axis, o, std::string("bench-energy-") + bench_axis_name(axis), "Energy per token", "mJ/token",
                        {{"prefill", &BenchPoint::prefill_j_per_token, false, "circle"},
                         {"prefill above idle", &BenchPoint::prefill_above_idle_j_per_token, true, "emptyCircle"},
                         {"decode", &BenchPoint::decode_j_per_token, false, "triangle"},
@@ -635,9 +730,9 @@ ChartSpec bench_components_chart(const std::vector<BenchPoint>& points, const Ch
   j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
   j["grid"]["bottom"] = 110;
   j["xAxis"] = {{"type", "category"}, {"data", cats}, {"axisLabel", {{"rotate", 25}, {"fontSize", 10}}}};
-  j["yAxis"] = {{"type", "value"}, {"name", "mJ per token"}};
+  j["yAxis"] = {{"type", "value"}, {"name", "mJ/token"}};
   j["series"] = series;
-  spec.option_json = j.dump();
+  finish(j, spec, o, sim);
   return spec;
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "jouleprof/core/units.hpp"
 #include "jouleprof/report/assets.hpp"
 #include "jouleprof/store/compare.hpp"
 
@@ -124,7 +125,7 @@ void windows_table(std::string& h, const Measurement& m) {
     std::string counts, per;
     for (const auto& [k, v] : w.counts) {
       counts += html_escape(k) + "=" + num(v, 6) + " ";
-      if (v > 0) per += num(w.gpu_energy_j / v) + " J/" + html_escape(k) + " ";
+      if (v > 0) per += num(w.gpu_energy_j / v) + " J/" + html_escape(per_unit_name(k)) + " ";
     }
     h += fmt::format("<tr class=\"{}\"><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                      "<td>{}</td><td>{}</td><td>{}</td></tr>\n",

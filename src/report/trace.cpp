@@ -1,12 +1,14 @@
 // Chrome trace-event JSON, written directly (a 2-hour 8-GPU run has millions of events).
-#include "jouleprof/core/files.hpp"
 #include "jouleprof/report/trace.hpp"
+
+#include "jouleprof/core/files.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cmath>
+#include <map>
 
 #include "jouleprof/report/downsample.hpp"
 #include "json_text.hpp"
@@ -38,6 +40,27 @@ void counters(fmt::memory_buffer& b, int pid, const std::string& name, const std
 
 std::vector<Sample> maybe_downsample(std::vector<Sample> v, std::size_t max_points) {
   return max_points > 1 ? downsample_minmax(v, max_points / 2) : v;
+}
+
+constexpr int kRangePid = 4;
+
+// Kernel slices on per-stream tracks of their GPU's process; NVTX ranges on per-thread tracks.
+void slice_tracks(fmt::memory_buffer& b, const std::vector<TraceSlice>& slices) {
+  std::map<std::pair<int, std::string>, int> tids;
+  bool ranges = false;
+  for (const TraceSlice& s : slices) {
+    const int pid = s.gpu < 0 ? kRangePid : kGpuPid0 + s.gpu;
+    auto [it, inserted] = tids.emplace(std::make_pair(pid, s.track), 100 + static_cast<int>(tids.size()));
+    if (inserted) meta(b, "thread_name", pid, it->second, s.track);
+    if (s.gpu < 0 && !ranges) {
+      ranges = true;
+      meta(b, "process_name", kRangePid, 0, "NVTX ranges");
+      sort_index(b, kRangePid, 5);
+    }
+    fmt::format_to(std::back_inserter(b), "{{\"ph\":\"X\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f}{}{}}},\n",
+                   detail::json_string(s.name), pid, it->second, s.t0_s * 1e6, std::max(0.0, s.t1_s - s.t0_s) * 1e6,
+                   s.args_json.empty() ? "" : ",\"args\":", s.args_json);
+  }
 }
 
 }  // namespace
@@ -106,6 +129,7 @@ std::string chrome_trace_json(const Measurement& m, const TraceOptions& o) {
       counters(b, pid, metric_name(static_cast<Metric>(k)), maybe_downsample(s.all(), o.max_points));
     }
   }
+  if (o.slices != nullptr) slice_tracks(b, *o.slices);
   if (!m.cpu_energy.empty()) {
     meta(b, "process_name", kCpuPid, 0, "CPU (RAPL)");
     sort_index(b, kCpuPid, 1000);

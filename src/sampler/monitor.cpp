@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "jouleprof/core/integrate.hpp"
 
@@ -34,14 +35,10 @@ Monitor::WindowId Monitor::begin_at(std::string_view name, std::optional<double>
     w.kind = std::string(kind);
     w.run = run;
     w.t0 = t;
-    for (std::size_t i = windows_.size(); i-- > 0;) {
-      if (windows_[i].open) {
-        w.parent = static_cast<int>(i);
-        break;
-      }
-    }
+    if (!open_.empty()) w.parent = static_cast<int>(open_.back());
     windows_.push_back(std::move(w));
     id = windows_.size() - 1;
+    open_.push_back(id);
   }
   sampler_->request_counter_read();
   return id;
@@ -57,6 +54,8 @@ void Monitor::end_at(WindowId id, std::optional<double> t_s, bool complete) {
     windows_[id].open = false;
     // An end before its begin (a marker's explicit time) measures nothing: never "complete".
     windows_[id].complete = complete && t >= windows_[id].t0;
+    // Windows mostly close in reverse order of opening: the search from the back is short.
+    open_.erase(std::find(open_.rbegin(), open_.rend(), id).base() - 1);
   }
   sampler_->request_counter_read();
 }
@@ -68,19 +67,21 @@ void Monitor::count(WindowId id, const std::string& key, double value) {
 
 std::optional<Monitor::WindowId> Monitor::find(std::string_view name, bool include_closed) const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!include_closed) {
+    for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
+      if (windows_[*it].name == name) return *it;
+    }
+    return std::nullopt;
+  }
   for (std::size_t i = windows_.size(); i-- > 0;) {
-    if ((include_closed || windows_[i].open) && windows_[i].name == name) return i;
+    if (windows_[i].name == name) return i;
   }
   return std::nullopt;
 }
 
 std::vector<Monitor::WindowId> Monitor::open_windows() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<WindowId> out;
-  for (std::size_t i = 0; i < windows_.size(); ++i) {
-    if (windows_[i].open) out.push_back(i);
-  }
-  return out;
+  return open_;  // ascending: ids grow and closing keeps the order
 }
 
 void Monitor::set_idle_power(std::vector<std::optional<double>> watts, std::string source) {
@@ -191,6 +192,32 @@ Result<WindowResult> Monitor::energy(WindowId id) const {
   return compute(all, id);
 }
 
+std::optional<double> Monitor::final_at_s(WindowId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id >= windows_.size() || windows_[id].open) return std::nullopt;
+  constexpr double kSamplePeriods = 2 * 0.02;  // the driver's ~20 ms samples, each reported late
+  return windows_[id].t1 + opt_.energy.response_tail_s + kSamplePeriods;
+}
+
+bool Monitor::is_final(WindowId id) const {
+  const std::optional<double> at = final_at_s(id);
+  if (!at) return false;
+  if (finished_) return true;
+  // Final when every GPU's power timeline reaches past that time: the sampler has drained the
+  // samples the window's energy uses, and it serves counter requests (the end edge's) before
+  // every such drain.
+  for (std::size_t g = 0; g < gpus_.gpus.size(); ++g) {
+    const GpuSensor& gpu = *gpus_.gpus[g];
+    for (Metric m : {Metric::power_sample_w, Metric::power_instant_w, Metric::power_average_w}) {
+      if (!gpu.supports(m)) continue;
+      const std::vector<Sample> s = sampler_->slice(g, m, *at, std::numeric_limits<double>::max());
+      if (s.empty() || s.back().t_s < *at) return false;
+      break;
+    }
+  }
+  return true;
+}
+
 Measurement Monitor::finish() {
   Measurement m;
   const double end = tb_.now_s();
@@ -203,6 +230,7 @@ Measurement Monitor::finish() {
         w.complete = false;
       }
     }
+    open_.clear();
   }
   sampler_->stop();
   finished_ = true;

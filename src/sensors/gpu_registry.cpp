@@ -23,7 +23,7 @@ Result<std::vector<std::string>> requested_ids(const GpuSelection& sel) {
   std::vector<std::string> ids = split_gpu_list(*sel.cuda_visible_devices);
   // CUDA stops at the first invalid entry; "-1" or "" hide every GPU.
   if (ids.empty() || ids.front() == "-1") {
-    return make_error(Errc::not_found, "CUDA_VISIBLE_DEVICES='" + *sel.cuda_visible_devices +
+    return make_error(Errc::unavailable, "CUDA_VISIBLE_DEVICES='" + *sel.cuda_visible_devices +
                                            "' hides every GPU; unset it or pass --gpus");
   }
   return ids;
@@ -70,7 +70,7 @@ Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
       for (const auto& p : present) {
         have += (have.empty() ? "" : ", ") + std::to_string(p.index) + ": " + p.uuid;
       }
-      return make_error(Errc::not_found,
+      return make_error(Errc::unavailable,
                         "GPU '" + id + "' not found (present: " + (have.empty() ? "none" : have) + ")");
     }
   }
@@ -99,6 +99,7 @@ Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>&
   set.backend = "sim";
   for (unsigned i : *which) {
     auto model = std::make_shared<SimGpuModel>(cfg);
+    model->set_control(sim_device_control(static_cast<int>(i)));
     set.sim_models.push_back(model);
     set.gpus.push_back(std::make_unique<SimGpu>(static_cast<int>(i), model, tb));
   }
@@ -129,7 +130,7 @@ Result<GpuSet> open_nvml(const GpuSelection& sel, const std::vector<std::string>
     if ((*ctx)->api.DeviceGetUUID != nullptr) (*ctx)->api.DeviceGetUUID(dev, uuid, sizeof(uuid));
     present.push_back({i, uuid});
   }
-  if (present.empty()) return make_error(Errc::not_found, "NVML reports no GPU on this machine");
+  if (present.empty()) return make_error(Errc::unavailable, "NVML reports no GPU on this machine");
   auto which = resolve(ids, present);
   if (!which) return which.error();
   GpuSet set;

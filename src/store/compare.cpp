@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include "jouleprof/core/units.hpp"
 
 namespace jouleprof {
 
@@ -16,7 +17,7 @@ std::map<std::string, std::vector<double>> repeat_values(const Measurement& m) {
     if (w.duration_s() > 0) v["mean_power_w"].push_back(w.gpu_energy_j / w.duration_s());
     if (w.meter_j) v["meter_energy_j"].push_back(*w.meter_j);
     for (const auto& [k, c] : w.counts) {
-      if (c > 0) v["gpu_energy_per_" + k + "_j"].push_back(w.gpu_energy_j / c);
+      if (c > 0) v["gpu_energy_per_" + per_unit_name(k) + "_j"].push_back(w.gpu_energy_j / c);
     }
     for (const WindowResult& p : m.windows) {
       if (p.run != r.index || p.kind != "phase" || !p.complete) continue;
@@ -25,7 +26,7 @@ std::map<std::string, std::vector<double>> repeat_values(const Measurement& m) {
       v[pre + "duration_s"].push_back(p.duration_s());
       if (p.duration_s() > 0) v[pre + "mean_power_w"].push_back(p.gpu_energy_j / p.duration_s());
       for (const auto& [k, c] : p.counts) {
-        if (c > 0) v[pre + "gpu_energy_per_" + k + "_j"].push_back(p.gpu_energy_j / c);
+        if (c > 0) v[pre + "gpu_energy_per_" + per_unit_name(k) + "_j"].push_back(p.gpu_energy_j / c);
       }
     }
   }

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "jouleprof/core/units.hpp"
 #include "jouleprof/core/files.hpp"
 #include "jouleprof/core/parse.hpp"
 #include "jouleprof/core/text.hpp"
@@ -88,7 +89,8 @@ const json& array_at(const json& j, const char* key) {
 // times ordered. The message names the JSON path.
 std::optional<std::string> structure_error(const Measurement& m) {
   const auto nw = static_cast<int>(m.windows.size());
-  if (nw == 0) return "/windows: no windows (a result has at least one run window)";
+  // Only a result that says it is incomplete (e.g. a skipped bench configuration) may lack windows.
+  if (nw == 0 && m.complete) return "/windows: no windows (a complete result has at least its run window)";
   for (int i = 0; i < nw; ++i) {
     const WindowResult& w = m.windows[static_cast<std::size_t>(i)];
     const std::string at = "/windows/" + std::to_string(i);
@@ -100,6 +102,12 @@ std::optional<std::string> structure_error(const Measurement& m) {
     if (w.t1_s < w.t0_s) return at + ": t1_s is before t0_s";
     if (w.gpus.size() != m.gpus.size()) return at + "/gpus: " + std::to_string(w.gpus.size()) + " entries for " + std::to_string(m.gpus.size()) + " GPUs";
     if (w.run < -1) return at + "/run: " + std::to_string(w.run) + " is not a run index";
+    if (w.gpu_energy_j < 0) return at + "/gpu_energy_j: a negative energy";
+    for (std::size_t g = 0; g < w.gpus.size(); ++g) {
+      if (w.gpus[g].energy_j < 0 || w.gpus[g].uncertainty_j < 0) {
+        return at + "/gpus/" + std::to_string(g) + ": a negative energy or uncertainty";
+      }
+    }
   }
   for (std::size_t r = 0; r < m.runs.size(); ++r) {
     if (m.runs[r].window < -1 || m.runs[r].window >= nw) {
@@ -297,7 +305,8 @@ Measurement from_json(const json& j) {
     m.windows.push_back(wr);
   }
   if (auto st = j.find("statistics"); st != j.end() && st->is_object()) {
-    for (const auto& [what, s] : st->items()) m.stats.push_back({what, summary_from(s)});
+    // Runs stored before the per-count keys were made singular read as now (core/units.hpp).
+    for (const auto& [what, s] : st->items()) m.stats.push_back({normalize_per_count_key(what), summary_from(s)});
   }
   for (const std::string& w : get_or<std::vector<std::string>>(j, "warnings", {})) m.warnings.push_back(clean_label(w));
   // Every other top-level section (e.g. "llm" from bench llm) is kept verbatim.

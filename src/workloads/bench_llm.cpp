@@ -12,8 +12,9 @@
 #include <optional>
 #include <thread>
 
+#include "jouleprof/core/progress.hpp"
 #include "jouleprof/core/checked.hpp"
-#include "jouleprof/measure/idle.hpp"
+#include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sampler/monitor.hpp"
@@ -78,6 +79,7 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_option("--chunk-tokens", o.chunk_tokens, "most prompt tokens per prefill pass")->check(CLI::Range(16, 1 << 20))->capture_default_str();
   c->add_option("--nvml-lib", o.nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
   c->add_flag("-q,--quiet", o.quiet, "no progress lines");
+  c->add_flag("--progress", o.progress, "configuration i/N, elapsed, ETA and the last J/token on stderr (default: when a terminal)");
 }
 
 std::vector<std::string> bench_args(const BenchOptions& o) {
@@ -243,7 +245,7 @@ Result<std::unique_ptr<Monitor>> open_monitor(const BenchOptions& o, LlmEngine* 
   if (o.device != "sim") {
     if (cvd != nullptr && *cvd != '\0') {
       const auto ids = split_gpu_list(cvd);
-      if (o.gpu >= static_cast<int>(ids.size())) return make_error(Errc::not_found, "no GPU " + std::to_string(o.gpu) + " in CUDA_VISIBLE_DEVICES");
+      if (o.gpu >= static_cast<int>(ids.size())) return make_error(Errc::unavailable, "no GPU " + std::to_string(o.gpu) + " in CUDA_VISIBLE_DEVICES");
       mo.gpus.ids = {ids[static_cast<std::size_t>(o.gpu)]};
     } else {
       mo.gpus.ids = {std::to_string(o.gpu)};
@@ -645,6 +647,11 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   std::string device_name;
   bool simulated = false;
   const std::string variant = variant_words(o);
+  // "configuration 3/6 · elapsed · ETA · last: decode 0.512 J/token" (core/progress.hpp), one
+  // line per configuration so it reads well between the step lines.
+  const std::size_t shapes = o.tokens_file.empty() ? o.batches.size() * o.prompts.size() * o.gens.size() : o.gens.size();
+  Progress configs("configuration", static_cast<int>(valid->models.size() * valid->dtypes.size() * shapes),
+                   !o.quiet && Progress::wanted(o.progress), &Progress::steady_clock, Progress::line_sink());
   for (const std::string& model : valid->models) {
     for (std::size_t di = 0; di < valid->dtypes.size() && !sw.stopped(); ++di) {
       const std::string& dtype_name = o.dtypes[di];
@@ -760,7 +767,14 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
         sw.measure_point(eng.get(), cfg, eo, s, base, pt);
         if (pt.skipped.empty() && sw.stopped()) pt.incomplete = sw.stop_reason();
         mon.end_at(run_w, std::nullopt, pt.skipped.empty() && pt.incomplete.empty());
+        std::string last = pt.skipped.empty() ? "" : "skipped";
+        if (pt.decode_w >= 0 && pt.decode_tokens > 0) {
+          if (auto e = mon.energy(static_cast<Monitor::WindowId>(pt.decode_w)); e) {
+            last = base + " decode " + fmt_double(e->gpu_energy_j / pt.decode_tokens) + " J/token";
+          }
+        }
         points.push_back(std::move(pt));
+        configs.step(last);
       }
       current = nullptr;
     }
@@ -773,8 +787,7 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   // Idle baseline, as `measure` takes it; the window closed long before, its samples are in.
   std::vector<std::string> idle_warnings;
   if (idle_window >= 0) {
-    idle_warnings = set_idle_baseline(mon, static_cast<Monitor::WindowId>(idle_window),
-                                      "second half of a " + fmt_double(o.idle_s) + " s idle window after loading the first model");
+    set_idle_baseline(mon, static_cast<Monitor::WindowId>(idle_window), idle_warnings, "after loading the first model");
   }
   Measurement m = mon.finish();
   for (auto& w : idle_warnings) m.warnings.push_back(std::move(w));
@@ -821,7 +834,7 @@ void print_bench_section(const nlohmann::json& j, std::ostream& out) {
     if (p.contains("prefill")) {
       const auto& f = p["prefill"];
       const auto [above, share] = idle_parts(f);
-      std::snprintf(buf, sizeof buf, "  prefill %9.0f tok/s  %7.1f TFLOP/s  %8.3f mJ/tok  %s  %6.1f W  %s  [%s]\n",
+      std::snprintf(buf, sizeof buf, "  prefill %9.0f tok/s  %7.1f TFLOP/s  %8.3f mJ/token  %s  %6.1f W  %s  [%s]\n",
                     get(f, "tokens_per_s"), get(f, "tflops"), 1e3 * get(f, "j_per_token"), above.c_str(),
                     get(f, "mean_power_w"), share.c_str(), f.value("energy_method", std::string("?")).c_str());
       out << buf;
@@ -829,7 +842,7 @@ void print_bench_section(const nlohmann::json& j, std::ostream& out) {
     if (p.contains("decode")) {
       const auto& d = p["decode"];
       const auto [above, share] = idle_parts(d);
-      std::snprintf(buf, sizeof buf, "  decode  %9.1f tok/s  %7.3f ms/step  %6.2f TB/s  %8.3f mJ/tok  %s  %6.1f W  %s  [%s]\n",
+      std::snprintf(buf, sizeof buf, "  decode  %9.1f tok/s  %7.3f ms/step  %6.2f TB/s  %8.3f mJ/token  %s  %6.1f W  %s  [%s]\n",
                     get(d, "tokens_per_s"), get(d, "ms_per_step"), get(d, "bandwidth_bytes_per_s") / 1e12,
                     1e3 * get(d, "j_per_token"), above.c_str(), get(d, "mean_power_w"), share.c_str(),
                     d.value("energy_method", std::string("?")).c_str());
@@ -876,6 +889,12 @@ Result<void> write_bench_json(const BenchResult& r, const std::string& path, boo
     return make_error(Errc::internal, std::string("result JSON: ") + e.what());
   }
   j["llm"] = r.llm;
+  if (path == "-") {  // stdout (docs/cli.md)
+    std::cout << j.dump(with_timelines ? -1 : 2) << "\n";
+    std::cout.flush();
+    if (!std::cout) return make_error(Errc::io, "cannot write to stdout");
+    return {};
+  }
   std::ofstream out(path);
   if (!out) return make_error(Errc::io, "cannot write " + path);
   out << j.dump(with_timelines ? -1 : 2) << "\n";
@@ -889,7 +908,8 @@ int bench_main(const BenchOptions& o, const EngineFactory& factory, const BenchA
   if (!o.quiet) progress = [](const std::string& s) { std::fprintf(stderr, "jouleprof: %s\n", s.c_str()); };
   auto r = run_bench(o, factory, progress);
   if (!r) return report(r.error());
-  print_bench(*r, std::cout);
+  // With the JSON on stdout, stdout carries the JSON only: the table goes to stderr.
+  print_bench(*r, o.json == "-" ? std::cerr : std::cout);
   std::cout.flush();
   // What was measured is printed and written before any error is reported.
   int rc = r->measurement.complete ? 0 : r->measurement.exit_code;

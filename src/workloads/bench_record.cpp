@@ -183,7 +183,7 @@ Result<std::vector<Measurement>> split_bench_sweep(const Measurement& sweep) {
     const std::string status = p.value("status", "complete");
     RunInfo r;
     r.index = 0;
-    r.window = 0;
+    r.window = m.windows.empty() ? -1 : 0;  // a skipped configuration measured no window
     r.complete = status == "complete" && run.complete;
     if (status == "skipped") {
       r.reason = "skipped: " + p.value("skipped", std::string("?"));

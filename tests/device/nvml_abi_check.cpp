@@ -39,4 +39,10 @@ static_assert(n::kErrorNotSupported == NVML_ERROR_NOT_SUPPORTED && n::kErrorNotF
 static_assert(n::kErrorGpuIsLost == NVML_ERROR_GPU_IS_LOST && n::kErrorDriverNotLoaded == NVML_ERROR_DRIVER_NOT_LOADED);
 static_assert(n::kErrorNoData == NVML_ERROR_NO_DATA && n::kErrorFunctionNotFound == NVML_ERROR_FUNCTION_NOT_FOUND);
 
+// Control (issue 17).
+static_assert(n::kErrorNoPermission == NVML_ERROR_NO_PERMISSION && n::kClockGraphics == NVML_CLOCK_GRAPHICS);
+static_assert(n::kRestrictedSetApplicationClocks == NVML_RESTRICTED_API_SET_APPLICATION_CLOCKS);
+static_assert(n::kRestrictedSetAutoBoostedClocks == NVML_RESTRICTED_API_SET_AUTO_BOOSTED_CLOCKS);
+static_assert(sizeof(ours::nvmlRestrictedAPI_t) == sizeof(::nvmlRestrictedAPI_t));
+
 int main() { return 0; }

@@ -145,8 +145,8 @@ TEST_F(BadInput, StructurallyWrongImportsAreRefusedWhole) {
 TEST_F(BadInput, MarkerTimesOutsideTheRunAndEndsBeforeBeginsAreNotCompleteFigures) {
   json j = measured({}, {"sh", "-c",
                          "echo 'begin far t=1e300' > $JOULEPROF_MARKERS; echo 'begin past t=1000' > $JOULEPROF_MARKERS;"
-                         "now=$(date +%s); echo \"begin w t=$now\" > $JOULEPROF_MARKERS; echo \"end w t=$((now-5))\" > $JOULEPROF_MARKERS;"
-                         "sleep 0.2"});
+                         "sleep 1; now=$(date +%s.%N); e=$(awk -v n=$now 'BEGIN{printf \"%.6f\", n-0.5}');"
+                         "echo \"begin w t=$now\" > $JOULEPROF_MARKERS; echo \"end w t=$e\" > $JOULEPROF_MARKERS; sleep 0.2"});
   ASSERT_EQ(last_.exit_code, 0) << last_.err;
   for (const json& w : j["windows"]) {
     EXPECT_NE(w["name"], "far");

@@ -27,7 +27,8 @@ RC_GTEST_PROP(HardwareFile, MutatedSpecsAreRefusedOrValid, ()) {
   std::ifstream in(path);
   json doc = json::parse(in);
   std::vector<json::json_pointer> paths;
-  for (const auto& [p, v] : doc.flatten().items()) paths.emplace_back(p);
+  const json flat = doc.flatten();  // items() of a temporary would dangle
+  for (const auto& [p, v] : flat.items()) paths.emplace_back(p);
   const auto& where = *rc::gen::elementOf(paths);
   doc[where] = *rc::gen::element<json>(json(-1), json(0), json(1e300), json("x"), json(nullptr), json::array(), json::object());
   auto hw = estimate::parse_hardware(doc.dump(), "mutated.json");
@@ -39,7 +40,8 @@ RC_GTEST_PROP(Calibration, MutatedFilesAreRefusedOrInRange, ()) {
   std::ifstream in(src);
   json doc = json::parse(in);
   std::vector<json::json_pointer> paths;
-  for (const auto& [p, v] : doc.flatten().items()) paths.emplace_back(p);
+  const json flat = doc.flatten();  // items() of a temporary would dangle
+  for (const auto& [p, v] : flat.items()) paths.emplace_back(p);
   const auto& where = *rc::gen::elementOf(paths);
   doc[where] = *rc::gen::element<json>(json(-1), json(0), json(1e300), json(-1e300), json("x"), json(nullptr), json::array());
   const std::string path = ::testing::TempDir() + "/jp-cal-" + std::to_string(getpid()) + ".json";

@@ -39,7 +39,7 @@ TEST(CliMeasure, MeasuresACommandWithPhasesFromMarkers) {
     EXPECT_GE(w["run"].get<int>(), 0);
   }
   EXPECT_EQ(phases, 4);
-  EXPECT_TRUE(j["statistics"].contains("phase:decode:gpu_energy_per_tokens_j"));
+  EXPECT_TRUE(j["statistics"].contains("phase:decode:gpu_energy_per_token_j"));
   EXPECT_EQ(j["statistics"]["gpu_energy_j"]["n"], 2);
   EXPECT_NE(r.out.find("prefill"), std::string::npos);
   const std::string timeline = jp_test::read_file(csv);
@@ -118,7 +118,7 @@ TEST(CliMeasure, ErrorsAreOneLineWithDistinctExitCodes) {
       {{"measure", "--frobnicate"}, {}, 2, "--frobnicate"},
       {{"measure", "--runs", "0", "--", "true"}, {}, 2, "--runs"},
       {{"measure", "--tag", "novalue", "--", "true"}, fake_env("idle_w 90\n"), 2, "KEY=VALUE"},
-      {{"measure", "--idle-from", "/nonexistent.json", "--", "true"}, {}, 3, "cannot open"},
+      {{"measure", "--idle-from", "/nonexistent.json", "--", "true"}, {}, 2, "cannot read"},  // a missing input file is bad input
       {{"measure", "--idle", "0", "-q", "--meter-csv", bad_csv, "--", "true"}, fake_env("idle_w 90\n"), 2, "line 3: bad time"},
       {{"measure", "--device", "sim", "--sim-scenario", jp_test::write_file("bad-sc.txt", "gpus x\n"), "--", "true"}, {}, 2, "line 1"},
   };

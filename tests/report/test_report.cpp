@@ -97,7 +97,13 @@ TEST(ReportCharts, SpecsAreDataOnlyJson) {
   EXPECT_FALSE(t["series"][0]["markLine"]["data"].empty());  // idle baseline
   EXPECT_EQ(comparison_tag(runs, o), "batch");
   const json c = json::parse(compare_chart(runs, o).option_json);
-  EXPECT_EQ(c["xAxis"]["type"], "value");  // numeric tag values
+  // Numeric tag values on a category axis in numeric order (issue 15: batch 1/8/32 at equal steps),
+  // labelled by the values, with the repeats' CI as error bars.
+  EXPECT_EQ(c["xAxis"]["type"], "category");
+  EXPECT_EQ(c["xAxis"]["name"], "batch");
+  EXPECT_EQ(c["series"][1]["type"], "boxplot");
+  // Legends never over data: the plot starts below the title and the legend's band.
+  EXPECT_GE(c["grid"]["top"].get<int>(), 40 + 26);
   EXPECT_FALSE(json::parse(repeats_chart(runs, o).option_json)["series"][0]["data"].empty());
   EXPECT_FALSE(per_count_chart(runs, o).option_json.empty());
   EXPECT_FALSE(windows_chart(runs[0], 0, o).option_json.empty());

@@ -435,7 +435,7 @@ TEST(StoreCompare, WelchTestAndValues) {
   ASSERT_TRUE(cmp.cells[1][0].diff_rel.has_value());
   EXPECT_GT(*cmp.cells[1][0].diff_rel, 0.1);
   const auto ph = compare_runs({&m1, &m2}, "decode");
-  EXPECT_NE(std::find(ph.keys.begin(), ph.keys.end(), "phase:decode:gpu_energy_per_tokens_j"), ph.keys.end());
+  EXPECT_NE(std::find(ph.keys.begin(), ph.keys.end(), "phase:decode:gpu_energy_per_token_j"), ph.keys.end());
 }
 
 TEST(StoreTimeFilter, Forms) {

@@ -103,7 +103,7 @@ TEST(Repeats, StatisticsAndCiWarning) {
   EXPECT_EQ(m.stats[0].what, "gpu_energy_j");
   EXPECT_DOUBLE_EQ(m.stats[0].summary.mean, 1100);
   bool per_token = false;
-  for (const auto& s : m.stats) per_token |= s.what == "gpu_energy_per_tokens_j" && s.summary.mean == 11;
+  for (const auto& s : m.stats) per_token |= s.what == "gpu_energy_per_token_j" && s.summary.mean == 11;
   EXPECT_TRUE(per_token);
   ASSERT_EQ(m.warnings.size(), 1u);  // CI ±24.8% > 5%
   EXPECT_NE(m.warnings[0].find("gpu_energy_j"), std::string::npos);

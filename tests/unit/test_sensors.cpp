@@ -122,7 +122,7 @@ TEST(GpuSelection, IndicesUuidsAndCudaVisibleDevices) {
   EXPECT_EQ(cvd->gpus[0]->info().index, 3);
 
   sel.cuda_visible_devices = "";
-  EXPECT_EQ(open_gpus(sel, tb).error().code, Errc::not_found);
+  EXPECT_EQ(open_gpus(sel, tb).error().code, Errc::unavailable);
   sel.cuda_visible_devices = "MIG-1234";
   EXPECT_EQ(open_gpus(sel, tb).error().code, Errc::unsupported);
   sel.cuda_visible_devices.reset();

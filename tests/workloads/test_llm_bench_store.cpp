@@ -188,7 +188,7 @@ TEST_F(BenchStore, SweepIsStoredWithTagsAndTheJsonNumbers) {
     EXPECT_EQ(tags["who"], "ci");
     EXPECT_EQ(tags["workload"], "bench-llm");
     // The stored run's figures are the JSON's, bit for bit.
-    const json shown = runs_json({"runs", "--db", db, "show", std::to_string(run["id"].get<int>()), "--json"});
+    const json shown = runs_json({"runs", "--db", db, "show", std::to_string(run["id"].get<int>()), "--json"}).at(0);
     const json& q = shown["llm"]["points"][0];
     for (const char* phase : {"prefill", "decode"}) {
       for (const char* key : {"j_per_token", "above_idle_j_per_token", "tokens_per_s", "mean_power_w", "energy_j"}) {
@@ -217,7 +217,7 @@ TEST_F(BenchStore, SweepIsStoredWithTagsAndTheJsonNumbers) {
   EXPECT_NE(show.out.find("mlp_gate_up"), std::string::npos);
   auto exp = cli({"runs", "--db", db, "export", "1", "--json", "-"});
   ASSERT_EQ(exp.code, 0) << exp.err;
-  const json exported = json::parse(exp.out);
+  const json exported = json::parse(exp.out).at(0);  // an array, whatever the count
   EXPECT_FALSE(exported["timelines"].empty());
   EXPECT_EQ(exported["llm"]["points"][0]["decode"]["j_per_token"], sweep["llm"]["points"][0]["decode"]["j_per_token"]);
   auto csv = cli({"runs", "--db", db, "export", "1", "2", "--csv", "-"});
@@ -226,7 +226,7 @@ TEST_F(BenchStore, SweepIsStoredWithTagsAndTheJsonNumbers) {
   // compare: decode J/token of batch 1 against batch 2 (the same prompt).
   const json cmp = runs_json({"runs", "--db", db, "compare", "1", "3", "--phase", "decode", "--json"});
   ASSERT_EQ(cmp.size(), 2u);
-  const char* key = "phase:decode:gpu_energy_per_tokens_j";
+  const char* key = "phase:decode:gpu_energy_per_token_j";
   ASSERT_TRUE(cmp[1]["values"].contains(key)) << cmp.dump();
   EXPECT_EQ(cmp[0]["values"][key]["mean"], sweep["llm"]["points"][0]["decode"]["j_per_token"]);
   EXPECT_EQ(cmp[1]["values"][key]["mean"], sweep["llm"]["points"][2]["decode"]["j_per_token"]);
@@ -373,7 +373,7 @@ TEST_F(BenchStore, GpuPathRecordsWhatJouleprofLlmWrote) {
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[1]["tags"]["prompt"], "32");
   auto exp = cli({"runs", "--db", db, "export", std::to_string(list[1]["id"].get<int>()), "--json", "-"});
-  const json run = json::parse(exp.out);
+  const json run = json::parse(exp.out).at(0);
   EXPECT_FALSE(run["timelines"].empty());
   EXPECT_EQ(run["llm"]["points"][0]["decode"]["j_per_token"], known["llm"]["points"][1]["decode"]["j_per_token"]);
 

@@ -27,6 +27,10 @@ class Progress {
 
   /// Whether to show progress: asked for (--progress) or stderr is a terminal.
   static bool wanted(bool asked);
+  /// Seconds on the steady clock.
+  static double steady_clock();
+  /// One "jouleprof: LINE" per update on stderr (for work that prints other lines between steps).
+  static Sink line_sink();
 
   /// Writes to stderr: on a terminal one line rewritten in place, otherwise one line per update.
   Progress(std::string label, int total, bool enabled);

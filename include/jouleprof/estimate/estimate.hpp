@@ -77,7 +77,13 @@ struct Estimate {
   std::vector<SubgraphEstimate> subgraphs;
   std::vector<Event> totals;  ///< summed by (group, name), in model order
   std::vector<std::string> notes;
+  /// Tokens the graph processes (LLMs: batch × prompt for prefill, batch for one decode step;
+  /// 0 otherwise): with it the report gives tok/s and J/token.
+  double tokens = 0;
 };
+
+/// The software stack the estimate's mode stands for, in words (stated with every estimate).
+std::string stack_text(const Estimate& e);
 
 Result<Estimate> estimate(const Graph& g, const HardwareSpec& hw, const EstimateOptions& opt,
                           const Calibration* cal = nullptr);

@@ -17,7 +17,7 @@ struct TreeOptions {
 std::string render_tree(const Estimate& e, const TreeOptions& opt = {});
 /// JSON (schema_version 1): totals, event totals, every subgraph with its events.
 std::string to_json(const Estimate& e, int indent = 2);
-/// JSON array of several estimates (one per hardware target).
+/// {"schema_version": 1, "estimates": [...]}, one per hardware target, whatever the count.
 std::string to_json(const std::vector<Estimate>& es, int indent = 2);
 /// CSV: one row per (hardware, subgraph, event), plus per-hardware total rows.
 std::string to_csv(const std::vector<Estimate>& es);

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "jouleprof/measure/result.hpp"
@@ -23,6 +24,8 @@ struct MeasureOptions {
   std::vector<std::optional<double>> idle_w;  ///< taken from an earlier result instead
   std::string idle_source;
   bool cooldown = false;
+  bool cooldown_first = false;  ///< also before the first run (a sweep cools down between points)
+  std::vector<std::string> env;  ///< extra KEY=VALUE entries for the workload (sweep parameters; trace: CUDA_INJECTION64_PATH ...)
   double cooldown_tolerance_c = 1.0;  ///< temperature range over the last 5 s to call it stable
   double cooldown_max_s = 120;
   double ci_warn_relative = 0.05;
@@ -33,11 +36,25 @@ struct MeasureOptions {
   std::map<std::string, std::string> tags;
   std::vector<std::string> invocation;  ///< jouleprof's own command line, for provenance
   std::function<void(const std::string&)> progress;  ///< one line per event (stderr)
+  /// Show "run i/N · elapsed · ETA · last: E J" and the cool-down's temperature on stderr
+  /// (core/progress.hpp); the CLI sets it when stderr is a terminal or --progress is given.
+  bool show_progress = false;
 };
 
 /// Runs the whole measurement. Errors are returned only for failures before anything was
 /// measured (no GPU, command not found ...); later faults give an incomplete result.
 Result<Measurement> run_measure(const MeasureOptions& opt);
+
+/// Sets the monitor's idle baseline from a closed idle window (kind "idle"): per GPU, the mean
+/// power of its second half; a warning when the first half differs (the GPU had not settled).
+/// The one function for every caller (`measure`, `bench llm`, the Python package); `when` ends
+/// the recorded source ("second half of a 2.0 s idle window <when>"). In src/measure/idle.cpp.
+void set_idle_baseline(Monitor& mon, Monitor::WindowId idle_window, std::vector<std::string>& warnings,
+                       std::string_view when = "before the runs");
+
+/// Adds a warning for each phase/window shorter than the energy counter's update period,
+/// naming the method its energy came from and its uncertainty.
+void warn_short_windows(Measurement& m, const EnergyOptions& energy);
 
 /// Idle power per GPU from an earlier result JSON (the idle baseline it measured).
 Result<std::vector<std::optional<double>>> idle_power_from_result(const std::string& path);

@@ -31,6 +31,7 @@ struct ChartOptions {
   std::size_t max_points = 2000;  ///< per timeline series (min/max downsampling)
   std::string by_tag;             ///< comparison axis (e.g. "batch"); empty: first tag that differs
   bool for_static = false;        ///< no zoom slider or tooltip (plots)
+  int width_px = 1000;            ///< the figure's width: how many rows the legend needs
 };
 
 /// Power per GPU (plus CPU and meter) over time, windows shaded, idle baseline drawn.
@@ -48,6 +49,9 @@ ChartSpec per_count_chart(const std::vector<ReportRun>& runs, const ChartOptions
 
 /// The tag to compare along: o.by_tag, else the first tag whose value differs between runs.
 std::string comparison_tag(const std::vector<ReportRun>& runs, const ChartOptions& o);
+/// What to tell the user when the comparison axis says nothing: --by names a tag that has one
+/// value (or none) across the runs, or no tag differs at all; "" when the axis varies.
+std::string by_tag_warning(const std::vector<ReportRun>& runs, const ChartOptions& o);
 
 /// One configuration of `jouleprof bench llm` as the charts see it: a point of a run's "llm"
 /// section (docs/bench-llm.md). A stored configuration has one; a sweep's JSON file has all.

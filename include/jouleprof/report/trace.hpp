@@ -6,15 +6,26 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "jouleprof/core/error.hpp"
 #include "jouleprof/measure/result.hpp"
 
 namespace jouleprof {
 
+/// A slice on a named track (kernel on a GPU stream, NVTX range on a CPU thread): `jouleprof trace`.
+struct TraceSlice {
+  int gpu = -1;        ///< index into Measurement::gpus; -1: the "NVTX ranges" process
+  std::string track;   ///< e.g. "stream 7", "pid 123 thread 456"
+  std::string name;
+  double t0_s = 0, t1_s = 0;
+  std::string args_json;  ///< a JSON object's text, or empty
+};
+
 struct TraceOptions {
   std::size_t max_points = 0;  ///< per counter track, min/max downsampled; 0: every sample
   std::string label;           ///< shown in the process names (e.g. "run 12")
+  const std::vector<TraceSlice>* slices = nullptr;  ///< kernel/range slices (trace)
 };
 
 std::string chrome_trace_json(const Measurement& m, const TraceOptions& o = {});

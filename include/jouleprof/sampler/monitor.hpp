@@ -77,6 +77,13 @@ class Monitor {
   void set_idle_power(std::vector<std::optional<double>> watts, std::string source);
   /// Energy of a window from what has been sampled so far (the window must be closed).
   Result<WindowResult> energy(WindowId id) const;
+  /// Run time after which nothing the sensors report can change a closed window's energy: its
+  /// end plus the sensor response tail and two driver sample periods (nullopt: open or unknown).
+  std::optional<double> final_at_s(WindowId id) const;
+  /// True once every GPU's power timeline reaches final_at_s(id) (or after finish()): energy(id)
+  /// then equals what finish() computes for the window. Lets a caller resolve results lazily.
+  /// Not to be called concurrently with finish().
+  bool is_final(WindowId id) const;
   /// Waits until the sampler has read the energy counters (a run boundary).
   void sync_counters() { sampler_->flush_counter_reads(); }
 
@@ -105,6 +112,7 @@ class Monitor {
   std::unique_ptr<Sampler> sampler_;
   mutable std::mutex mu_;
   std::vector<Window> windows_;
+  std::vector<WindowId> open_;  ///< open windows in the order they were begun (begin/end stay O(1))
   std::vector<std::optional<double>> idle_w_;
   std::string idle_source_;
   bool finished_ = false;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,42 @@ struct SimConfig {
   PowerSchedule::Segment initial;   ///< first segment (constant idle by default)
   std::vector<PowerSchedule::Segment> schedule;  ///< further segments from the scenario
   std::string load_file;            ///< lines "realtime_ns watts" appended by a workload
+  double workload_time_scale = 1.0; ///< stretches the built-in simulated workload (tests: < 1)
 };
+
+/// Clock and power-limit settings the simulated GPU obeys (set by jouleprof's control layer
+/// through the fake NVML or the in-process simulated backend). Unset: the GPU boosts freely.
+struct SimControl {
+  std::optional<double> sm_clock_lock_mhz;   ///< locked graphics clock (upper bound)
+  std::optional<double> mem_clock_lock_mhz;  ///< locked memory clock
+  std::optional<double> power_limit_w;       ///< enforced power limit (default: tdp_w)
+};
+
+/// Settings of the in-process simulated GPUs (`--device sim`), by index: they outlive one
+/// measurement like a real GPU's settings outlive one process, and die with the process.
+SimControl sim_device_control(int index);
+void set_sim_device_control(int index, const SimControl& c);
+
+/// The simulated GPU's supported clocks: an H100 SXM's table (memory 2619 and 1593 MHz,
+/// graphics 345-1980 MHz in 15 MHz steps, 110 clocks), highest first as NVML lists them.
+std::vector<unsigned> sim_supported_mem_clocks();
+std::vector<unsigned> sim_supported_gpu_clocks(unsigned mem_clock_mhz);
+
+/// The DVFS law of the simulated GPU, for a load described at full clock by its power
+/// (`demand_w`) and the share of its time that scales with the graphics clock (`compute_share`;
+/// the rest is memory-bound and scales with the memory clock):
+///   power  = idle + (demand - idle) * (share * g(f) + (1 - share) * (0.5 + 0.5 g(f))) * m/m_max
+///   time   = t_max * (share * f_max / f + (1 - share) * m_max / m)
+/// with g(f) = (f / f_max) * (V(f) / V(f_max))^2 and V flat at 65% below 900 MHz, linear above.
+/// A power limit below the demand lowers the clock to the highest supported one that fits.
+struct SimOperatingPoint {
+  double clock_mhz = 0;
+  double mem_clock_mhz = 0;
+  double power_w = 0;
+  double time_scale = 1;  ///< duration relative to the unconstrained GPU
+};
+SimOperatingPoint sim_operating_point(const SimConfig& cfg, const SimControl& ctl, double demand_w,
+                                      double compute_share);
 
 /// Parses a scenario file's text (see docs/simulated-gpu.md) on top of `base`. Errors name the line.
 Result<SimConfig> parse_sim_scenario(const std::string& text, SimConfig base = {});
@@ -86,11 +122,24 @@ class SimGpuModel {
   bool failed(double now_s) const { return cfg_.fail_after_s >= 0 && now_s >= cfg_.fail_after_s; }
   bool supports(const std::string& feature) const;
 
+  /// Settings the GPU obeys from now on (clocks, power limit).
+  void set_control(const SimControl& c);
+  SimControl control() const;
+  /// Starts a load at time t (see sim_operating_point): the schedule gets its power under the
+  /// current settings and the reported clocks follow. Returns the operating point.
+  SimOperatingPoint start_load(double t, double demand_w, double compute_share);
+  /// Back to idle at time t.
+  void stop_load(double t);
+
  private:
   double last_update(double now_s) const;
   double window_mean(double end, double len) const;
   SimConfig cfg_;
   PowerSchedule sched_;
+  mutable std::mutex control_mu_;
+  SimControl control_;
+  double load_clock_mhz_ = 0;  ///< clock of the running load (0: never started, < 0: ended)
+  double load_mem_clock_mhz_ = 0;
 };
 
 }  // namespace jouleprof

@@ -43,6 +43,7 @@ struct BenchOptions {
   uint64_t seed = 1234;
   std::vector<std::string> tags;
   bool quiet = false;
+  bool progress = false;  ///< --progress: configuration i/N with ETA (also when stderr is a terminal)
   bool no_graphs = false;
   int chunk_tokens = 8192;
   std::string variant;  ///< --variant: the decode plan and its options (decode_plan.hpp)

@@ -13,6 +13,7 @@ typedef int nvmlSamplingType_t;
 typedef int nvmlClockType_t;
 typedef int nvmlTemperatureSensors_t;
 typedef int nvmlEnableState_t;
+typedef int nvmlRestrictedAPI_t;
 
 typedef union nvmlValue_st {
   double dVal;
@@ -68,6 +69,7 @@ constexpr nvmlReturn_t kSuccess = 0;
 constexpr nvmlReturn_t kErrorUninitialized = 1;
 constexpr nvmlReturn_t kErrorInvalidArgument = 2;
 constexpr nvmlReturn_t kErrorNotSupported = 3;
+constexpr nvmlReturn_t kErrorNoPermission = 4;
 constexpr nvmlReturn_t kErrorNotFound = 6;
 constexpr nvmlReturn_t kErrorInsufficientSize = 7;
 constexpr nvmlReturn_t kErrorDriverNotLoaded = 9;
@@ -84,9 +86,12 @@ constexpr nvmlValueType_t kValueUnsignedLong = 2;
 constexpr nvmlValueType_t kValueUnsignedLongLong = 3;
 constexpr nvmlValueType_t kValueSignedLongLong = 4;
 constexpr nvmlValueType_t kValueSignedInt = 5;
+constexpr nvmlClockType_t kClockGraphics = 0;
 constexpr nvmlClockType_t kClockSm = 1;
 constexpr nvmlClockType_t kClockMem = 2;
 constexpr nvmlTemperatureSensors_t kTemperatureGpu = 0;
+constexpr nvmlRestrictedAPI_t kRestrictedSetApplicationClocks = 0;  // NVML_RESTRICTED_API_SET_APPLICATION_CLOCKS
+constexpr nvmlRestrictedAPI_t kRestrictedSetAutoBoostedClocks = 1;
 constexpr unsigned kFieldPowerAverage = 185;  // NVML_FI_DEV_POWER_AVERAGE
 constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT
 

@@ -115,6 +115,9 @@ Result<SimConfig> parse_sim_scenario(const std::string& text, SimConfig cfg) {
     } else if (key == "mig") {
       if (!need(x)) return line_error(no, "mig needs 0 or 1");
       cfg.mig_enabled = x != 0;
+    } else if (key == "workload_time_scale") {
+      if (!need(x) || x <= 0 || x > 100) return line_error(no, "workload_time_scale needs a number in (0, 100]");
+      cfg.workload_time_scale = x;
     } else if (key == "load_file") {
       cfg.load_file = rest();
     } else {

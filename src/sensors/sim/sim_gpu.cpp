@@ -45,7 +45,7 @@ SimGpu::SimGpu(int index, std::shared_ptr<SimGpuModel> model, const TimeBase& tb
   info_.driver_version = c.driver_version;
   info_.backend = "sim";
   info_.simulated = true;
-  info_.power_limit_w = c.tdp_w;
+  info_.power_limit_w = model_->control().power_limit_w.value_or(c.tdp_w);
   info_.power_limit_min_w = 200;
   info_.power_limit_max_w = c.tdp_w;
   info_.persistence_mode = true;
@@ -78,7 +78,7 @@ Result<double> SimGpu::read(Metric m) {
     case Metric::mem_util_pct: return model_->gpu_util_pct(now) * 0.4;
     case Metric::temperature_c: return model_->temperature_c(now);
     case Metric::memory_used_mib: return 1024.0;
-    case Metric::power_limit_w: return model_->config().tdp_w;
+    case Metric::power_limit_w: return model_->control().power_limit_w.value_or(model_->config().tdp_w);
     case Metric::throttle_reasons: return static_cast<double>(model_->throttle_reasons(now));
     default: break;
   }

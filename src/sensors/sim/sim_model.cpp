@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <sstream>
 
 namespace jouleprof {
@@ -155,10 +156,103 @@ double SimGpuModel::temperature_c(double now_s) const {
 double SimGpuModel::sm_clock_mhz(double now_s) const {
   const double p = power_average_w(now_s);
   if (p < cfg_.idle_w + 20) return 345;
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    if (load_clock_mhz_ > 0) return load_clock_mhz_;
+    if (load_clock_mhz_ < 0) return 345;  // a load started by start_load has ended
+  }
   return p >= 0.98 * cfg_.tdp_w ? 1755 : 1980;
 }
 
-double SimGpuModel::mem_clock_mhz(double /*now_s*/) const { return 2619; }
+double SimGpuModel::mem_clock_mhz(double /*now_s*/) const {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  if (control_.mem_clock_lock_mhz) return *control_.mem_clock_lock_mhz;
+  return 2619;
+}
+
+void SimGpuModel::set_control(const SimControl& c) {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  control_ = c;
+}
+
+SimControl SimGpuModel::control() const {
+  std::lock_guard<std::mutex> lock(control_mu_);
+  return control_;
+}
+
+SimOperatingPoint SimGpuModel::start_load(double t, double demand_w, double compute_share) {
+  const SimOperatingPoint op = sim_operating_point(cfg_, control(), demand_w, compute_share);
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    load_clock_mhz_ = op.clock_mhz;
+    load_mem_clock_mhz_ = op.mem_clock_mhz;
+  }
+  sched_.set_constant(t, op.power_w);
+  return op;
+}
+
+void SimGpuModel::stop_load(double t) {
+  sched_.set_constant(t, cfg_.idle_w);
+  std::lock_guard<std::mutex> lock(control_mu_);
+  load_clock_mhz_ = -1;
+}
+
+namespace {
+std::mutex g_device_control_mu;
+std::map<int, SimControl>& device_controls() {
+  static std::map<int, SimControl> m;
+  return m;
+}
+}  // namespace
+
+SimControl sim_device_control(int index) {
+  std::lock_guard<std::mutex> lock(g_device_control_mu);
+  auto it = device_controls().find(index);
+  return it == device_controls().end() ? SimControl{} : it->second;
+}
+
+void set_sim_device_control(int index, const SimControl& c) {
+  std::lock_guard<std::mutex> lock(g_device_control_mu);
+  device_controls()[index] = c;
+}
+
+std::vector<unsigned> sim_supported_mem_clocks() { return {2619, 1593}; }
+
+std::vector<unsigned> sim_supported_gpu_clocks(unsigned mem_clock_mhz) {
+  std::vector<unsigned> out;
+  const auto mems = sim_supported_mem_clocks();
+  if (std::find(mems.begin(), mems.end(), mem_clock_mhz) == mems.end()) return out;
+  for (unsigned f = 1980; f >= 345; f -= 15) out.push_back(f);
+  return out;
+}
+
+namespace {
+constexpr double kMaxClock = 1980, kMaxMemClock = 2619;
+
+double voltage(double f) { return f <= 900 ? 0.65 : 0.65 + 0.35 * (f - 900) / (kMaxClock - 900); }
+double dynamic_share(double f) { return (f / kMaxClock) * voltage(f) * voltage(f); }
+
+double law_power(const SimConfig& cfg, double demand_w, double share, double f, double m) {
+  const double g = dynamic_share(f);
+  const double active = std::max(0.0, demand_w - cfg.idle_w);
+  return cfg.idle_w + active * (share * g + (1 - share) * (0.5 + 0.5 * g)) * (0.6 + 0.4 * m / kMaxMemClock);
+}
+}  // namespace
+
+SimOperatingPoint sim_operating_point(const SimConfig& cfg, const SimControl& ctl, double demand_w,
+                                      double compute_share) {
+  const double share = std::clamp(compute_share, 0.0, 1.0);
+  SimOperatingPoint op;
+  op.mem_clock_mhz = ctl.mem_clock_lock_mhz.value_or(kMaxMemClock);
+  double f = std::min(kMaxClock, ctl.sm_clock_lock_mhz.value_or(kMaxClock));
+  const double limit = ctl.power_limit_w.value_or(cfg.tdp_w);
+  // The power limit lowers the clock in the driver's 15 MHz steps until the load fits.
+  while (f > 345 && law_power(cfg, demand_w, share, f, op.mem_clock_mhz) > limit) f -= 15;
+  op.clock_mhz = f;
+  op.power_w = std::min(limit, law_power(cfg, demand_w, share, f, op.mem_clock_mhz));
+  op.time_scale = share * kMaxClock / f + (1 - share) * kMaxMemClock / op.mem_clock_mhz;
+  return op;
+}
 
 double SimGpuModel::gpu_util_pct(double now_s) const {
   return power_instant_w(now_s) > cfg_.idle_w + 30 ? 100 : 0;

@@ -262,7 +262,9 @@ constexpr int gemv_min_blocks() { return NB <= 2 && U <= 4 ? 2 : 1; }
 template <typename T, int NB, bool NORM, int U, typename Wait>
 __device__ __forceinline__ void gemv_body(const GemvParams& p, int bid, int nblk, Wait&& wait) {
   constexpr int kGemvUnroll = U;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  // One alignment for every declaration of smem_raw (the module keeps one; nvcc warns when they
+  // differ): 128 bytes, what the dataflow kernel's bulk copies declare.
+  extern __shared__ __align__(128) unsigned char smem_raw[];
   T* xs = reinterpret_cast<T*>(smem_raw);
   __shared__ unsigned long long best_s[NB][kGemvThreads / 32];
   constexpr int WARPS = kGemvThreads / 32;

@@ -1,0 +1,98 @@
+// Attribution of one GPU's measured energy to activities (kernels, copies) or groups of them.
+//
+// Three methods, each in its own file, all answering the same question and all conserving energy
+// exactly: attributed + idle/static + unattributed = measured (docs/trace.md, "Attribution"):
+//   interval    direct integration of the power timeline over long busy intervals of an item,
+//               minus idle (only items busy for longer than a few sensor periods at a time);
+//   split       each power sample's energy above idle split across the items busy in the window
+//               the sample reflects (the sensor's lag and averaging window modelled), in
+//               proportion to busy time;
+//   regression  non-negative least squares of sample power on per-class busy fractions with the
+//               idle/static power as intercept: each class's active power with a standard error.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/series.hpp"
+
+namespace jouleprof {
+
+/// What a power sample at time t reflects: the mean activity over [t - lag - window, t - lag].
+/// H100 defaults: samples ~20 ms apart that lag a step by ~one interval and smear a 20 ms burst
+/// over ~60 ms (docs/energy-methods.md; measured on our H100, docs/validation/measure.md).
+struct SensorModel {
+  double lag_s = 0.017;
+  double window_s = 0.040;
+};
+
+/// One busy interval of an item (an activity, or a class for the per-class methods).
+struct BusyInterval {
+  double t0_s = 0, t1_s = 0;
+  std::size_t item = 0;
+  std::size_t group = 0;  ///< the item's class (regression)
+};
+
+struct AttributionInput {
+  std::vector<Sample> power;  ///< W, run time base, sorted; should extend past t1 + lag + window
+  double t0_s = 0, t1_s = 0;  ///< the window attributed (a run)
+  double measured_j = 0;      ///< that window's measured energy for this GPU (the best method's figure)
+  std::string measured_method;
+  double idle_w = 0;          ///< idle/static power (the idle baseline)
+  std::vector<BusyInterval> busy;
+  std::size_t items = 0;
+  std::size_t groups = 0;     ///< number of classes (regression)
+  SensorModel sensor;
+  double min_interval_s = 0.1;  ///< interval method: shortest busy stretch integrated directly
+  double merge_gap_s = 0.001;   ///< interval method: gaps shorter than this join busy stretches
+};
+
+struct GroupFit {
+  double active_power_w = 0;  ///< power above the intercept while the class is busy all the time
+  double stderr_w = 0;
+  double busy_s = 0;          ///< time-weighted busy fraction summed over the windows
+};
+
+struct Attribution {
+  std::string method;
+  double measured_j = 0;
+  double timeline_j = 0;      ///< trapezoid of the power timeline over the window
+  double idle_j = 0;          ///< idle/static energy
+  double attributed_j = 0;    ///< sum of item_j
+  double unattributed_j = 0;  ///< measured - attributed - idle (includes the counter-timeline difference)
+  std::vector<double> item_j;
+  std::vector<double> item_uncertainty_j;
+  std::vector<GroupFit> groups;  ///< regression only
+  std::optional<double> intercept_w;  ///< regression only: fitted idle/static power
+  double r_squared = 0;               ///< regression only
+  std::vector<std::string> notes;
+};
+
+/// One attribution method (strategies, not switches).
+class AttributionMethod {
+ public:
+  virtual ~AttributionMethod() = default;
+  virtual std::string name() const = 0;
+  virtual Attribution attribute(const AttributionInput& in) const = 0;
+};
+
+std::unique_ptr<AttributionMethod> make_interval_method();
+std::unique_ptr<AttributionMethod> make_split_method();
+std::unique_ptr<AttributionMethod> make_regression_method();
+/// By name: interval, split, regression; nullptr for another name.
+std::unique_ptr<AttributionMethod> make_attribution_method(const std::string& name);
+std::vector<std::string> attribution_method_names();
+
+namespace detail {
+/// Sets attributed_j and unattributed_j so that the sum is exactly measured_j.
+void close_books(Attribution& a);
+/// Trapezoid energy of the power samples over [a, b] (linear interpolation at the edges).
+double energy_between(const std::vector<Sample>& p, double a, double b);
+/// Per-sample intervals of the window: [a_i, b_i] with a_0 = t0 and b_last = t1.
+std::vector<std::pair<double, double>> sample_intervals(const std::vector<Sample>& p, double t0, double t1);
+}  // namespace detail
+
+}  // namespace jouleprof

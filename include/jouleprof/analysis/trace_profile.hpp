@@ -1,0 +1,107 @@
+// `jouleprof trace`'s analysis: a measurement plus the traced activity → energy per GPU by
+// kernel, class, NVTX path, layer, component and phase, by each attribution method, with the
+// books balanced (docs/trace.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jouleprof/analysis/attribution.hpp"
+#include "jouleprof/measure/result.hpp"
+#include "jouleprof/trace/kernel_classes.hpp"
+#include "jouleprof/trace/trace.hpp"
+#include "jouleprof/trace/unique_kernels.hpp"
+
+namespace jouleprof {
+
+inline constexpr int kTraceSchemaVersion = 1;
+
+struct TraceProfileOptions {
+  std::string method = "split";  ///< the method of the per-kernel/path tables (all three give class books)
+  SensorModel sensor;
+  double min_interval_s = 0.1;
+  std::size_t path_depth = 0;  ///< 0: full NVTX paths
+};
+
+struct GroupRow {
+  std::string key;
+  double energy_j = 0;
+  double uncertainty_j = 0;
+  double busy_s = 0;
+  uint64_t count = 0;
+  double share = 0;           ///< of the attributed energy
+  double mean_power_w = 0;    ///< energy / busy time (above idle)
+  bool below_resolution = false;  ///< busy for less than 5 sensor periods in total
+};
+
+struct MethodBooks {
+  std::string method;
+  double measured_j = 0, timeline_j = 0, idle_j = 0, attributed_j = 0, unattributed_j = 0;
+  std::optional<double> intercept_w;
+  double r_squared = 0;
+  std::vector<GroupRow> by_class;
+  std::map<std::string, GroupFit> class_fits;  ///< regression
+  std::vector<std::string> notes;
+};
+
+struct GpuProfile {
+  int gpu = 0;               ///< index into Measurement::gpus
+  std::string uuid;
+  std::vector<uint32_t> cuda_devices;  ///< ordinals seen in the traced processes
+  std::string measured_method;
+  double window_t0_s = 0, window_t1_s = 0;
+  double idle_w = 0;
+  std::vector<MethodBooks> methods;  ///< interval, split, regression
+  std::string table_method;
+  std::vector<GroupRow> by_kernel, by_class, by_path, by_layer, by_component, by_phase;
+  uint64_t kernels = 0, copies = 0;
+  double busy_s = 0;
+};
+
+struct PhaseEnergy {
+  std::string name;
+  double duration_s = 0, energy_j = 0, above_idle_j = 0;
+  std::string method;
+  std::map<std::string, double> counts;
+  std::optional<double> energy_per_token_j;
+};
+
+struct TraceProfile {
+  int schema_version = kTraceSchemaVersion;
+  std::vector<GpuProfile> gpus;
+  std::vector<UniqueKernel> kernels;
+  std::vector<PhaseEnergy> phases;  ///< measure's phase windows (markers), summed by name
+  struct Process {
+    int64_t pid = 0, ppid = 0;
+    std::string command;
+    uint64_t records = 0, dropped = 0;
+    bool ended = false;
+    int signal = 0;
+    std::string damage;
+    double clock_offset_start_ns = 0, clock_offset_end_ns = 0, clock_drift_ppm = 0;
+  };
+  std::vector<Process> processes;
+  uint64_t activities = 0, dropped = 0;
+  bool complete = true;
+  std::vector<std::string> warnings;
+};
+
+/// Aligns `t` to the measurement's time base, classifies and groups its activities and attributes
+/// each GPU's run energy with the three methods.
+Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, const KernelClassifier& classes,
+                                         const TraceProfileOptions& o = {});
+
+/// The profile as JSON (the "trace" section of `jouleprof trace --json`).
+std::string trace_profile_json(const TraceProfile& p);
+/// Summary tables for the terminal.
+std::string trace_profile_text(const TraceProfile& p, std::size_t top = 10);
+
+/// Layer ("layers.12") and component (attention, mlp, norm, embedding, lm_head, other) of an
+/// NVTX module path such as "decode/model.layers.12/self_attn/q_proj".
+std::string layer_of_path(const std::string& path);
+std::string component_of_path(const std::string& path);
+
+}  // namespace jouleprof

@@ -1,0 +1,50 @@
+// JSON, CSV and text renderings of model evaluations and optimizer choices (docs/models.md has
+// the shapes). JSON carries schema_version; units are in the key names.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jouleprof/models/optimize.hpp"
+#include "jouleprof/models/validate.hpp"
+
+namespace jouleprof::models {
+
+struct EvalContext {
+  std::string model;  ///< model file, or "cross-validation"
+  std::string form;
+  std::string data;
+  std::string split;  ///< "", "leave-one-application-out" or "kfold:K"
+  ProbeOptions probe;
+  std::size_t outlier_rows = 0;
+};
+
+/// {"schema_version", "model", "form", "data", "split", "probe", "applications": [{"application",
+///  "points", "probe_clocks_mhz", "power_mape_pct", "time_mape_pct", "energy_mape_pct", "power_r2",
+///  "time_r2", "energy_r2"}], "overall": {...}, "optimizer": [per objective summaries]}
+std::string eval_json(const EvalContext& ctx, const std::vector<Curve>& curves, const Evaluation& ev,
+                      const std::vector<std::vector<Choice>>& choices);
+std::string eval_csv(const std::vector<Curve>& curves, const Evaluation& ev);
+std::string eval_text(const EvalContext& ctx, const std::vector<Curve>& curves, const Evaluation& ev,
+                      const std::vector<std::vector<Choice>>& choices);
+
+/// {"schema_version", "objective", "model", "data", "applications": [{"application",
+///  "chosen_clock_mhz", "predicted_energy_j", "measured_energy_at_chosen_j", "optimum_clock_mhz",
+///  "optimum_energy_j", ...}], "summary": {...}}
+std::string optimize_json(const EvalContext& ctx, const std::vector<Curve>& curves, const std::vector<Choice>& choices,
+                          bool pareto);
+std::string optimize_csv(const std::vector<Choice>& choices);
+std::string optimize_text(const EvalContext& ctx, const std::vector<Choice>& choices);
+
+/// Mean energy excess over the measured optimum and how many applications are within `pct`.
+struct ExcessSummary {
+  std::size_t applications = 0, compared = 0, within = 0;
+  double mean_energy_excess_pct = 0, mean_objective_excess_pct = 0, max_energy_excess_pct = 0;
+};
+ExcessSummary summarize(const std::vector<Choice>& choices, double within_pct = 2.0);
+
+/// Predicted curves: {"schema_version", "model", "applications": [{"application",
+/// "probe_clocks_mhz", "points": [{"clock_mhz", "power_w", "time_s", "energy_j"}]}]}
+std::string curves_json(const std::string& model, const std::vector<Curve>& curves);
+
+}  // namespace jouleprof::models

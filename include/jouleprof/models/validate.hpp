@@ -1,0 +1,75 @@
+// Applying a model to the applications of a data set, and cross-validation (docs/models.md).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/error.hpp"
+#include "jouleprof/models/dataset.hpp"
+#include "jouleprof/models/model.hpp"
+
+namespace jouleprof::models {
+
+/// One clock of one application: the prediction and, where the data has it, the measurement.
+struct CurvePoint {
+  double clock_mhz = 0;
+  double pred_power_w = 0;
+  double pred_time_s = 0;
+  std::optional<double> power_w;  ///< measured (mean over repeats)
+  std::optional<double> time_s;
+  std::optional<double> quality;
+  std::vector<double> repeat_energy_j;  ///< each repeat's energy (for confidence intervals)
+  bool outlier = false;
+  double pred_energy_j() const { return pred_power_w * pred_time_s; }
+  std::optional<double> energy_j() const {
+    if (!power_w || !time_s) return std::nullopt;
+    return *power_w * *time_s;
+  }
+};
+
+/// An application's predicted (and measured) curve over clocks.
+struct Curve {
+  std::string application;
+  std::vector<double> probe_clocks_mhz;
+  std::vector<CurvePoint> points;  ///< ascending clock
+};
+
+/// The data's column index of each activity column the model needs (missing ones are named).
+Result<std::vector<int>> model_columns(const Model& m, const Dataset& d);
+
+/// The probe rows of one application, chosen by `opt` among its non-outlier clocks.
+Result<std::vector<Probe>> select_probes(const Dataset& d, const std::string& app, const std::vector<int>& columns,
+                                         const ProbeOptions& opt);
+
+/// Predicts every application of `d` from its probe(s) with `m` (the data's rows give the clocks
+/// and the measurements). `d` must have the model's activity columns (missing ones are named).
+Result<std::vector<Curve>> predict_curves(const Model& m, Dataset d, const ProbeOptions& opt);
+
+/// The measured curves themselves (predictions = measurements): the optimizer on a measured sweep;
+/// or, where the data maps predicted power/time columns, those predictions (another model's).
+Result<std::vector<Curve>> measured_curves(Dataset d, const OutlierRule& rule);
+
+enum class Split { leave_one_application_out, kfold };
+/// Cross-validation: each application is predicted by a model fitted without it
+/// (leave-one-application-out) or without its fold (k folds of applications, fixed seed).
+Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo, const ProbeOptions& po, Split split,
+                                          int folds = 5);
+
+struct Errors {
+  std::size_t points = 0;
+  double power_mape_pct = 0, time_mape_pct = 0, energy_mape_pct = 0;
+  double power_r2 = 0, time_r2 = 0, energy_r2 = 0;
+};
+struct AppErrors {
+  std::string application;
+  Errors errors;
+};
+struct Evaluation {
+  std::vector<AppErrors> applications;
+  Errors overall;  ///< over all non-outlier measured points
+};
+/// MAPE and R^2 over each application's measured, non-outlier clocks.
+Evaluation evaluate(const std::vector<Curve>& curves);
+
+}  // namespace jouleprof::models

@@ -1,0 +1,26 @@
+// Kernel, copy and NVTX-range activity of a run, kept in the store's `activities` table
+// (written by `jouleprof trace` after the run itself).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/error.hpp"
+
+namespace jouleprof {
+
+struct StoredActivity {
+  int device = 0;  ///< index of the run's GPU (-1: a CPU-side range)
+  std::string kind, name;
+  double t0_s = 0, t1_s = 0;
+  int64_t stream = -1, correlation = -1;  ///< -1: none
+  std::string attrs_json;  ///< class, NVTX path, launch configuration, attributed energy ...
+};
+
+/// Appends the activities of run `run_id` in one transaction.
+Result<std::size_t> store_activities(const std::string& db_path, int64_t run_id, const std::vector<StoredActivity>& rows);
+/// Reads them back (tests, exports).
+Result<std::vector<StoredActivity>> load_activities(const std::string& db_path, int64_t run_id);
+
+}  // namespace jouleprof

@@ -1,0 +1,36 @@
+// Kernel classes (GEMM, attention, normalization, elementwise, reduction, copy, communication,
+// other) from ordered name rules in a data file (data/kernel-classes.tsv; users add their own).
+#pragma once
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/error.hpp"
+
+namespace jouleprof {
+
+class KernelClassifier {
+ public:
+  /// Parses rules ("CLASS<TAB>REGEX" lines, '#' comments). `origin` names the file in errors.
+  static Result<KernelClassifier> parse(const std::string& text, const std::string& origin);
+  static Result<KernelClassifier> load(const std::string& path);
+  /// The rules of `first` are tried before this one's.
+  void prepend(const KernelClassifier& first);
+  /// The class of a demangled kernel or copy name; "other" when no rule matches.
+  const std::string& classify(const std::string& name) const;
+  std::size_t size() const { return rules_.size(); }
+
+ private:
+  struct Rule {
+    std::string kclass;
+    std::regex re;
+  };
+  std::vector<Rule> rules_;
+};
+
+/// The built-in rules file: $JOULEPROF_DATA_DIR/kernel-classes.tsv, else the data/ folder
+/// beside the executable (../share/jouleprof, ../../data), else the source tree's data/.
+std::string default_kernel_classes_path();
+
+}  // namespace jouleprof

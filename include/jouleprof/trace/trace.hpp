@@ -1,0 +1,97 @@
+// Kernel/range activity of a traced program: the per-process files written by the CUPTI
+// injection library (format.hpp), read, merged, aligned to the run time base and grouped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/error.hpp"
+#include "jouleprof/core/timebase.hpp"
+
+namespace jouleprof {
+
+struct Activity {
+  enum class Kind { kernel, memcpy, memset, sync, range, mark };
+  Kind kind = Kind::kernel;
+  int process = 0;          ///< index into TraceData::processes
+  uint32_t device = 0;      ///< CUDA device ordinal (CUPTI deviceId)
+  uint32_t context = 0, stream = 0, correlation = 0;
+  int64_t start_ns = 0, end_ns = 0;  ///< CUPTI timestamps
+  double t0_s = 0, t1_s = 0;         ///< run time base (after align_trace)
+  std::string name;          ///< demangled kernel name, "memcpy DtoD", NVTX range name
+  std::string domain;        ///< NVTX domain
+  std::string path;          ///< kernels: enclosing NVTX push/pop ranges of the launching thread, "a/b/c"
+  std::string phase;         ///< kernels: enclosing NVTX start/end range or measure phase
+  std::string kclass;        ///< kernels/copies: class from the rules (kernel_classes.hpp)
+  int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t registers = 0, static_shared_bytes = 0, dynamic_shared_bytes = 0, graph_id = 0;
+  uint64_t bytes = 0;
+  uint32_t copy_kind = 0;
+  uint64_t thread = 0;  ///< ranges: thread id (0: process-wide start/end range)
+  int depth = 0;        ///< ranges: nesting depth on their thread
+  bool complete = true; ///< ranges: false when the end was never recorded
+  double duration_s() const { return t1_s - t0_s; }
+  bool on_gpu() const { return kind == Kind::kernel || kind == Kind::memcpy || kind == Kind::memset; }
+};
+
+const char* activity_kind_name(Activity::Kind k);
+
+struct ClockPair {
+  uint64_t cupti_ns = 0;
+  int64_t realtime_ns = 0;
+  int64_t half_bracket_ns = 0;
+};
+
+struct ProcessTrace {
+  std::string file;
+  int64_t pid = 0, ppid = 0;
+  int64_t start_realtime_ns = 0;
+  std::vector<std::string> command;
+  uint32_t cupti_version = 0;
+  bool ended = false;    ///< the End record is there (not killed, not cut off)
+  int signal = 0;        ///< the signal that ended it (End record), 0: normal exit
+  uint64_t records = 0;  ///< activity records read
+  uint64_t dropped = 0;  ///< records CUPTI reported dropped
+  std::vector<std::string> notes;  ///< errors/warnings the injection library wrote
+  std::string damage;    ///< "corrupt record at offset N: ..." / "truncated at offset N"
+  std::vector<ClockPair> clocks;
+  struct Launch {
+    uint32_t correlation = 0;
+    uint64_t thread = 0;
+    int64_t start_ns = 0;
+  };
+  std::vector<Launch> launches;
+  std::map<uint32_t, std::string> device_uuids;  ///< CUDA ordinal → "GPU-xxxxxxxx-xxxx-..." (NVML's form)  ///< launch-type API calls (which CPU thread launched what, when)
+  // Alignment (align_trace): realtime = cupti + offset, offset interpolated start→end.
+  double clock_offset_start_ns = 0, clock_offset_end_ns = 0, clock_drift_ppm = 0;
+};
+
+struct TraceData {
+  std::vector<ProcessTrace> processes;
+  std::vector<Activity> activities;
+  std::vector<std::string> warnings;
+  uint64_t dropped() const;
+  bool complete() const;  ///< every process ended normally, undamaged, nothing dropped
+};
+
+/// Reads one per-process file into `into`. A damaged or cut-off file keeps what precedes the
+/// damage (ProcessTrace::damage says where); only a file that is not a trace at all is an error.
+Result<void> read_trace_file(const std::string& path, TraceData& into);
+/// Reads every trace-*.jpt of a directory (one per traced process), merged into one TraceData.
+Result<TraceData> read_trace_dir(const std::string& dir);
+
+/// Converts CUPTI timestamps to the run time base: CUPTI → CLOCK_REALTIME with each process's
+/// clock pairs (offset at start and end, interpolated; drift reported), then CLOCK_REALTIME →
+/// run time with the measurement's calibrations (origin and realtime-steady offsets).
+void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<TimeBase::Calibration>& calibrations);
+
+/// Fills Activity::path (NVTX push/pop ranges enclosing each launch on its CPU thread) and
+/// Activity::phase (NVTX start/end ranges enclosing the launch).
+void assign_ranges(TraceData& t);
+
+std::string demangle(const std::string& name);
+
+}  // namespace jouleprof

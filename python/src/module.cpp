@@ -1,0 +1,452 @@
+// The `jouleprof._jouleprof` extension: a thin pybind11 binding of the C++ library (Monitor,
+// Measurement, run store). Logic lives in the library; the Python package (jouleprof/) adds
+// the Zeus-style surface, lazy window results and DataFrames.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "jouleprof/analysis/energy.hpp"
+#include "jouleprof/measure/measure.hpp"
+#include "jouleprof/measure/output.hpp"
+#include "jouleprof/sampler/monitor.hpp"
+#include "jouleprof/sensors/sim_model.hpp"
+#include "jouleprof/store/store.hpp"
+#include "jouleprof/version.hpp"
+
+namespace py = pybind11;
+using namespace jouleprof;
+
+namespace {
+
+// A library error on its way to Python; translated into the typed exceptions of jouleprof/errors.py.
+struct LibraryError {
+  std::string kind;  // an Errc name, or "window" for misuse of the window API
+  std::string message;
+};
+
+[[noreturn]] void raise(const Error& e) { throw LibraryError{to_string(e.code), e.message}; }
+[[noreturn]] void raise_window(const std::string& message) { throw LibraryError{"window", message}; }
+
+template <class T>
+T value_or_raise(Result<T> r) {
+  if (!r) raise(r.error());
+  return std::move(*r);
+}
+
+py::object opt(const std::optional<double>& v) { return v ? py::object(py::float_(*v)) : py::object(py::none()); }
+
+py::dict gpu_energy_dict(const GpuEnergy& e, const GpuInfo& info) {
+  py::dict d;
+  d["gpu"] = info.index;
+  d["energy_j"] = e.energy_j;
+  d["method"] = e.method;
+  d["uncertainty_j"] = e.uncertainty_j;
+  d["counter_j"] = opt(e.counter_j);
+  d["counter_note"] = e.counter_note;
+  d["timeline_j"] = opt(e.timeline_j);
+  d["timeline_uncertainty_j"] = e.timeline_uncertainty_j;
+  d["timeline_samples"] = e.timeline_samples;
+  d["response_j"] = opt(e.response_j);
+  d["response_uncertainty_j"] = e.response_uncertainty_j;
+  d["disagreement"] = opt(e.disagreement);
+  d["note"] = e.note;
+  d["idle_power_w"] = opt(e.idle_power_w);
+  d["above_idle_j"] = opt(e.above_idle_j);
+  d["mean_power_w"] = e.mean_power_w;
+  return d;
+}
+
+py::dict window_dict(const WindowResult& w, const std::vector<GpuInfo>& gpus) {
+  py::dict d;
+  d["name"] = w.name;
+  d["kind"] = w.kind;
+  d["run"] = w.run;
+  d["parent"] = w.parent;
+  d["t0_s"] = w.t0_s;
+  d["t1_s"] = w.t1_s;
+  d["duration_s"] = w.duration_s();
+  d["complete"] = w.complete;
+  d["energy_j"] = w.gpu_energy_j;
+  d["above_idle_j"] = opt(w.gpu_above_idle_j);
+  py::list per_gpu;
+  for (std::size_t g = 0; g < w.gpus.size(); ++g) {
+    per_gpu.append(gpu_energy_dict(w.gpus[g], g < gpus.size() ? gpus[g] : GpuInfo{}));
+  }
+  d["gpus"] = per_gpu;
+  py::dict cpu;
+  for (const CpuEnergy& c : w.cpu) cpu[py::str(c.domain)] = c.energy_j;
+  d["cpu_energy_j"] = cpu;
+  d["meter_j"] = opt(w.meter_j);
+  d["counts"] = w.counts;
+  return d;
+}
+
+py::dict gpu_info_dict(const GpuInfo& g) {
+  py::dict d;
+  d["index"] = g.index;
+  d["name"] = g.name;
+  d["uuid"] = g.uuid;
+  d["pci_bus_id"] = g.pci_bus_id;
+  d["driver_version"] = g.driver_version;
+  d["backend"] = g.backend;
+  d["simulated"] = g.simulated;
+  d["power_limit_w"] = opt(g.power_limit_w);
+  return d;
+}
+
+// A measurement in Python: windows as dicts, JSON, storing; timelines stay in C++.
+struct PyMeasurement {
+  std::shared_ptr<Measurement> m;
+
+  py::list windows() const {
+    py::list out;
+    for (const WindowResult& w : m->windows) out.append(window_dict(w, m->gpus));
+    return out;
+  }
+  py::list gpus() const {
+    py::list out;
+    for (const GpuInfo& g : m->gpus) out.append(gpu_info_dict(g));
+    return out;
+  }
+  int64_t store(const std::string& path, const std::string& source) const {
+    StoreOptions o;
+    o.db_path = resolve_db_path(path);
+    o.source = source;
+    return value_or_raise(record_measurement(*m, o));
+  }
+};
+
+class PyMonitor {
+ public:
+  PyMonitor(const std::string& device, const std::vector<std::string>& gpus, double period_ms,
+            const std::string& sim_scenario, double counter_min_window_s, bool cpu) {
+    if (device != "auto" && device != "nvml" && device != "sim") {
+      raise(make_error(Errc::invalid_argument, "device must be \"auto\", \"nvml\" or \"sim\", not \"" + device + "\""));
+    }
+    if (!(period_ms >= 1 && period_ms <= 10000)) {
+      raise(make_error(Errc::invalid_argument, "period_ms must be between 1 and 10000"));
+    }
+    if (!(counter_min_window_s >= 0)) raise(make_error(Errc::invalid_argument, "counter_min_window_s must be >= 0"));
+    MonitorOptions o;
+    o.gpus.backend = device;
+    o.gpus.ids = gpus;
+    if (gpus.empty()) {
+      if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) o.gpus.cuda_visible_devices = std::string(v);
+    }
+    if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) o.gpus.nvml_library = lib;
+    o.gpus.sim_scenario = sim_scenario;
+    o.sampler.fast_period_s = period_ms / 1000.0;
+    o.sampler.read_cpu = cpu;
+    o.energy.counter_min_window_s = counter_min_window_s;
+    energy_ = o.energy;
+    mon_ = value_or_raise(Monitor::create(o));
+  }
+
+  /// Opens the window of the one run a Monitor session is (after the idle baseline, if any), so
+  /// that the store, `runs compare --phase` and reports treat it like a `measure` run.
+  void start_run() {
+    live();
+    if (!run_window_) run_window_ = mon_->begin_at("run", std::nullopt, "run", 0);
+  }
+
+  std::size_t begin(const std::string& name) {
+    live();
+    start_run();
+    if (name.empty()) raise(make_error(Errc::invalid_argument, "a window needs a name"));
+    const auto id = mon_->begin_at(name, std::nullopt, "phase", 0);
+    open_[name].push_back(id);
+    return id;
+  }
+
+  std::size_t end(const std::string& name, bool complete) {
+    live();
+    auto it = open_.find(name);
+    if (it == open_.end() || it->second.empty()) {
+      std::string open;
+      for (const auto& [n, ids] : open_) {
+        if (!ids.empty()) open += (open.empty() ? "'" : ", '") + n + "'";
+      }
+      raise_window("end_window('" + name + "'): no window of that name is open" +
+                   (open.empty() ? std::string(" (none is)") : " (open: " + open + ")"));
+    }
+    const auto id = it->second.back();
+    it->second.pop_back();
+    mon_->end_at(id, std::nullopt, complete);
+    return id;
+  }
+
+  void count(std::size_t id, const std::string& key, double value) {
+    if (!std::isfinite(value)) raise(make_error(Errc::invalid_argument, "count " + key + " must be a finite number"));
+    if (measurement_) {
+      measurement_->windows.at(id).counts[key] += value;
+      return;
+    }
+    mon_->count(id, key, value);
+  }
+
+  bool is_final(std::size_t id) const { return measurement_ || mon_->is_final(id); }
+  std::optional<double> final_in_s(std::size_t id) const {
+    if (measurement_) return 0.0;
+    const auto at = mon_->final_at_s(id);
+    if (!at) return std::nullopt;
+    return std::max(0.0, *at - mon_->timebase().now_s());
+  }
+
+  py::dict window(std::size_t id) const {
+    if (measurement_) return window_dict(measurement_->windows.at(id), measurement_->gpus);
+    WindowResult r;
+    {
+      py::gil_scoped_release release;
+      auto e = mon_->energy(id);
+      if (!e) raise(e.error());
+      r = std::move(*e);
+    }
+    std::vector<GpuInfo> infos;
+    for (const auto& g : mon_->gpus().gpus) infos.push_back(g->info());
+    return window_dict(r, infos);
+  }
+
+  std::vector<std::string> open_windows() const {
+    std::vector<std::string> out;
+    for (const auto& [n, ids] : open_) {
+      for (std::size_t i = 0; i < ids.size(); ++i) out.push_back(n);
+    }
+    return out;
+  }
+
+  /// The idle baseline: begin_idle(), the caller waits (interruptibly, in Python), end_idle().
+  std::size_t begin_idle() {
+    live();
+    if (run_window_) raise_window("the idle baseline must come before the first window");
+    return mon_->begin_at("idle", std::nullopt, "idle", -1);
+  }
+  void end_idle(std::size_t id, bool complete) {
+    live();
+    mon_->end_at(id, std::nullopt, complete);
+    if (!complete) return;
+    py::gil_scoped_release release;
+    set_idle_baseline(*mon_, id, warnings_);
+  }
+
+  void set_sim_power(double watts) {
+    live();
+    if (mon_->gpus().sim_models.empty()) {
+      raise(make_error(Errc::invalid_argument, "set_sim_power() needs device=\"sim\""));
+    }
+    if (!(watts >= 0 && watts < 5000)) raise(make_error(Errc::invalid_argument, "sim power must be 0-5000 W"));
+    const double t = mon_->timebase().now_s();
+    for (const auto& m : mon_->gpus().sim_models) m->schedule().set_constant(t, watts);
+  }
+
+  PyMeasurement finish(bool interrupted, const std::map<std::string, std::string>& tags,
+                       const std::vector<std::string>& command) {
+    live();
+    // Open windows become incomplete (Python decides first whether that is an error).
+    for (auto& [n, ids] : open_) {
+      for (auto id : ids) mon_->end_at(id, std::nullopt, false);
+      ids.clear();
+    }
+    start_run();
+    mon_->end_at(*run_window_, std::nullopt, !interrupted);
+    Measurement m;
+    {
+      py::gil_scoped_release release;
+      mon_->sync_counters();
+      m = mon_->finish();
+    }
+    m.command = command;
+    m.tags = tags;
+    m.warnings.insert(m.warnings.begin(), warnings_.begin(), warnings_.end());
+    RunInfo run;
+    run.index = 0;
+    const std::size_t rw = *run_window_;
+    run.window = static_cast<int>(rw);
+    run.complete = !interrupted && m.windows[rw].complete;
+    if (interrupted) run.reason = "interrupted (KeyboardInterrupt)";
+    m.runs.push_back(run);
+    for (const WindowResult& w : m.windows) {
+      if (w.kind == "phase" && !w.complete && run.complete) {
+        m.windows[rw].complete = false;
+        m.runs[0].complete = false;
+        m.runs[0].reason = "window '" + w.name + "' was incomplete";
+        break;
+      }
+    }
+    if (!m.runs[0].complete) {
+      m.complete = false;
+      m.incomplete_reason = "run 0: " + m.runs[0].reason;
+    }
+    warn_short_windows(m, energy_);
+    summarize_repeats(m, 0.05);
+    fill_provenance(m);
+    if (m.simulated) m.tags.emplace("simulated", "true");
+    measurement_ = std::make_shared<Measurement>(std::move(m));
+    return PyMeasurement{measurement_};
+  }
+
+  bool finished() const { return measurement_ != nullptr; }
+  bool simulated() const { return mon_->gpus().simulated(); }
+  std::string backend() const { return mon_->gpus().backend; }
+  std::string note() const { return mon_->gpus().note; }
+  py::list gpus() const {
+    py::list out;
+    for (const auto& g : mon_->gpus().gpus) out.append(gpu_info_dict(g->info()));
+    return out;
+  }
+  double now_s() const { return mon_->timebase().now_s(); }
+
+ private:
+  void live() const {
+    if (measurement_) raise_window("the monitor has finished; create a new Monitor to measure again");
+  }
+
+  std::unique_ptr<Monitor> mon_;
+  EnergyOptions energy_;
+  std::optional<Monitor::WindowId> run_window_;
+  std::unordered_map<std::string, std::vector<Monitor::WindowId>> open_;
+  std::vector<std::string> warnings_;
+  std::shared_ptr<Measurement> measurement_;
+};
+
+// The run store, read-only: runs, windows and timelines as rows (lists of dicts).
+class PyStore {
+ public:
+  explicit PyStore(const std::string& path) : store_(value_or_raise(Store::open(resolve_db_path(path), Store::Mode::read))) {}
+
+  py::list runs() {
+    py::list out;
+    for (const RunSummary& r : value_or_raise(store_.list())) {
+      py::dict d;
+      d["id"] = r.id;
+      d["recorded_at_utc"] = r.recorded_at_utc;
+      d["started_at_utc"] = r.started_at_utc;
+      d["command"] = r.command;
+      d["tags"] = r.tags;
+      d["host"] = r.host;
+      d["status"] = r.status;
+      d["source"] = r.source;
+      d["gpu_names"] = r.gpu_names;
+      d["simulated"] = r.simulated;
+      d["duration_s"] = r.duration_s;
+      d["measured_runs"] = r.measured_runs;
+      d["gpu_energy_j"] = opt(r.gpu_energy_j);
+      d["gpu_energy_ci95_j"] = opt(r.gpu_energy_ci95_j);
+      d["run_duration_s"] = opt(r.run_duration_s);
+      out.append(d);
+    }
+    return out;
+  }
+
+  int64_t resolve(const std::string& ref) { return value_or_raise(resolve_run_ref(store_, ref)); }
+
+  PyMeasurement load(int64_t id, bool with_timelines) {
+    return PyMeasurement{std::make_shared<Measurement>(value_or_raise(store_.load(id, with_timelines)))};
+  }
+
+  std::string path() const { return store_.path(); }
+
+ private:
+  Store store_;
+};
+
+// Timeline rows of a loaded measurement: (gpu index, metric, t_s, value), as columns.
+py::dict timeline_columns(const PyMeasurement& pm) {
+  std::vector<int> gpu;
+  std::vector<std::string> metric;
+  std::vector<double> t, v;
+  const Measurement& m = *pm.m;
+  for (std::size_t g = 0; g < m.timelines.size(); ++g) {
+    if (!m.timelines[g]) continue;
+    const int index = g < m.gpus.size() ? m.gpus[g].index : static_cast<int>(g);
+    for (int k = 0; k < kMetricCount; ++k) {
+      const char* name = metric_name(static_cast<Metric>(k));
+      m.timelines[g]->series[static_cast<std::size_t>(k)].for_each([&](const Sample& s) {
+        gpu.push_back(index);
+        metric.emplace_back(name);
+        t.push_back(s.t_s);
+        v.push_back(s.value);
+      });
+    }
+  }
+  py::dict d;
+  d["gpu"] = gpu;
+  d["metric"] = metric;
+  d["t_s"] = t;
+  d["value"] = v;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_jouleprof, mod) {
+  mod.doc() = "jouleprof C++ library binding (use the jouleprof package, not this module)";
+  mod.attr("__version__") = kVersion;
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const LibraryError& e) {
+      py::object errors = py::module_::import("jouleprof.errors");
+      py::object cls = errors.attr("exception_for")(e.kind);
+      PyErr_SetObject(cls.ptr(), py::str(e.message).ptr());
+    }
+  });
+
+  py::class_<PyMeasurement>(mod, "Measurement")
+      .def_property_readonly("windows", &PyMeasurement::windows)
+      .def_property_readonly("gpus", &PyMeasurement::gpus)
+      .def_property_readonly("warnings", [](const PyMeasurement& s) { return s.m->warnings; })
+      .def_property_readonly("complete", [](const PyMeasurement& s) { return s.m->complete; })
+      .def_property_readonly("incomplete_reason", [](const PyMeasurement& s) { return s.m->incomplete_reason; })
+      .def_property_readonly("simulated", [](const PyMeasurement& s) { return s.m->simulated; })
+      .def_property_readonly("backend", [](const PyMeasurement& s) { return s.m->backend; })
+      .def_property_readonly("tags", [](const PyMeasurement& s) { return s.m->tags; })
+      .def_property_readonly("command", [](const PyMeasurement& s) { return s.m->command; })
+      .def_property_readonly("duration_s", [](const PyMeasurement& s) { return s.m->duration_s; })
+      .def_property_readonly("sampler_cpu_s", [](const PyMeasurement& s) { return s.m->sampler_cpu_s; })
+      .def_property_readonly("origin_realtime_ns", [](const PyMeasurement& s) { return s.m->origin_realtime_ns; })
+      .def("to_json", [](const PyMeasurement& s, int indent) { return result_to_json(*s.m, indent); },
+           py::arg("indent") = 2)
+      .def("store", &PyMeasurement::store, py::arg("path"), py::arg("source"))
+      .def("timeline_columns", &timeline_columns);
+
+  py::class_<PyMonitor>(mod, "Monitor")
+      .def(py::init<const std::string&, const std::vector<std::string>&, double, const std::string&, double, bool>(),
+           py::arg("device"), py::arg("gpus"), py::arg("period_ms"), py::arg("sim_scenario"),
+           py::arg("counter_min_window_s"), py::arg("cpu"))
+      .def("begin", &PyMonitor::begin)
+      .def("end", &PyMonitor::end, py::arg("name"), py::arg("complete") = true)
+      .def("count", &PyMonitor::count)
+      .def("is_final", &PyMonitor::is_final)
+      .def("final_in_s", &PyMonitor::final_in_s)
+      .def("window", &PyMonitor::window)
+      .def("open_windows", &PyMonitor::open_windows)
+      .def("start_run", &PyMonitor::start_run)
+      .def("begin_idle", &PyMonitor::begin_idle)
+      .def("end_idle", &PyMonitor::end_idle)
+      .def("set_sim_power", &PyMonitor::set_sim_power)
+      .def("finish", &PyMonitor::finish)
+      .def_property_readonly("finished", &PyMonitor::finished)
+      .def_property_readonly("simulated", &PyMonitor::simulated)
+      .def_property_readonly("backend", &PyMonitor::backend)
+      .def_property_readonly("note", &PyMonitor::note)
+      .def_property_readonly("gpus", &PyMonitor::gpus)
+      .def("now_s", &PyMonitor::now_s);
+
+  py::class_<PyStore>(mod, "Store")
+      .def(py::init<const std::string&>())
+      .def("runs", &PyStore::runs)
+      .def("resolve", &PyStore::resolve)
+      .def("load", &PyStore::load, py::arg("id"), py::arg("with_timelines") = true)
+      .def_property_readonly("path", &PyStore::path);
+
+  mod.def("default_db_path", [] { return resolve_db_path(""); });
+}

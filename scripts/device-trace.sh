@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `jouleprof trace` validation on the GPU machine, in one call (docs/validation/trace.md).
+# Binaries built here (scripts/build-device.sh-style, `device` preset) and carried in .devbuild/trace:
+# jouleprof, libjouleprof_inject.so, jouleprof-twoclass, jouleprof-llm.
+#   scripts/device-trace.sh STEP...   steps: sanity accuracy hf engine long tp
+# Logs and JSON under $OUT; a short summary last.
+set -u
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.devbuild/trace}
+OUT=${OUT:-/tmp/trace-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+export PYTHONUNBUFFERED=1 JOULEPROF_DATA_DIR=$PWD/data JOULEPROF_INJECT_LIB=$PWD/$BIN/libjouleprof_inject.so
+export JOULEPROF_DB=$OUT/runs.db
+LOG=$OUT/log.txt
+JP=$BIN/jouleprof
+say() { echo "=== $* ($(date -u +%FT%TZ))" | tee -a "$LOG"; }
+run() { local t=$1; shift; say "$*"; timeout "$t" "$@" 2>&1 | tee -a "$LOG"; echo "rc=${PIPESTATUS[0]}" | tee -a "$LOG"; }
+gpu_state() { nvidia-smi --query-gpu=index,name,driver_version,temperature.gpu,clocks.sm,clocks.mem,power.draw,power.limit --format=csv,noheader 2>&1 | tee -a "$LOG"; }
+say "host $(hostname) $(uname -r)"
+gpu_state
+TC=$BIN/jouleprof-twoclass
+HF=scripts/validation/trace/hf_generate.py
+for step in "$@"; do
+  case $step in
+    sanity)
+      run 60 "$JP" trace --idle 1 --no-store --top 5 --json "$OUT/sanity.json" -- "$TC" gemm 2 ;;
+    accuracy)
+      # Each class alone (steady), then alternating bursts of 5-30 ms and of 0.2-2 ms.
+      run 60 "$JP" trace --idle 2 --no-store --top 3 --json "$OUT/acc_gemm.json" -- "$TC" gemm 8
+      run 60 "$JP" trace --idle 2 --no-store --top 3 --json "$OUT/acc_copy.json" -- "$TC" copy 8
+      run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_burst.json" -- "$TC" mixed 15 5 30 1
+      run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_fine.json" -- "$TC" mixed 15 0.2 2 2 ;;
+    hf)
+      # Interleaved: untraced (U), traced without hooks (T), traced with NVTX hooks (H = the profile).
+      for i in $(seq 1 "${PAIRS:-2}"); do
+        run 120 python3 "$HF" --reps 5 --json "$OUT/hf_U$i.json"
+        run 150 "$JP" trace --idle 0 --no-store -q -- python3 "$HF" --reps 5 --json "$OUT/hf_T$i.json"
+        run 150 "$JP" trace --idle 2 --top 12 --json "$OUT/hf_H$i.json" --kernels "$OUT/hf_kernels$i.jsonl" \
+          --perfetto "$OUT/hf_H$i.trace.json" -- python3 "$HF" --annotate --reps 5 --json "$OUT/hf_Hgen$i.json"
+      done ;;
+    engine)
+      for i in $(seq 1 "${PAIRS:-2}"); do
+        run 90 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --prefill 0 --seconds 3 --json "$OUT/eng_U$i.json"
+        run 120 "$JP" trace --idle 0 --no-store -q --json "$OUT/eng_T$i.trace.json" -- "$BIN/jouleprof-llm" speed --model llama-3.2-1b --batch 1 \
+          --prompt 128 --gen 128 --prefill 0 --seconds 3 --json "$OUT/eng_T$i.json"
+      done ;;
+    long)
+      run "${LONG_S:-70}" "$JP" trace --idle 1 --no-store --top 3 --json "$OUT/long.json" -- "$TC" mixed "${LONG_RUN_S:-45}" 0.2 2 3 ;;
+    tp)
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      run 200 "$JP" trace --idle 2 --top 8 --json "$OUT/tp.json" --perfetto "$OUT/tp.trace.json" -- \
+        torchrun --nproc_per_node 2 scripts/validation/trace/tp_llama.py --prompt 512 --gen 64 --reps 2 ;;
+  esac
+  gpu_state
+done
+say "summary"
+python3 scripts/validation/trace/summarize.py "$OUT" 2>&1 | tee -a "$LOG"

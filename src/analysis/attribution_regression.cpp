@@ -1,0 +1,188 @@
+// The regression method: sample power (per sample interval) against the busy fraction of each
+// class in the window the sample reflects, fitted by non-negative least squares (Lawson-Hanson,
+// weighted by interval length) with the idle/static power as intercept. Each class's energy is
+// its active power times its busy time; items share their class's energy by busy time.
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+
+#include "jouleprof/analysis/attribution.hpp"
+
+namespace jouleprof {
+namespace {
+
+// min ||A x - b|| subject to x >= 0 (Lawson & Hanson 1974, ch. 23). Small problems only.
+Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, std::vector<bool>& passive) {
+  const Eigen::Index m = A.cols();
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(m);
+  passive.assign(static_cast<std::size_t>(m), false);
+  const double tol = 1e-10 * std::max(1.0, A.norm() * b.norm());
+  auto solve_passive = [&]() {
+    std::vector<Eigen::Index> idx;
+    for (Eigen::Index j = 0; j < m; ++j) {
+      if (passive[static_cast<std::size_t>(j)]) idx.push_back(j);
+    }
+    Eigen::MatrixXd Ap(A.rows(), static_cast<Eigen::Index>(idx.size()));
+    for (std::size_t k = 0; k < idx.size(); ++k) Ap.col(static_cast<Eigen::Index>(k)) = A.col(idx[k]);
+    const Eigen::VectorXd sp = Ap.colPivHouseholderQr().solve(b);
+    Eigen::VectorXd s = Eigen::VectorXd::Zero(m);
+    for (std::size_t k = 0; k < idx.size(); ++k) s(idx[k]) = sp(static_cast<Eigen::Index>(k));
+    return s;
+  };
+  for (int outer = 0; outer < 3 * m + 10; ++outer) {
+    const Eigen::VectorXd w = A.transpose() * (b - A * x);
+    Eigen::Index best = -1;
+    for (Eigen::Index j = 0; j < m; ++j) {
+      if (!passive[static_cast<std::size_t>(j)] && w(j) > tol && (best < 0 || w(j) > w(best))) best = j;
+    }
+    if (best < 0) break;
+    passive[static_cast<std::size_t>(best)] = true;
+    for (int inner = 0; inner < 3 * m + 10; ++inner) {
+      const Eigen::VectorXd s = solve_passive();
+      bool feasible = true;
+      double alpha = 1.0;
+      for (Eigen::Index j = 0; j < m; ++j) {
+        if (passive[static_cast<std::size_t>(j)] && s(j) <= 0) {
+          feasible = false;
+          const double d = x(j) - s(j);
+          if (d > 0) alpha = std::min(alpha, x(j) / d);
+        }
+      }
+      if (feasible) {
+        x = s;
+        break;
+      }
+      x += alpha * (s - x);
+      for (Eigen::Index j = 0; j < m; ++j) {
+        if (passive[static_cast<std::size_t>(j)] && x(j) <= tol) {
+          passive[static_cast<std::size_t>(j)] = false;
+          x(j) = 0;
+        }
+      }
+    }
+  }
+  return x;
+}
+
+class RegressionMethod final : public AttributionMethod {
+ public:
+  std::string name() const override { return "regression"; }
+
+  Attribution attribute(const AttributionInput& in) const override {
+    Attribution a;
+    a.method = name();
+    a.measured_j = in.measured_j;
+    a.item_j.assign(in.items, 0.0);
+    a.item_uncertainty_j.assign(in.items, 0.0);
+    a.groups.assign(in.groups, GroupFit{});
+    const auto iv = detail::sample_intervals(in.power, in.t0_s, in.t1_s);
+    const std::size_t n = iv.size();
+    const std::size_t C = in.groups;
+    // Busy time per class as a union (concurrent kernels of one class count once).
+    std::vector<std::vector<std::pair<double, double>>> uni(C);
+    std::vector<double> item_busy(in.items, 0.0);
+    for (const BusyInterval& b : in.busy) {
+      if (b.group < C && b.t1_s > b.t0_s) uni[b.group].emplace_back(b.t0_s, b.t1_s);
+      if (b.item < in.items) item_busy[b.item] += std::max(0.0, std::min(b.t1_s, in.t1_s) - std::max(b.t0_s, in.t0_s));
+    }
+    for (auto& u : uni) {
+      std::sort(u.begin(), u.end());
+      std::vector<std::pair<double, double>> m;
+      for (const auto& x : u) {
+        if (!m.empty() && x.first <= m.back().second) {
+          m.back().second = std::max(m.back().second, x.second);
+        } else {
+          m.push_back(x);
+        }
+      }
+      u.swap(m);
+    }
+    Eigen::MatrixXd X = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(C + 1));
+    Eigen::VectorXd y(static_cast<Eigen::Index>(n)), w(static_cast<Eigen::Index>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double dt = iv[i].second - iv[i].first;
+      const double e = detail::energy_between(in.power, iv[i].first, iv[i].second);
+      a.timeline_j += e;
+      const auto r = static_cast<Eigen::Index>(i);
+      y(r) = dt > 0 ? e / dt : 0;
+      w(r) = std::sqrt(std::max(dt, 0.0));
+      X(r, 0) = 1.0;
+      const double ws = iv[i].first - in.sensor.lag_s - in.sensor.window_s, we = iv[i].second - in.sensor.lag_s;
+      for (std::size_t c = 0; c < C; ++c) {
+        double busy = 0;
+        const auto& u = uni[c];
+        auto it = std::upper_bound(u.begin(), u.end(), ws, [](double t, const auto& p) { return t < p.second; });
+        for (; it != u.end() && it->first < we; ++it) busy += std::min(it->second, we) - std::max(it->first, ws);
+        X(r, static_cast<Eigen::Index>(c + 1)) = busy / (we - ws);
+      }
+    }
+    const double T = in.t1_s - in.t0_s;
+    if (n < C + 2) {
+      a.notes.push_back("too few power samples (" + std::to_string(n) + ") to fit " + std::to_string(C) + " classes");
+      a.idle_j = in.idle_w * T;
+      detail::close_books(a);
+      return a;
+    }
+    const Eigen::MatrixXd A = w.asDiagonal() * X;
+    const Eigen::VectorXd bw = w.asDiagonal() * y;
+    std::vector<bool> passive;
+    const Eigen::VectorXd coef = nnls(A, bw, passive);
+    const Eigen::VectorXd resid = bw - A * coef;
+    const double rss = resid.squaredNorm();
+    const double mean = (w.array() * y.array()).sum() / w.array().square().sum();
+    const double tss = (w.array() * (y.array() - mean)).square().sum();
+    a.r_squared = tss > 0 ? 1 - rss / tss : 0;
+    // Standard errors from the passive (positive) columns' normal matrix.
+    std::vector<Eigen::Index> idx;
+    for (Eigen::Index j = 0; j < coef.size(); ++j) {
+      if (passive[static_cast<std::size_t>(j)]) idx.push_back(j);
+    }
+    Eigen::VectorXd se = Eigen::VectorXd::Zero(coef.size());
+    const auto dof = static_cast<double>(n) - static_cast<double>(idx.size());
+    if (!idx.empty() && dof > 0) {
+      Eigen::MatrixXd Ap(A.rows(), static_cast<Eigen::Index>(idx.size()));
+      for (std::size_t k = 0; k < idx.size(); ++k) Ap.col(static_cast<Eigen::Index>(k)) = A.col(idx[k]);
+      const Eigen::MatrixXd cov = (Ap.transpose() * Ap).completeOrthogonalDecomposition().pseudoInverse() * (rss / dof);
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        se(idx[k]) = std::sqrt(std::max(0.0, cov(static_cast<Eigen::Index>(k), static_cast<Eigen::Index>(k))));
+      }
+    }
+    a.intercept_w = coef(0);
+    a.idle_j = coef(0) * T;
+    std::vector<double> class_j(C, 0.0), class_unc(C, 0.0), class_item_busy(C, 0.0);
+    for (std::size_t c = 0; c < C; ++c) {
+      double busy_s = 0;
+      for (std::size_t i = 0; i < n; ++i) busy_s += X(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(c + 1)) * (iv[i].second - iv[i].first);
+      a.groups[c] = {coef(static_cast<Eigen::Index>(c + 1)), se(static_cast<Eigen::Index>(c + 1)), busy_s};
+      class_j[c] = a.groups[c].active_power_w * busy_s;
+      class_unc[c] = a.groups[c].stderr_w * busy_s;
+    }
+    std::vector<std::size_t> item_group(in.items, C);
+    for (const BusyInterval& b : in.busy) {
+      if (b.item < in.items) item_group[b.item] = b.group;
+    }
+    for (std::size_t i = 0; i < in.items; ++i) {
+      if (item_group[i] < C) class_item_busy[item_group[i]] += item_busy[i];
+    }
+    for (std::size_t i = 0; i < in.items; ++i) {
+      const std::size_t c = item_group[i];
+      if (c >= C || class_item_busy[c] <= 0) continue;
+      const double share = item_busy[i] / class_item_busy[c];
+      a.item_j[i] = class_j[c] * share;
+      a.item_uncertainty_j[i] = class_unc[c] * share;
+    }
+    if (std::fabs(coef(0) - in.idle_w) > std::max(10.0, 0.2 * in.idle_w)) {
+      a.notes.push_back("fitted static power " + std::to_string(static_cast<int>(std::lround(coef(0)))) + " W differs from the idle baseline " +
+                        std::to_string(static_cast<int>(std::lround(in.idle_w))) + " W (a busy GPU's static power is higher than idle)");
+    }
+    detail::close_books(a);
+    return a;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<AttributionMethod> make_regression_method() { return std::make_unique<RegressionMethod>(); }
+
+}  // namespace jouleprof

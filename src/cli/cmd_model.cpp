@@ -1,0 +1,222 @@
+// `jouleprof model fit|eval|predict|validate`: power/run-time models across SM clocks (docs/models.md).
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/models/optimize.hpp"
+#include "jouleprof/models/report.hpp"
+#include "model_common.hpp"
+
+namespace jouleprof::cli {
+namespace {
+
+namespace md = jouleprof::models;
+
+struct ModelFlags {
+  DataFlags data;
+  OutFlags out;
+  std::string form = "poly", model, output, split = "loao";
+  std::vector<std::string> objectives{"energy", "edp", "slowdown:5"};
+  std::vector<double> clocks;
+  double max_clock = 0, ridge = 1e-5;
+  int folds = 5, xgb_rounds = 400;
+};
+
+Result<md::FitOptions> fit_options(const ModelFlags& f) {
+  auto form = md::parse_form(f.form);
+  if (!form) return form.error();
+  md::FitOptions o;
+  o.form = *form;
+  o.max_clock_mhz = f.max_clock;
+  o.probe_clock_mhz = f.data.probe.probe_clock_mhz;
+  o.ridge = f.ridge;
+  o.xgb_rounds = f.xgb_rounds;
+  o.gpu = f.data.gpu;
+  o.outliers = f.data.outlier_rule();
+  return o;
+}
+
+Result<std::vector<std::vector<md::Choice>>> choices_for(const ModelFlags& f, const std::vector<md::Curve>& curves) {
+  std::vector<std::vector<md::Choice>> all;
+  for (const auto& s : f.objectives) {
+    auto o = md::parse_objective(s);
+    if (!o) return o.error();
+    all.push_back(md::optimize(curves, *o));
+  }
+  return all;
+}
+
+int emit_eval(const ModelFlags& f, const md::EvalContext& ctx, const std::vector<md::Curve>& curves) {
+  const auto ev = md::evaluate(curves);
+  auto ch = choices_for(f, curves);
+  if (!ch) return report(ch.error());
+  if (!f.out.json.empty())
+    if (auto w = write_text(f.out.json, md::eval_json(ctx, curves, ev, *ch)); !w) return report(w.error());
+  if (!f.out.csv.empty())
+    if (auto w = write_text(f.out.csv, md::eval_csv(curves, ev)); !w) return report(w.error());
+  if (f.out.text()) std::cout << md::eval_text(ctx, curves, ev, *ch);
+  return 0;
+}
+
+std::size_t outliers_in(const ModelFlags& f, md::Dataset d) { return md::flag_outliers(d, f.data.outlier_rule()); }
+
+int run_fit(const ModelFlags& f) {
+  auto o = fit_options(f);
+  if (!o) return report(o.error());
+  auto d = md::read_csv(f.data.data, f.data.map);
+  if (!d) return report(d.error());
+  auto m = md::fit(std::move(*d), *o);
+  if (!m) return report(m.error());
+  if (auto w = md::save_model(*m, f.output); !w) return report(w.error());
+  if (!f.out.quiet) {
+    const auto& i = m->info();
+    std::cout << "jouleprof: " << md::to_string(i.form) << " model of " << i.training_applications.size() << " applications ("
+              << i.training_rows - i.training_outliers << " rows, " << i.training_outliers << " outlier rows left out), max clock "
+              << i.max_clock_mhz << " MHz, activity:";
+    for (const auto& a : i.activity) std::cout << " " << a;
+    std::cout << "\nwrote " << f.output << "\n";
+  }
+  return 0;
+}
+
+int run_eval(const ModelFlags& f) {
+  if (f.model.empty()) {  // another model's predictions, from the data's own columns
+    if (f.data.map.pred_power.empty() || f.data.map.pred_time.empty())
+      return report(make_error(Errc::invalid_argument, "model eval needs a MODEL file, or --pred-power-col and --pred-time-col"));
+    auto d = md::read_csv(f.data.data, f.data.map);
+    if (!d) return report(d.error());
+    md::EvalContext ctx{"columns " + f.data.map.pred_power + ", " + f.data.map.pred_time, "external", f.data.data, "", f.data.probe, outliers_in(f, *d)};
+    auto curves = md::measured_curves(std::move(*d), f.data.outlier_rule());
+    if (!curves) return report(curves.error());
+    return emit_eval(f, ctx, *curves);
+  }
+  auto m = md::load_model(f.model);
+  if (!m) return report(m.error());
+  warn_gpu(*m, f.data.gpu);
+  auto d = md::read_csv(f.data.data, f.data.map);
+  if (!d) return report(d.error());
+  md::EvalContext ctx{f.model, md::to_string(m->info().form), f.data.data, "", f.data.probe, outliers_in(f, *d)};
+  auto curves = md::predict_curves(*m, std::move(*d), f.data.probe);
+  if (!curves) return report(curves.error());
+  return emit_eval(f, ctx, *curves);
+}
+
+int run_validate(const ModelFlags& f) {
+  auto o = fit_options(f);
+  if (!o) return report(o.error());
+  auto d = md::read_csv(f.data.data, f.data.map);
+  if (!d) return report(d.error());
+  const bool loao = f.split == "loao";
+  md::EvalContext ctx{"", f.form, f.data.data, loao ? "leave-one-application-out" : "kfold:" + std::to_string(f.folds), f.data.probe,
+                      outliers_in(f, *d)};
+  auto curves = md::cross_validate(*d, *o, f.data.probe, loao ? md::Split::leave_one_application_out : md::Split::kfold, f.folds);
+  if (!curves) return report(curves.error());
+  return emit_eval(f, ctx, *curves);
+}
+
+int run_predict(const ModelFlags& f) {
+  auto m = md::load_model(f.model);
+  if (!m) return report(m.error());
+  warn_gpu(*m, f.data.gpu);
+  auto d = md::read_csv(f.data.data, f.data.map);
+  if (!d) return report(d.error());
+  auto cols = md::model_columns(*m, *d);
+  if (!cols) return report(cols.error());
+  const std::vector<double> clocks = f.clocks.empty() ? m->info().clocks_mhz : f.clocks;
+  std::vector<md::Curve> curves;
+  for (const auto& app : d->applications()) {
+    auto probes = md::select_probes(*d, app, *cols, f.data.probe);
+    if (!probes) return report(probes.error());
+    auto pts = m->predict(*probes, clocks);
+    if (!pts) return report(make_error(pts.error().code, app + ": " + pts.error().message));
+    md::Curve c;
+    c.application = app;
+    for (const auto& p : *probes) c.probe_clocks_mhz.push_back(p.clock_mhz);
+    for (const auto& p : *pts) {
+      md::CurvePoint cp;
+      cp.clock_mhz = p.clock_mhz;
+      cp.pred_power_w = p.power_w;
+      cp.pred_time_s = p.time_s;
+      c.points.push_back(cp);
+    }
+    curves.push_back(std::move(c));
+  }
+  const std::string js = md::curves_json(f.model, curves);
+  if (!f.out.json.empty())
+    if (auto w = write_text(f.out.json, js); !w) return report(w.error());
+  if (!f.out.csv.empty()) {
+    std::string csv = "application,clock_mhz,power_w,time_s,energy_j\n";
+    for (const auto& c : curves)
+      for (const auto& p : c.points)
+        csv += c.application + "," + std::to_string(p.clock_mhz) + "," + std::to_string(p.pred_power_w) + "," +
+               std::to_string(p.pred_time_s) + "," + std::to_string(p.pred_energy_j()) + "\n";
+    if (auto w = write_text(f.out.csv, csv); !w) return report(w.error());
+  }
+  if (f.out.text()) {
+    for (const auto& c : curves) {
+      std::cout << c.application << " (probe " << c.probe_clocks_mhz.front() << " MHz):\n";
+      for (const auto& p : c.points)
+        std::cout << "  " << p.clock_mhz << " MHz  " << p.pred_power_w << " W  " << p.pred_time_s << " s  " << p.pred_energy_j() << " J\n";
+    }
+  }
+  return 0;
+}
+
+Runner add_model(CLI::App& app) {
+  auto f = std::make_shared<ModelFlags>();
+  CLI::App* c = app.add_subcommand("model", "Fit, evaluate and apply power/run-time models across SM clocks");
+  c->require_subcommand(1);
+  c->footer(
+      "Examples:\n"
+      "  jouleprof model fit --data sweep.csv --form poly -o v100.model.json --gpu V100\n"
+      "  jouleprof model eval v100.model.json --data other.csv --json eval.json\n"
+      "  jouleprof model validate --data sweep.csv --form fgcs --split loao\n"
+      "  jouleprof model predict v100.model.json --data probe.csv\n"
+      "See docs/models.md.");
+  auto* fit = c->add_subcommand("fit", "fit a model on a sweep CSV and save it");
+  f->data.add(fit, false);
+  fit->add_option("--form", f->form, "fgcs, poly or xgboost")->check(CLI::IsMember({"fgcs", "poly", "xgboost"}))->capture_default_str();
+  fit->add_option("-o,--output", f->output, "model file to write")->required();
+  fit->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)");
+  fit->add_option("--probe-clock", f->data.probe.probe_clock_mhz, "training probe clock (default: each application's highest)");
+  fit->add_option("--ridge", f->ridge, "poly: L2 penalty")->capture_default_str();
+  fit->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds")->check(CLI::PositiveNumber)->capture_default_str();
+  f->out.add(fit);
+
+  auto* ev = c->add_subcommand("eval", "per application MAPE of power, time and energy of a saved model on a CSV");
+  ev->add_option("model", f->model, "model file (or --pred-power-col/--pred-time-col: predictions in the data)");
+  f->data.add(ev, true);
+  ev->add_option("--objective", f->objectives, "optimizer objectives reported next to the errors")->delimiter(',')->capture_default_str();
+  f->out.add(ev);
+
+  auto* va = c->add_subcommand("validate", "cross-validation: each application predicted by a model fitted without it");
+  f->data.add(va, true);
+  va->add_option("--form", f->form, "fgcs, poly or xgboost")->check(CLI::IsMember({"fgcs", "poly", "xgboost"}))->capture_default_str();
+  va->add_option("--split", f->split, "loao (leave one application out) or kfold")->check(CLI::IsMember({"loao", "kfold"}))->capture_default_str();
+  va->add_option("--folds", f->folds, "kfold: folds of applications")->capture_default_str();
+  va->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)");
+  va->add_option("--ridge", f->ridge, "poly: L2 penalty")->capture_default_str();
+  va->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds")->check(CLI::PositiveNumber)->capture_default_str();
+  va->add_option("--objective", f->objectives, "optimizer objectives reported for each held-out application")->delimiter(',')->capture_default_str();
+  f->out.add(va);
+
+  auto* pr = c->add_subcommand("predict", "predict power, time and energy at every clock from probe runs in a CSV");
+  pr->add_option("model", f->model, "model file")->required();
+  f->data.add(pr, true);
+  pr->add_option("--clocks", f->clocks, "clocks to predict (MHz; default: the model's training clocks)")->delimiter(',');
+  f->out.add(pr);
+
+  return [f, fit, ev, va, pr] {
+    if (fit->parsed()) return run_fit(*f);
+    if (ev->parsed()) return run_eval(*f);
+    if (va->parsed()) return run_validate(*f);
+    if (pr->parsed()) return run_predict(*f);
+    return 2;
+  };
+}
+
+const bool registered = register_command(add_model);
+
+}  // namespace
+}  // namespace jouleprof::cli

@@ -1,0 +1,76 @@
+// `jouleprof optimize`: the clock minimising energy, EDP, ED2P or energy under a slowdown bound,
+// per application (and phase), from a model applied to probe runs or from a measured sweep.
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/models/optimize.hpp"
+#include "jouleprof/models/report.hpp"
+#include "model_common.hpp"
+
+namespace jouleprof::cli {
+namespace {
+
+namespace md = jouleprof::models;
+
+struct OptimizeFlags {
+  DataFlags data;
+  OutFlags out;
+  std::string model, objective = "energy";
+  bool pareto = false;
+};
+
+int run(const OptimizeFlags& f) {
+  auto obj = md::parse_objective(f.objective);
+  if (!obj) return report(obj.error());
+  auto d = md::read_csv(f.data.data, f.data.map);
+  if (!d) return report(d.error());
+  md::EvalContext ctx{f.model.empty() && !f.data.map.pred_power.empty() ? "columns " + f.data.map.pred_power + ", " + f.data.map.pred_time : f.model,
+                      "", f.data.data, "", f.data.probe, 0};
+  {
+    md::Dataset copy = *d;
+    ctx.outlier_rows = md::flag_outliers(copy, f.data.outlier_rule());
+  }
+  Result<std::vector<md::Curve>> curves = std::vector<md::Curve>{};
+  if (f.model.empty()) {
+    curves = md::measured_curves(std::move(*d), f.data.outlier_rule());
+  } else {
+    auto m = md::load_model(f.model);
+    if (!m) return report(m.error());
+    warn_gpu(*m, f.data.gpu);
+    ctx.form = md::to_string(m->info().form);
+    curves = md::predict_curves(*m, std::move(*d), f.data.probe);
+  }
+  if (!curves) return report(curves.error());
+  const auto choices = md::optimize(*curves, *obj);
+  if (!f.out.json.empty())
+    if (auto w = write_text(f.out.json, md::optimize_json(ctx, *curves, choices, f.pareto)); !w) return report(w.error());
+  if (!f.out.csv.empty())
+    if (auto w = write_text(f.out.csv, md::optimize_csv(choices)); !w) return report(w.error());
+  if (f.out.text()) std::cout << md::optimize_text(ctx, choices);
+  return 0;
+}
+
+Runner add_optimize(CLI::App& app) {
+  auto f = std::make_shared<OptimizeFlags>();
+  CLI::App* c = app.add_subcommand("optimize", "The energy-, EDP-, ED2P-optimal clock, or the least energy within a slowdown");
+  c->footer(
+      "Examples:\n"
+      "  jouleprof optimize --model v100.model.json --data probes.csv --objective energy --json out.json\n"
+      "  jouleprof optimize --data sweep.csv --objective slowdown:5        (measured sweep, no model)\n"
+      "  jouleprof optimize --data sweep.csv --quality-col accuracy --pareto --json -\n"
+      "Each application is predicted from its probe clock(s) only; measured fields are filled where the\n"
+      "data has the chosen clock. See docs/models.md.");
+  c->add_option("--model", f->model, "model file (default: optimize the measured sweep itself)");
+  f->data.add(c, true);
+  c->add_option("--objective", f->objective, "energy, edp, ed2p or slowdown:PCT")->capture_default_str();
+  c->add_flag("--pareto", f->pareto, "add each application's Pareto front (energy, time, quality) to the JSON");
+  f->out.add(c);
+  return [f] { return run(*f); };
+}
+
+const bool registered = register_command(add_optimize);
+
+}  // namespace
+}  // namespace jouleprof::cli

@@ -1,0 +1,363 @@
+// `jouleprof sweep [options] -- CMD`: the workload at every clock / memory clock / power limit /
+// parameter combination, each point a tagged run in the store, the GPUs always restored
+// (docs/sweep.md). `--slurm` submits the same plan as a job array; `--report ID` reports a stored sweep.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/control/session.hpp"
+#include "jouleprof/core/progress.hpp"
+#include "jouleprof/control/slurm.hpp"
+#include "jouleprof/control/sweep.hpp"
+#include "jouleprof/report/assets.hpp"
+#include "jouleprof/report/sweep_report.hpp"
+#include "jouleprof/store/store.hpp"
+
+namespace jouleprof::cli {
+namespace {
+
+namespace ctl = jouleprof::control;
+
+struct SweepFlags {
+  ctl::SweepSpec spec;
+  std::string gpus, mem_clocks, power_limits, nvml_lib;
+  std::vector<std::string> params, tags;
+  std::string db, journal_dir, plan, shard, report_id, json, csv, svg_dir;
+  bool dry_run = false, quiet = false, progress = false, progress_off = false, discover = false;
+  // SLURM
+  bool slurm = false;
+  ctl::SlurmOptions sl;
+  double sim_power_w = 450;
+  bool no_cpu = false;
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+std::vector<std::string> builtin_command() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const auto burn = self.parent_path() / JOULEPROF_BURN_NAME;
+  if (!std::filesystem::exists(burn, ec)) return {};
+  return {burn.string(), "--seconds", "5", "--phases"};
+}
+
+Result<std::vector<unsigned>> parse_list(const std::string& text, const char* flag) {
+  std::vector<unsigned> out;
+  if (text.empty()) return out;
+  std::stringstream ss(text);
+  std::string t;
+  while (std::getline(ss, t, ',')) {
+    if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos) {
+      return make_error(Errc::invalid_argument, fmt::format("{}: '{}' is not a whole number", flag, t));
+    }
+    out.push_back(static_cast<unsigned>(std::stoul(t)));
+  }
+  return out;
+}
+
+// Progress on stderr (TTY or --progress): point i/N, elapsed, ETA, the last point's figures,
+// in the shared format (core/progress.hpp).
+void print_progress(const ctl::SweepProgress& p) {
+  fmt::print(stderr, "jouleprof: {}\n", format_progress("point", p.done, p.total, p.elapsed_s, p.last));
+}
+
+int write_out(const std::string& path, const std::string& text) {
+  if (path.empty()) return 0;
+  if (auto w = write_output(path, text); !w) return report(w.error());
+  return 0;
+}
+
+// Text for people goes to stdout only when no machine-readable output does.
+bool text_wanted(const SweepFlags& f) { return !f.quiet && !is_stdout(f.json) && !is_stdout(f.csv); }
+
+// --report ID (and the end of a sweep): the table, --json, --csv and the SVG figures.
+int emit_report(const SweepFlags& f, const std::string& sweep_id, bool with_json) {
+  auto store = Store::open(resolve_db_path(f.db), Store::Mode::read);
+  if (!store) return report(store.error());
+  auto rep = sweep_report(*store, sweep_id);
+  if (!rep) return report(rep.error());
+  if (text_wanted(f)) std::cout << sweep_report_text(*rep);
+  if (with_json) {
+    if (int rc = write_out(f.json, sweep_report_json(*rep)); rc != 0) return rc;
+  }
+  if (int rc = write_out(f.csv, sweep_report_csv(*rep)); rc != 0) return rc;
+  if (f.svg_dir.empty()) return 0;
+  std::error_code ec;
+  std::filesystem::create_directories(f.svg_dir, ec);
+  if (ec) return report(make_error(Errc::io, "cannot create " + f.svg_dir + ": " + ec.message()));
+  ChartOptions co;
+  co.for_static = true;
+  for (const char* axis : {"clock_mhz", "power_limit_w"}) {
+    for (const char* metric : {"energy_j", "duration_s", "power_w", "edp_js", "ed2p_js2", "phase_energy_j"}) {
+      const ChartSpec c = sweep_chart(*rep, metric, axis, co);
+      if (c.option_json.empty()) continue;
+      auto svg = render_svg(c, 720, 420);
+      if (!svg) return report(svg.error());
+      const std::string path = f.svg_dir + "/" + metric + "-vs-" + axis + ".svg";
+      if (int rc = write_out(path, *svg); rc != 0) return rc;
+      if (!f.quiet) fmt::print(stderr, "jouleprof: wrote {}\n", path);
+    }
+  }
+  return 0;
+}
+
+// --discover: what the GPUs support and how they are set now; nothing is changed.
+int discover(const SweepFlags& f) {
+  auto backend = ctl::open_backend(f.spec.device == "auto" ? "nvml" : f.spec.device, f.spec.nvml_library, f.spec.sim_scenario);
+  if (!backend) return report(backend.error());
+  auto gpus = (*backend)->discover(f.spec.gpus);
+  if (!gpus) return report(gpus.error());
+  nlohmann::json j = {{"schema_version", 1}, {"backend", (*backend)->name()}, {"gpus", nlohmann::json::array()}};
+  for (const auto& g : *gpus) {
+    auto st = (*backend)->read_state(g.uuid);
+    const auto all = g.all_gpu_clocks();
+    nlohmann::json clocks = nlohmann::json::object();
+    for (const auto& [m, list] : g.gpu_clocks_mhz) clocks[std::to_string(m)] = list;
+    auto mw = [](const std::optional<unsigned>& v) { return v ? nlohmann::json(*v / 1000.0) : nlohmann::json(nullptr); };
+    const std::string perm = (*backend)->permission(g.uuid);
+    j["gpus"].push_back({{"index", g.index}, {"uuid", g.uuid}, {"name", g.name},
+                         {"mem_clocks_mhz", g.mem_clocks_mhz}, {"gpu_clocks_mhz_by_mem_clock", clocks},
+                         {"power_limit_min_w", mw(g.power_limit_min_mw)}, {"power_limit_max_w", mw(g.power_limit_max_mw)},
+                         {"power_limit_default_w", mw(g.power_limit_default_mw)},
+                         {"power_limit_w", st ? mw(st->power_limit_mw) : nlohmann::json(nullptr)},
+                         {"app_clocks_mhz", st && st->app_gpu_mhz ? nlohmann::json({*st->app_gpu_mhz, st->app_mem_mhz.value_or(0)}) : nlohmann::json(nullptr)},
+                         {"persistence", st && st->persistence ? nlohmann::json(*st->persistence) : nlohmann::json(nullptr)},
+                         {"locked_clocks", g.locked_clocks}, {"mem_locked_clocks", g.mem_locked_clocks},
+                         {"app_clocks", g.app_clocks}, {"may_change_settings", perm.empty()}, {"permission_problem", perm}});
+    if (text_wanted(f)) {
+      fmt::print("GPU {} {} ({})\n  memory clocks: {} MHz\n  graphics clocks: {} ({}–{} MHz)\n", g.index, g.name, g.uuid,
+                 fmt::join(g.mem_clocks_mhz, ", "), all.size(), all.empty() ? 0 : all.back(), all.empty() ? 0 : all.front());
+      fmt::print("  power limit: {} W now, {}–{} W, default {} W\n", st && st->power_limit_mw ? *st->power_limit_mw / 1000.0 : 0.0,
+                 g.power_limit_min_mw.value_or(0) / 1000.0, g.power_limit_max_mw.value_or(0) / 1000.0,
+                 g.power_limit_default_mw.value_or(0) / 1000.0);
+      fmt::print("  application clocks: {}\n  settings may be changed here: {}\n",
+                 st && st->app_gpu_mhz ? fmt::format("{}/{} MHz", *st->app_gpu_mhz, st->app_mem_mhz.value_or(0)) : "not offered",
+                 perm.empty() ? "yes" : "no: " + perm);
+    }
+  }
+  return write_out(f.json, j.dump(2) + "\n");
+}
+
+int run(SweepFlags f) {
+  if (!command_after_dashes().empty()) f.spec.command = command_after_dashes();
+  if (f.discover) {
+    if (!f.gpus.empty()) f.spec.gpus = split_gpu_list(f.gpus);
+    if (!f.nvml_lib.empty()) f.spec.nvml_library = f.nvml_lib;
+    else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) f.spec.nvml_library = lib;
+    return discover(f);
+  }
+  if (!f.report_id.empty()) return emit_report(f, f.report_id, true);
+  if (!f.plan.empty()) {
+    std::ifstream in(f.plan);
+    if (!in) return report(make_error(Errc::invalid_argument, "cannot read the sweep plan " + f.plan));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto spec = ctl::spec_from_plan_json(ss.str(), f.plan);
+    if (!spec) return report(spec.error());
+    f.spec = *spec;
+  }
+  if (!f.gpus.empty()) f.spec.gpus = split_gpu_list(f.gpus);
+  if (!f.nvml_lib.empty()) {
+    f.spec.nvml_library = f.nvml_lib;
+  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB"); lib != nullptr && f.plan.empty()) {
+    f.spec.nvml_library = lib;
+  }
+  if (f.plan.empty()) {
+    auto mem = parse_list(f.mem_clocks, "--mem-clocks");
+    if (!mem) return report(mem.error());
+    f.spec.mem_clocks_mhz = *mem;
+    auto pl = parse_list(f.power_limits, "--power-limits");
+    if (!pl) return report(pl.error());
+    f.spec.power_limits_w = *pl;
+    for (const auto& p : f.params) {
+      auto sp = ctl::parse_param(p);
+      if (!sp) return report(sp.error());
+      f.spec.params.push_back(*sp);
+    }
+  }
+  ctl::SweepRunOptions o;
+  o.spec = f.spec;
+  o.db = f.db;
+  o.journal_dir = f.journal_dir;
+  o.invocation = invocation();
+  o.self_exe = self_exe();
+  if (!f.shard.empty()) {
+    int k = -1, n = 0;
+    char slash = 0;
+    std::istringstream ss(f.shard);
+    if (!(ss >> k >> slash >> n) || slash != '/' || n < 1 || k < 0 || k >= n) {
+      return report(make_error(Errc::invalid_argument, "--shard needs K/N with 0 ≤ K < N, got '" + f.shard + "'"));
+    }
+    o.shard = std::pair<int, int>{k, n};
+  }
+  o.measure.sim_active_w = f.sim_power_w;
+  o.measure.monitor.sampler.read_cpu = !f.no_cpu;
+  if (f.spec.command.empty()) o.measure.builtin_command = builtin_command();
+  for (const std::string& t : f.tags) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) return report(make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'"));
+    o.measure.tags[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  if (!f.quiet) o.note = [](const std::string& s) { fmt::print(stderr, "jouleprof: {}\n", s); };
+  const bool show_progress = !f.progress_off && !f.quiet && Progress::wanted(f.progress);
+  if (show_progress) o.progress = print_progress;
+
+  if (f.dry_run || f.slurm) {
+    // Planning needs the GPUs' supported clocks, but nothing is changed.
+    auto backend = ctl::open_backend(f.spec.device == "auto" ? "nvml" : f.spec.device, f.spec.nvml_library, f.spec.sim_scenario);
+    if (!backend) return report(backend.error());
+    auto gpus = (*backend)->discover(f.spec.gpus);
+    if (!gpus) return report(gpus.error());
+    auto plan = ctl::plan_sweep(f.spec, *gpus);
+    if (!plan) return report(plan.error());
+    if (f.slurm) {
+      f.sl.self_exe = o.self_exe;
+      f.sl.journal_dir = f.journal_dir;
+      if (f.sl.out_dir.empty()) f.sl.out_dir = "jouleprof-sweep-" + plan->sweep_id;
+      if (f.dry_run) {
+        std::cout << ctl::slurm_batch_script(*plan, f.sl);
+        return 0;
+      }
+      auto script = ctl::write_slurm_files(*plan, f.sl);
+      if (!script) return report(script.error());
+      auto job = ctl::submit_sbatch(*script);
+      if (!job) return report(job.error());
+      std::cout << *job << "\n";
+      if (!f.quiet) {
+        fmt::print(stderr, "jouleprof: submitted job array {} ({} units); when it is done:\n  jouleprof runs merge {}/task-*.db\n  jouleprof sweep --report {}\n",
+                   *job, plan->units.size(), std::filesystem::absolute(f.sl.out_dir).string(), plan->sweep_id);
+      }
+      return 0;
+    }
+    fmt::print("sweep {}: {} units of work on {} GPU(s){}\n", plan->sweep_id, plan->units.size(), gpus->size(),
+               f.spec.observe_only ? " (observe-only: nothing changed)" : "");
+    for (const auto& u : plan->units) {
+      auto cmd = ctl::substitute(f.spec.command, u.params);
+      std::string c;
+      for (const auto& a : *cmd) c += (c.empty() ? "" : " ") + a;
+      fmt::print("  {}  pass {}  runs {}+{} warm-up  {}\n", u.key, u.pass, u.runs, u.warmup, c.empty() ? "(built-in workload)" : c);
+    }
+    return 0;
+  }
+
+  auto sum = ctl::run_sweep(o);
+  if (!sum) return report(sum.error());
+  int rc = 0;
+  const int failed = sum->count(ctl::UnitOutcome::Kind::failed);
+  if (!f.quiet) {
+    fmt::print(stderr, "jouleprof: sweep {}: {} measured, {} already stored, {} failed{}\n", sum->sweep_id,
+               sum->count(ctl::UnitOutcome::Kind::measured), sum->count(ctl::UnitOutcome::Kind::skipped), failed,
+               f.spec.observe_only ? " (observe-only: nothing changed)" : "");
+    for (const auto& u : sum->units) {
+      if (u.kind == ctl::UnitOutcome::Kind::failed) fmt::print(stderr, "jouleprof: failed: {} — {}\n", u.unit.key, u.message);
+    }
+  }
+  if (!sum->restored) rc = report(make_error(Errc::vendor, "GPUs not restored: " + sum->restore_error + " (run `jouleprof restore`)"));
+  if (failed > 0 && rc == 0) rc = 1;
+  if (sum->interrupted_by != 0) {
+    if (!f.quiet) fmt::print(stderr, "jouleprof: interrupted by signal {}; GPUs restored; run the same command again to resume\n", sum->interrupted_by);
+    return 128 + sum->interrupted_by;
+  }
+  if (!f.json.empty()) {
+    nlohmann::json j = {{"schema_version", 1}, {"sweep_id", sum->sweep_id}, {"restored", sum->restored}, {"units", nlohmann::json::array()}};
+    for (const auto& u : sum->units) {
+      j["units"].push_back({{"point", u.unit.key},
+                            {"pass", u.unit.pass},
+                            {"outcome", u.kind == ctl::UnitOutcome::Kind::measured ? "measured" : u.kind == ctl::UnitOutcome::Kind::skipped ? "skipped" : "failed"},
+                            {"message", u.message},
+                            {"run_id", u.run_id},
+                            {"energy_j", u.energy_j ? nlohmann::json(*u.energy_j) : nlohmann::json(nullptr)},
+                            {"duration_s", u.duration_s ? nlohmann::json(*u.duration_s) : nlohmann::json(nullptr)}});
+    }
+    if (int w = write_out(f.json, j.dump(2) + "\n"); w != 0) rc = w;
+  }
+  if (!o.shard && (sum->count(ctl::UnitOutcome::Kind::measured) + sum->count(ctl::UnitOutcome::Kind::skipped) > 0)) {
+    if (int e = emit_report(f, sum->sweep_id, false); e != 0 && rc == 0) rc = e;
+  }
+  return rc;
+}
+
+Runner add_sweep(CLI::App& app) {
+  auto f = std::make_shared<SweepFlags>();
+  CLI::App* c = app.add_subcommand("sweep", "Measure a workload across clocks, power limits and parameters; GPUs always restored");
+  c->footer(
+      "Examples:\n"
+      "  jouleprof sweep --device sim --clocks step:10 --runs 3              # simulated GPU, built-in workload\n"
+      "  jouleprof sweep --clocks 1980,1410,990 --power-limits 700,400 -- python infer.py --batch {batch} --param batch=1,8\n"
+      "  jouleprof sweep --observe-only --clocks all -- ./bench          # same schedule, nothing changed\n"
+      "  jouleprof sweep --slurm --partition gpu --time 01:00:00 --clocks step:4 -- ./bench\n"
+      "  jouleprof sweep --report SWEEP_ID --csv sweep.csv --svg-dir figs\n"
+      "The original clocks and power limit are journaled before any change and restored on exit, error,\n"
+      "Ctrl-C, SIGTERM, SIGHUP; after SIGKILL by `jouleprof restore` or jouleprof's next start (docs/sweep.md).");
+  auto& s = f->spec;
+  c->add_option("--device", s.device, "GPU backend: auto (nvml), nvml or sim")->check(CLI::IsMember({"auto", "nvml", "sim"}))->capture_default_str();
+  c->add_option("--gpus", f->gpus, "GPUs: NVML indices or UUIDs, comma separated, or all (default: CUDA_VISIBLE_DEVICES, else all)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_option("--clocks", s.clocks, "graphics clocks, MHz: LIST, all or step:N (every Nth supported clock)");
+  c->add_option("--mem-clocks", f->mem_clocks, "memory clocks, MHz, comma separated");
+  c->add_option("--power-limits", f->power_limits, "power limits, W, comma separated");
+  c->add_option("--param", f->params, "KEY=V1,V2: workload parameter, {KEY} in the command and $JOULEPROF_PARAM_KEY (repeatable)");
+  checked(c->add_option("--runs", s.runs, "measured runs per point"), IntRange{.min = 1, .max = 10000})->capture_default_str();
+  checked(c->add_option("--warmup", s.warmup, "warm-up runs per point"), IntRange{.min = 0, .max = 10000})->capture_default_str();
+  c->add_option("--mode", s.mode, "baseline (change nothing), dvfs (every clock unless --clocks) or custom")
+      ->check(CLI::IsMember({"baseline", "dvfs", "custom"}))->capture_default_str();
+  c->add_option("--order", s.order, "random (seeded), interleaved (one run of every point per pass) or sequential")
+      ->check(CLI::IsMember({"random", "interleaved", "sequential"}))->capture_default_str();
+  c->add_option("--seed", s.seed, "seed of the random order")->capture_default_str();
+  checked(c->add_option("--idle", s.idle_s, "seconds of idle baseline before each point"), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
+  c->add_flag("--cooldown", s.cooldown, "wait for a stable GPU temperature between points and runs");
+  c->add_flag("--observe-only", s.observe_only, "run the same schedule without changing any setting");
+  c->add_option("--multi-gpu", s.multi_gpu, "split: one point per GPU in parallel; together: every GPU at each point (multi-GPU workloads)")
+      ->check(CLI::IsMember({"split", "together"}))->capture_default_str();
+  c->add_option("--sweep-id", s.sweep_id, "name of the sweep (default: derived from its settings, so a rerun resumes)");
+  c->add_option("--tag", f->tags, "KEY=VALUE recorded with every point (repeatable)");
+  c->add_option("--sim-scenario", s.sim_scenario, "scenario file for the simulated GPU (docs/simulated-gpu.md)");
+  checked(c->add_option("--sim-power", f->sim_power_w, "simulated GPU power at full clock while a command runs, W"), DoubleRange{.min = 0, .max = 5000})
+      ->capture_default_str();
+  c->add_option("--nvml-lib", f->nvml_lib, "NVML library (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
+  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else ~/.local/share/jouleprof/runs.db)");
+  c->add_option("--journal-dir", f->journal_dir, "restore journal folder (default: see `jouleprof restore --help`)");
+  c->add_flag("--discover", f->discover, "print the GPUs' supported clocks, power-limit range and current settings; change nothing");
+  c->add_flag("--dry-run", f->dry_run, "print the plan (or with --slurm the batch script) and change nothing");
+  c->add_option("--report", f->report_id, "report a stored sweep instead of running one (SWEEP_ID)");
+  add_json_option(c, f->json, "the sweep's outcome per unit, or with --report the report (schemas/sweep*.schema.json)");
+  c->add_option("--csv", f->csv, "the sweep report as CSV, one row per point ('-': stdout)");
+  c->add_option("--svg-dir", f->svg_dir, "write energy, time, power, EDP and ED²P vs clock / power limit as SVG here");
+  c->add_flag("--progress", f->progress, "progress on stderr even when it is not a terminal");
+  c->add_flag("--progress-off", f->progress_off, "no progress lines")->group("");
+  c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
+  c->add_flag("-q,--quiet", f->quiet, "only errors");
+  c->add_option("--plan", f->plan, "run a plan file (what --slurm and multi-GPU workers run)")->group("");
+  c->add_option("--shard", f->shard, "K/N: run only units u with u mod N = K")->group("")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  c->add_flag("--slurm", f->slurm, "submit the sweep as a SLURM job array (points split over tasks)");
+  c->add_option("--partition", f->sl.partition, "SLURM partition");
+  c->add_option("--account", f->sl.account, "SLURM account");
+  c->add_option("--time", f->sl.time, "SLURM time limit per task (e.g. 01:00:00)");
+  checked(c->add_option("--gpus-per-task", f->sl.gpus_per_task, "GPUs per SLURM task (0: no GPU request)"), IntRange{.min = 0, .max = 1024})
+      ->capture_default_str();
+  checked(c->add_option("--tasks", f->sl.tasks, "array size (default: one task per unit of work)"), IntRange{.min = 0, .max = 1000000});
+  checked(c->add_option("--array-max", f->sl.array_max, "at most this many tasks at once (0: no limit)"), IntRange{.min = 0, .max = 1000000});
+  c->add_option("--slurm-dir", f->sl.out_dir, "folder for the plan, script, task stores and logs (default: jouleprof-sweep-ID)");
+  c->add_option("command", s.command, "the workload and its arguments, after --")->expected(-1);
+  return [f] { return run(*f); };
+}
+
+const bool registered = register_command(add_sweep);
+
+}  // namespace
+}  // namespace jouleprof::cli

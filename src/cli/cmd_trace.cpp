@@ -1,0 +1,338 @@
+// `jouleprof trace [measure options] -- CMD ARGS...`: measure a command while the CUPTI injection
+// library records its kernels, copies and NVTX ranges; attribute the measured energy to them.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/analysis/trace_profile.hpp"
+#include "jouleprof/measure/measure.hpp"
+#include "jouleprof/measure/output.hpp"
+#include "jouleprof/report/trace.hpp"
+#include "jouleprof/sensors/gpu_sensor.hpp"
+#include "jouleprof/store/activities.hpp"
+#include "jouleprof/store/store.hpp"
+#include "jouleprof/trace/format.hpp"
+
+namespace jouleprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TraceFlags {
+  std::string device = "auto";
+  std::string gpus;
+  double idle_s = 2.0;
+  std::string idle_from;
+  double period_ms = 100;
+  std::vector<std::string> tags;
+  std::string json, csv, kernels, perfetto, keep_dir;
+  std::string method = "split";
+  std::string classes;
+  double lag_ms = 17, window_ms = 40, min_interval_ms = 100;
+  std::size_t top = 10, path_depth = 0;
+  std::string inject_lib, cupti_lib, nvml_lib;
+  double sim_power_w = 450;
+  std::string db;
+  bool no_store = false, quiet = false, no_cpu = false;
+  std::vector<std::string> command;
+};
+
+fs::path self_dir() {
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : self.parent_path();
+}
+
+// The injection library: --inject-lib, $JOULEPROF_INJECT_LIB, else beside jouleprof (../lib, .).
+std::string find_inject_lib(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* e = std::getenv("JOULEPROF_INJECT_LIB"); e != nullptr && e[0] != '\0') return e;
+  std::error_code ec;
+  for (const fs::path& p : {self_dir() / "../lib/libjouleprof_inject.so", self_dir() / "libjouleprof_inject.so"}) {
+    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
+  }
+  return "";
+}
+
+// CUPTI: --cupti-lib, $JOULEPROF_CUPTI_LIB, else the CUDA toolkit's usual places. NVTX's injection
+// needs a path (NVTX_INJECTION64_PATH), so a soname is not enough.
+std::string find_cupti(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* e = std::getenv(trace_format::kCuptiLibEnv); e != nullptr && e[0] != '\0') return e;
+  std::vector<fs::path> dirs;
+  if (const char* h = std::getenv("CUDA_HOME"); h != nullptr) {
+    dirs.push_back(fs::path(h) / "lib64");
+    dirs.push_back(fs::path(h) / "extras/CUPTI/lib64");
+  }
+  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+                        "/usr/lib/x86_64-linux-gnu"}) {
+    dirs.emplace_back(d);
+  }
+  std::error_code ec;
+  for (const fs::path& d : dirs) {
+    for (const char* n : {"libcupti.so", "libcupti.so.13", "libcupti.so.12"}) {
+      if (fs::exists(d / n, ec)) return (d / n).string();
+    }
+  }
+  return "";
+}
+
+nlohmann::json launch_attrs(const Activity& a, std::optional<double> energy) {
+  nlohmann::json j = {{"class", a.kclass}, {"path", a.path}, {"phase", a.phase}, {"cuda_device", a.device}};
+  if (a.kind == Activity::Kind::kernel) {
+    j["grid"] = {a.grid[0], a.grid[1], a.grid[2]};
+    j["block"] = {a.block[0], a.block[1], a.block[2]};
+    j["registers_per_thread"] = a.registers;
+    j["shared_memory_bytes"] = a.static_shared_bytes + a.dynamic_shared_bytes;
+  } else if (a.kind != Activity::Kind::range) {
+    j["bytes"] = a.bytes;
+  }
+  if (energy) j["energy_j"] = *energy;
+  return j;
+}
+
+int run(TraceFlags f) {
+  if (!command_after_dashes().empty()) f.command = command_after_dashes();
+  if (f.command.empty()) return report(make_error(Errc::invalid_argument, "give the command to trace after --"));
+  if (!make_attribution_method(f.method)) {
+    return report(make_error(Errc::invalid_argument, "--method must be interval, split or regression, got '" + f.method + "'"));
+  }
+  auto classes = KernelClassifier::load(default_kernel_classes_path());
+  if (!classes) return report(classes.error());
+  if (!f.classes.empty()) {
+    auto extra = KernelClassifier::load(f.classes);
+    if (!extra) return report(extra.error());
+    classes->prepend(*extra);
+  }
+  if (!f.inject_lib.empty() && access(f.inject_lib.c_str(), R_OK) != 0) {
+    return report(make_error(Errc::invalid_argument, "cannot read the injection library " + f.inject_lib));
+  }
+  const std::string inject = find_inject_lib(f.inject_lib);
+  if (inject.empty()) {
+    return report(make_error(Errc::unavailable,
+                             "the CUPTI injection library (libjouleprof_inject.so) is not installed beside jouleprof; it is built "
+                             "where CUPTI's headers are found (give --inject-lib PATH)"));
+  }
+  const std::string cupti = find_cupti(f.cupti_lib);
+  if (cupti.empty() && f.device != "sim") {
+    return report(make_error(Errc::unavailable, "CUPTI (libcupti.so) not found: install the CUDA toolkit's CUPTI or give --cupti-lib PATH"));
+  }
+  // Per-process trace files: a kept directory, or a temporary one removed afterwards.
+  std::string dir = f.keep_dir;
+  std::error_code ec;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/jouleprof-trace-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return report(make_error(Errc::io, "cannot create a temporary directory"));
+    dir = tmpl;
+  } else {
+    fs::create_directories(dir, ec);
+    if (ec) return report(make_error(Errc::io, "cannot create " + dir + ": " + ec.message()));
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() == trace_format::kFileSuffix) fs::remove(e.path(), ec);
+    }
+  }
+  struct Cleanup {
+    std::string dir;
+    bool remove;
+    ~Cleanup() {
+      std::error_code e;
+      if (remove) fs::remove_all(dir, e);
+    }
+  } cleanup{dir, f.keep_dir.empty()};
+
+  MeasureOptions o;
+  o.command = f.command;
+  o.idle_s = f.idle_s;
+  o.sim_active_w = f.sim_power_w;
+  o.invocation = invocation();
+  o.monitor.gpus.backend = f.device;
+  o.monitor.gpus.ids = split_gpu_list(f.gpus);
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) o.monitor.gpus.cuda_visible_devices = cvd;
+  if (!f.nvml_lib.empty()) {
+    o.monitor.gpus.nvml_library = f.nvml_lib;
+  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) {
+    o.monitor.gpus.nvml_library = lib;
+  }
+  o.monitor.sampler.fast_period_s = f.period_ms / 1000.0;
+  o.monitor.sampler.read_cpu = !f.no_cpu;
+  for (const std::string& t : f.tags) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) return report(make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'"));
+    o.tags[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  o.tags["traced"] = "true";
+  if (!f.idle_from.empty()) {
+    auto idle = idle_power_from_result(f.idle_from);
+    if (!idle) return report(idle.error());
+    o.idle_w = *idle;
+    o.idle_source = "from " + f.idle_from;
+  }
+  o.env = {"CUDA_INJECTION64_PATH=" + inject, std::string(trace_format::kDirEnv) + "=" + dir};
+  if (!cupti.empty()) {
+    o.env.push_back(std::string(trace_format::kCuptiLibEnv) + "=" + cupti);
+    o.env.push_back("NVTX_INJECTION64_PATH=" + cupti);
+  }
+  if (!f.quiet) o.progress = [](const std::string& s) { std::cerr << "jouleprof: " << s << "\n"; };
+
+  auto result = run_measure(o);
+  if (!result) return report(result.error());
+  Measurement& m = *result;
+  int rc = m.exit_code;
+
+  auto traced = read_trace_dir(dir);
+  if (!traced) return report(traced.error());
+  TraceProfileOptions po;
+  po.method = f.method;
+  po.sensor.lag_s = f.lag_ms / 1000.0;
+  po.sensor.window_s = f.window_ms / 1000.0;
+  po.min_interval_s = f.min_interval_ms / 1000.0;
+  po.path_depth = f.path_depth;
+  auto profile = build_trace_profile(m, *traced, *classes, po);
+  if (!profile) return report(profile.error());
+  if (traced->processes.empty()) {
+    profile->warnings.push_back("no traced process: the command never initialised CUDA (or CUDA_INJECTION64_PATH was not honoured)");
+    profile->complete = false;
+  }
+  if (!profile->complete && m.complete) {
+    m.complete = false;
+    m.incomplete_reason = "trace incomplete (a process was killed, its file damaged, or records dropped)";
+  }
+  m.sections["trace"] = trace_profile_json(*profile);
+  for (const std::string& w : profile->warnings) m.warnings.push_back("trace: " + w);
+
+  if (!f.json.empty()) {
+    if (auto w = write_result_json(m, f.json); !w) rc = report(w.error());
+  }
+  if (!f.kernels.empty()) {
+    if (auto w = write_unique_kernels(profile->kernels, f.kernels); !w) rc = report(w.error());
+  }
+  if (f.csv == "-") {
+    std::cout << unique_kernel_csv(profile->kernels);
+  } else if (!f.csv.empty()) {
+    std::ofstream out(f.csv, std::ios::binary);
+    out << unique_kernel_csv(profile->kernels);
+    if (!out) rc = report(make_error(Errc::io, "cannot write " + f.csv));
+  }
+  // GPU index of each activity (for the Perfetto tracks and the store).
+  std::map<std::pair<int, uint32_t>, int> gpu_of;
+  for (const GpuProfile& g : profile->gpus) {
+    for (uint32_t d : g.cuda_devices) {
+      for (std::size_t p = 0; p < traced->processes.size(); ++p) gpu_of[{static_cast<int>(p), d}] = g.gpu;
+    }
+  }
+  auto gpu_index = [&](const Activity& a) {
+    auto it = gpu_of.find({a.process, a.device});
+    return it != gpu_of.end() ? it->second : (a.on_gpu() ? static_cast<int>(a.device) : -1);
+  };
+  if (!f.perfetto.empty()) {
+    std::vector<TraceSlice> slices;
+    slices.reserve(traced->activities.size());
+    for (const Activity& a : traced->activities) {
+      if (a.kind == Activity::Kind::sync || a.kind == Activity::Kind::mark) continue;
+      TraceSlice s;
+      s.gpu = a.on_gpu() ? gpu_index(a) : -1;
+      const auto& pr = traced->processes[static_cast<std::size_t>(a.process)];
+      s.track = a.on_gpu() ? fmt::format("pid {} stream {}", pr.pid, a.stream)
+                           : fmt::format("pid {} {}", pr.pid, a.thread != 0 ? "thread " + std::to_string(a.thread) : std::string("process ranges"));
+      s.name = a.name;
+      s.t0_s = a.t0_s;
+      s.t1_s = a.t1_s;
+      s.args_json = launch_attrs(a, std::nullopt).dump();
+      slices.push_back(std::move(s));
+    }
+    TraceOptions to;
+    to.slices = &slices;
+    if (auto w = write_chrome_trace(m, f.perfetto, to); !w) rc = report(w.error());
+  }
+  if (!f.no_store) {
+    StoreOptions so;
+    so.db_path = f.db;
+    so.source = "trace";
+    if (auto id = record_measurement(m, so); !id) {
+      const int e = report(id.error());
+      if (rc == 0) rc = e;
+    } else {
+      std::vector<StoredActivity> rows;
+      for (const Activity& a : traced->activities) {
+        if (a.kind == Activity::Kind::mark) continue;
+        StoredActivity s;
+        s.device = a.on_gpu() ? gpu_index(a) : -1;
+        s.kind = activity_kind_name(a.kind);
+        s.name = a.name;
+        s.t0_s = a.t0_s;
+        s.t1_s = a.t1_s;
+        s.stream = a.on_gpu() ? static_cast<int64_t>(a.stream) : -1;
+        s.correlation = a.on_gpu() ? static_cast<int64_t>(a.correlation) : -1;
+        s.attrs_json = launch_attrs(a, std::nullopt).dump();
+        rows.push_back(std::move(s));
+      }
+      if (auto st = store_activities(resolve_db_path(f.db), *id, rows); !st) {
+        const int e = report(st.error());
+        if (rc == 0) rc = e;
+      } else if (!f.quiet) {
+        std::cerr << "jouleprof: recorded as run " << *id << " with " << *st << " activities in " << resolve_db_path(f.db) << "\n";
+      }
+    }
+  }
+  if (!f.quiet) {
+    print_summary(m, std::cout);
+    std::cout << trace_profile_text(*profile, f.top);
+  }
+  return rc;
+}
+
+Runner add_trace(CLI::App& app) {
+  auto f = std::make_shared<TraceFlags>();
+  CLI::App* c = app.add_subcommand("trace", "Measure a CUDA program and attribute its energy to kernels, classes, NVTX ranges and phases");
+  c->footer(
+      "Examples:\n"
+      "  jouleprof trace -- python generate.py\n"
+      "  jouleprof trace --kernels kernels.jsonl --perfetto run.trace.json --json run.json -- ./my_app\n"
+      "The program is not changed: CUDA loads the CUPTI injection library (CUDA_INJECTION64_PATH) into it and\n"
+      "every child process. Methods: split (default: each power sample split across the kernels busy in its\n"
+      "window), regression (per-class power by least squares), interval (long busy stretches integrated);\n"
+      "all three are always computed per class. docs/trace.md.");
+  c->add_option("--device", f->device, "GPU backend: auto, nvml or sim (simulated H100)")
+      ->check(CLI::IsMember({"auto", "nvml", "sim"}))->capture_default_str();
+  c->add_option("--gpus", f->gpus, "GPUs to measure: NVML indices or UUIDs (default: CUDA_VISIBLE_DEVICES, else all)");
+  c->add_option("--idle", f->idle_s, "seconds of idle baseline before the run (0: none)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  c->add_option("--idle-from", f->idle_from, "take the idle baseline from an earlier result JSON");
+  c->add_option("--period-ms", f->period_ms, "sampler period")->check(CLI::Range(10.0, 2000.0))->capture_default_str();
+  c->add_option("--tag", f->tags, "KEY=VALUE recorded with the result (repeatable)");
+  c->add_option("--json", f->json, "write the result JSON (with its \"trace\" section) here ('-': stdout)");
+  c->add_option("--csv", f->csv, "write the unique-kernel table as CSV here ('-': stdout)");
+  c->add_option("--kernels", f->kernels, "write the unique-kernel table here: JSON Lines, or CSV for a .csv name");
+  c->add_option("--perfetto", f->perfetto, "write a Chrome/Perfetto trace with kernel slices and NVTX ranges here");
+  c->add_option("--keep-trace", f->keep_dir, "keep the per-process trace files in this directory");
+  c->add_option("--method", f->method, "attribution method of the kernel/range tables: split, regression or interval")->capture_default_str();
+  c->add_option("--classes", f->classes, "extra kernel-class rules (CLASS<TAB>REGEX lines), tried before the built-in ones");
+  c->add_option("--lag-ms", f->lag_ms, "sensor lag modelled by split/regression/interval")->check(CLI::NonNegativeNumber)->capture_default_str();
+  c->add_option("--window-ms", f->window_ms, "sensor averaging window modelled by split/regression")->check(CLI::NonNegativeNumber)->capture_default_str();
+  c->add_option("--min-interval-ms", f->min_interval_ms, "interval method: shortest busy stretch integrated directly")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--top", f->top, "rows per summary table")->capture_default_str();
+  c->add_option("--path-depth", f->path_depth, "NVTX path levels kept in the by-path table (0: all)")->capture_default_str();
+  c->add_option("--inject-lib", f->inject_lib, "the injection library (default: libjouleprof_inject.so beside jouleprof, or $JOULEPROF_INJECT_LIB)");
+  c->add_option("--cupti-lib", f->cupti_lib, "libcupti to load (default: $JOULEPROF_CUPTI_LIB, else the CUDA toolkit's)");
+  c->add_option("--nvml-lib", f->nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
+  c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W")->capture_default_str();
+  c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else the XDG data folder)");
+  c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
+  c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
+  c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
+  c->add_option("command", f->command, "the program and its arguments, after --")->expected(-1);
+  return [f] { return run(*f); };
+}
+
+const bool registered = register_command(add_trace);
+
+}  // namespace
+}  // namespace jouleprof::cli

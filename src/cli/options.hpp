@@ -1,0 +1,62 @@
+// What every subcommand shares (docs/cli.md): checked numeric options, output flags where
+// '-' is stdout, and the global options accepted before or after the subcommand.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/checked.hpp"
+#include "jouleprof/core/error.hpp"
+
+namespace jouleprof::cli {
+
+/// Range checks in words ("--runs must be ≥ 1, got 0") on a numeric option; NaN, inf and
+/// non-numbers are refused too. Replaces CLI11's Range/PositiveNumber (whose messages print
+/// DBL_MAX as 300 digits). Returns `o` for chaining.
+CLI::Option* checked(CLI::Option* o, IntRange r);
+CLI::Option* checked(CLI::Option* o, DoubleRange r);
+
+/// `--json [FILE]`: a file, or stdout for '-' or no value.
+CLI::Option* add_json_option(CLI::App* c, std::string& path, const std::string& what);
+/// The path an output option names: '-' means stdout.
+inline bool is_stdout(const std::string& path) { return path == "-"; }
+/// Writes `text` to `path` ('-': stdout), checking every write; a file is replaced atomically
+/// (a temporary in the same folder, renamed) so a failed write leaves the old file.
+Result<void> write_output(const std::string& path, const std::string& text);
+
+/// For library writers that take a file name: '-' runs `write_file` on a temporary file and
+/// copies it to stdout.
+Result<void> write_output_with(const std::string& path, const std::function<Result<void>(const std::string&)>& write_file);
+
+/// The global options (docs/cli.md): they may come before the subcommand; main() moves them after it.
+struct GlobalOption {
+  const char* name;
+  bool takes_value;   ///< --db FILE
+  bool value_optional;  ///< --json [FILE]
+};
+const std::vector<GlobalOption>& global_options();
+
+/// -q and --progress of commands that declare none of their own (main() adds them to every
+/// command, so every command accepts the global options it can use).
+struct GlobalFlags {
+  bool quiet = false;
+  bool progress = false;
+};
+GlobalFlags& global_flags();
+
+namespace detail {
+/// Called by main(): every numeric option of every subcommand refuses NaN/inf/non-numbers in
+/// words, and every subcommand lets its parent take options it does not have (so
+/// `runs list --db X` reaches `runs`' --db).
+void apply_contract(CLI::App& app);
+/// argv with global options given before the subcommand moved to after it.
+std::vector<std::string> hoist_global_options(const std::vector<std::string>& args, const CLI::App& app);
+/// One-line message for a CLI11 parse error, in the contract's words, with closest names.
+/// " runs list" for the deepest subcommand parsed ("" when none): where --help helps.
+std::string help_path(const CLI::App& app);
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, const std::vector<std::string>& args);
+}  // namespace detail
+
+}  // namespace jouleprof::cli

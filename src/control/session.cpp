@@ -1,0 +1,228 @@
+// Guaranteed restore: journal first, restore always (docs/sweep.md "Safety").
+#include "jouleprof/control/session.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace jouleprof::control {
+namespace {
+
+// The readable fields of `now` that differ from `original`, in words (empty: none).
+std::string differences(const GpuControlState& original, const GpuControlState& now) {
+  std::string d;
+  auto add = [&](const std::string& s) { d += (d.empty() ? "" : ", ") + s; };
+  if (now.power_limit_mw && original.power_limit_mw && *now.power_limit_mw != *original.power_limit_mw) {
+    add(fmt::format("power limit {} W, originally {} W", *now.power_limit_mw / 1000.0, *original.power_limit_mw / 1000.0));
+  }
+  if (now.app_gpu_mhz && original.app_gpu_mhz &&
+      (*now.app_gpu_mhz != *original.app_gpu_mhz || now.app_mem_mhz != original.app_mem_mhz)) {
+    add(fmt::format("application clocks {}/{} MHz, originally {}/{} MHz", *now.app_gpu_mhz, now.app_mem_mhz.value_or(0),
+                    *original.app_gpu_mhz, original.app_mem_mhz.value_or(0)));
+  }
+  // Locked clocks are compared only where the backend can read them back (the simulated GPU).
+  // (NVML cannot read them: both are then unset.)
+  if (now.gpu_locked != original.gpu_locked) add("locked graphics clocks differ");
+  if (now.mem_locked != original.mem_locked) add("locked memory clocks differ");
+  return d;
+}
+
+Result<void> restore_one(ControlBackend& b, const Journal& j, const std::string& dir) {
+  if (auto r = b.restore(j.uuid, j.original); !r) return r;
+  auto now = b.read_state(j.uuid);
+  if (!now) return now.error();
+  if (const std::string d = differences(j.original, *now); !d.empty()) {
+    return make_error(Errc::vendor, "GPU " + j.uuid + " still differs after restore: " + d);
+  }
+  if (!dir.empty()) return retire_journal(dir, j);
+  return {};
+}
+
+}  // namespace
+
+ControlSession::ControlSession(ControlBackend& b, std::vector<GpuCapabilities> gpus, SessionOptions opt)
+    : backend_(b), gpus_(std::move(gpus)), opt_(std::move(opt)) {}
+
+Result<std::unique_ptr<ControlSession>> ControlSession::begin(ControlBackend& backend, std::vector<GpuCapabilities> gpus,
+                                                              SessionOptions opt) {
+  if (opt.journal_dir.empty()) opt.journal_dir = default_journal_dir();
+  std::unique_ptr<ControlSession> s(new ControlSession(backend, std::move(gpus), std::move(opt)));
+  for (const auto& g : s->gpus_) {
+    Journal j = journal_for_this_process();
+    j.backend = backend.name();
+    j.library = backend.library();
+    j.uuid = g.uuid;
+    j.name = g.name;
+    j.index = g.index;
+    s->journals_.push_back(j);
+  }
+  if (s->opt_.observe_only) {
+    for (auto& j : s->journals_) {
+      auto st = backend.read_state(j.uuid);
+      if (!st) return st.error();
+      j.original = *st;
+    }
+    return s;
+  }
+  for (const auto& g : s->gpus_) {
+    if (const std::string p = backend.permission(g.uuid); !p.empty()) {
+      return make_error(Errc::unavailable, fmt::format("GPU {}: {}", g.index, p));
+    }
+  }
+  if (backend.durable()) {
+    // What an earlier jouleprof left on these GPUs: refuse a running owner, restore a dead one's.
+    auto left = read_journals(s->opt_.journal_dir);
+    if (!left) return left.error();
+    for (const Journal& old : *left) {
+      const bool ours = std::any_of(s->gpus_.begin(), s->gpus_.end(), [&](const auto& g) { return g.uuid == old.uuid; });
+      if (!ours) continue;
+      if (const std::string why = foreign_reason(old); !why.empty()) return make_error(Errc::invalid_argument, why);
+      if (owner_running(old)) {
+        return make_error(Errc::unavailable, fmt::format("GPU {} is being changed by jouleprof pid {} (journal {})",
+                                                         old.index, old.pid, old.path));
+      }
+      if (s->opt_.note) s->opt_.note(fmt::format("restoring GPU {} left changed by jouleprof pid {} (journal {})",
+                                                 old.index, old.pid, old.path));
+      if (auto r = restore_one(backend, old, s->opt_.journal_dir); !r) return r.error();
+    }
+  }
+  // The original state is read and journaled, synced, before any change.
+  for (auto& j : s->journals_) {
+    auto st = backend.read_state(j.uuid);
+    if (!st) return st.error();
+    j.original = *st;
+    if (backend.durable()) {
+      if (auto r = write_journal(s->opt_.journal_dir, j); !r) return r.error();
+      j.path = s->opt_.journal_dir + "/" + j.uuid + ".json";
+    }
+  }
+  return s;
+}
+
+ControlSession::~ControlSession() {
+  if (auto r = restore(); !r && opt_.note) opt_.note("restore failed: " + r.error().message);
+}
+
+const GpuControlState& ControlSession::original(const std::string& uuid) const {
+  for (const auto& j : journals_) {
+    if (j.uuid == uuid) return j.original;
+  }
+  static const GpuControlState none;
+  return none;
+}
+
+Result<void> ControlSession::apply(const std::string& uuid, const Setting& s) {
+  auto g = std::find_if(gpus_.begin(), gpus_.end(), [&](const auto& c) { return c.uuid == uuid; });
+  if (g == gpus_.end()) return make_error(Errc::not_found, "GPU " + uuid + " is not part of this session");
+  if (auto r = validate_setting(*g, s); !r) return r;
+  if (opt_.observe_only || s.empty()) return {};
+  changed_ = true;
+  restored_ = false;
+  return backend_.apply(uuid, s);
+}
+
+Result<void> ControlSession::restore() {
+  if (opt_.observe_only || restored_) return {};
+  std::string failures;
+  for (const Journal& j : journals_) {
+    // A journal this session did not write (begin() failed before) belongs to someone else.
+    if (backend_.durable() && j.path.empty()) continue;
+    // Without a change nothing needs restoring, but the journal is retired all the same.
+    Result<void> r = changed_ ? restore_one(backend_, j, backend_.durable() ? opt_.journal_dir : "")
+                              : (backend_.durable() ? retire_journal(opt_.journal_dir, j) : Result<void>{});
+    if (!r) failures += (failures.empty() ? "" : "; ") + r.error().message;
+  }
+  if (!failures.empty()) return make_error(Errc::vendor, failures);
+  restored_ = true;
+  return {};
+}
+
+Result<std::vector<RestoreOutcome>> restore_from_journals(const std::string& dir, bool include_running) {
+  auto journals = read_journals(dir);
+  if (!journals) return journals.error();
+  std::vector<RestoreOutcome> out;
+  std::map<std::string, std::unique_ptr<ControlBackend>> backends;
+  for (const Journal& j : *journals) {
+    RestoreOutcome o;
+    o.uuid = j.uuid;
+    o.path = j.path;
+    if (std::string why = foreign_reason(j); !why.empty()) {
+      o.kind = RestoreOutcome::Kind::foreign;
+      o.message = why;
+    } else if (!include_running && owner_running(j)) {
+      o.kind = RestoreOutcome::Kind::in_use;
+      o.message = fmt::format("GPU {} is being changed by jouleprof pid {} (still running)", j.index, j.pid);
+    } else {
+      const std::string key = j.backend + ":" + j.library;
+      if (backends.count(key) == 0) {
+        auto b = open_backend(j.backend, j.library);
+        if (!b) {
+          o.kind = RestoreOutcome::Kind::failed;
+          o.message = "cannot reach GPU " + j.uuid + ": " + b.error().message;
+          out.push_back(o);
+          continue;
+        }
+        backends[key] = std::move(*b);
+      }
+      if (auto r = restore_one(*backends[key], j, dir); !r) {
+        o.kind = RestoreOutcome::Kind::failed;
+        o.message = r.error().message;
+      } else {
+        o.message = fmt::format("GPU {} ({}) restored to its state before jouleprof pid {}", j.index, j.uuid, j.pid);
+      }
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+Result<std::vector<CheckOutcome>> check_journals(const std::string& dir) {
+  std::vector<CheckOutcome> out;
+  auto journals = read_journals(dir);
+  if (!journals) return journals.error();
+  for (const Journal& j : *journals) {
+    out.push_back({j.uuid, false,
+                   fmt::format("GPU {} ({}) has a restore journal left by jouleprof pid {}{}: run `jouleprof restore`",
+                               j.index, j.uuid, j.pid, owner_running(j) ? " (still running)" : "")});
+  }
+  auto records = read_restored_records(dir);
+  if (!records) return records.error();
+  std::map<std::string, std::unique_ptr<ControlBackend>> backends;
+  for (const Journal& j : *records) {
+    if (!foreign_reason(j).empty()) continue;  // another host or boot: not this GPU's state now
+    const std::string key = j.backend + ":" + j.library;
+    if (backends.count(key) == 0) {
+      auto b = open_backend(j.backend, j.library);
+      if (!b) return b.error();
+      backends[key] = std::move(*b);
+    }
+    auto now = backends[key]->read_state(j.uuid);
+    if (!now) {
+      out.push_back({j.uuid, false, now.error().message});
+      continue;
+    }
+    const std::string d = differences(j.original, *now);
+    out.push_back({j.uuid, d.empty(),
+                   d.empty() ? fmt::format("GPU {} ({}) matches its state before jouleprof", j.index, j.uuid)
+                             : fmt::format("GPU {} ({}) differs from its state before jouleprof: {}", j.index, j.uuid, d)});
+  }
+  return out;
+}
+
+void restore_leftovers_at_start(const std::function<void(const std::string&)>& note) {
+  const std::string dir = default_journal_dir();
+  auto journals = read_journals(dir);
+  if (!journals || journals->empty()) return;
+  auto done = restore_from_journals(dir);
+  if (!done) {
+    note("cannot restore GPUs left changed: " + done.error().message);
+    return;
+  }
+  for (const auto& o : *done) {
+    if (o.kind == RestoreOutcome::Kind::restored) note(o.message + " (left by a jouleprof that was killed)");
+    if (o.kind == RestoreOutcome::Kind::failed || o.kind == RestoreOutcome::Kind::foreign) note(o.message);
+  }
+}
+
+}  // namespace jouleprof::control

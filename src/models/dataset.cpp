@@ -1,0 +1,232 @@
+#include "jouleprof/models/dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "jouleprof/core/parse.hpp"
+
+namespace jouleprof::models {
+
+const std::vector<std::string> kKnownActivity = {
+    "fp_active",   "fp64_active",  "fp32_active",      "fp16_active", "FP16A",         "tensor_active",
+    "TENSO",       "dram_active",  "sm_active",        "sm_occupancy", "gr_engine_active"};
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  for (auto& s : out) {  // trim spaces
+    const auto b = s.find_first_not_of(" \t");
+    const auto e = s.find_last_not_of(" \t");
+    s = b == std::string::npos ? std::string{} : s.substr(b, e - b + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> Dataset::applications() const {
+  std::vector<std::string> out;
+  for (const auto& r : rows)
+    if (std::find(out.begin(), out.end(), r.application) == out.end()) out.push_back(r.application);
+  return out;
+}
+
+std::vector<std::size_t> Dataset::rows_of(const std::string& app) const {
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].application == app) idx.push_back(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return rows[a].clock_mhz < rows[b].clock_mhz; });
+  return idx;
+}
+
+int Dataset::activity_index(const std::string& name) const {
+  for (std::size_t i = 0; i < activity.size(); ++i)
+    if (activity[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+Result<Dataset> parse_csv(const std::string& text, const ColumnMap& map, const std::string& source) {
+  std::istringstream in(text);
+  std::string line;
+  std::size_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") != std::string::npos) break;
+  }
+  if (line_no == 0 || line.find_first_not_of(" \t\r") == std::string::npos)
+    return make_error(Errc::parse, source + ": empty file (a header line and rows are needed)");
+  const auto header = split_csv_line(line);
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (!header[i].empty() && !col.count(header[i])) col[header[i]] = i;
+
+  std::vector<std::string> missing;
+  auto need = [&](const std::string& name) {
+    if (!name.empty() && !col.count(name)) missing.push_back(name);
+  };
+  need(map.application);
+  need(map.clock);
+  need(map.power);
+  need(map.time);
+  need(map.phase);
+  need(map.quality);
+  need(map.pred_power);
+  need(map.pred_time);
+  Dataset d;
+  d.source = source;
+  if (map.activity.empty()) {
+    for (const auto& a : kKnownActivity)
+      if (col.count(a)) d.activity.push_back(a);
+  } else {
+    d.activity_explicit = true;
+    for (const auto& a : map.activity) {
+      need(a);
+      d.activity.push_back(a);
+    }
+  }
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    return make_error(Errc::invalid_argument, source + ": missing column" + (missing.size() > 1 ? "s " : " ") + names +
+                                                   " (map other names with --app-col, --clock-col, --power-col, "
+                                                   "--time-col, --activity)");
+  }
+
+  auto number = [&](const std::vector<std::string>& f, const std::string& name, double& out) -> Result<void> {
+    const std::size_t i = col.at(name);
+    const std::string v = i < f.size() ? f[i] : std::string{};
+    if (!parse_finite_double(v, out))
+      return make_error(Errc::parse, source + ":" + std::to_string(line_no) + ": column " + name + ": '" + v +
+                                         "' is not a finite number");
+    return {};
+  };
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto f = split_csv_line(line);
+    Row r;
+    const std::size_t ai = col.at(map.application);
+    r.application = ai < f.size() ? f[ai] : std::string{};
+    if (r.application.empty())
+      return make_error(Errc::parse, source + ":" + std::to_string(line_no) + ": column " + map.application + " is empty");
+    if (!map.phase.empty()) {
+      const std::size_t pi = col.at(map.phase);
+      if (pi < f.size() && !f[pi].empty()) r.application += "/" + f[pi];
+    }
+    if (auto e = number(f, map.clock, r.clock_mhz); !e) return e.error();
+    if (auto e = number(f, map.power, r.power_w); !e) return e.error();
+    if (auto e = number(f, map.time, r.time_s); !e) return e.error();
+    const std::string where = source + ":" + std::to_string(line_no) + ": ";
+    if (r.clock_mhz <= 0) return make_error(Errc::parse, where + map.clock + " must be > 0 MHz");
+    if (r.power_w <= 0) return make_error(Errc::parse, where + map.power + " must be > 0 W");
+    if (r.time_s <= 0) return make_error(Errc::parse, where + map.time + " must be > 0 s");
+    for (const auto& a : d.activity) {
+      double v = 0;
+      if (auto e = number(f, a, v); !e) return e.error();
+      if (v < 0) return make_error(Errc::parse, where + a + " must be >= 0");
+      r.activity.push_back(v);
+    }
+    if (!map.pred_power.empty() || !map.pred_time.empty()) {
+      double pp = 0, pt = 0;
+      if (auto e = number(f, map.pred_power, pp); !e) return e.error();
+      if (auto e = number(f, map.pred_time, pt); !e) return e.error();
+      r.pred_power_w = pp;
+      r.pred_time_s = pt;
+    }
+    if (!map.quality.empty()) {
+      double q = 0;
+      if (auto e = number(f, map.quality, q); !e) return e.error();
+      r.quality = q;
+    }
+    d.rows.push_back(std::move(r));
+  }
+  if (d.rows.empty()) return make_error(Errc::parse, source + ": no data rows");
+  return d;
+}
+
+Result<Dataset> read_csv(const std::string& path, const ColumnMap& map) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(Errc::not_found, "cannot open " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_csv(ss.str(), map, path);
+}
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+std::size_t flag_outliers(Dataset& d, const OutlierRule& rule) {
+  std::size_t marked = 0;
+  for (auto& r : d.rows) {
+    r.outlier = false;
+    r.outlier_reason.clear();
+  }
+  if (!rule.enabled) return 0;
+  for (const auto& app : d.applications()) {
+    const auto idx = d.rows_of(app);
+    const int n = static_cast<int>(idx.size());
+    if (n < 2 * rule.window + 1) continue;  // too short a sweep to judge
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::size_t> nb;
+      for (int j = std::max(0, i - rule.window); j <= std::min(n - 1, i + rule.window); ++j)
+        if (j != i) nb.push_back(idx[static_cast<std::size_t>(j)]);
+      Row& r = d.rows[idx[static_cast<std::size_t>(i)]];
+      std::vector<double> p;
+      for (auto k : nb) p.push_back(d.rows[k].power_w);
+      const double mp = median(p);
+      if (std::abs(r.power_w / mp - 1) > rule.power_tol) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "power %.1f W vs %.1f W at neighbouring clocks", r.power_w, mp);
+        r.outlier = true;
+        r.outlier_reason = buf;
+      }
+      for (std::size_t a = 0; a < d.activity.size() && !r.outlier; ++a) {
+        std::vector<double> v;
+        for (auto k : nb) v.push_back(d.rows[k].activity[a]);
+        const double m = median(v);
+        if (std::abs(r.activity[a] - m) > rule.activity_abs + rule.activity_rel * m) {
+          char buf[128];
+          std::snprintf(buf, sizeof buf, "%s %.3f vs %.3f at neighbouring clocks", d.activity[a].c_str(), r.activity[a], m);
+          r.outlier = true;
+          r.outlier_reason = buf;
+        }
+      }
+      if (r.outlier) ++marked;
+    }
+  }
+  return marked;
+}
+
+}  // namespace jouleprof::models

@@ -1,0 +1,56 @@
+// The strategy interface behind Model: one implementation per form (form_*.cpp).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "jouleprof/models/model.hpp"
+
+namespace jouleprof::models::detail {
+
+/// One application's non-outlier points (repeats averaged), ascending clock, with its anchor.
+struct AppPoint {
+  double clock_mhz = 0, power_w = 0, time_s = 0;
+  std::vector<double> activity;  ///< the model's columns
+};
+struct AppSweep {
+  std::string application;
+  std::vector<AppPoint> points;
+  std::size_t anchor = 0;  ///< the training probe
+};
+
+/// Sweeps of every application with >= min_points non-outlier clocks, restricted to `columns`
+/// (indices into d.activity), anchored at the clock nearest `probe_clock_mhz` (0: the highest).
+std::vector<AppSweep> sweeps_of(const Dataset& d, const std::vector<int>& columns, double probe_clock_mhz,
+                                std::size_t min_points = 1);
+
+struct FitContext {
+  const std::vector<AppSweep>& sweeps;
+  const std::vector<std::string>& activity;
+  double max_clock_mhz;
+  const FitOptions& options;
+};
+
+class FormImpl {
+ public:
+  virtual ~FormImpl() = default;
+  /// Power (W) and time (s) at `clocks` for a workload probed once (`probe`).
+  virtual void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
+                       std::vector<double>& time_s) const = 0;
+  virtual nlohmann::json params() const = 0;
+};
+
+Result<std::unique_ptr<FormImpl>> fit_fgcs(const FitContext& c);
+Result<std::unique_ptr<FormImpl>> fit_poly(const FitContext& c);
+Result<std::unique_ptr<FormImpl>> fit_xgboost(const FitContext& c);
+Result<std::unique_ptr<FormImpl>> load_fgcs(const nlohmann::json& p, const ModelInfo& info);
+Result<std::unique_ptr<FormImpl>> load_poly(const nlohmann::json& p, const ModelInfo& info);
+Result<std::unique_ptr<FormImpl>> load_xgboost(const nlohmann::json& p, const ModelInfo& info);
+
+/// Least squares with an L2 penalty (rows weighted); error when the system is singular.
+Result<std::vector<double>> ridge_solve(const std::vector<std::vector<double>>& X, const std::vector<double>& y,
+                                        const std::vector<double>& w, double ridge);
+
+}  // namespace jouleprof::models::detail

@@ -1,0 +1,162 @@
+#include "jouleprof/models/optimize.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "jouleprof/core/parse.hpp"
+
+namespace jouleprof::models {
+
+std::string Objective::name() const {
+  switch (kind) {
+    case ObjectiveKind::energy: return "energy";
+    case ObjectiveKind::edp: return "edp";
+    case ObjectiveKind::ed2p: return "ed2p";
+    case ObjectiveKind::slowdown: {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "slowdown:%g", slowdown_pct);
+      return buf;
+    }
+  }
+  return "?";
+}
+
+Result<Objective> parse_objective(const std::string& s) {
+  Objective o;
+  if (s == "energy") return o;
+  if (s == "edp") {
+    o.kind = ObjectiveKind::edp;
+    return o;
+  }
+  if (s == "ed2p") {
+    o.kind = ObjectiveKind::ed2p;
+    return o;
+  }
+  if (s.rfind("slowdown:", 0) == 0) {
+    o.kind = ObjectiveKind::slowdown;
+    if (!parse_finite_double(s.substr(9), o.slowdown_pct) || o.slowdown_pct < 0)
+      return make_error(Errc::invalid_argument, "--objective slowdown:PCT needs a percentage ≥ 0, got '" + s.substr(9) + "'");
+    return o;
+  }
+  return make_error(Errc::invalid_argument, "unknown objective '" + s + "' (energy, edp, ed2p or slowdown:PCT)");
+}
+
+namespace {
+
+double score(const Objective& o, double e, double t) {
+  switch (o.kind) {
+    case ObjectiveKind::edp: return e * t;
+    case ObjectiveKind::ed2p: return e * t * t;
+    default: return e;
+  }
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// The index minimising the objective over non-outlier points; `measured` picks measured values.
+std::optional<std::size_t> best(const Curve& c, const Objective& o, bool measured, std::size_t ref) {
+  auto E = [&](const CurvePoint& p) { return measured ? *p.energy_j() : p.pred_energy_j(); };
+  auto T = [&](const CurvePoint& p) { return measured ? *p.time_s : p.pred_time_s; };
+  const double tmax = T(c.points[ref]) * (1 + o.slowdown_pct / 100);
+  std::optional<std::size_t> b;
+  double bs = 0;
+  for (std::size_t i = 0; i < c.points.size(); ++i) {
+    const auto& p = c.points[i];
+    if (p.outlier || (measured && !p.energy_j())) continue;
+    if (o.kind == ObjectiveKind::slowdown && T(p) > tmax * (1 + 1e-12)) continue;
+    const double s = score(o, E(p), T(p));
+    if (!b || s < bs) {
+      b = i;
+      bs = s;
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+Interval savings_interval(const std::vector<double>& a, const std::vector<double>& b) {
+  Interval r;
+  const double ma = mean(a), mb = mean(b);
+  r.value = r.low = r.high = 100 * (1 - ma / mb);
+  if (a.size() < 2 || b.size() < 2) return r;
+  auto var = [](const std::vector<double>& v, double m) {
+    double s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return s / static_cast<double>(v.size() - 1);
+  };
+  const double ratio = ma / mb;
+  const double rel2 = var(a, ma) / static_cast<double>(a.size()) / (ma * ma) + var(b, mb) / static_cast<double>(b.size()) / (mb * mb);
+  const double half = 100 * 1.96 * ratio * std::sqrt(rel2);
+  r.low = r.value - half;
+  r.high = r.value + half;
+  return r;
+}
+
+std::vector<Choice> optimize(const std::vector<Curve>& curves, const Objective& obj) {
+  std::vector<Choice> out;
+  for (const auto& c : curves) {
+    std::optional<std::size_t> ref;
+    for (std::size_t i = 0; i < c.points.size(); ++i)
+      if (!c.points[i].outlier) ref = i;
+    if (!ref) continue;
+    Choice ch;
+    ch.application = c.application;
+    ch.objective = obj;
+    const auto pick = best(c, obj, false, *ref);
+    if (!pick) continue;
+    const CurvePoint& p = c.points[*pick];
+    const CurvePoint& r = c.points[*ref];
+    ch.chosen_clock_mhz = p.clock_mhz;
+    ch.predicted_power_w = p.pred_power_w;
+    ch.predicted_time_s = p.pred_time_s;
+    ch.predicted_energy_j = p.pred_energy_j();
+    ch.reference_clock_mhz = r.clock_mhz;
+    ch.predicted_savings_pct = 100 * (1 - p.pred_energy_j() / r.pred_energy_j());
+    ch.predicted_slowdown_pct = 100 * (p.pred_time_s / r.pred_time_s - 1);
+    if (p.energy_j() && r.energy_j()) {
+      ch.measured_energy_at_chosen_j = p.energy_j();
+      ch.measured_time_at_chosen_s = p.time_s;
+      ch.measured_slowdown_pct = 100 * (*p.time_s / *r.time_s - 1);
+      ch.measured_savings_pct = savings_interval(p.repeat_energy_j, r.repeat_energy_j);
+      if (const auto opt = best(c, obj, true, *ref)) {
+        const CurvePoint& o = c.points[*opt];
+        ch.optimum_clock_mhz = o.clock_mhz;
+        ch.optimum_energy_j = o.energy_j();
+        ch.energy_excess_pct = 100 * (*p.energy_j() / *o.energy_j() - 1);
+        ch.objective_excess_pct = 100 * (score(obj, *p.energy_j(), *p.time_s) / score(obj, *o.energy_j(), *o.time_s) - 1);
+      }
+    }
+    out.push_back(ch);
+  }
+  return out;
+}
+
+std::vector<ParetoPoint> pareto_front(const Curve& c, bool measured) {
+  std::vector<ParetoPoint> pts;
+  for (const auto& p : c.points) {
+    if (p.outlier || (measured && !p.energy_j())) continue;
+    pts.push_back(ParetoPoint{p.clock_mhz, measured ? *p.energy_j() : p.pred_energy_j(), measured ? *p.time_s : p.pred_time_s, p.quality});
+  }
+  std::vector<ParetoPoint> front;
+  for (const auto& a : pts) {
+    bool dominated = false;
+    for (const auto& b : pts) {
+      const double qa = a.quality.value_or(0), qb = b.quality.value_or(0);
+      const bool no_worse = b.energy_j <= a.energy_j && b.time_s <= a.time_s && qb >= qa;
+      const bool better = b.energy_j < a.energy_j || b.time_s < a.time_s || qb > qa;
+      if (no_worse && better) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) front.push_back(a);
+  }
+  return front;
+}
+
+}  // namespace jouleprof::models

@@ -1,0 +1,232 @@
+#include "jouleprof/models/validate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "form.hpp"
+
+namespace jouleprof::models {
+
+Result<std::vector<int>> model_columns(const Model& m, const Dataset& d) {
+  const auto& names = m.info().activity;
+  std::vector<int> cols;
+  std::string missing;
+  for (const auto& n : names) {
+    const int i = d.activity_index(n);
+    if (i < 0) missing += (missing.empty() ? "" : ", ") + n;
+    cols.push_back(i);
+  }
+  if (!missing.empty())
+    return make_error(Errc::invalid_argument, d.source + ": missing activity column(s) the model needs: " + missing);
+  return cols;
+}
+
+Result<std::vector<Probe>> select_probes(const Dataset& d, const std::string& app, const std::vector<int>& columns,
+                                         const ProbeOptions& opt) {
+  if (opt.probes < 1 || opt.probes > 3) return make_error(Errc::invalid_argument, "--probes must be 1, 2 or 3");
+  const auto sweeps = detail::sweeps_of(d, columns, opt.probe_clock_mhz);
+  const detail::AppSweep* s = nullptr;
+  for (const auto& sw : sweeps)
+    if (sw.application == app) s = &sw;
+  if (!s) return make_error(Errc::invalid_argument, app + ": no clock without outliers to probe");
+  std::vector<std::size_t> chosen{s->anchor};
+  const double f0 = s->points[s->anchor].clock_mhz;
+  for (double frac : {0.75, 0.55}) {
+    if (static_cast<int>(chosen.size()) >= opt.probes) break;
+    std::size_t best = s->points.size();
+    double dist = 1e300;
+    for (std::size_t i = 0; i < s->points.size(); ++i) {
+      if (std::find(chosen.begin(), chosen.end(), i) != chosen.end()) continue;
+      const double dd = std::abs(s->points[i].clock_mhz - frac * f0);
+      if (dd < dist) {
+        dist = dd;
+        best = i;
+      }
+    }
+    if (best == s->points.size())
+      return make_error(Errc::invalid_argument, app + ": too few clocks for " + std::to_string(opt.probes) + " probes");
+    chosen.push_back(best);
+  }
+  std::vector<Probe> out;
+  for (auto i : chosen) {
+    const auto& p = s->points[i];
+    out.push_back(Probe{p.clock_mhz, p.activity, p.power_w, p.time_s});
+  }
+  return out;
+}
+
+namespace {
+
+// One curve point per clock of the application: repeats averaged over non-outlier rows.
+Curve measured_points(const Dataset& d, const std::string& app) {
+  Curve c;
+  c.application = app;
+  std::map<double, std::vector<std::size_t>> by_clock;
+  for (auto i : d.rows_of(app)) by_clock[d.rows[i].clock_mhz].push_back(i);
+  for (const auto& [clock, idx] : by_clock) {
+    CurvePoint cp;
+    cp.clock_mhz = clock;
+    std::vector<std::size_t> good;
+    for (auto i : idx)
+      if (!d.rows[i].outlier) good.push_back(i);
+    cp.outlier = good.empty();
+    const auto& use = good.empty() ? idx : good;
+    double P = 0, T = 0, Q = 0, PP = 0, PT = 0;
+    bool has_q = true;
+    for (auto i : use) {
+      if (d.rows[i].pred_power_w) {
+        PP += *d.rows[i].pred_power_w / static_cast<double>(use.size());
+        PT += *d.rows[i].pred_time_s / static_cast<double>(use.size());
+      }
+      P += d.rows[i].power_w / static_cast<double>(use.size());
+      T += d.rows[i].time_s / static_cast<double>(use.size());
+      if (d.rows[i].quality) Q += *d.rows[i].quality / static_cast<double>(use.size());
+      else has_q = false;
+      cp.repeat_energy_j.push_back(d.rows[i].energy_j());
+    }
+    cp.power_w = P;
+    cp.time_s = T;
+    cp.pred_power_w = PP;
+    cp.pred_time_s = PT;
+    if (has_q) cp.quality = Q;
+    c.points.push_back(std::move(cp));
+  }
+  return c;
+}
+
+}  // namespace
+
+Result<std::vector<Curve>> measured_curves(Dataset d, const OutlierRule& rule) {
+  flag_outliers(d, rule);
+  std::vector<Curve> out;
+  for (const auto& app : d.applications()) {
+    Curve c = measured_points(d, app);
+    const bool external = !d.rows.empty() && d.rows.front().pred_power_w.has_value();
+    if (!external)
+      for (auto& p : c.points) {
+        p.pred_power_w = *p.power_w;
+        p.pred_time_s = *p.time_s;
+      }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<std::vector<Curve>> predict_curves(const Model& m, Dataset d, const ProbeOptions& opt) {
+  auto cols = model_columns(m, d);
+  if (!cols) return cols.error();
+  flag_outliers(d, m.info().options.outliers);
+  std::vector<Curve> out;
+  for (const auto& app : d.applications()) {
+    auto probes = select_probes(d, app, *cols, opt);
+    if (!probes) return probes.error();
+    Curve c = measured_points(d, app);
+    for (const auto& p : *probes) c.probe_clocks_mhz.push_back(p.clock_mhz);
+    std::vector<double> clocks;
+    for (const auto& p : c.points) clocks.push_back(p.clock_mhz);
+    auto pred = m.predict(*probes, clocks);
+    if (!pred) return make_error(pred.error().code, app + ": " + pred.error().message);
+    for (std::size_t i = 0; i < clocks.size(); ++i) {
+      c.points[i].pred_power_w = (*pred)[i].power_w;
+      c.points[i].pred_time_s = (*pred)[i].time_s;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo, const ProbeOptions& po, Split split,
+                                          int folds) {
+  auto apps = d.applications();
+  if (apps.size() < 3) return make_error(Errc::invalid_argument, "cross-validation needs >= 3 applications, the data has " + std::to_string(apps.size()));
+  std::vector<std::vector<std::string>> groups;
+  if (split == Split::leave_one_application_out) {
+    for (const auto& a : apps) groups.push_back({a});
+  } else {
+    if (folds < 2 || folds > static_cast<int>(apps.size()))
+      return make_error(Errc::invalid_argument, "--folds must be between 2 and the number of applications (" + std::to_string(apps.size()) + ")");
+    std::mt19937 rng(1);
+    std::shuffle(apps.begin(), apps.end(), rng);
+    groups.resize(static_cast<std::size_t>(folds));
+    for (std::size_t i = 0; i < apps.size(); ++i) groups[i % groups.size()].push_back(apps[i]);
+  }
+  std::map<std::string, Curve> by_app;
+  for (const auto& held : groups) {
+    Dataset train = d, test = d;
+    train.rows.clear();
+    test.rows.clear();
+    for (const auto& r : d.rows)
+      (std::find(held.begin(), held.end(), r.application) != held.end() ? test : train).rows.push_back(r);
+    auto m = fit(std::move(train), fo);
+    if (!m) return make_error(m.error().code, "fit without " + held.front() + (held.size() > 1 ? " ..." : "") + ": " + m.error().message);
+    auto curves = predict_curves(*m, std::move(test), po);
+    if (!curves) return curves.error();
+    for (auto& c : *curves) by_app[c.application] = std::move(c);
+  }
+  std::vector<Curve> out;
+  for (const auto& a : d.applications()) out.push_back(std::move(by_app[a]));
+  return out;
+}
+
+namespace {
+
+struct Acc {
+  std::vector<double> p, pp, t, tp, e, ep;
+  void add(const CurvePoint& c) {
+    p.push_back(*c.power_w);
+    pp.push_back(c.pred_power_w);
+    t.push_back(*c.time_s);
+    tp.push_back(c.pred_time_s);
+    e.push_back(*c.energy_j());
+    ep.push_back(c.pred_energy_j());
+  }
+  static double mape(const std::vector<double>& y, const std::vector<double>& f) {
+    double s = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) s += std::abs(f[i] / y[i] - 1);
+    return y.empty() ? 0 : 100 * s / static_cast<double>(y.size());
+  }
+  static double r2(const std::vector<double>& y, const std::vector<double>& f) {
+    if (y.size() < 2) return 0;
+    double mean = 0;
+    for (double v : y) mean += v / static_cast<double>(y.size());
+    double res = 0, tot = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      res += (y[i] - f[i]) * (y[i] - f[i]);
+      tot += (y[i] - mean) * (y[i] - mean);
+    }
+    return tot > 0 ? 1 - res / tot : 0;
+  }
+  Errors errors() const {
+    Errors r;
+    r.points = p.size();
+    r.power_mape_pct = mape(p, pp);
+    r.time_mape_pct = mape(t, tp);
+    r.energy_mape_pct = mape(e, ep);
+    r.power_r2 = r2(p, pp);
+    r.time_r2 = r2(t, tp);
+    r.energy_r2 = r2(e, ep);
+    return r;
+  }
+};
+
+}  // namespace
+
+Evaluation evaluate(const std::vector<Curve>& curves) {
+  Evaluation ev;
+  Acc all;
+  for (const auto& c : curves) {
+    Acc a;
+    for (const auto& p : c.points) {
+      if (p.outlier || !p.power_w || !p.time_s) continue;
+      a.add(p);
+      all.add(p);
+    }
+    ev.applications.push_back(AppErrors{c.application, a.errors()});
+  }
+  ev.overall = all.errors();
+  return ev;
+}
+
+}  // namespace jouleprof::models

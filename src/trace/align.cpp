@@ -1,0 +1,152 @@
+// Time alignment of CUPTI timestamps with the run time base, and NVTX ranges onto kernels.
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "jouleprof/trace/trace.hpp"
+
+namespace jouleprof {
+
+void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<TimeBase::Calibration>& cal) {
+  // CLOCK_REALTIME → run time: the realtime-steady offset in effect at that time.
+  const int64_t offset0 = cal.empty() ? 0 : cal.front().offset_ns;
+  auto to_run = [&](double realtime_ns) {
+    const double approx_s = (realtime_ns - static_cast<double>(origin_realtime_ns)) * 1e-9;
+    int64_t off = offset0;
+    for (const auto& c : cal) {
+      if (c.at_s > approx_s) break;
+      off = c.offset_ns;
+    }
+    return (realtime_ns - static_cast<double>(origin_realtime_ns) - static_cast<double>(off - offset0)) * 1e-9;
+  };
+  // CUPTI → CLOCK_REALTIME per process: offset at the first and last clock pair, interpolated.
+  struct Map {
+    double c0 = 0, c1 = 0, o0 = 0, o1 = 0;
+    double at(double cupti) const {
+      if (c1 <= c0) return cupti + o0;
+      const double f = std::clamp((cupti - c0) / (c1 - c0), 0.0, 1.0);
+      return cupti + o0 + f * (o1 - o0);
+    }
+  };
+  std::vector<Map> maps(t.processes.size());
+  for (std::size_t i = 0; i < t.processes.size(); ++i) {
+    ProcessTrace& p = t.processes[i];
+    Map& m = maps[i];
+    if (!p.clocks.empty()) {
+      const ClockPair& a = p.clocks.front();
+      const ClockPair& b = p.clocks.back();
+      m.c0 = static_cast<double>(a.cupti_ns);
+      m.c1 = static_cast<double>(b.cupti_ns);
+      m.o0 = static_cast<double>(a.realtime_ns) - m.c0;
+      m.o1 = static_cast<double>(b.realtime_ns) - m.c1;
+      p.clock_offset_start_ns = m.o0;
+      p.clock_offset_end_ns = m.o1;
+      p.clock_drift_ppm = m.c1 > m.c0 ? (m.o1 - m.o0) / (m.c1 - m.c0) * 1e6 : 0;
+      if (std::fabs(m.o0) > 1e6) {
+        t.warnings.push_back("process " + std::to_string(p.pid) + ": CUPTI's clock is " +
+                             std::to_string(m.o0 * 1e-6) + " ms off CLOCK_REALTIME; corrected with the measured offset");
+      }
+      if (std::fabs(p.clock_drift_ppm) > 100) {
+        t.warnings.push_back("process " + std::to_string(p.pid) + ": CUPTI clock drifts " + std::to_string(p.clock_drift_ppm) +
+                             " ppm against CLOCK_REALTIME (a clock step?)");
+      }
+    }
+  }
+  for (Activity& a : t.activities) {
+    const Map& m = maps[static_cast<std::size_t>(a.process)];
+    a.t0_s = to_run(m.at(static_cast<double>(a.start_ns)));
+    a.t1_s = to_run(m.at(static_cast<double>(a.end_ns)));
+    if (a.t1_s < a.t0_s) a.t1_s = a.t0_s;
+  }
+}
+
+void assign_ranges(TraceData& t) {
+  // Per process and thread: push/pop ranges (properly nested), sorted by start.
+  struct Key {
+    int process;
+    uint64_t thread;
+    bool operator==(const Key& o) const { return process == o.process && thread == o.thread; }
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.thread * 1315423911u + static_cast<uint64_t>(k.process)); }
+  };
+  std::unordered_map<Key, std::vector<std::size_t>, KeyHash> ranges;
+  std::vector<std::vector<std::size_t>> process_ranges(t.processes.size());
+  for (std::size_t i = 0; i < t.activities.size(); ++i) {
+    const Activity& a = t.activities[i];
+    if (a.kind != Activity::Kind::range) continue;
+    if (a.thread != 0) {
+      ranges[{a.process, a.thread}].push_back(i);
+    } else {
+      process_ranges[static_cast<std::size_t>(a.process)].push_back(i);
+    }
+  }
+  auto by_start = [&](std::size_t x, std::size_t y) {
+    const Activity& a = t.activities[x];
+    const Activity& b = t.activities[y];
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  };
+  // Launches per (process, thread), sorted by time, each with its correlation's path.
+  std::vector<std::unordered_map<uint32_t, std::pair<std::string, std::string>>> by_corr(t.processes.size());
+  for (std::size_t p = 0; p < t.processes.size(); ++p) {
+    auto launches = t.processes[p].launches;
+    std::sort(launches.begin(), launches.end(), [](const auto& a, const auto& b) {
+      return a.thread != b.thread ? a.thread < b.thread : a.start_ns < b.start_ns;
+    });
+    auto& pr = process_ranges[p];
+    std::sort(pr.begin(), pr.end(), by_start);
+    std::size_t i = 0;
+    while (i < launches.size()) {
+      const uint64_t thread = launches[i].thread;
+      auto it = ranges.find({static_cast<int>(p), thread});
+      std::vector<std::size_t> rs;
+      if (it != ranges.end()) {
+        rs = it->second;
+        std::sort(rs.begin(), rs.end(), by_start);
+      }
+      // Sweep: ranges opened before the launch go on the stack, ranges ended before it come off.
+      std::vector<std::size_t> stack;
+      std::size_t next = 0;
+      for (; i < launches.size() && launches[i].thread == thread; ++i) {
+        const int64_t ts = launches[i].start_ns;
+        while (next < rs.size() && t.activities[rs[next]].start_ns <= ts) {
+          while (!stack.empty() && t.activities[stack.back()].end_ns < t.activities[rs[next]].start_ns) stack.pop_back();
+          stack.push_back(rs[next++]);
+        }
+        while (!stack.empty() && t.activities[stack.back()].end_ns < ts) stack.pop_back();
+        std::string path;
+        for (std::size_t r : stack) {
+          if (t.activities[r].end_ns < ts) continue;  // an outer range already closed (unbalanced pops)
+          path += (path.empty() ? "" : "/") + t.activities[r].name;
+        }
+        std::string phase;
+        for (std::size_t r : pr) {
+          const Activity& a = t.activities[r];
+          if (a.start_ns > ts) break;
+          if (a.end_ns >= ts) phase = a.name;  // innermost (latest-starting) enclosing range
+        }
+        by_corr[p][launches[i].correlation] = {std::move(path), std::move(phase)};
+      }
+    }
+  }
+  // Depth of each push/pop range on its thread (for the Perfetto tracks and the tables).
+  for (auto& [key, rs] : ranges) {
+    std::sort(rs.begin(), rs.end(), by_start);
+    std::vector<int64_t> ends;
+    for (std::size_t r : rs) {
+      while (!ends.empty() && ends.back() <= t.activities[r].start_ns) ends.pop_back();
+      t.activities[r].depth = static_cast<int>(ends.size());
+      ends.push_back(t.activities[r].end_ns);
+    }
+  }
+  for (Activity& a : t.activities) {
+    if (!a.on_gpu()) continue;
+    const auto& m = by_corr[static_cast<std::size_t>(a.process)];
+    auto it = m.find(a.correlation);
+    if (it == m.end()) continue;
+    a.path = it->second.first;
+    a.phase = it->second.second;
+  }
+}
+
+}  // namespace jouleprof

@@ -1,0 +1,238 @@
+// The CUPTI injection library: CUDA loads it through CUDA_INJECTION64_PATH (set by
+// `jouleprof trace`) and calls InitializeInjection() when the process initialises CUDA. It
+// records kernels, copies, synchronisation, NVTX ranges and the launch API calls that connect a
+// kernel to its CPU thread, and writes them to $JOULEPROF_TRACE_DIR/trace-PID.jpt.
+//
+// Only the activity API is used: no subscriber, no profiler or PM sampling (those take the GPU's
+// performance counters, which a DCGM host engine or another profiler may hold).
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cupti_api.hpp"
+#include "records.hpp"
+#include "writer.hpp"
+
+namespace jouleprof::inject {
+namespace {
+
+using namespace trace_format;
+
+CuptiApi g_api;
+TraceWriter g_writer;
+std::atomic<pid_t> g_owner{0};
+std::atomic<bool> g_closed{false};
+size_t g_buffer_bytes = 8u << 20;
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+struct sigaction g_previous[sizeof(kSignals) / sizeof(kSignals[0])];
+
+int64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// A bracketed reading of CUPTI's clock against CLOCK_REALTIME.
+void add_clock(uint32_t when) {
+  if (g_api.GetTimestamp == nullptr) return;
+  const int64_t r0 = realtime_ns();
+  uint64_t c = 0;
+  g_api.GetTimestamp(&c);
+  const int64_t r1 = realtime_ns();
+  ClockRecord r{c, r0 + (r1 - r0) / 2, (r1 - r0) / 2, when, 0};
+  g_writer.add(RecordType::clock, r);
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, g_buffer_bytes));
+  *size = *buffer != nullptr ? g_buffer_bytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t /*size*/, size_t valid) {
+  if (g_owner.load() == getpid()) {
+    std::lock_guard<std::mutex> lock(g_writer.lock());
+    if (buffer != nullptr && valid > 0) convert_buffer(buffer, valid, g_api.ActivityGetNextRecord, g_writer);
+    size_t dropped = 0;
+    if (g_api.ActivityGetNumDroppedRecords != nullptr &&
+        g_api.ActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+      DroppedRecord d{dropped, 0, stream};
+      g_writer.add(RecordType::dropped, d);
+      g_writer.count_dropped(dropped);
+    }
+    add_clock(clock_periodic);
+    g_writer.commit();
+  }
+  std::free(buffer);
+}
+
+// Flushes CUPTI and closes the file once (exit, fatal signal).
+void finish(int signal) {
+  if (g_owner.load() != getpid() || g_closed.exchange(true)) return;
+  if (g_api.ActivityFlushAll != nullptr) g_api.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard<std::mutex> lock(g_writer.lock());
+  add_clock(clock_end);
+  g_writer.close(signal);
+}
+
+void at_exit() { finish(0); }
+
+void on_signal(int sig, siginfo_t* info, void* uctx) {
+  std::size_t i = 0;
+  while (i < std::size(kSignals) && kSignals[i] != sig) ++i;
+  const struct sigaction& prev = g_previous[i];
+  const bool prev_handles = (prev.sa_flags & SA_SIGINFO) != 0 ? prev.sa_sigaction != nullptr
+                                                             : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
+  const bool fatal = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
+  // A handler the program installed (Python's SIGINT → KeyboardInterrupt) decides; the process
+  // then exits normally and at_exit() writes the rest. Otherwise the signal ends the process:
+  // write what CUPTI holds first (best effort for crashes).
+  if (!prev_handles || fatal) finish(sig);
+  if (prev_handles) {
+    if ((prev.sa_flags & SA_SIGINFO) != 0) {
+      prev.sa_sigaction(sig, info, uctx);
+    } else {
+      prev.sa_handler(sig);
+    }
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void install_signal_handlers() {
+  for (std::size_t i = 0; i < std::size(kSignals); ++i) {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(kSignals[i], &sa, &g_previous[i]);
+  }
+}
+
+// A forked child that never execs shares nothing with the parent's trace: it must not write to
+// the parent's file, and CUPTI does not trace in it (CUDA cannot be used after fork).
+void after_fork_in_child() { g_writer.abandon(); }
+
+size_t env_size(const char* name, size_t fallback, size_t unit) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || v[0] == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  return (end != nullptr && *end == '\0' && n > 0) ? static_cast<size_t>(n) * unit : fallback;
+}
+
+// Launch-type API calls only: the CPU-side record of each kernel/copy launch.
+bool is_launch_call(const char* name) {
+  return name != nullptr && (std::strstr(name, "Launch") != nullptr || std::strstr(name, "Memcpy") != nullptr ||
+                             std::strstr(name, "Memset") != nullptr);
+}
+
+void enable_launch_api_records() {
+  if (g_api.GetCallbackName == nullptr) return;
+  if (g_api.ActivityEnableRuntimeApi != nullptr) {
+    for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+      const char* name = nullptr;
+      if (g_api.GetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && is_launch_call(name)) {
+        g_api.ActivityEnableRuntimeApi(cbid, 1);
+      }
+    }
+  }
+  if (g_api.ActivityEnableDriverApi != nullptr) {
+    for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+      const char* name = nullptr;
+      if (g_api.GetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && is_launch_call(name)) {
+        g_api.ActivityEnableDriverApi(cbid, 1);
+      }
+    }
+  }
+}
+
+std::string command_line() {
+  std::string out;
+  if (FILE* f = std::fopen("/proc/self/cmdline", "rb")) {
+    char buf[4096];
+    const size_t n = std::fread(buf, 1, sizeof(buf), f);
+    out.assign(buf, n);
+    std::fclose(f);
+  }
+  return out;
+}
+
+int initialize() {
+  const char* dir = std::getenv(kDirEnv);
+  if (dir == nullptr || dir[0] == '\0') return 1;  // not started by jouleprof trace: do nothing
+  if (g_owner.load() == getpid()) return 1;
+  g_api = load_cupti();
+  uint32_t version = 0;
+  if (g_api.GetVersion != nullptr) g_api.GetVersion(&version);
+  if (!g_writer.open(dir, getpid(), getppid(), realtime_ns(), version)) return 1;
+  g_owner = getpid();
+  g_closed = false;
+  std::lock_guard<std::mutex> lock(g_writer.lock());
+  g_writer.add_text(RecordType::command, command_line());
+  auto fail = [](const std::string& why) {
+    g_writer.add_text(RecordType::note, "error: " + why);
+    g_writer.close(0);
+    g_closed = true;
+    return 1;
+  };
+  if (!g_api.ok()) {
+    std::string why = g_api.error;
+    for (const auto& m : g_api.missing_required) why += (why.empty() ? "" : ", ") + std::string("missing symbol ") + m;
+    return fail(why + " (CUPTI " + g_api.library + ")");
+  }
+  // Our records are read with this build's struct layouts; an older CUPTI has other layouts.
+  if (version != 0 && version < CUPTI_API_VERSION) {
+    return fail("CUPTI version mismatch: the library reports API version " + std::to_string(version) +
+                ", the injection library was built for " + std::to_string(CUPTI_API_VERSION) + " or later");
+  }
+  g_buffer_bytes = env_size(kBufferEnv, 8u << 20, 1u << 20);
+  if (CUptiResult rc = g_api.ActivityRegisterCallbacks(buffer_requested, buffer_completed); rc != CUPTI_SUCCESS) {
+    return fail(g_api.describe("cuptiActivityRegisterCallbacks", rc));
+  }
+  if (g_api.ActivitySetAttribute != nullptr) {
+    size_t device_bytes = 16u << 20, sz = sizeof(device_bytes);
+    g_api.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &sz, &device_bytes);
+  }
+  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                      CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+                                      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_MARKER,
+                                      CUPTI_ACTIVITY_KIND_DEVICE};
+  for (CUpti_ActivityKind k : kinds) {
+    if (CUptiResult rc = g_api.ActivityEnable(k); rc != CUPTI_SUCCESS) {
+      if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+        // Typically CUPTI_ERROR_INSUFFICIENT_PRIVILEGES or a profiler that already holds CUPTI.
+        return fail(g_api.describe("cuptiActivityEnable(CONCURRENT_KERNEL)", rc));
+      }
+      g_writer.add_text(RecordType::note, "warning: " + g_api.describe("cuptiActivityEnable", rc) + " for activity kind " +
+                                              std::to_string(static_cast<int>(k)));
+    }
+  }
+  enable_launch_api_records();
+  if (g_api.ActivityFlushPeriod != nullptr) {
+    g_api.ActivityFlushPeriod(static_cast<uint32_t>(env_size(kFlushEnv, 500, 1)));
+  }
+  add_clock(clock_start);
+  g_writer.commit();
+  std::atexit(at_exit);
+  install_signal_handlers();
+  pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  return 1;
+}
+
+}  // namespace
+}  // namespace jouleprof::inject
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  return jouleprof::inject::initialize();
+}

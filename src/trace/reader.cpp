@@ -1,0 +1,313 @@
+// Reading the injection library's per-process files (jouleprof/trace/format.hpp).
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unordered_map>
+
+#include "jouleprof/trace/format.hpp"
+#include "jouleprof/trace/trace.hpp"
+
+namespace jouleprof {
+
+using namespace trace_format;
+
+const char* activity_kind_name(Activity::Kind k) {
+  switch (k) {
+    case Activity::Kind::kernel: return "kernel";
+    case Activity::Kind::memcpy: return "memcpy";
+    case Activity::Kind::memset: return "memset";
+    case Activity::Kind::sync: return "sync";
+    case Activity::Kind::range: return "range";
+    case Activity::Kind::mark: return "mark";
+  }
+  return "?";
+}
+
+uint64_t TraceData::dropped() const {
+  uint64_t n = 0;
+  for (const auto& p : processes) n += p.dropped;
+  return n;
+}
+
+bool TraceData::complete() const {
+  for (const auto& p : processes) {
+    if (!p.ended || p.signal != 0 || !p.damage.empty() || p.dropped != 0) return false;
+  }
+  return true;
+}
+
+std::string demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string s(out);
+  std::free(out);
+  return s;
+}
+
+namespace {
+
+template <class T>
+T payload_as(const std::string& payload) {
+  T v{};  // a shorter payload (older writer) leaves the remaining fields zero
+  std::memcpy(&v, payload.data(), std::min(payload.size(), sizeof(T)));
+  return v;
+}
+
+const char* memcpy_kind(uint32_t k) {
+  switch (k) {
+    case 1: return "HtoD";
+    case 2: return "DtoH";
+    case 3: return "HtoA";
+    case 4: return "AtoH";
+    case 5: return "AtoA";
+    case 6: return "AtoD";
+    case 7: return "DtoA";
+    case 8: return "DtoD";
+    case 9: return "HtoH";
+    case 10: return "PtoP";
+    default: return "other";
+  }
+}
+
+std::string format_uuid(const uint8_t* u) {
+  static const char* hex = "0123456789abcdef";
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += hex[u[i] >> 4];
+    s += hex[u[i] & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<void> read_trace_file(const std::string& path, TraceData& into) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(Errc::not_found, "cannot open trace file " + path);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() < sizeof(FileHeader) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+    return make_error(Errc::parse, path + ": not a jouleprof trace file (bad magic at offset 0)");
+  }
+  const auto h = payload_as<FileHeader>(data.substr(0, sizeof(FileHeader)));
+  if (h.version != kVersion) {
+    return make_error(Errc::parse, path + ": trace format version " + std::to_string(h.version) + ", this jouleprof reads " +
+                                       std::to_string(kVersion));
+  }
+  if (h.header_size < sizeof(FileHeader) || h.header_size > data.size()) {
+    return make_error(Errc::parse, path + ": corrupt header (size " + std::to_string(h.header_size) + ") at offset 8");
+  }
+  ProcessTrace p;
+  p.file = path;
+  p.pid = h.pid;
+  p.ppid = h.ppid;
+  p.start_realtime_ns = h.start_realtime_ns;
+  p.cupti_version = h.cupti_version;
+  const int proc = static_cast<int>(into.processes.size());
+  std::unordered_map<uint32_t, std::string> strings;
+  auto str = [&](uint32_t id) -> std::string {
+    if (id == 0) return "";
+    auto it = strings.find(id);
+    return it != strings.end() ? it->second : "(string " + std::to_string(id) + ")";
+  };
+  // Open NVTX ranges by (id), closed by the end record carrying the same id.
+  std::unordered_map<uint32_t, std::size_t> open_ranges;
+  std::vector<Activity> acts;
+  std::size_t off = h.header_size;
+  while (off < data.size()) {
+    if (data.size() - off < sizeof(RecordHeader)) {
+      p.damage = "truncated record header at offset " + std::to_string(off);
+      break;
+    }
+    RecordHeader rh{};
+    std::memcpy(&rh, data.data() + off, sizeof(rh));
+    if (rh.size > kMaxRecordSize || rh.type == 0 || rh.type > kLastRecordType) {
+      p.damage = "corrupt record (type " + std::to_string(rh.type) + ", size " + std::to_string(rh.size) + ") at offset " +
+                 std::to_string(off);
+      break;
+    }
+    if (data.size() - off - sizeof(rh) < rh.size) {
+      p.damage = "truncated record at offset " + std::to_string(off);
+      break;
+    }
+    const std::string payload = data.substr(off + sizeof(rh), rh.size);
+    off += sizeof(rh) + rh.size;
+    switch (static_cast<RecordType>(rh.type)) {
+      case RecordType::string: {
+        if (payload.size() < 4) break;
+        uint32_t id = 0;
+        std::memcpy(&id, payload.data(), 4);
+        strings[id] = payload.substr(4);
+        break;
+      }
+      case RecordType::kernel: {
+        const auto k = payload_as<KernelRecord>(payload);
+        Activity a;
+        a.kind = Activity::Kind::kernel;
+        a.process = proc;
+        a.device = k.device;
+        a.context = k.context;
+        a.stream = k.stream;
+        a.correlation = k.correlation;
+        a.start_ns = static_cast<int64_t>(k.start_ns);
+        a.end_ns = static_cast<int64_t>(k.end_ns);
+        a.name = demangle(str(k.name_id));
+        a.grid[0] = k.grid_x, a.grid[1] = k.grid_y, a.grid[2] = k.grid_z;
+        a.block[0] = k.block_x, a.block[1] = k.block_y, a.block[2] = k.block_z;
+        a.registers = k.registers;
+        a.static_shared_bytes = k.static_shared_bytes;
+        a.dynamic_shared_bytes = k.dynamic_shared_bytes;
+        a.graph_id = k.graph_id;
+        acts.push_back(std::move(a));
+        ++p.records;
+        break;
+      }
+      case RecordType::memcpy:
+      case RecordType::memset: {
+        const auto c = payload_as<CopyRecord>(payload);
+        Activity a;
+        const bool is_copy = static_cast<RecordType>(rh.type) == RecordType::memcpy;
+        a.kind = is_copy ? Activity::Kind::memcpy : Activity::Kind::memset;
+        a.process = proc;
+        a.device = c.device;
+        a.context = c.context;
+        a.stream = c.stream;
+        a.correlation = c.correlation;
+        a.start_ns = static_cast<int64_t>(c.start_ns);
+        a.end_ns = static_cast<int64_t>(c.end_ns);
+        a.bytes = c.bytes;
+        a.copy_kind = c.copy_kind;
+        a.name = is_copy ? std::string("memcpy ") + memcpy_kind(c.copy_kind) : "memset";
+        acts.push_back(std::move(a));
+        ++p.records;
+        break;
+      }
+      case RecordType::sync: {
+        const auto s = payload_as<SyncRecord>(payload);
+        static const char* names[] = {"sync", "event synchronize", "stream wait event", "stream synchronize",
+                                      "context synchronize"};
+        Activity a;
+        a.kind = Activity::Kind::sync;
+        a.process = proc;
+        a.context = s.context;
+        a.stream = s.stream;
+        a.correlation = s.correlation;
+        a.start_ns = static_cast<int64_t>(s.start_ns);
+        a.end_ns = static_cast<int64_t>(s.end_ns);
+        a.name = names[s.sync_type < 5 ? s.sync_type : 0];
+        acts.push_back(std::move(a));
+        ++p.records;
+        break;
+      }
+      case RecordType::marker: {
+        const auto m = payload_as<MarkerRecord>(payload);
+        ++p.records;
+        if ((m.flags & marker_end) != 0) {
+          auto it = open_ranges.find(m.id);
+          if (it == open_ranges.end() && m.object_kind == 2) {
+            // A pop whose id does not match: close the innermost open range of its thread.
+            for (auto j = open_ranges.begin(); j != open_ranges.end(); ++j) {
+              const Activity& r = acts[j->second];
+              if (r.thread == m.object_id && (it == open_ranges.end() || r.start_ns >= acts[it->second].start_ns)) it = j;
+            }
+          }
+          if (it != open_ranges.end()) {
+            acts[it->second].end_ns = static_cast<int64_t>(m.timestamp_ns);
+            acts[it->second].complete = true;
+            open_ranges.erase(it);
+          }
+          break;
+        }
+        Activity a;
+        a.process = proc;
+        a.kind = (m.flags & marker_start) != 0 ? Activity::Kind::range : Activity::Kind::mark;
+        a.start_ns = a.end_ns = static_cast<int64_t>(m.timestamp_ns);
+        a.name = str(m.name_id);
+        a.domain = str(m.domain_id);
+        a.thread = m.object_kind == 2 ? m.object_id : 0;
+        if (a.kind == Activity::Kind::range) {
+          a.complete = false;
+          open_ranges[m.id] = acts.size();
+        }
+        acts.push_back(std::move(a));
+        break;
+      }
+      case RecordType::api: {
+        const auto c = payload_as<ApiRecord>(payload);
+        p.launches.push_back({c.correlation, c.thread_id, static_cast<int64_t>(c.start_ns)});
+        break;
+      }
+      case RecordType::dropped: p.dropped += payload_as<DroppedRecord>(payload).count; break;
+      case RecordType::clock: {
+        const auto c = payload_as<ClockRecord>(payload);
+        p.clocks.push_back({c.cupti_ns, c.realtime_ns, c.half_bracket_ns});
+        break;
+      }
+      case RecordType::note: p.notes.push_back(payload); break;
+      case RecordType::command: {
+        std::size_t s = 0;
+        while (s < payload.size()) {
+          std::size_t e = payload.find('\0', s);
+          if (e == std::string::npos) e = payload.size();
+          p.command.push_back(payload.substr(s, e - s));
+          s = e + 1;
+        }
+        break;
+      }
+      case RecordType::device: {
+        const auto d = payload_as<DeviceRecord>(payload);
+        p.device_uuids[d.id] = format_uuid(d.uuid);
+        break;
+      }
+      case RecordType::end: {
+        const auto e = payload_as<EndRecord>(payload);
+        p.ended = true;
+        p.signal = e.signal;
+        p.dropped = std::max<uint64_t>(p.dropped, e.dropped);
+        break;
+      }
+    }
+  }
+  // Ranges never closed end where the process's last record does.
+  int64_t last = p.start_realtime_ns;
+  for (const Activity& a : acts) last = std::max(last, a.end_ns);
+  for (const auto& [id, idx] : open_ranges) acts[idx].end_ns = std::max(acts[idx].start_ns, last);
+  into.processes.push_back(std::move(p));
+  into.activities.insert(into.activities.end(), std::make_move_iterator(acts.begin()), std::make_move_iterator(acts.end()));
+  return {};
+}
+
+Result<TraceData> read_trace_dir(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(kFilePrefix, 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == kFileSuffix) {
+      files.push_back(e.path().string());
+    }
+  }
+  if (ec) return make_error(Errc::not_found, "cannot read trace directory " + dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  TraceData t;
+  for (const std::string& f : files) {
+    if (auto r = read_trace_file(f, t); !r) t.warnings.push_back(r.error().message + " (file skipped)");
+  }
+  for (const ProcessTrace& p : t.processes) {
+    const std::string who = "process " + std::to_string(p.pid) + " (" + p.file + ")";
+    if (!p.damage.empty()) t.warnings.push_back(who + ": " + p.damage + "; records before it kept");
+    if (!p.ended) t.warnings.push_back(who + ": trace cut off (no end record: the process was killed?); records flushed before kept");
+    if (p.signal != 0) t.warnings.push_back(who + ": ended by signal " + std::to_string(p.signal));
+    if (p.dropped != 0) t.warnings.push_back(who + ": CUPTI dropped " + std::to_string(p.dropped) + " records");
+    for (const std::string& n : p.notes) t.warnings.push_back(who + ": " + n);
+  }
+  return t;
+}
+
+}  // namespace jouleprof

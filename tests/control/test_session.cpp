@@ -1,0 +1,302 @@
+// Guaranteed restore against the fake NVML, in process: normal exit, exception, leftovers of a
+// dead owner, a running owner, another host, observe-only, no permission, deprecated
+// application clocks, `restore --check`; and a sweep on the simulated GPU (store, resume, report).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "control/fake_state.hpp"
+#include "jouleprof/control/session.hpp"
+#include "jouleprof/control/sweep.hpp"
+#include "jouleprof/report/sweep_report.hpp"
+#include "jouleprof/sensors/sim_model.hpp"
+#include "jouleprof/store/store.hpp"
+
+namespace fs = std::filesystem;
+namespace ctl = jouleprof::control;
+using namespace jp_control_test;
+
+namespace {
+
+struct FakeEnv {
+  std::string dir, state, log, journal, scenario;
+  std::map<unsigned, FakeGpuState> original;
+  explicit FakeEnv(int gpus = 1) {
+    dir = (fs::temp_directory_path() / ("jp-session-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+              .string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    state = dir + "/state.txt";
+    log = dir + "/set-log.txt";
+    journal = dir + "/journal";
+    scenario = dir + "/scenario.txt";
+    std::ofstream(scenario) << "gpus " << gpus << "\n";
+    setenv("JOULEPROF_FAKE_NVML_SCENARIO", scenario.c_str(), 1);
+    setenv("JOULEPROF_FAKE_NVML_STATE", state.c_str(), 1);
+    setenv("JOULEPROF_FAKE_NVML_SET_LOG", log.c_str(), 1);
+    original = seeded_original(gpus);
+    write_fake_state(state, original);
+  }
+  ~FakeEnv() {
+    for (const char* v : {"JOULEPROF_FAKE_NVML_SCENARIO", "JOULEPROF_FAKE_NVML_STATE", "JOULEPROF_FAKE_NVML_SET_LOG",
+                          "JOULEPROF_FAKE_NVML_NO_PERMISSION", "JOULEPROF_FAKE_NVML_NO_APP_CLOCKS"}) {
+      unsetenv(v);
+    }
+    fs::remove_all(dir);
+  }
+  std::size_t journals() const {
+    auto j = ctl::read_journals(journal);
+    return j ? j->size() : 999;
+  }
+};
+
+std::unique_ptr<ctl::ControlBackend> fake_backend() {
+  auto b = ctl::open_backend("nvml", JOULEPROF_FAKE_NVML);
+  EXPECT_TRUE(b) << (b ? "" : b.error().message);
+  return std::move(*b);
+}
+
+ctl::Setting slow_and_capped() {
+  ctl::Setting s;
+  s.gpu_clock_mhz = 990;
+  s.power_limit_w = 300;
+  return s;
+}
+
+bool contains(const std::vector<std::string>& lines, const std::string& what) {
+  for (const auto& l : lines) {
+    if (l.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(Session, NormalExitRestoresTheOriginalStateNotTheDefault) {
+  FakeEnv env;
+  auto b = fake_backend();
+  auto gpus = b->discover({});
+  ASSERT_TRUE(gpus);
+  ASSERT_EQ(gpus->size(), 1U);
+  EXPECT_EQ(gpus->front().all_gpu_clocks().size(), 110U);  // discovered from the driver
+  {
+    auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, false, {}});
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_EQ(env.journals(), 1U);  // journaled before any change
+    ASSERT_TRUE((*s)->apply(gpus->front().uuid, slow_and_capped()));
+    const auto changed = read_fake_state(env.state).at(0);
+    EXPECT_EQ(changed.gpu_locked, 1);
+    EXPECT_EQ(changed.gpu_max, 990U);
+    EXPECT_EQ(changed.power_mw, 300000U);
+    ASSERT_TRUE((*s)->restore());
+  }
+  EXPECT_EQ(read_fake_state(env.state), env.original);
+  EXPECT_EQ(env.journals(), 0U);
+  const auto log = read_lines(env.log);
+  EXPECT_TRUE(contains(log, "SetGpuLockedClocks gpu=0 min=990 max=990 rc=0"));
+  EXPECT_TRUE(contains(log, "SetPowerManagementLimit gpu=0 mw=300000 rc=0"));
+  EXPECT_TRUE(contains(log, "ResetGpuLockedClocks gpu=0 rc=0"));
+  EXPECT_TRUE(contains(log, "SetApplicationsClocks gpu=0 mem=2619 gpu=1410 rc=0"));  // the original, not 1980
+  EXPECT_TRUE(contains(log, "SetPowerManagementLimit gpu=0 mw=650000 rc=0"));       // the original, not 700 W
+  auto check = ctl::check_journals(env.journal);
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->size(), 1U);
+  EXPECT_TRUE(check->front().ok) << check->front().message;
+  // Someone changes the limit behind jouleprof's back: the epilog check sees it.
+  auto st = env.original;
+  st[0].power_mw = 400000;
+  write_fake_state(env.state, st);
+  auto b2 = fake_backend();  // a new NVML session reads the changed state
+  b.reset();
+  b2.reset();
+  check = ctl::check_journals(env.journal);
+  ASSERT_TRUE(check);
+  EXPECT_FALSE(check->front().ok);
+  EXPECT_NE(check->front().message.find("power limit 400 W, originally 650 W"), std::string::npos) << check->front().message;
+}
+
+TEST(Session, AnExceptionUnwindsThroughTheRestore) {
+  FakeEnv env;
+  auto b = fake_backend();
+  auto gpus = b->discover({"0"});
+  ASSERT_TRUE(gpus);
+  try {
+    auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, false, {}});
+    ASSERT_TRUE(s);
+    ASSERT_TRUE((*s)->apply(gpus->front().uuid, slow_and_capped()));
+    throw std::runtime_error("workload driver threw");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(read_fake_state(env.state), env.original);
+  EXPECT_EQ(env.journals(), 0U);
+}
+
+TEST(Session, LeftoversOfADeadOwnerAreRestoredFirst_ARunningOwnerIsRefused) {
+  FakeEnv env;
+  auto b = fake_backend();
+  auto gpus = b->discover({});
+  ASSERT_TRUE(gpus);
+  // A journal left by a process that no longer runs, with the GPU still changed.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  ctl::Journal j = ctl::journal_for_this_process();
+  j.pid = dead;
+  j.backend = "nvml";
+  j.library = JOULEPROF_FAKE_NVML;
+  j.uuid = gpus->front().uuid;
+  j.original.power_limit_mw = 650000;
+  j.original.app_gpu_mhz = 1410;
+  j.original.app_mem_mhz = 2619;
+  ASSERT_TRUE(ctl::write_journal(env.journal, j));
+  ASSERT_TRUE(b->apply(j.uuid, slow_and_capped()));
+  std::vector<std::string> notes;
+  {
+    auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, false, [&](const std::string& n) { notes.push_back(n); }});
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_TRUE(contains(notes, "left changed by jouleprof pid " + std::to_string(dead)));
+    EXPECT_EQ(read_fake_state(env.state), env.original);
+  }
+  // A journal whose owner runs (this process): refused, nothing touched.
+  j.pid = getpid();
+  j.pid_start_ticks = ctl::journal_for_this_process().pid_start_ticks;
+  ASSERT_TRUE(ctl::write_journal(env.journal, j));
+  auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, false, {}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("is being changed by jouleprof pid"), std::string::npos) << s.error().message;
+  auto out = ctl::restore_from_journals(env.journal);
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->size(), 1U);
+  EXPECT_EQ(out->front().kind, ctl::RestoreOutcome::Kind::in_use);
+}
+
+TEST(Session, AJournalFromAnotherHostIsRefused) {
+  FakeEnv env;
+  ctl::Journal j = ctl::journal_for_this_process();
+  j.host = "node-17";
+  j.backend = "nvml";
+  j.library = JOULEPROF_FAKE_NVML;
+  j.uuid = "GPU-fa4e0000-0000-4000-8000-000000000000";
+  ASSERT_TRUE(ctl::write_journal(env.journal, j));
+  auto out = ctl::restore_from_journals(env.journal);
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->size(), 1U);
+  EXPECT_EQ(out->front().kind, ctl::RestoreOutcome::Kind::foreign);
+  EXPECT_NE(out->front().message.find("written on host 'node-17'"), std::string::npos);
+  EXPECT_EQ(env.journals(), 1U);  // left for its host
+  EXPECT_TRUE(read_lines(env.log).empty());
+}
+
+TEST(Session, ObserveOnlyChangesNothing) {
+  FakeEnv env;
+  auto b = fake_backend();
+  auto gpus = b->discover({});
+  ASSERT_TRUE(gpus);
+  {
+    auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, true, {}});
+    ASSERT_TRUE(s);
+    EXPECT_TRUE((*s)->apply(gpus->front().uuid, slow_and_capped()));  // validated only
+    ctl::Setting bad;
+    bad.gpu_clock_mhz = 1000;
+    EXPECT_FALSE((*s)->apply(gpus->front().uuid, bad));
+    EXPECT_EQ(env.journals(), 0U);
+  }
+  EXPECT_TRUE(read_lines(env.log).empty());
+  EXPECT_EQ(read_fake_state(env.state), env.original);
+}
+
+TEST(Session, WithoutPermissionTheErrorSaysWhyAndNothingStaysChanged) {
+  FakeEnv env;
+  setenv("JOULEPROF_FAKE_NVML_NO_PERMISSION", "1", 1);
+  auto b = fake_backend();
+  auto gpus = b->discover({});
+  ASSERT_TRUE(gpus);
+  auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, false, {}});
+  ASSERT_TRUE(s);  // this test runs as root; the driver still refuses
+  auto r = (*s)->apply(gpus->front().uuid, slow_and_capped());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("Insufficient Permissions"), std::string::npos) << r.error().message;
+  EXPECT_EQ(read_fake_state(env.state), env.original);
+}
+
+TEST(Session, WithoutApplicationClocksOnlyLockedClocksAreUsed) {
+  FakeEnv env;
+  setenv("JOULEPROF_FAKE_NVML_NO_APP_CLOCKS", "1", 1);
+  auto b = fake_backend();
+  auto gpus = b->discover({});
+  ASSERT_TRUE(gpus);
+  EXPECT_FALSE(gpus->front().app_clocks);
+  {
+    auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, false, {}});
+    ASSERT_TRUE(s);
+    EXPECT_FALSE((*s)->original(gpus->front().uuid).app_gpu_mhz);
+    ASSERT_TRUE((*s)->apply(gpus->front().uuid, slow_and_capped()));
+  }
+  EXPECT_EQ(read_fake_state(env.state), env.original);
+  EXPECT_FALSE(contains(read_lines(env.log), "SetApplicationsClocks"));
+}
+
+TEST(Sweep, SimulatedSweepStoresTaggedPointsResumesAndReports) {
+  const std::string dir = (fs::temp_directory_path() / ("jp-simsweep-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/fast.txt") << "workload_time_scale 0.1\n";
+  ctl::SweepRunOptions o;
+  o.spec.device = "sim";
+  o.spec.sim_scenario = dir + "/fast.txt";
+  o.spec.clocks = "1980,990";
+  o.spec.runs = 2;
+  o.spec.warmup = 0;
+  o.spec.idle_s = 0;
+  o.db = dir + "/runs.db";
+  o.journal_dir = dir + "/journal";
+  o.measure.monitor.sampler.read_cpu = false;
+  int progress_calls = 0;
+  o.progress = [&](const ctl::SweepProgress& p) {
+    ++progress_calls;
+    EXPECT_LE(p.done, p.total);
+  };
+  auto sum = ctl::run_sweep(o);
+  ASSERT_TRUE(sum) << sum.error().message;
+  EXPECT_EQ(sum->count(ctl::UnitOutcome::Kind::measured), 2);
+  EXPECT_TRUE(sum->restored);
+  EXPECT_EQ(progress_calls, 2);
+  // The in-process simulated GPU is back to its original settings.
+  EXPECT_FALSE(jouleprof::sim_device_control(0).sm_clock_lock_mhz);
+  // Again: everything is in the store, nothing is measured twice.
+  auto again = ctl::run_sweep(o);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->count(ctl::UnitOutcome::Kind::skipped), 2);
+  EXPECT_EQ(again->count(ctl::UnitOutcome::Kind::measured), 0);
+
+  auto store = jouleprof::Store::open(o.db, jouleprof::Store::Mode::read);
+  ASSERT_TRUE(store);
+  auto rep = jouleprof::sweep_report(*store, sum->sweep_id);
+  ASSERT_TRUE(rep) << rep.error().message;
+  ASSERT_EQ(rep->rows.size(), 2U);
+  EXPECT_TRUE(rep->simulated);
+  EXPECT_EQ(rep->region, "marked phases");
+  const auto& slow = rep->rows[0];  // sorted by clock
+  const auto& fast = rep->rows[1];
+  EXPECT_EQ(*slow.clock_mhz, 990);
+  EXPECT_EQ(slow.energy_j.n, 2U);
+  if (slow.observed_clock_mhz) {
+    EXPECT_LE(*slow.observed_clock_mhz, 991);  // never above the lock
+  }
+  EXPECT_GT(slow.duration_s.mean, fast.duration_s.mean * 1.1);  // the law: slower ...
+  EXPECT_LT(slow.energy_j.mean, fast.energy_j.mean * 0.9);      // ... and cheaper
+  EXPECT_TRUE(slow.best_energy);
+  EXPECT_EQ(slow.phases.count("prefill"), 1U);
+  const std::string csv = jouleprof::sweep_report_csv(*rep);
+  EXPECT_NE(csv.find("clock_mhz,mem_clock_mhz,power_limit_w"), std::string::npos);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  const auto chart = jouleprof::sweep_chart(*rep, "edp_js", "clock_mhz", {});
+  EXPECT_NE(chart.option_json.find("\"lines\""), std::string::npos);  // error bars
+  EXPECT_NE(chart.option_json.find("optimum"), std::string::npos);
+  fs::remove_all(dir);
+}

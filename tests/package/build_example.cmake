@@ -1,0 +1,23 @@
+# cmake -P script: install, configure + build the example against the install, run it.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGV}\n${err}")
+  endif()
+endfunction()
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+# Only the installed headers may be visible: the source tree's include/ must not leak in.
+if(NOT EXISTS ${prefix}/include/jouleprof/sampler/monitor.hpp OR NOT EXISTS ${prefix}/include/jouleprof/version.hpp)
+  message(FATAL_ERROR "public headers were not installed")
+endif()
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/monitor -B ${WORK_DIR}/build -G ${GENERATOR}
+  -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+file(STRINGS ${WORK_DIR}/build/CMakeCache.txt dir REGEX "^jouleprof_DIR")
+if(NOT dir MATCHES "${prefix}")
+  message(FATAL_ERROR "the example did not use the installed package: ${dir}")
+endif()
+run(${WORK_DIR}/build/monitor_example sim ${WORK_DIR}/runs.db)

@@ -1,0 +1,104 @@
+// Stand-in for a CUDA program under `jouleprof trace` in CI (no GPU): writes the per-process trace
+// file the injection library would, with kernels of two classes alternating every 100 ms on the
+// wall clock while it sleeps through them.
+//   jouleprof_fake_traced SECONDS [--no-end] [--corrupt]
+//   --no-end   exit without the End record (as a killed process leaves its file)
+//   --corrupt  append a damaged record after the good ones
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "jouleprof/trace/format.hpp"
+
+using namespace jouleprof::trace_format;
+
+namespace {
+
+std::vector<char> buf;
+
+int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+void add(RecordType t, const void* p, uint32_t n) {
+  RecordHeader h{static_cast<uint16_t>(t), 0, n};
+  buf.insert(buf.end(), reinterpret_cast<const char*>(&h), reinterpret_cast<const char*>(&h) + sizeof(h));
+  buf.insert(buf.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
+}
+
+void add_string(uint32_t id, const std::string& s) {
+  std::vector<char> p(4 + s.size());
+  std::memcpy(p.data(), &id, 4);
+  std::memcpy(p.data() + 4, s.data(), s.size());
+  add(RecordType::string, p.data(), static_cast<uint32_t>(p.size()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* dir = std::getenv(kDirEnv);
+  if (dir == nullptr || argc < 2) return 2;
+  const double seconds = std::atof(argv[1]);
+  bool end = true, corrupt = false;
+  for (int i = 2; i < argc; ++i) {
+    end &= std::strcmp(argv[i], "--no-end") != 0;
+    corrupt |= std::strcmp(argv[i], "--corrupt") == 0;
+  }
+  FileHeader h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kVersion;
+  h.header_size = sizeof(h);
+  h.pid = getpid();
+  h.ppid = getppid();
+  h.start_realtime_ns = now_ns();
+  buf.insert(buf.end(), reinterpret_cast<const char*>(&h), reinterpret_cast<const char*>(&h) + sizeof(h));
+  // CUPTI's clock is CLOCK_REALTIME here: offset 0.
+  ClockRecord c{static_cast<uint64_t>(h.start_realtime_ns), h.start_realtime_ns, 100, clock_start, 0};
+  add(RecordType::clock, &c, sizeof(c));
+  add_string(1, "_Z11gemm_kernelPfS_i");  // mangled, as CUPTI reports it
+  add_string(2, "stream_copy_kernel");
+  add_string(3, "layer.0");
+  const int64_t t0 = now_ns();
+  uint32_t corr = 1;
+  for (int64_t t = t0; t < t0 + static_cast<int64_t>(seconds * 1e9); t += 100000000, ++corr) {
+    KernelRecord k{};
+    k.start_ns = static_cast<uint64_t>(t);
+    k.end_ns = static_cast<uint64_t>(t + 90000000);
+    k.stream = 7;
+    k.correlation = corr;
+    k.grid_x = 132;
+    k.block_x = 256;
+    k.registers = 64;
+    k.name_id = corr % 2 == 1 ? 1 : 2;
+    add(RecordType::kernel, &k, sizeof(k));
+    ApiRecord a{static_cast<uint64_t>(t - 1000), static_cast<uint64_t>(t), corr, 42, 211, 0};
+    add(RecordType::api, &a, sizeof(a));
+  }
+  MarkerRecord start{static_cast<uint64_t>(t0 - 5000), 42, 9, marker_start, 3, 0, 2, 0};
+  MarkerRecord stop{static_cast<uint64_t>(t0 + static_cast<int64_t>(seconds * 1e9)), 42, 9, marker_end, 0, 0, 2, 0};
+  add(RecordType::marker, &start, sizeof(start));
+  add(RecordType::marker, &stop, sizeof(stop));
+  usleep(static_cast<useconds_t>(seconds * 1e6));
+  ClockRecord ce{static_cast<uint64_t>(now_ns()), now_ns(), 100, clock_end, 0};
+  add(RecordType::clock, &ce, sizeof(ce));
+  if (corrupt) {
+    RecordHeader bad{999, 0, 12};
+    buf.insert(buf.end(), reinterpret_cast<const char*>(&bad), reinterpret_cast<const char*>(&bad) + sizeof(bad));
+  } else if (end) {
+    EndRecord e{corr - 1, 0, 0, 0};
+    add(RecordType::end, &e, sizeof(e));
+  }
+  const std::string path = std::string(dir) + "/" + kFilePrefix + std::to_string(getpid()) + kFileSuffix;
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return 3;
+  std::fwrite(buf.data(), 1, buf.size(), f);
+  std::fclose(f);
+  return 0;
+}
