@@ -14,8 +14,13 @@ fi
 ctest --preset ci -j"$(nproc)" --timeout 300
 # Issue 22: the parsers' property tests again under ASan/UBSan (builds only what they link).
 ./scripts/asan-fuzz.sh
-# The CUDA code compiles (no GPU needed): the engine and burn as PTX for sm_90, warnings as errors,
-# through ccache (CMakePresets.json "cuda-check").
+# Issue 20: the CUDA code compiles (no GPU needed): the LLM engine, burn, the trace workload as
+# PTX for sm_90 and the CUPTI injection library, warnings as errors, through ccache
+# (CMakePresets.json "cuda-check"; 2-core machine: ~140 s with a cold cache, ~15 s warm).
 export PATH="$PATH:/usr/local/cuda/bin" CCACHE_BASEDIR="$PWD"
-cmake --preset cuda-check >/dev/null
-cmake --build --preset cuda-check -j"$(nproc)"
+if command -v nvcc >/dev/null; then
+  cmake --preset cuda-check >/dev/null
+  cmake --build --preset cuda-check -j"$(nproc)"
+else
+  echo "test.sh: no nvcc on this machine: the CUDA compile check is skipped" >&2
+fi
