@@ -7,7 +7,12 @@ running 1 s after SIGTERM sent at the time limit), and wrong figures with exit 0
 says "complete" or prints a figure that cannot be right). Inputs come from a seeded generator, not
 a hand-picked list; the seed and counts are printed with the table.
 
-  scripts/hardening-table.py [--cli build/ci/bin/jouleprof] [--seed 22] [--scale 1.0] [--markdown]
+  scripts/hardening-table.py [--cli build/ci/bin/jouleprof] [--seed 22] [--scale 1.0] [--only 9,10]
+
+Every class draws from its own seeded stream, so `--only` reproduces the full run's inputs of
+the classes it names. The sweep SIGTERM and restore classes use the fake NVML of the build tree
+(fake-nvml/), the trace class the fake traced program (tests/trace/jouleprof_fake_traced).
+Exit status 1 when any class has an abort, a hang, a wrong figure or an unprintable error.
 """
 import argparse
 import json
@@ -287,6 +292,8 @@ def class_imports(r, rng, n):
         if rc == 0:
             show = subprocess.run([r.cli, "runs", "--db", db, "show", "last", "--json"], env=r.env, capture_output=True)
             doc = load_json_bytes(show.stdout)
+            if isinstance(doc, list) and len(doc) == 1:
+                doc = doc[0]  # `runs show --json`: one array of result documents
             why = figures_wrong(doc) if show.returncode == 0 else "imported run cannot be shown"
             if why:
                 t.note("wrong", why)
