@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The property/fuzz tests of the parsers (tests/fuzz, issue 22) under AddressSanitizer and
-# UndefinedBehaviorSanitizer: only the libraries they link are built (asan preset), so CI time
-# stays small. Any report fails the run.
+# The property/fuzz tests of the parsers and of the ONNX loader (tests/fuzz, issue 22) under
+# AddressSanitizer and UndefinedBehaviorSanitizer: only the libraries they link are built (asan
+# preset), so CI time stays small. Any report fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --preset asan >/dev/null
-cmake --build build/asan -j"$(nproc)" --target jouleprof_fuzz_tests
+cmake --build build/asan -j"$(nproc)" --target jouleprof_fuzz_tests jouleprof_fuzz_onnx_tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export RC_PARAMS="max_success=${JOULEPROF_FUZZ_CASES:-200} seed=22"
 build/asan/tests/fuzz/jouleprof_fuzz_tests --gtest_brief=1
+build/asan/tests/fuzz/jouleprof_fuzz_onnx_tests --gtest_brief=1

@@ -7,13 +7,19 @@ running 1 s after SIGTERM sent at the time limit), and wrong figures with exit 0
 says "complete" or prints a figure that cannot be right). Inputs come from a seeded generator, not
 a hand-picked list; the seed and counts are printed with the table.
 
-  scripts/hardening-table.py [--cli build/ci/bin/jouleprof] [--seed 22] [--scale 1.0] [--markdown]
+  scripts/hardening-table.py [--cli build/ci/bin/jouleprof] [--seed 22] [--scale 1.0] [--only 9,10]
+
+Every class draws from its own seeded stream, so `--only` reproduces the full run's inputs of
+the classes it names. The sweep SIGTERM and restore classes use the fake NVML of the build tree
+(fake-nvml/), the trace class the fake traced program (tests/trace/jouleprof_fake_traced).
+Exit status 1 when any class has an abort, a hang, a wrong figure or an unprintable error.
 """
 import argparse
 import json
 import math
 import os
 import random
+import re
 import shutil
 import signal
 import stat
@@ -26,7 +32,7 @@ ABORT_SIGNALS = {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, s
 
 class Tally:
     def __init__(self, name):
-        self.name, self.tried, self.aborts, self.hangs, self.wrong, self.refused = name, 0, 0, 0, 0, 0
+        self.name, self.tried, self.aborts, self.hangs, self.wrong, self.refused, self.unclear = name, 0, 0, 0, 0, 0, 0
         self.examples = []
 
     def note(self, kind, what):
@@ -286,6 +292,8 @@ def class_imports(r, rng, n):
         if rc == 0:
             show = subprocess.run([r.cli, "runs", "--db", db, "show", "last", "--json"], env=r.env, capture_output=True)
             doc = load_json_bytes(show.stdout)
+            if isinstance(doc, list) and len(doc) == 1:
+                doc = doc[0]  # `runs show --json`: one array of result documents
             why = figures_wrong(doc) if show.returncode == 0 else "imported run cannot be shown"
             if why:
                 t.note("wrong", why)
@@ -400,35 +408,414 @@ def class_signals(r, rng, n):
     return t
 
 
+def hostile_number(rng):
+    """One generated text where a number is expected: an IEEE special, a power-of-two edge, any
+    magnitude (overflowing and underflowing doubles included), zero, an ordinary value, a number
+    with junk around it, non-UTF-8 bytes, or nothing."""
+    sign = rng.choice(["", "", "-", "+"])
+    k = rng.randrange(8)
+    if k == 0:
+        return sign + rng.choice(["nan", "NaN", "inf", "INF", "infinity"])
+    if k == 1:
+        return sign + str(2 ** rng.choice([7, 8, 15, 16, 31, 32, 53, 63, 64, 80]) + rng.randrange(-1, 2))
+    if k == 2:
+        return f"{sign}{rng.uniform(0, 10):.3g}e{rng.randrange(-400, 400)}"
+    if k == 3:
+        return sign + rng.choice(["0", "0.0", "00", "0e0", "0x0"])
+    if k == 4:
+        return sign + (str(rng.randrange(0, 100000)) if rng.random() < 0.5 else f"{rng.uniform(0, 5000):.4g}")
+    if k == 5:
+        junk = "".join(rng.choice(" x,.e_:/%=-+") for _ in range(rng.randrange(1, 3)))
+        n = str(rng.randrange(0, 5000))
+        return rng.choice([junk + n, n + junk, n[:1] + junk + n[1:]])
+    if k == 6:
+        return safe_arg(rand_bytes(rng, rng.randrange(1, 8)))
+    return ""
+
+
+def hostile_list(rng):
+    """A comma-separated list of 1-3 items, hostile or plausible (a plausible one hides a hostile neighbour)."""
+    items = [hostile_number(rng) if rng.random() < 0.7 else str(rng.choice([990, 1410, 1980, 300, 500, 2619]))
+             for _ in range(rng.randrange(1, 4))]
+    if any(isinstance(i, bytes) for i in items):
+        return b",".join(i if isinstance(i, bytes) else i.encode() for i in items)
+    return ",".join(items)
+
+
+def one_line_error(rc, err):
+    """Exit 2 (bad input) must come with exactly one `jouleprof: error:` line, printable: valid
+    UTF-8 without control characters (it quotes what the user typed)."""
+    if rc != 2:
+        return True
+    lines = [l for l in err.split(b"\n") if l.startswith(b"jouleprof: error:")]
+    if len(lines) != 1:
+        return False
+    try:
+        text = lines[0].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text)
+
+
+def non_finite_or_negative(x, path=""):
+    """The first number in a JSON document that is NaN/inf, or negative under a physical key."""
+    physical = ("_w", "_s", "_j", "_mhz", "energy", "power", "time")
+    if isinstance(x, dict):
+        for k, v in x.items():
+            why = non_finite_or_negative(v, f"{path}/{k}")
+            if why:
+                return why
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            why = non_finite_or_negative(v, f"{path}/{i}")
+            if why:
+                return why
+    elif isinstance(x, float) and not math.isfinite(x):
+        return f"{path} = {x}"
+    elif isinstance(x, (int, float)) and not isinstance(x, bool) and x < 0:
+        key = path.rsplit("/", 1)[-1]
+        if any(key.endswith(p) for p in physical) and "delta" not in key and "error" not in key and "change" not in key:
+            return f"{path} = {x}"
+    return None
+
+
+def class_sampler(r, rng, n):
+    t = Tally("sampler options of measure (--period-ms, --counter-min-window, --ci-warn, --idle, --cooldown-tolerance, "
+              "--cooldown-max, --sim-power) with generated numbers")
+    opts = ["--period-ms", "--counter-min-window", "--ci-warn", "--idle", "--cooldown-tolerance", "--cooldown-max", "--sim-power"]
+    for i in range(n):
+        o, v = opts[i % len(opts)], hostile_number(rng)
+        out = os.path.join(r.work, "m.json")
+        if os.path.exists(out):
+            os.remove(out)
+        extra = ["--cooldown"] if o.startswith("--cooldown") else []
+        rc, so, se = r.run(["measure", "--device", "sim", "--runs", "2", "-q", "--no-store", "--json", out] + extra +
+                           ([] if o == "--idle" else ["--idle", "0"]) + [o, v, "--", "sleep", "0.05"], t, limit=10)
+        if rc == 0:
+            doc = load_json(out)
+            why = figures_wrong(doc) if doc is not None else "exit 0 without a readable result"
+            if why:
+                t.note("wrong", f"{o} {v!r}: {why}")
+        if rc is not None and not one_line_error(rc, se):
+            t.note("unclear", f"{o} {v!r}: exit 2 without one printable `jouleprof: error:` line")
+    return t
+
+
+SIM_CLOCKS = None
+
+
+def sim_clocks(r):
+    global SIM_CLOCKS
+    if SIM_CLOCKS is None:
+        p = subprocess.run([r.cli, "sweep", "--device", "sim", "--discover", "--json", "-", "-q"], env=r.env, capture_output=True)
+        doc = load_json_bytes(p.stdout) or {}
+        g = (doc.get("gpus") or [{}])[0]
+        SIM_CLOCKS = (set(c for cl in g.get("gpu_clocks_mhz_by_mem_clock", {}).values() for c in cl),
+                      set(g.get("mem_clocks_mhz", [])), g.get("power_limit_min_w") or 0, g.get("power_limit_max_w") or 1e9)
+    return SIM_CLOCKS
+
+
+def sweep_runs(r, db):
+    p = subprocess.run([r.cli, "runs", "list", "--db", db, "--json", "-"], env=r.env, capture_output=True)
+    return load_json_bytes(p.stdout) or [] if p.returncode == 0 else []
+
+
+def check_sweep_store(r, t, db, what):
+    """A finished sweep's stored points: finite, non-negative energy; settings the GPU has."""
+    clocks, mems, pmin, pmax = sim_clocks(r)
+    for run in sweep_runs(r, db):
+        e = run.get("gpu_energy_j")
+        if e is not None and (not math.isfinite(e) or e < 0):
+            t.note("wrong", f"{what}: stored energy {e}")
+        tags = run.get("tags") or {}
+        for key, allowed in (("clock_mhz", clocks), ("mem_clock_mhz", mems)):
+            v = tags.get(key)
+            if v not in (None, "-", "") and allowed:
+                try:
+                    if int(v) not in allowed:
+                        t.note("wrong", f"{what}: ran at {key}={v}, which the GPU does not offer")
+                except ValueError:
+                    t.note("wrong", f"{what}: tag {key}={v!r}")
+        v = tags.get("power_limit_w")
+        if v not in (None, "-", ""):
+            try:
+                if not pmin <= float(v) <= pmax:
+                    t.note("wrong", f"{what}: ran at power limit {v} W, outside {pmin}-{pmax} W")
+            except ValueError:
+                t.note("wrong", f"{what}: tag power_limit_w={v!r}")
+
+
+def class_sweep_options(r, rng, n):
+    t = Tally("sweep options (--device sim: --clocks, --power-limits, --mem-clocks, --param, --runs, --warmup, --idle, --seed) "
+              "with generated numbers and lists")
+    fast = os.path.join(r.work, "fast.txt")
+    with open(fast, "w") as f:
+        f.write("workload_time_scale 0.1\n")
+    sim_clocks(r)
+    for i in range(n):
+        db = os.path.join(r.work, f"sweep-{i}.db")
+        opt = ["--clocks", "--power-limits", "--mem-clocks", "--param", "--runs", "--warmup", "--idle", "--seed"][i % 8]
+        base = {"--clocks": "1980", "--runs": "1", "--warmup": "0", "--idle": "0", "--order": "sequential"}
+        if opt == "--clocks":
+            v = hostile_list(rng) if rng.random() < 0.7 else "step:" + str(hostile_number(rng))
+        elif opt in ("--power-limits", "--mem-clocks"):
+            v = hostile_list(rng)
+        elif opt == "--param":
+            key = rng.choice(["batch", "", "b=c", "{x}"]) if rng.random() < 0.6 else safe_arg(rand_bytes(rng, 3))
+            val = hostile_list(rng)
+            v = (key.encode() if isinstance(key, str) else key) + b"=" + (val if isinstance(val, bytes) else val.encode())
+        else:
+            v = hostile_number(rng)
+            if opt == "--seed":
+                base["--order"] = "random"
+        base[opt] = v
+        args = ["sweep", "--device", "sim", "--sim-scenario", fast, "--no-cpu", "-q", "--db", db]
+        for k, val in base.items():
+            args += [k, val]
+        rc, so, se = r.run(args + ["--", "sh", "-c", "sleep 0.05"], t, limit=15)
+        if rc == 0:
+            check_sweep_store(r, t, db, f"{opt} {v!r}")
+        if rc is not None and not one_line_error(rc, se):
+            t.note("unclear", f"{opt} {v!r}: exit 2 without one printable `jouleprof: error:` line")
+    return t
+
+
+def class_sweep_signals(r, rng, n, fake_nvml):
+    t = Tally("SIGTERM in the middle of a sweep (simulated GPU, and the fake NVML whose GPU state is a file): ends within 1 s, "
+              "exit 143, GPU restored, interrupted point stored incomplete")
+    fast = os.path.join(r.work, "fast.txt")
+    with open(fast, "w") as f:
+        f.write("workload_time_scale 0.1\n")
+    for i in range(n):
+        nvml = fake_nvml and i % 2 == 1
+        db, jdir = os.path.join(r.work, f"sig-{i}.db"), os.path.join(r.work, f"journal-{i}")
+        env = {"JOULEPROF_CONTROL_DIR": jdir}
+        state = os.path.join(r.work, f"state-{i}.txt")
+        original = "0 gpu_locked 0 0 0 mem_locked 0 0 0 app 1410 2619 power_mw 650000 persistence 1\n"
+        if nvml:
+            sc = os.path.join(r.work, f"scenario-{i}.txt")
+            with open(sc, "w") as f:
+                f.write("gpus 1\nworkload_time_scale 0.1\n")
+            with open(state, "w") as f:
+                f.write(original)
+            env.update(JOULEPROF_NVML_LIB=fake_nvml, JOULEPROF_FAKE_NVML_STATE=state, JOULEPROF_FAKE_NVML_SCENARIO=sc,
+                       JOULEPROF_FAKE_NVML_SET_LOG=os.path.join(r.work, f"set-{i}.log"))
+        args = ["sweep", "--device", "nvml" if nvml else "sim", "--clocks", "1980,1410,990", "--power-limits", "300,700", "--runs",
+                "2", "--warmup", "0", "--idle", str(rng.choice([0, 0.2])), "--order", rng.choice(["sequential", "random"]),
+                "--no-cpu", "-q", "--db", db] + ([] if nvml else ["--sim-scenario", fast]) + ["--", "sleep", "0.3"]
+        at = rng.uniform(0.3, 3.0)
+        rc, so, se = r.run(args, t, term_at=at, env=env)
+        if rc is None:
+            continue  # a hang, tallied
+        what = f"{'fake NVML' if nvml else 'sim'} sweep, SIGTERM at {at:.2f} s"
+        if rc == 0:
+            continue  # finished before the signal
+        if rc != 128 + signal.SIGTERM:
+            t.note("wrong", f"{what}: exit {rc}, not 143")
+        runs = sweep_runs(r, db)
+        if runs and not any(x.get("status") != "complete" for x in runs):
+            t.note("wrong", f"{what}: no stored point is marked incomplete ({len(runs)} complete)")
+        if os.path.isdir(jdir) and [f for f in os.listdir(jdir) if f.endswith(".json")]:
+            t.note("wrong", f"{what}: a restore journal is left")
+        if nvml:
+            with open(state) as f:
+                now = f.read()
+            if now != original:
+                t.note("wrong", f"{what}: GPU state not restored: {now.strip()}")
+    return t
+
+
+def model_csv(path):
+    """A small sweep CSV: 8 applications x 6 clocks, power ~ f^2.2, time ~ compute-bound share / f."""
+    apps = [(f"app{i}", 150 + 25 * i, 1.0 + 0.3 * i, 0.1 + 0.1 * i, 0.9 - 0.1 * i) for i in range(8)]
+    with open(path, "w") as f:
+        f.write("application,sm_app_clock,power_usage,run_time,fp_active,dram_active\n")
+        for a, p0, t0, fp, dr in apps:
+            for c in (1980, 1800, 1600, 1400, 1200, 990):
+                x = c / 1980
+                f.write(f"{a},{c},{60 + p0 * x ** 2.2:.2f},{t0 * (fp / x + 1 - fp):.4f},{fp:.2f},{dr:.2f}\n")
+
+
+def class_model_options(r, rng, n):
+    t = Tally("numeric options of model fit/validate/predict and optimize (--max-clock, --probe-clock, --ridge, --xgb-rounds, "
+              "--folds, --outlier-power-tol, --probes, --clocks, --objective slowdown:PCT)")
+    data = os.path.join(r.work, "model.csv")
+    model_csv(data)
+    good = os.path.join(r.work, "good.model.json")
+    subprocess.run([r.cli, "model", "fit", "--data", data, "--form", "poly", "-o", good, "-q"], env=r.env, capture_output=True)
+    for i in range(n):
+        v = hostile_number(rng)
+        form = rng.choice(["poly", "xgboost"])
+        kind = i % 9
+        out = os.path.join(r.work, "model-out.json")
+        if kind == 0:
+            args = ["model", "fit", "--data", data, "--form", form, "-o", out, "--max-clock", v]
+        elif kind == 1:
+            args = ["model", "fit", "--data", data, "--form", form, "-o", out, "--probe-clock", v]
+        elif kind == 2:
+            args = ["model", "fit", "--data", data, "--form", "poly", "-o", out, "--ridge", v]
+        elif kind == 3:
+            args = ["model", "fit", "--data", data, "--form", "xgboost", "-o", out, "--xgb-rounds", v]
+        elif kind == 4:
+            args = ["model", "validate", "--data", data, "--form", form, "--split", "kfold", "--folds", v, "--json", "-"]
+        elif kind == 5:
+            args = ["model", "fit", "--data", data, "--form", form, "-o", out, "--outlier-power-tol", v]
+        elif kind == 6:
+            args = ["model", "predict", good, "--data", data, "--clocks", hostile_list(rng), "--json", "-"]
+        elif kind == 7:
+            args = ["optimize", "--data", data, "--objective", "slowdown:" + (v if isinstance(v, str) else v.decode("latin-1")),
+                    "--json", "-"]
+        else:
+            args = ["optimize", "--model", good, "--data", data, "--probes", v, "--json", "-"]
+        if os.path.exists(out):
+            os.remove(out)
+        rc, so, se = r.run(args, t, limit=30)
+        if rc == 0:
+            doc = load_json(out) if "-o" in args else load_json_bytes(so)
+            why = "exit 0 without a readable result" if doc is None else non_finite_or_negative(doc)
+            if why:
+                t.note("wrong", " ".join(map(str, args[:2])) + f" {args[-2] if '-o' not in args[-3:] else ''} {v!r}: {why}")
+        if rc is not None and not one_line_error(rc, se):
+            t.note("unclear", f"{args[:2]} {v!r}: exit 2 without one printable `jouleprof: error:` line")
+    return t
+
+
+def class_trace_options(r, rng, n, traced):
+    t = Tally("numeric options of trace (--period-ms, --idle, --sim-power, --lag-ms, --window-ms, --min-interval-ms, --top, "
+              "--path-depth) on the simulated GPU")
+    lib = os.path.join(r.work, "libfake_inject.so")
+    with open(lib, "w") as f:
+        f.write("not loaded: the fake traced program writes its trace file itself\n")
+    opts = ["--period-ms", "--idle", "--sim-power", "--lag-ms", "--window-ms", "--min-interval-ms", "--top", "--path-depth"]
+    for i in range(n):
+        o, v = opts[i % len(opts)], hostile_number(rng)
+        out = os.path.join(r.work, "t.json")
+        if os.path.exists(out):
+            os.remove(out)
+        args = ["trace", "--device", "sim", "--inject-lib", lib, "--db", os.path.join(r.work, "trace.db"), "--json", out]
+        if o != "--idle":
+            args += ["--idle", "0"]
+        args += ["--method", rng.choice(["split", "regression", "interval"]), o, v, "--"] + ([traced, "0.5"] if traced else ["true"])
+        rc, so, se = r.run(args, t, limit=15)
+        if rc == 0:
+            doc = load_json(out)
+            why = figures_wrong(doc) if doc is not None else "exit 0 without a readable result"
+            why = why or non_finite_or_negative((doc or {}).get("trace", {}))
+            if why:
+                t.note("wrong", f"{o} {v!r}: {why}")
+        if rc is not None and not one_line_error(rc, se):
+            t.note("unclear", f"{o} {v!r}: exit 2 without one printable `jouleprof: error:` line")
+    return t
+
+
+def class_restore(r, rng, n, fake_nvml):
+    t = Tally("restore: journals whose numbers are generated (clocks, power limit, pid, version) against the fake NVML")
+    if not fake_nvml:
+        return t
+    for i in range(n):
+        jdir = os.path.join(r.work, f"rjournal-{i}")
+        os.makedirs(jdir, exist_ok=True)
+        state = os.path.join(r.work, f"rstate-{i}.txt")
+        changed = "0 gpu_locked 1 990 990 mem_locked 0 0 0 app 1980 2619 power_mw 300000 persistence 1\n"
+        with open(state, "w") as f:
+            f.write(changed)
+        sc = os.path.join(r.work, "r-scenario.txt")
+        with open(sc, "w") as f:
+            f.write("gpus 1\n")
+        env = {"JOULEPROF_NVML_LIB": fake_nvml, "JOULEPROF_FAKE_NVML_STATE": state, "JOULEPROF_FAKE_NVML_SCENARIO": sc,
+               "JOULEPROF_FAKE_NVML_SET_LOG": os.path.join(r.work, "r-set.log")}
+        # A journal as a dead jouleprof leaves it, with one number replaced by a generated one.
+        uuid = subprocess.run([r.cli, "sweep", "--device", "nvml", "--discover", "--json", "-", "-q"],
+                              env=dict(r.env, **env), capture_output=True)
+        gpu = ((load_json_bytes(uuid.stdout) or {}).get("gpus") or [{}])[0]
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        j = {"journal_version": 1, "host": os.uname().nodename, "boot_id": boot, "pid": 999999999, "pid_start_ticks": 1,
+             "created_utc": "2026-01-01T00:00:00Z", "backend": "nvml", "library": fake_nvml, "uuid": gpu.get("uuid", "GPU-x"),
+             "name": gpu.get("name", "x"), "index": 0,
+             "original": {"gpu_locked_clocks": None, "mem_locked_clocks": None, "app_gpu_clock_mhz": 1410, "app_mem_clock_mhz": 2619,
+                          "power_limit_mw": 650000, "persistence": True}}
+        field = rng.choice(["gpu_locked_clocks", "mem_locked_clocks", "app_gpu_clock_mhz", "app_mem_clock_mhz", "power_limit_mw",
+                            "pid", "pid_start_ticks", "index", "journal_version"])
+        v = hostile_number(rng)
+        text = v.decode("latin-1") if isinstance(v, bytes) else v
+        # A JSON number where the text is one (2^80 and 1e400 included), else a JSON string.
+        literal = text if re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", text) else json.dumps(text)
+        if field.endswith("_clocks"):
+            j["original"][field] = {"min_mhz": "@V@", "max_mhz": "@V@"}
+        elif field in j["original"]:
+            j["original"][field] = "@V@"
+        else:
+            j[field] = "@V@"
+        with open(os.path.join(jdir, j["uuid"] + ".json"), "w") as f:
+            f.write(json.dumps(j).replace('"@V@"', literal))
+        num = json.loads(literal)
+        val = {"min_mhz": num, "max_mhz": num} if field.endswith("_clocks") else num
+        rc, so, se = r.run(["restore", "--journal-dir", jdir, "--json", "-"], t, limit=20, env=env)
+        if rc == 0:
+            with open(state) as f:
+                now = f.read().split()
+            # Exit 0 means the GPU now holds what the journal says, and that is a state the GPU can hold.
+            if field == "power_limit_mw" and isinstance(val, (int, float)) and int(now[now.index("power_mw") + 1]) != val:
+                t.note("wrong", f"restore exit 0 with power_limit_mw {val!r} but the GPU got {now[now.index('power_mw') + 1]} mW")
+            if field == "app_gpu_clock_mhz" and isinstance(val, (int, float)) and int(now[now.index("app") + 1]) != val:
+                t.note("wrong", f"restore exit 0 with app_gpu_clock_mhz {val!r} but the GPU got {now[now.index('app') + 1]} MHz")
+            if field == "gpu_locked_clocks" and isinstance(val, dict) and isinstance(val["max_mhz"], (int, float)):
+                if now[now.index("gpu_locked") + 1] == "1" and int(now[now.index("gpu_locked") + 3]) != val["max_mhz"]:
+                    t.note("wrong", f"restore exit 0 with locked clock {val['max_mhz']!r} but the GPU got {now[now.index('gpu_locked') + 3]}")
+        if rc is not None and not one_line_error(rc, se):
+            t.note("unclear", f"restore with {field}={v!r}: exit 2 without one printable `jouleprof: error:` line")
+    return t
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default="build/ci/bin/jouleprof")
+    ap.add_argument("--fake-nvml", default=None, help="the fake libnvidia-ml (default: fake-nvml/libnvidia-ml.so.1 in the build tree of --cli)")
+    ap.add_argument("--traced", default=None, help="the fake traced program (default: beside --cli in the build tree)")
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated class numbers (1-based) to run")
     a = ap.parse_args()
     cli = os.path.abspath(a.cli)
+    build = os.path.dirname(os.path.dirname(cli))
+    fake = a.fake_nvml or os.path.join(build, "fake-nvml", "libnvidia-ml.so.1")
+    fake = os.path.abspath(fake) if os.path.exists(fake) else None
+    traced = a.traced or os.path.join(build, "tests", "trace", "jouleprof_fake_traced")
+    traced = os.path.abspath(traced) if os.path.exists(traced) else None
     rng = random.Random(a.seed)
     work = tempfile.mkdtemp(prefix="jp-hardening-")
     r = Runner(cli, work)
     with open(os.path.join(work, "two.txt"), "w") as f:
         f.write("gpus 2\n")
     k = lambda n: max(4, int(n * a.scale))
+    plan = [lambda: class_text(r, rng, k(60)), lambda: class_sizes(r, rng, k(120)), lambda: class_numbers(r, rng, k(60)),
+            lambda: class_paths(r, rng, k(60)), lambda: class_imports(r, rng, k(200)), lambda: class_markers(r, rng, k(40)),
+            lambda: class_refs(r, rng, k(48)), lambda: class_signals(r, rng, k(24)), lambda: class_sampler(r, rng, k(140)),
+            lambda: class_sweep_options(r, rng, k(160)), lambda: class_sweep_signals(r, rng, k(24), fake),
+            lambda: class_model_options(r, rng, k(180)), lambda: class_trace_options(r, rng, k(80), traced),
+            lambda: class_restore(r, rng, k(60), fake)]
+    only = {int(x) for x in a.only.split(",") if x}
     started = time.time()
-    classes = [class_text(r, rng, k(60)), class_sizes(r, rng, k(120)), class_numbers(r, rng, k(60)), class_paths(r, rng, k(60)),
-               class_imports(r, rng, k(200)), class_markers(r, rng, k(40)), class_refs(r, rng, k(48)), class_signals(r, rng, k(24))]
+    classes = []
+    for i, make in enumerate(plan, 1):
+        if only and i not in only:
+            continue
+        # each class draws from its own stream, so --only reproduces the full run's inputs
+        rng.seed(a.seed * 1000 + i)
+        classes.append(make())
     took = time.time() - started
     shutil.rmtree(work, ignore_errors=True)
-    print(f"| class | inputs | refused (exit ≠ 0) | aborts | hangs past SIGTERM + 1 s | wrong figures with exit 0 |")
-    print(f"| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| class | inputs | refused (exit ≠ 0) | aborts | hangs past SIGTERM + 1 s | wrong figures with exit 0 | exit 2 without one printable error line |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for c in classes:
-        print(f"| {c.name} | {c.tried} | {c.refused} | {c.aborts} | {c.hangs} | {c.wrong} |")
+        print(f"| {c.name} | {c.tried} | {c.refused} | {c.aborts} | {c.hangs} | {c.wrong} | {c.unclear} |")
     total = sum(c.tried for c in classes)
-    print(f"\n{total} inputs, seed {a.seed}, {took:.0f} s.")
+    print(f"\n{total} inputs, seed {a.seed}, scale {a.scale}, {took:.0f} s.")
     for c in classes:
         for e in c.examples:
             print(f"- {c.name.split(' (')[0]}: {e}")
-    bad = sum(c.aborts + c.hangs + c.wrong for c in classes)
+    bad = sum(c.aborts + c.hangs + c.wrong + c.unclear for c in classes)
     return 1 if bad else 0
 
 

@@ -1,5 +1,6 @@
 // What the three attribution methods share: the books that always balance, sample intervals.
 #include <algorithm>
+#include <cmath>
 
 #include "jouleprof/analysis/attribution.hpp"
 #include "jouleprof/core/integrate.hpp"
@@ -13,6 +14,10 @@ void close_books(Attribution& a) {
   for (double e : a.item_j) sum += e;
   a.attributed_j = sum;
   a.unattributed_j = a.measured_j - a.attributed_j - a.idle_j;
+  // A difference of rounding size (the books balanced exactly) is 0 J, not -3e-14 J.
+  if (std::abs(a.unattributed_j) <= 1e-12 * std::max({std::abs(a.measured_j), std::abs(a.attributed_j), std::abs(a.idle_j)})) {
+    a.unattributed_j = 0;
+  }
 }
 
 double energy_between(const std::vector<Sample>& p, double a, double b) {

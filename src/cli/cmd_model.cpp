@@ -163,6 +163,12 @@ int run_predict(const ModelFlags& f) {
   return 0;
 }
 
+// Ranges of the numeric options (issue 22): a clock in MHz (0: the default), a penalty, a
+// number of boosting rounds that finishes.
+constexpr DoubleRange kClockRange{.min = 0, .max = 100000};
+constexpr DoubleRange kRidgeRange{.min = 0, .max = 1e6};
+constexpr IntRange kRoundsRange{.min = 1, .max = 100000};
+
 Runner add_model(CLI::App& app) {
   auto f = std::make_shared<ModelFlags>();
   CLI::App* c = app.add_subcommand("model", "Fit, evaluate and apply power/run-time models across SM clocks");
@@ -178,10 +184,10 @@ Runner add_model(CLI::App& app) {
   f->data.add(fit, false);
   fit->add_option("--form", f->form, "fgcs, poly or xgboost")->check(CLI::IsMember({"fgcs", "poly", "xgboost"}))->capture_default_str();
   fit->add_option("-o,--output", f->output, "model file to write")->required();
-  fit->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)");
-  fit->add_option("--probe-clock", f->data.probe.probe_clock_mhz, "training probe clock (default: each application's highest)");
-  fit->add_option("--ridge", f->ridge, "poly: L2 penalty")->capture_default_str();
-  fit->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds")->check(CLI::PositiveNumber)->capture_default_str();
+  checked(fit->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);
+  checked(fit->add_option("--probe-clock", f->data.probe.probe_clock_mhz, "training probe clock (default: each application's highest)"), kClockRange);
+  checked(fit->add_option("--ridge", f->ridge, "poly: L2 penalty"), kRidgeRange)->capture_default_str();
+  checked(fit->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds"), kRoundsRange)->capture_default_str();
   f->out.add(fit);
 
   auto* ev = c->add_subcommand("eval", "per application MAPE of power, time and energy of a saved model on a CSV");
@@ -194,17 +200,18 @@ Runner add_model(CLI::App& app) {
   f->data.add(va, true);
   va->add_option("--form", f->form, "fgcs, poly or xgboost")->check(CLI::IsMember({"fgcs", "poly", "xgboost"}))->capture_default_str();
   va->add_option("--split", f->split, "loao (leave one application out) or kfold")->check(CLI::IsMember({"loao", "kfold"}))->capture_default_str();
-  va->add_option("--folds", f->folds, "kfold: folds of applications")->capture_default_str();
-  va->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)");
-  va->add_option("--ridge", f->ridge, "poly: L2 penalty")->capture_default_str();
-  va->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds")->check(CLI::PositiveNumber)->capture_default_str();
+  checked(va->add_option("--folds", f->folds, "kfold: folds of applications"), IntRange{.min = 2, .max = 100000})->capture_default_str();
+  checked(va->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);
+  checked(va->add_option("--ridge", f->ridge, "poly: L2 penalty"), kRidgeRange)->capture_default_str();
+  checked(va->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds"), kRoundsRange)->capture_default_str();
   va->add_option("--objective", f->objectives, "optimizer objectives reported for each held-out application")->delimiter(',')->capture_default_str();
   f->out.add(va);
 
   auto* pr = c->add_subcommand("predict", "predict power, time and energy at every clock from probe runs in a CSV");
   pr->add_option("model", f->model, "model file")->required();
   f->data.add(pr, true);
-  pr->add_option("--clocks", f->clocks, "clocks to predict (MHz; default: the model's training clocks)")->delimiter(',');
+  checked(pr->add_option("--clocks", f->clocks, "clocks to predict (MHz; default: the model's training clocks)")->delimiter(','),
+          DoubleRange{.min = 0, .max = 100000, .min_exclusive = true});
   f->out.add(pr);
 
   return [f, fit, ev, va, pr] {

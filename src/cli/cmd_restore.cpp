@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/control/session.hpp"
+#include "jouleprof/core/text.hpp"
 
 namespace jouleprof::cli {
 namespace {
@@ -48,7 +49,7 @@ int run(const RestoreFlags& f) {
     bool ok = true;
     for (const auto& o : *out) {
       ok = ok && o.ok;
-      if (!f.quiet || !o.ok) fmt::print(stderr, "jouleprof: {}{}\n", o.ok ? "" : "error: ", o.message);
+      if (!f.quiet || !o.ok) fmt::print(stderr, "jouleprof: {}{}\n", o.ok ? "" : "error: ", for_terminal(o.message));
       j["gpus"].push_back({{"uuid", o.uuid}, {"outcome", o.ok ? "matches" : "differs"}, {"ok", o.ok}, {"message", o.message}});
     }
     if (out->empty() && !f.quiet) fmt::print(stderr, "jouleprof: no journal in {}: nothing was left changed\n", dir);
@@ -62,7 +63,7 @@ int run(const RestoreFlags& f) {
   for (const auto& o : *out) {
     const bool bad = o.kind != control::RestoreOutcome::Kind::restored;
     if (bad) rc = o.kind == control::RestoreOutcome::Kind::foreign ? kExitUsage : 1;
-    if (!f.quiet || bad) fmt::print(stderr, "jouleprof: {}{}\n", bad ? "error: " : "", o.message);
+    if (!f.quiet || bad) fmt::print(stderr, "jouleprof: {}{}\n", bad ? "error: " : "", for_terminal(o.message));
     j["gpus"].push_back({{"uuid", o.uuid}, {"outcome", kind_name(o.kind)}, {"ok", !bad}, {"journal", o.path}, {"message", o.message}});
   }
   if (out->empty() && !f.quiet) fmt::print(stderr, "jouleprof: no journal in {}: nothing to restore\n", dir);

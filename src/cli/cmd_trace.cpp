@@ -304,9 +304,9 @@ Runner add_trace(CLI::App& app) {
   c->add_option("--device", f->device, "GPU backend: auto, nvml or sim (simulated H100)")
       ->check(CLI::IsMember({"auto", "nvml", "sim"}))->capture_default_str();
   c->add_option("--gpus", f->gpus, "GPUs to measure: NVML indices or UUIDs (default: CUDA_VISIBLE_DEVICES, else all)");
-  c->add_option("--idle", f->idle_s, "seconds of idle baseline before the run (0: none)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  checked(c->add_option("--idle", f->idle_s, "seconds of idle baseline before the run (0: none)"), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
   c->add_option("--idle-from", f->idle_from, "take the idle baseline from an earlier result JSON");
-  c->add_option("--period-ms", f->period_ms, "sampler period")->check(CLI::Range(10.0, 2000.0))->capture_default_str();
+  checked(c->add_option("--period-ms", f->period_ms, "sampler period"), DoubleRange{.min = 10, .max = 2000})->capture_default_str();
   c->add_option("--tag", f->tags, "KEY=VALUE recorded with the result (repeatable)");
   c->add_option("--json", f->json, "write the result JSON (with its \"trace\" section) here ('-': stdout)");
   c->add_option("--csv", f->csv, "write the unique-kernel table as CSV here ('-': stdout)");
@@ -317,16 +317,21 @@ Runner add_trace(CLI::App& app) {
   c->add_flag("--record-sync", f->record_sync,
               "also record CUDA synchronisation (cudaStreamSynchronize, events): costs up to ~40% on launch-bound programs");
   c->add_option("--classes", f->classes, "extra kernel-class rules (CLASS<TAB>REGEX lines), tried before the built-in ones");
-  c->add_option("--lag-ms", f->lag_ms, "sensor lag modelled by split/regression/interval")->check(CLI::NonNegativeNumber)->capture_default_str();
-  c->add_option("--window-ms", f->window_ms, "sensor averaging window modelled by split/regression")->check(CLI::NonNegativeNumber)->capture_default_str();
-  c->add_option("--min-interval-ms", f->min_interval_ms, "interval method: shortest busy stretch integrated directly")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  c->add_option("--top", f->top, "rows per summary table")->capture_default_str();
-  c->add_option("--path-depth", f->path_depth, "NVTX path levels kept in the by-path table (0: all)")->capture_default_str();
+  // Sensor models of seconds, not of 1e35 ms (issue 22).
+  checked(c->add_option("--lag-ms", f->lag_ms, "sensor lag modelled by split/regression/interval"), DoubleRange{.min = 0, .max = 10000})
+      ->capture_default_str();
+  checked(c->add_option("--window-ms", f->window_ms, "sensor averaging window modelled by split/regression"),
+          DoubleRange{.min = 0, .max = 10000})->capture_default_str();
+  checked(c->add_option("--min-interval-ms", f->min_interval_ms, "interval method: shortest busy stretch integrated directly"),
+          DoubleRange{.min = 0, .max = 3600000, .min_exclusive = true})->capture_default_str();
+  checked(c->add_option("--top", f->top, "rows per summary table"), IntRange{.min = 1, .max = 1000000})->capture_default_str();
+  checked(c->add_option("--path-depth", f->path_depth, "NVTX path levels kept in the by-path table (0: all)"), IntRange{.min = 0, .max = 1000})
+      ->capture_default_str();
   c->add_option("--inject-lib", f->inject_lib, "the injection library (default: libjouleprof_inject.so beside jouleprof, or $JOULEPROF_INJECT_LIB)");
   c->add_option("--cupti-lib", f->cupti_lib, "libcupti to load (default: $JOULEPROF_CUPTI_LIB, else the CUDA toolkit's)");
   c->add_option("--nvml-lib", f->nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
-  c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W")->capture_default_str();
+  checked(c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W"), DoubleRange{.min = 0, .max = 5000})
+      ->capture_default_str();
   c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else the XDG data folder)");
   c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");

@@ -8,6 +8,7 @@
 #include "options.hpp"
 #include "jouleprof/config.hpp"
 #include "jouleprof/control/session.hpp"
+#include "jouleprof/core/text.hpp"
 
 namespace jouleprof::cli {
 
@@ -71,8 +72,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // The message quotes what was typed: printable (core/text), whatever bytes it held.
     std::fprintf(stderr, "jouleprof: error: %s (see jouleprof%s --help)\n",
-                 jouleprof::cli::detail::parse_error_message(e, app, words).c_str(),
+                 jouleprof::for_terminal(jouleprof::cli::detail::parse_error_message(e, app, words)).c_str(),
                  jouleprof::cli::detail::help_path(app).c_str());
     return jouleprof::cli::kExitUsage;
   }
@@ -89,7 +91,7 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     // A bug, not bad input: say so in one line, exit 1 (docs/cli.md).
-    std::fprintf(stderr, "jouleprof: error: internal error: %s\n", e.what());
+    std::fprintf(stderr, "jouleprof: error: internal error: %s\n", jouleprof::for_terminal(e.what()).c_str());
     return jouleprof::cli::kExitInternal;
   }
   return jouleprof::cli::kExitUsage;

@@ -35,9 +35,11 @@ struct DataFlags {
     c->add_option("--activity", map.activity, "activity columns to use (default: every known one present)")->delimiter(',');
     c->add_option("--gpu", gpu, "the GPU the data was measured on (stored at fit; a different one warns)");
     c->add_flag("--no-outliers", no_outliers, "keep every row (default: rows far from their neighbouring clocks are outliers)");
-    c->add_option("--outlier-power-tol", outlier_power_tol, "relative power departure that makes a row an outlier")->capture_default_str();
+    checked(c->add_option("--outlier-power-tol", outlier_power_tol, "relative power departure that makes a row an outlier"),
+            DoubleRange{.min = 0, .max = 100, .min_exclusive = true})->capture_default_str();
     if (probes) {
-      c->add_option("--probe-clock", probe.probe_clock_mhz, "clock (MHz) of the probe run each application is predicted from (default: its highest)");
+      checked(c->add_option("--probe-clock", probe.probe_clock_mhz, "clock (MHz) of the probe run each application is predicted from (default: its highest)"),
+              DoubleRange{.min = 0, .max = 100000});
       c->add_option("--probes", probe.probes, "probe runs per application, 1-3 (extra ones at ~75% and ~55% of the first clock)")
           ->check(CLI::Range(1, 3))->capture_default_str();
     }

@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "jouleprof/core/json_checked.hpp"
+
 namespace jouleprof::control {
 namespace {
 
@@ -65,13 +67,13 @@ json opt_json(const std::optional<T>& v) {
 
 std::optional<ClockRange> range_from(const json& j) {
   if (!j.is_object()) return std::nullopt;
-  return ClockRange{j.at("min_mhz").get<unsigned>(), j.at("max_mhz").get<unsigned>()};
+  return ClockRange{checked_json<unsigned>(j.at("min_mhz")), checked_json<unsigned>(j.at("max_mhz"))};
 }
 
 template <class T>
 std::optional<T> opt_from(const json& j, const char* key) {
   if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return j.at(key).get<T>();
+  return checked_json<T>(j.at(key));
 }
 
 Result<void> fsync_dir(const std::string& dir) {
@@ -166,21 +168,22 @@ Result<Journal> journal_from_json(const std::string& text, const std::string& pa
   if (j.is_discarded() || !j.is_object()) return make_error(Errc::parse, path + ": not a jouleprof restore journal");
   try {
     Journal out;
-    out.version = j.at("journal_version").get<int>();
+    // Numbers checked in their type's range: a journal edited to 2^32 + 300000 mW must not restore 300 W.
+    out.version = checked_json<int>(j.at("journal_version"));
     if (out.version != kJournalVersion) {
       return make_error(Errc::parse, fmt::format("{}: journal version {} (this jouleprof reads {})", path, out.version,
                                                  kJournalVersion));
     }
     out.host = j.at("host").get<std::string>();
     out.boot_id = j.at("boot_id").get<std::string>();
-    out.pid = j.at("pid").get<long>();
-    out.pid_start_ticks = j.at("pid_start_ticks").get<unsigned long long>();
+    out.pid = checked_json<long>(j.at("pid"));
+    out.pid_start_ticks = checked_json<unsigned long long>(j.at("pid_start_ticks"));
     out.created_utc = j.value("created_utc", "");
     out.backend = j.at("backend").get<std::string>();
     out.library = j.at("library").get<std::string>();
     out.uuid = j.at("uuid").get<std::string>();
     out.name = j.value("name", "");
-    out.index = j.value("index", 0);
+    out.index = j.contains("index") ? checked_json<int>(j.at("index")) : 0;
     const json& o = j.at("original");
     out.original.gpu_locked = range_from(o.value("gpu_locked_clocks", json(nullptr)));
     out.original.mem_locked = range_from(o.value("mem_locked_clocks", json(nullptr)));

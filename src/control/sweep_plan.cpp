@@ -5,6 +5,7 @@
 #include <random>
 
 #include "jouleprof/control/sweep.hpp"
+#include "jouleprof/core/json_checked.hpp"
 #include "jouleprof/core/parse.hpp"
 
 namespace jouleprof::control {
@@ -234,15 +235,22 @@ Result<SweepSpec> spec_from_plan_json(const std::string& text, const std::string
     o.sim_scenario = s.at("sim_scenario").get<std::string>();
     o.gpus = s.at("gpus").get<std::vector<std::string>>();
     o.clocks = s.at("clocks").get<std::string>();
-    o.mem_clocks_mhz = s.at("mem_clocks_mhz").get<std::vector<unsigned>>();
-    o.power_limits_w = s.at("power_limits_w").get<std::vector<unsigned>>();
+    // Numbers checked in their type's range (core/json_checked.hpp): 2^32 + 990 is not 990 MHz.
+    const auto mhz_list = [](const json& a) {
+      if (!a.is_array()) refuse_json(a, "expected an array, found " + a.dump());
+      std::vector<unsigned> v;
+      for (const json& x : a) v.push_back(checked_json<unsigned>(x));
+      return v;
+    };
+    o.mem_clocks_mhz = mhz_list(s.at("mem_clocks_mhz"));
+    o.power_limits_w = mhz_list(s.at("power_limits_w"));
     for (const auto& p : s.at("params")) o.params.push_back({p.at("key"), p.at("values").get<std::vector<std::string>>()});
     o.mode = s.at("mode").get<std::string>();
     o.order = s.at("order").get<std::string>();
-    o.seed = s.at("seed").get<uint64_t>();
-    o.runs = s.at("runs").get<int>();
-    o.warmup = s.at("warmup").get<int>();
-    o.idle_s = s.at("idle_s").get<double>();
+    o.seed = checked_json<uint64_t>(s.at("seed"));
+    o.runs = checked_json<int>(s.at("runs"));
+    o.warmup = checked_json<int>(s.at("warmup"));
+    o.idle_s = checked_json<double>(s.at("idle_s"));
     o.cooldown = s.at("cooldown").get<bool>();
     o.observe_only = s.at("observe_only").get<bool>();
     o.multi_gpu = s.at("multi_gpu").get<std::string>();

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "jouleprof/core/text.hpp"
+
 namespace jouleprof {
 
 const char* to_string(Errc c) {
@@ -39,6 +41,9 @@ int report_error(const Error& e) {
   for (char& c : msg) {
     if (c == '\n') c = ' ';
   }
+  // Messages quote what the user typed or a file held: printed as valid UTF-8 with control
+  // characters escaped, so an error cannot move the terminal's cursor or split the line.
+  msg = for_terminal(msg);
   std::fprintf(stderr, "jouleprof: error: %s\n", msg.c_str());
   return exit_code_for(e);
 }

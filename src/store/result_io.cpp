@@ -20,6 +20,7 @@
 
 #include "jouleprof/core/units.hpp"
 #include "jouleprof/core/files.hpp"
+#include "jouleprof/core/json_checked.hpp"
 #include "jouleprof/core/parse.hpp"
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/output.hpp"
@@ -29,29 +30,13 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void refuse(const json& at, const std::string& what) {
-  throw nlohmann::detail::type_error::create(302, what, &at);
-}
+[[noreturn]] void refuse(const json& at, const std::string& what) { refuse_json(at, what); }
 
 // Numbers as the schema has them: integers in range of their field (2^80 is not an int64),
-// finite reals; anything else is refused with its JSON path.
+// finite reals; anything else is refused with its JSON path (core/json_checked.hpp).
 template <class T>
 T checked(const json& v) {
-  if constexpr (std::is_same_v<T, bool> || !std::is_arithmetic_v<T>) {
-    return v.get<T>();
-  } else if constexpr (std::is_integral_v<T>) {
-    if (!v.is_number_integer()) refuse(v, "expected an integer, found " + v.dump());
-    if (v.is_number_unsigned()) {
-      if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) refuse(v, "integer out of range");
-    } else if (v.get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-               (std::is_signed_v<T> && v.get<int64_t>() > static_cast<int64_t>(std::numeric_limits<T>::max()))) {
-      refuse(v, "integer out of range");
-    }
-    return v.get<T>();
-  } else {
-    if (!v.is_number() || !std::isfinite(v.get<double>())) refuse(v, "expected a finite number");
-    return v.get<T>();
-  }
+  return checked_json<T>(v);
 }
 
 template <class T>

@@ -128,12 +128,23 @@ Result<Store> Store::open(const std::string& path, Mode mode, int busy_timeout_m
   impl->path = path;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (mode == Mode::write) flags |= SQLITE_OPEN_CREATE;
-  // A store we may not write (a read-only file or folder, e.g. an archive) is still readable:
-  // WAL needs a writable -shm beside it, so it is opened immutable (nobody can be writing it).
+  // A store we may not write (a read-only file or folder, e.g. an archive) is still readable.
+  // WAL needs a -shm beside it: without a -wal holding changes, the store is opened immutable
+  // (nothing to create); with one, read-only through the -shm a writer left (immutable would
+  // silently skip the changes in the -wal, i.e. show fewer runs).
   std::string uri = path;
+  bool read_only = false;
   if (mode == Mode::read && exists) {
     const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
     if (::access(path.c_str(), W_OK) != 0 || ::access(dir.c_str(), W_OK) != 0) {
+      read_only = true;
+      const std::string wal = path + "-wal";
+      const bool pending = fs::exists(wal, ec) && fs::file_size(wal, ec) > 0 && !ec;
+      if (pending && !fs::exists(path + "-shm", ec)) {
+        return make_error(Errc::invalid_argument, path + " cannot be read here: its " + wal +
+                                        " holds changes that SQLite reads only through a -shm file, which this folder "
+                                        "does not let jouleprof create; copy the store with its -wal to a writable folder");
+      }
       std::string escaped;
       for (char c : fs::absolute(path, ec).string()) {
         if (c == '%' || c == '?' || c == '#') {
@@ -145,7 +156,7 @@ Result<Store> Store::open(const std::string& path, Mode mode, int busy_timeout_m
           escaped += c;
         }
       }
-      uri = "file:" + escaped + "?mode=ro&immutable=1";
+      uri = "file:" + escaped + (pending ? "?mode=ro" : "?mode=ro&immutable=1");
       flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
     }
   }
@@ -187,6 +198,11 @@ Result<Store> Store::open(const std::string& path, Mode mode, int busy_timeout_m
                                              "): upgrade jouleprof");
   }
   if (empty && mode == Mode::read) return make_error(Errc::not_found, path + " is an empty database, not a run store");
+  if (read_only && *ver < kStoreSchemaVersion) {
+    return make_error(Errc::unsupported, path + " has store schema version " + std::to_string(*ver) +
+                                             ", older than this jouleprof reads (" + std::to_string(kStoreSchemaVersion) +
+                                             "), and cannot be upgraded where it is (not writable): copy it to a writable folder");
+  }
   impl->version = static_cast<int>(*ver);
   JP_TRY(exec(impl->db, "PRAGMA foreign_keys = ON", path));
   if (empty) JP_TRY(exec(impl->db, "PRAGMA auto_vacuum = INCREMENTAL", path));

@@ -1,11 +1,17 @@
 // Reading and seeding the fake NVML's GPU state file and set-call log (fakes/nvml/fake_nvml.cpp).
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "jouleprof/control/journal.hpp"
 
 namespace jp_control_test {
 
@@ -64,5 +70,48 @@ inline std::vector<std::string> read_lines(const std::string& path) {
   while (std::getline(in, line)) out.push_back(line);
   return out;
 }
+
+/// One test's fake-NVML folder (fakes/nvml): the GPU state file seeded with `seeded_original`, the
+/// set-call log, the journal folder, a run store path and a scenario file (`gpus N` and the extra
+/// lines given). Removed with everything in it at the end of the test.
+struct FakeNvmlFolder {
+  std::string dir, state, log, journal, db, scenario;
+  std::map<unsigned, FakeGpuState> original;
+
+  /// `name` makes the folder's name (the test's name, for a reader of a leftover folder).
+  FakeNvmlFolder(std::string name, int gpus, const std::string& scenario_lines = "") {
+    for (char& c : name) c = c == '/' ? '_' : c;  // parameterized tests' names hold '/'
+    dir = (std::filesystem::temp_directory_path() / ("jp-" + name + "-" + std::to_string(getpid()))).string();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    state = dir + "/state.txt";
+    log = dir + "/set-log.txt";
+    journal = dir + "/journal";
+    db = dir + "/runs.db";
+    scenario = dir + "/scenario.txt";
+    std::ofstream(scenario) << "gpus " << gpus << "\n" << scenario_lines;
+    original = seeded_original(gpus);
+    write_fake_state(state, original);
+  }
+  ~FakeNvmlFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  FakeNvmlFolder(const FakeNvmlFolder&) = delete;
+  FakeNvmlFolder& operator=(const FakeNvmlFolder&) = delete;
+
+  /// The variables that point the fake library at this folder (name, value).
+  std::vector<std::pair<std::string, std::string>> fake_nvml_env() const {
+    return {{"JOULEPROF_FAKE_NVML_SCENARIO", scenario},
+            {"JOULEPROF_FAKE_NVML_STATE", state},
+            {"JOULEPROF_FAKE_NVML_SET_LOG", log}};
+  }
+
+  /// Journals left in the journal folder (999: unreadable).
+  std::size_t journals() const {
+    auto j = jouleprof::control::read_journals(journal);
+    return j ? j->size() : 999;
+  }
+};
 
 }  // namespace jp_control_test

@@ -151,6 +151,30 @@ TEST(Journal, RoundTripAndRefusals) {
   EXPECT_FALSE(ctl::journal_from_json("not json", "x.json"));
 }
 
+TEST(Journal, NumbersOutsideTheirTypeAreRefusedNotWrapped) {
+  ctl::Journal j = ctl::journal_for_this_process();
+  j.backend = "nvml";
+  j.uuid = "GPU-1";
+  j.original.power_limit_mw = 650000;
+  j.original.gpu_locked = ctl::ClockRange{990, 990};
+  const std::string text = ctl::journal_to_json(j);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? t : t.replace(at, from.size(), to);
+  };
+  // 2^32 + 300000 mW read as an unsigned would wrap to 300 W and be "restored" with exit 0.
+  for (const char* bad : {"4295267296", "-1", "1e300", "650000.5", "\"650000\""}) {
+    auto r = ctl::journal_from_json(with("\"power_limit_mw\": 650000", std::string("\"power_limit_mw\": ") + bad), "x.json");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("x.json: malformed restore journal"), std::string::npos) << r.error().message;
+  }
+  EXPECT_FALSE(ctl::journal_from_json(with("\"max_mhz\": 990", "\"max_mhz\": 4294968286"), "x.json"));
+  EXPECT_FALSE(ctl::journal_from_json(with("\"journal_version\": 1", "\"journal_version\": 4294967297"), "x.json"));
+  EXPECT_TRUE(ctl::journal_from_json(text, "x.json"));
+}
+
 TEST(SimLaw, LowerClocksTradeTimeForEnergy) {
   jouleprof::SimConfig cfg;
   jouleprof::SimControl free_run, slow, capped;

@@ -22,36 +22,15 @@ using namespace jp_control_test;
 
 namespace {
 
-struct FakeEnv {
-  std::string dir, state, log, journal, scenario;
-  std::map<unsigned, FakeGpuState> original;
-  explicit FakeEnv(int gpus = 1) {
-    dir = (fs::temp_directory_path() / ("jp-session-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-              .string();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    state = dir + "/state.txt";
-    log = dir + "/set-log.txt";
-    journal = dir + "/journal";
-    scenario = dir + "/scenario.txt";
-    std::ofstream(scenario) << "gpus " << gpus << "\n";
-    setenv("JOULEPROF_FAKE_NVML_SCENARIO", scenario.c_str(), 1);
-    setenv("JOULEPROF_FAKE_NVML_STATE", state.c_str(), 1);
-    setenv("JOULEPROF_FAKE_NVML_SET_LOG", log.c_str(), 1);
-    original = seeded_original(gpus);
-    write_fake_state(state, original);
+// The fake folder, announced to this process's fake NVML through its environment.
+struct FakeEnv : FakeNvmlFolder {
+  explicit FakeEnv(int gpus = 1)
+      : FakeNvmlFolder(std::string("session-") + ::testing::UnitTest::GetInstance()->current_test_info()->name(), gpus) {
+    for (const auto& [k, v] : fake_nvml_env()) setenv(k.c_str(), v.c_str(), 1);
   }
   ~FakeEnv() {
-    for (const char* v : {"JOULEPROF_FAKE_NVML_SCENARIO", "JOULEPROF_FAKE_NVML_STATE", "JOULEPROF_FAKE_NVML_SET_LOG",
-                          "JOULEPROF_FAKE_NVML_NO_PERMISSION", "JOULEPROF_FAKE_NVML_NO_APP_CLOCKS"}) {
-      unsetenv(v);
-    }
-    fs::remove_all(dir);
-  }
-  std::size_t journals() const {
-    auto j = ctl::read_journals(journal);
-    return j ? j->size() : 999;
+    for (const auto& [k, v] : fake_nvml_env()) unsetenv(k.c_str());
+    for (const char* v : {"JOULEPROF_FAKE_NVML_NO_PERMISSION", "JOULEPROF_FAKE_NVML_NO_APP_CLOCKS"}) unsetenv(v);
   }
 };
 

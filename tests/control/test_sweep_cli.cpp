@@ -22,29 +22,16 @@ using namespace jp_control_test;
 
 namespace {
 
-struct Cli {
-  std::string dir, state, log, journal, db, scenario;
-  std::map<unsigned, FakeGpuState> original;
-  explicit Cli(int gpus = 1) {
-    dir = (fs::temp_directory_path() / ("jp-sweepcli-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-              .string();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    state = dir + "/state.txt";
-    log = dir + "/set-log.txt";
-    journal = dir + "/journal";
-    db = dir + "/runs.db";
-    scenario = dir + "/scenario.txt";
-    std::ofstream(scenario) << "gpus " << gpus << "\nworkload_time_scale 0.1\n";
-    original = seeded_original(gpus);
-    write_fake_state(state, original);
-  }
-  ~Cli() { fs::remove_all(dir); }
+// The fake folder, announced to a jouleprof child process through its environment.
+struct Cli : FakeNvmlFolder {
+  explicit Cli(int gpus = 1)
+      : FakeNvmlFolder(std::string("sweepcli-") + ::testing::UnitTest::GetInstance()->current_test_info()->name(), gpus,
+                       "workload_time_scale 0.1\n") {}
   std::vector<std::string> env() const {
-    return {"JOULEPROF_FAKE_NVML_STATE=" + state, "JOULEPROF_FAKE_NVML_SET_LOG=" + log,
-            "JOULEPROF_FAKE_NVML_SCENARIO=" + scenario, "JOULEPROF_CONTROL_DIR=" + journal, "JOULEPROF_DB=" + db,
-            std::string("JOULEPROF_NVML_LIB=") + JOULEPROF_FAKE_NVML};
+    std::vector<std::string> out = {"JOULEPROF_CONTROL_DIR=" + journal, "JOULEPROF_DB=" + db,
+                                    std::string("JOULEPROF_NVML_LIB=") + JOULEPROF_FAKE_NVML};
+    for (const auto& [k, v] : fake_nvml_env()) out.push_back(k + "=" + v);
+    return out;
   }
   template <class F>
   jp_test::ProgramRun run(const std::vector<std::string>& args, F after_start) const {
@@ -52,10 +39,6 @@ struct Cli {
   }
   jp_test::ProgramRun run(const std::vector<std::string>& args) const {
     return run(args, [](pid_t) {});
-  }
-  std::size_t journals() const {
-    auto j = jouleprof::control::read_journals(journal);
-    return j ? j->size() : 999;
   }
 };
 

@@ -1,7 +1,8 @@
 // ONNX import: real exports (torchvision via torch.onnx on the device machine, weights
 // stripped) against the built-in builders, hand-made models built with ONNX's generated
-// protobuf classes, shapes from ONNX's shape inference, bad input, and property tests of the
-// loader (random bytes, byte flips and truncations of valid models).
+// protobuf classes (onnx_models.hpp), shapes from ONNX's shape inference, bad input, and an MLP
+// round-trip property. The loader's never-crash properties are in tests/fuzz/test_properties_onnx.cpp
+// (run under ASan/UBSan by scripts/asan-fuzz.sh).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
@@ -17,114 +18,22 @@
 
 #include "jouleprof/estimate/builders.hpp"
 #include "jouleprof/estimate/onnx.hpp"
+#include "onnx_models.hpp"
 #ifdef JOULEPROF_HAVE_RAPIDCHECK
 #include <rapidcheck.h>
 #endif
 
 using namespace jouleprof::estimate;
+using namespace jp_onnx_test;
 
 namespace {
 std::string fixture(const char* f) { return std::string(JOULEPROF_ESTIMATE_FIXTURES) + "/" + f; }
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 double conv_matmul_flops(const Graph& g) {
   double f = 0;
   for (const Op& o : g.ops) f += o.matrix_flops;
   return f;
 }
 
-// --- hand-made models, through ONNX's generated classes ---
-onnx::ValueInfoProto value_info(const std::string& name, const std::vector<int64_t>& dims,
-                                const std::vector<std::string>& params = {}) {
-  onnx::ValueInfoProto vi;
-  vi.set_name(name);
-  auto* tt = vi.mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  auto* shape = tt->mutable_shape();
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    auto* d = shape->add_dim();
-    if (i < params.size() && !params[i].empty()) d->set_dim_param(params[i]);
-    else d->set_dim_value(dims[i]);
-  }
-  return vi;
-}
-// A float weight without data (stripped, like the fixtures).
-onnx::TensorProto initializer(const std::string& name, const std::vector<int64_t>& dims) {
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t.add_dims(d);
-  return t;
-}
-// A 1-D int64 tensor with its values (shape arithmetic).
-onnx::TensorProto int_tensor(const std::string& name, const std::vector<int64_t>& values) {
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::INT64);
-  t.add_dims(static_cast<int64_t>(values.size()));
-  for (int64_t v : values) t.add_int64_data(v);
-  return t;
-}
-onnx::NodeProto node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out) {
-  onnx::NodeProto n;
-  for (const auto& i : in) n.add_input(i);
-  for (const auto& o : out) n.add_output(o);
-  n.set_name(op + "_" + out[0]);
-  n.set_op_type(op);
-  return n;
-}
-std::string model(const onnx::GraphProto& graph, int64_t opset = 17) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* o = m.add_opset_import();
-  o->set_domain("");
-  o->set_version(opset);
-  *m.mutable_graph() = graph;
-  return m.SerializeAsString();
-}
-// x[B,K0] -> MatMul W0[K0,K1] -> Relu -> MatMul W1[K1,K2] ...
-std::string mlp(const std::vector<int64_t>& widths, int64_t batch, const std::string& batch_param = "") {
-  onnx::GraphProto g;
-  g.set_name("mlp");
-  *g.add_input() = value_info("x", {batch, widths[0]}, {batch_param});
-  std::string cur = "x";
-  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-    const std::string w = "w" + std::to_string(i), y = "y" + std::to_string(i), r = "r" + std::to_string(i);
-    *g.add_initializer() = initializer(w, {widths[i], widths[i + 1]});
-    *g.add_node() = node("MatMul", {cur, w}, {y});
-    *g.add_node() = node("Relu", {y}, {r});
-    cur = r;
-  }
-  *g.add_output() = value_info(cur, {batch, widths.back()}, {batch_param});
-  return model(g);
-}
-// x[1,2,4,4] -> Pad(1 on each side) -> y: no shape declared for y unless `declare`.
-std::string padded(int64_t opset, bool declare) {
-  onnx::GraphProto g;
-  *g.add_input() = value_info("x", {1, 2, 4, 4});
-  *g.add_initializer() = int_tensor("pads", {0, 0, 1, 1, 0, 0, 1, 1});
-  *g.add_node() = node("Pad", {"x", "pads"}, {"y"});
-  *g.add_node() = node("Relu", {"y"}, {"z"});
-  onnx::ValueInfoProto out = declare ? value_info("z", {1, 2, 6, 6}) : value_info("z", {});
-  if (!declare) out.mutable_type()->mutable_tensor_type()->clear_shape();
-  *g.add_output() = out;
-  if (declare) *g.add_value_info() = value_info("y", {1, 2, 6, 6});
-  return model(g, opset);
-}
-std::string without_value_info(const std::string& bytes) {
-  onnx::ModelProto m;
-  EXPECT_TRUE(m.ParseFromString(bytes));
-  m.mutable_graph()->clear_value_info();
-  for (auto& o : *m.mutable_graph()->mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
-  return m.SerializeAsString();
-}
-bool error_or_graph(const jouleprof::Result<Graph>& r) {
-  return r.ok() || (!r.error().message.empty() && r.error().message.find('\n') == std::string::npos);
-}
 }  // namespace
 
 TEST(EstimateOnnx, TorchvisionExportsMatchTheBuilders) {
@@ -392,100 +301,6 @@ TEST(EstimateOnnx, CliGivesOneLineErrors) {
 }
 
 #ifdef JOULEPROF_HAVE_RAPIDCHECK
-namespace {
-// Uniform over [lo, hi) from the first case on (inRange alone starts small and grows with
-// rapidcheck's size: positions near the start of the file, the first model only).
-std::size_t uniform(std::size_t lo, std::size_t hi) { return *rc::gen::resize(100, rc::gen::inRange<std::size_t>(lo, hi)); }
-}  // namespace
-
-TEST(EstimateOnnx, PropertyRandomBytesNeverCrash) {
-  const bool ok = rc::check("import_onnx on arbitrary bytes returns a value or a one-line error", [](const std::string& bytes) {
-    RC_ASSERT(error_or_graph(import_onnx(bytes, "fuzz.onnx", {})));
-  });
-  EXPECT_TRUE(ok);
-}
-
-TEST(EstimateOnnx, PropertyMutatedModelsNeverCrash) {
-  const std::vector<std::string> bases = {mlp({16, 32, 8}, 4), padded(17, false), read_file(fixture("mobilenet_v2.onnx")),
-                                          read_file(fixture("vit_b_16.onnx"))};
-  const bool ok = rc::check("byte flips in a valid model give a value or an error", [&] {
-    std::string m = bases[uniform(0, bases.size())];
-    const std::size_t flips = uniform(1, 4);
-    for (std::size_t i = 0; i < flips; ++i) m[uniform(0, m.size())] = static_cast<char>(uniform(0, 256));
-    RC_ASSERT(error_or_graph(import_onnx(m, "mut.onnx", {})));
-  });
-  EXPECT_TRUE(ok);
-}
-
-TEST(EstimateOnnx, PropertyTruncatedModelsNeverCrash) {
-  const std::vector<std::string> bases = {mlp({16, 32, 8}, 4), read_file(fixture("vit_b_16.onnx"))};
-  const bool ok = rc::check("a truncated model gives a value or an error", [&] {
-    const std::string& m = bases[uniform(0, bases.size())];
-    RC_ASSERT(error_or_graph(import_onnx(m.substr(0, uniform(0, m.size())), "cut.onnx", {})));
-  });
-  EXPECT_TRUE(ok);
-}
-
-TEST(EstimateOnnx, PropertyStructurallyMutatedModelsNeverCrash) {
-  // Byte flips mostly break names; these mutate what ONNX's inference functions read: op types,
-  // attribute values (0 and negative included), wiring, weight and declared shapes, the opset.
-  const std::vector<std::string> bases = {mlp({16, 32, 8}, 4), padded(17, false), read_file(fixture("mobilenet_v2.onnx")),
-                                          without_value_info(read_file(fixture("vit_b_16.onnx")))};
-  std::vector<std::string> ops = onnx_supported_ops();
-  for (const char* extra : {"TopK", "ConvTranspose", "InstanceNormalization", "If", "Scan", "Einsum", "NonZero"}) ops.emplace_back(extra);
-  const std::vector<std::string> attrs = {"axis", "axes", "perm", "pads", "strides", "kernel_shape", "dilations", "group",
-                                          "keepdims", "to", "split", "transA", "transB", "auto_pad", "ceil_mode", "start",
-                                          "end", "allowzero", "value_ints", "value_int", "value"};
-  const bool ok = rc::check("structural mutations give a value or an error", [&] {
-    onnx::ModelProto m;
-    RC_ASSERT(m.ParseFromString(bases[uniform(0, bases.size())]));
-    auto* g = m.mutable_graph();
-    const auto small = [] { return static_cast<int64_t>(uniform(0, 12)) - 4; };
-    for (std::size_t k = uniform(1, 5); k > 0; --k) {
-      auto* n = g->mutable_node(static_cast<int>(uniform(0, static_cast<std::size_t>(g->node_size()))));
-      switch (uniform(0, 7)) {
-        case 0: n->set_op_type(ops[uniform(0, ops.size())]); break;
-        case 1: {
-          auto* a = n->add_attribute();
-          a->set_name(attrs[uniform(0, attrs.size())]);
-          if (uniform(0, 2)) {
-            a->set_type(onnx::AttributeProto::INT);
-            a->set_i(small());
-          } else {
-            a->set_type(onnx::AttributeProto::INTS);
-            for (std::size_t j = uniform(0, 6); j > 0; --j) a->add_ints(small());
-          }
-          break;
-        }
-        case 2:
-          if (n->input_size() > 0) {
-            const auto& src = g->node(static_cast<int>(uniform(0, static_cast<std::size_t>(g->node_size()))));
-            if (src.output_size() > 0) n->set_input(static_cast<int>(uniform(0, static_cast<std::size_t>(n->input_size()))), src.output(0));
-          }
-          break;
-        case 3:
-          if (uniform(0, 2) && n->input_size() > 0) n->mutable_input()->RemoveLast();
-          else if (n->output_size() > 0) n->mutable_output()->RemoveLast();
-          break;
-        case 4:
-          if (g->initializer_size() > 0) {
-            auto* t = g->mutable_initializer(static_cast<int>(uniform(0, static_cast<std::size_t>(g->initializer_size()))));
-            if (t->dims_size() > 0) t->set_dims(static_cast<int>(uniform(0, static_cast<std::size_t>(t->dims_size()))), small());
-          }
-          break;
-        case 5: {
-          auto* sh = g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
-          if (sh->dim_size() > 0) sh->mutable_dim(static_cast<int>(uniform(0, static_cast<std::size_t>(sh->dim_size()))))->set_dim_value(small());
-          break;
-        }
-        default: m.mutable_opset_import(0)->set_version(static_cast<int64_t>(uniform(0, 20))); break;
-      }
-    }
-    RC_ASSERT(error_or_graph(import_onnx(m.SerializeAsString(), "mut.onnx", {})));
-  });
-  EXPECT_TRUE(ok);
-}
-
 TEST(EstimateOnnx, PropertyMlpRoundTrip) {
   const bool ok = rc::check("an MLP written as ONNX imports with 2*B*sum(K*N) FLOPs", [] {
     const auto widths = *rc::gen::container<std::vector<int64_t>>(*rc::gen::inRange<std::size_t>(2, 6), rc::gen::inRange<int64_t>(1, 300));
