@@ -44,4 +44,5 @@ python3 -c "import jouleprof; print('jouleprof', jouleprof.__version__)" 2>&1 | 
 python3 -c "import zeus, zeus.monitor; print('zeus', zeus.__version__, zeus.__file__)" 2>&1 | tail -4 | tee -a "$OUT/import.txt"
 
 echo "== Llama-3.2-1B: jouleprof vs Zeus"
-timeout 170 python3 scripts/validation/python_vs_zeus.py --out "$OUT" 2>&1 | grep -v Warning | tail -40 | tee "$OUT/python_vs_zeus.txt"
+timeout 170 python3 scripts/validation/python_vs_zeus.py --out "$OUT" 2>&1 | tee "$OUT/python_vs_zeus.log" |
+  grep -v Warning | tail -40 | tee "$OUT/python_vs_zeus.txt"
