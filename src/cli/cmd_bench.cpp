@@ -119,7 +119,18 @@ int run_child(const BenchFlags& f) {
   std::vector<std::string> argv{bin.string(), "bench"};
   for (auto& a : llm::bench_args(child)) argv.push_back(std::move(a));
   install_signal_forwarding();
+  // With the JSON on stdout, stdout carries the JSON only: the child inherits stderr as its
+  // stdout, so jouleprof-llm's table goes to stderr (as the simulated benchmark's does).
+  const int saved_stdout = is_stdout(f.o.json) ? ::dup(STDOUT_FILENO) : -1;
+  if (saved_stdout >= 0) {
+    std::fflush(stdout);
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
   auto proc = ChildProcess::spawn(argv, {});
+  if (saved_stdout >= 0) {
+    ::dup2(saved_stdout, STDOUT_FILENO);
+    ::close(saved_stdout);
+  }
   if (!proc) return report(proc.error());
   const ChildStatus st = proc->wait();
 

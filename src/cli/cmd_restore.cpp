@@ -30,18 +30,18 @@ const char* kind_name(control::RestoreOutcome::Kind k) {
   return "failed";
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  if (path.empty()) return;
-  if (path == "-") {
-    std::cout << j.dump(2) << "\n";
-    return;
-  }
-  std::ofstream(path) << j.dump(2) << "\n";
+// One shape for both modes (schemas/restore.schema.json): {schema_version, mode, journal_dir,
+// ok, gpus: [{uuid, outcome, ok, message, journal (restore mode)}]}.
+int write_json(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return 0;
+  if (auto w = write_output(path, j.dump(2) + "\n"); !w) return report(w.error());
+  return 0;
 }
 
 int run(const RestoreFlags& f) {
   const std::string dir = f.dir.empty() ? control::default_journal_dir() : f.dir;
-  nlohmann::json j = {{"schema_version", 1}, {"journal_dir", dir}, {"gpus", nlohmann::json::array()}};
+  nlohmann::json j = {{"schema_version", 1}, {"mode", f.check ? "check" : "restore"}, {"journal_dir", dir},
+                      {"gpus", nlohmann::json::array()}};
   if (f.check) {
     auto out = control::check_journals(dir);
     if (!out) return report(out.error());
@@ -49,11 +49,11 @@ int run(const RestoreFlags& f) {
     for (const auto& o : *out) {
       ok = ok && o.ok;
       if (!f.quiet || !o.ok) fmt::print(stderr, "jouleprof: {}{}\n", o.ok ? "" : "error: ", o.message);
-      j["gpus"].push_back({{"uuid", o.uuid}, {"ok", o.ok}, {"message", o.message}});
+      j["gpus"].push_back({{"uuid", o.uuid}, {"outcome", o.ok ? "matches" : "differs"}, {"ok", o.ok}, {"message", o.message}});
     }
     if (out->empty() && !f.quiet) fmt::print(stderr, "jouleprof: no journal in {}: nothing was left changed\n", dir);
     j["ok"] = ok;
-    write_json(f.json, j);
+    if (int w = write_json(f.json, j); w != 0) return w;
     return ok ? 0 : 1;
   }
   auto out = control::restore_from_journals(dir, f.include_running);
@@ -63,10 +63,11 @@ int run(const RestoreFlags& f) {
     const bool bad = o.kind != control::RestoreOutcome::Kind::restored;
     if (bad) rc = o.kind == control::RestoreOutcome::Kind::foreign ? kExitUsage : 1;
     if (!f.quiet || bad) fmt::print(stderr, "jouleprof: {}{}\n", bad ? "error: " : "", o.message);
-    j["gpus"].push_back({{"uuid", o.uuid}, {"journal", o.path}, {"outcome", kind_name(o.kind)}, {"message", o.message}});
+    j["gpus"].push_back({{"uuid", o.uuid}, {"outcome", kind_name(o.kind)}, {"ok", !bad}, {"journal", o.path}, {"message", o.message}});
   }
   if (out->empty() && !f.quiet) fmt::print(stderr, "jouleprof: no journal in {}: nothing to restore\n", dir);
-  write_json(f.json, j);
+  j["ok"] = rc == 0;
+  if (int w = write_json(f.json, j); w != 0) return w;
   return rc;
 }
 
@@ -83,7 +84,7 @@ Runner add_restore(CLI::App& app) {
                                         "for root, else ~/.local/state/jouleprof/control)");
   c->add_flag("--include-running", f->include_running,
               "also restore GPUs whose jouleprof still runs (it will find its GPUs changed back)");
-  c->add_option("--json", f->json, "write the outcome as JSON to FILE ('-': stdout)");
+  add_json_option(c, f->json, "write the outcome as JSON (schemas/restore.schema.json)");
   c->add_flag("-q,--quiet", f->quiet, "print only problems");
   return [f] { return run(*f); };
 }

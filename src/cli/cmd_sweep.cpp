@@ -77,46 +77,42 @@ void print_progress(const ctl::SweepProgress& p) {
 
 int write_out(const std::string& path, const std::string& text) {
   if (path.empty()) return 0;
-  if (path == "-") {
-    std::cout << text;
-    return 0;
-  }
-  std::ofstream out(path);
-  out << text;
-  if (!out) return report(make_error(Errc::io, "cannot write " + path));
+  if (auto w = write_output(path, text); !w) return report(w.error());
   return 0;
 }
 
-int emit_report(const SweepFlags& f, const std::string& sweep_id) {
+// Text for people goes to stdout only when no machine-readable output does.
+bool text_wanted(const SweepFlags& f) { return !f.quiet && !is_stdout(f.json) && !is_stdout(f.csv); }
+
+// --report ID (and the end of a sweep): the table, --json, --csv and the SVG figures.
+int emit_report(const SweepFlags& f, const std::string& sweep_id, bool with_json) {
   auto store = Store::open(resolve_db_path(f.db), Store::Mode::read);
   if (!store) return report(store.error());
   auto rep = sweep_report(*store, sweep_id);
   if (!rep) return report(rep.error());
-  if (!f.quiet) std::cout << sweep_report_text(*rep);
-  int rc = write_out(f.csv, sweep_report_csv(*rep));
-  if (!f.svg_dir.empty()) {
-    std::filesystem::create_directories(f.svg_dir);
-    bool clocks = false, limits = false;
-    for (const auto& row : rep->rows) {
-      clocks = clocks || row.clock_mhz;
-      limits = limits || row.power_limit_w;
-    }
-    ChartOptions co;
-    co.for_static = true;
-    for (const char* axis : {"clock_mhz", "power_limit_w"}) {
-      if ((std::string(axis) == "clock_mhz" && !clocks) || (std::string(axis) == "power_limit_w" && !limits)) continue;
-      for (const char* metric : {"energy_j", "duration_s", "power_w", "edp_js", "ed2p_js2"}) {
-        const ChartSpec c = sweep_chart(*rep, metric, axis, co);
-        if (c.option_json.empty()) continue;
-        auto svg = render_svg(c, 720, 420);
-        if (!svg) return report(svg.error());
-        const std::string path = f.svg_dir + "/" + metric + "-vs-" + axis + ".svg";
-        std::ofstream(path) << *svg;
-        if (!f.quiet) fmt::print(stderr, "jouleprof: wrote {}\n", path);
-      }
+  if (text_wanted(f)) std::cout << sweep_report_text(*rep);
+  if (with_json) {
+    if (int rc = write_out(f.json, sweep_report_json(*rep)); rc != 0) return rc;
+  }
+  if (int rc = write_out(f.csv, sweep_report_csv(*rep)); rc != 0) return rc;
+  if (f.svg_dir.empty()) return 0;
+  std::error_code ec;
+  std::filesystem::create_directories(f.svg_dir, ec);
+  if (ec) return report(make_error(Errc::io, "cannot create " + f.svg_dir + ": " + ec.message()));
+  ChartOptions co;
+  co.for_static = true;
+  for (const char* axis : {"clock_mhz", "power_limit_w"}) {
+    for (const char* metric : {"energy_j", "duration_s", "power_w", "edp_js", "ed2p_js2", "phase_energy_j"}) {
+      const ChartSpec c = sweep_chart(*rep, metric, axis, co);
+      if (c.option_json.empty()) continue;
+      auto svg = render_svg(c, 720, 420);
+      if (!svg) return report(svg.error());
+      const std::string path = f.svg_dir + "/" + metric + "-vs-" + axis + ".svg";
+      if (int rc = write_out(path, *svg); rc != 0) return rc;
+      if (!f.quiet) fmt::print(stderr, "jouleprof: wrote {}\n", path);
     }
   }
-  return rc;
+  return 0;
 }
 
 // --discover: what the GPUs support and how they are set now; nothing is changed.
@@ -142,7 +138,7 @@ int discover(const SweepFlags& f) {
                          {"persistence", st && st->persistence ? nlohmann::json(*st->persistence) : nlohmann::json(nullptr)},
                          {"locked_clocks", g.locked_clocks}, {"mem_locked_clocks", g.mem_locked_clocks},
                          {"app_clocks", g.app_clocks}, {"may_change_settings", perm.empty()}, {"permission_problem", perm}});
-    if (!f.quiet) {
+    if (text_wanted(f)) {
       fmt::print("GPU {} {} ({})\n  memory clocks: {} MHz\n  graphics clocks: {} ({}–{} MHz)\n", g.index, g.name, g.uuid,
                  fmt::join(g.mem_clocks_mhz, ", "), all.size(), all.empty() ? 0 : all.back(), all.empty() ? 0 : all.front());
       fmt::print("  power limit: {} W now, {}–{} W, default {} W\n", st && st->power_limit_mw ? *st->power_limit_mw / 1000.0 : 0.0,
@@ -164,7 +160,7 @@ int run(SweepFlags f) {
     else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) f.spec.nvml_library = lib;
     return discover(f);
   }
-  if (!f.report_id.empty()) return emit_report(f, f.report_id);
+  if (!f.report_id.empty()) return emit_report(f, f.report_id, true);
   if (!f.plan.empty()) {
     std::ifstream in(f.plan);
     if (!in) return report(make_error(Errc::invalid_argument, "cannot read the sweep plan " + f.plan));
@@ -290,7 +286,7 @@ int run(SweepFlags f) {
     if (int w = write_out(f.json, j.dump(2) + "\n"); w != 0) rc = w;
   }
   if (!o.shard && (sum->count(ctl::UnitOutcome::Kind::measured) + sum->count(ctl::UnitOutcome::Kind::skipped) > 0)) {
-    if (int e = emit_report(f, sum->sweep_id); e != 0 && rc == 0) rc = e;
+    if (int e = emit_report(f, sum->sweep_id, false); e != 0 && rc == 0) rc = e;
   }
   return rc;
 }
@@ -315,14 +311,14 @@ Runner add_sweep(CLI::App& app) {
   c->add_option("--mem-clocks", f->mem_clocks, "memory clocks, MHz, comma separated");
   c->add_option("--power-limits", f->power_limits, "power limits, W, comma separated");
   c->add_option("--param", f->params, "KEY=V1,V2: workload parameter, {KEY} in the command and $JOULEPROF_PARAM_KEY (repeatable)");
-  c->add_option("--runs", s.runs, "measured runs per point")->check(CLI::PositiveNumber)->capture_default_str();
-  c->add_option("--warmup", s.warmup, "warm-up runs per point")->check(CLI::NonNegativeNumber)->capture_default_str();
+  checked(c->add_option("--runs", s.runs, "measured runs per point"), IntRange{.min = 1, .max = 10000})->capture_default_str();
+  checked(c->add_option("--warmup", s.warmup, "warm-up runs per point"), IntRange{.min = 0, .max = 10000})->capture_default_str();
   c->add_option("--mode", s.mode, "baseline (change nothing), dvfs (every clock unless --clocks) or custom")
       ->check(CLI::IsMember({"baseline", "dvfs", "custom"}))->capture_default_str();
   c->add_option("--order", s.order, "random (seeded), interleaved (one run of every point per pass) or sequential")
       ->check(CLI::IsMember({"random", "interleaved", "sequential"}))->capture_default_str();
   c->add_option("--seed", s.seed, "seed of the random order")->capture_default_str();
-  c->add_option("--idle", s.idle_s, "seconds of idle baseline before each point")->check(CLI::NonNegativeNumber)->capture_default_str();
+  checked(c->add_option("--idle", s.idle_s, "seconds of idle baseline before each point"), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
   c->add_flag("--cooldown", s.cooldown, "wait for a stable GPU temperature between points and runs");
   c->add_flag("--observe-only", s.observe_only, "run the same schedule without changing any setting");
   c->add_option("--multi-gpu", s.multi_gpu, "split: one point per GPU in parallel; together: every GPU at each point (multi-GPU workloads)")
@@ -330,14 +326,15 @@ Runner add_sweep(CLI::App& app) {
   c->add_option("--sweep-id", s.sweep_id, "name of the sweep (default: derived from its settings, so a rerun resumes)");
   c->add_option("--tag", f->tags, "KEY=VALUE recorded with every point (repeatable)");
   c->add_option("--sim-scenario", s.sim_scenario, "scenario file for the simulated GPU (docs/simulated-gpu.md)");
-  c->add_option("--sim-power", f->sim_power_w, "simulated GPU power at full clock while a command runs, W")->capture_default_str();
+  checked(c->add_option("--sim-power", f->sim_power_w, "simulated GPU power at full clock while a command runs, W"), DoubleRange{.min = 0, .max = 5000})
+      ->capture_default_str();
   c->add_option("--nvml-lib", f->nvml_lib, "NVML library (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
   c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else ~/.local/share/jouleprof/runs.db)");
   c->add_option("--journal-dir", f->journal_dir, "restore journal folder (default: see `jouleprof restore --help`)");
   c->add_flag("--discover", f->discover, "print the GPUs' supported clocks, power-limit range and current settings; change nothing");
   c->add_flag("--dry-run", f->dry_run, "print the plan (or with --slurm the batch script) and change nothing");
   c->add_option("--report", f->report_id, "report a stored sweep instead of running one (SWEEP_ID)");
-  c->add_option("--json", f->json, "the sweep's outcome per unit as JSON ('-': stdout)");
+  add_json_option(c, f->json, "the sweep's outcome per unit, or with --report the report (schemas/sweep*.schema.json)");
   c->add_option("--csv", f->csv, "the sweep report as CSV, one row per point ('-': stdout)");
   c->add_option("--svg-dir", f->svg_dir, "write energy, time, power, EDP and ED²P vs clock / power limit as SVG here");
   c->add_flag("--progress", f->progress, "progress on stderr even when it is not a terminal");
@@ -351,9 +348,10 @@ Runner add_sweep(CLI::App& app) {
   c->add_option("--partition", f->sl.partition, "SLURM partition");
   c->add_option("--account", f->sl.account, "SLURM account");
   c->add_option("--time", f->sl.time, "SLURM time limit per task (e.g. 01:00:00)");
-  c->add_option("--gpus-per-task", f->sl.gpus_per_task, "GPUs per SLURM task (0: no GPU request)")->capture_default_str();
-  c->add_option("--tasks", f->sl.tasks, "array size (default: one task per unit of work)");
-  c->add_option("--array-max", f->sl.array_max, "at most this many tasks at once");
+  checked(c->add_option("--gpus-per-task", f->sl.gpus_per_task, "GPUs per SLURM task (0: no GPU request)"), IntRange{.min = 0, .max = 1024})
+      ->capture_default_str();
+  checked(c->add_option("--tasks", f->sl.tasks, "array size (default: one task per unit of work)"), IntRange{.min = 0, .max = 1000000});
+  checked(c->add_option("--array-max", f->sl.array_max, "at most this many tasks at once (0: no limit)"), IntRange{.min = 0, .max = 1000000});
   c->add_option("--slurm-dir", f->sl.out_dir, "folder for the plan, script, task stores and logs (default: jouleprof-sweep-ID)");
   c->add_option("command", s.command, "the workload and its arguments, after --")->expected(-1);
   return [f] { return run(*f); };

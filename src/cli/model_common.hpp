@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "options.hpp"
 #include "jouleprof/models/dataset.hpp"
 #include "jouleprof/models/model.hpp"
 
@@ -52,28 +53,18 @@ struct DataFlags {
 struct OutFlags {
   std::string json, csv;
   bool quiet = false;
-  std::string db;
   void add(CLI::App* c) {
-    c->add_option("--json", json, "write JSON here ('-': stdout)");
+    add_json_option(c, json, "write JSON here");
     c->add_option("--csv", csv, "write CSV here ('-': stdout)");
     c->add_flag("-q,--quiet", quiet, "no summary on stdout");
-    c->add_option("--db", db, "run store (not used by this command yet: data comes from --data CSV)");
   }
   bool text() const { return !quiet && json != "-" && csv != "-"; }
 };
 
+/// write_output (checked, atomic), with the final newline the documents are read with.
 inline Result<void> write_text(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    if (!text.empty() && text.back() != '\n') std::cout << "\n";
-    return {};
-  }
-  std::ofstream out(path);
-  if (!out) return make_error(Errc::io, "cannot write " + path);
-  out << text;
-  if (!text.empty() && text.back() != '\n') out << "\n";
-  if (!out) return make_error(Errc::io, "cannot write " + path);
-  return {};
+  if (path.empty()) return {};
+  return write_output(path, !text.empty() && text.back() != '\n' ? text + "\n" : text);
 }
 
 inline void warn_gpu(const models::Model& m, const std::string& gpu) {

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <fmt/format.h>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "form.hpp"
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/config.hpp"
 
 namespace jouleprof::models {
@@ -254,7 +256,7 @@ Result<std::vector<Point>> Model::predict(const std::vector<Probe>& probes, cons
     pt.power_w = P[i] * std::exp(cP[0] * phi + cP[1] * phi * phi);
     pt.time_s = T[i] * std::exp(cT[0] * phi + cT[1] * phi * phi);
     if (!std::isfinite(pt.power_w) || !std::isfinite(pt.time_s))
-      return make_error(Errc::invalid_argument, "the model gives no finite prediction at " + std::to_string(clocks[i]) + " MHz");
+      return make_error(Errc::invalid_argument, fmt::format("the model gives no finite prediction at {:g} MHz", clocks[i]));
     out.push_back(pt);
   }
   return out;
@@ -337,12 +339,6 @@ Result<Model> load_model(const std::string& path) {
   return Model::from_json(ss.str(), path);
 }
 
-Result<void> save_model(const Model& m, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) return make_error(Errc::io, "cannot write " + path);
-  out << m.to_json() << "\n";
-  if (!out) return make_error(Errc::io, "cannot write " + path);
-  return {};
-}
+Result<void> save_model(const Model& m, const std::string& path) { return write_file_atomic(path, m.to_json() + "\n"); }
 
 }  // namespace jouleprof::models

@@ -35,7 +35,7 @@ Result<Objective> parse_objective(const std::string& s) {
   if (s.rfind("slowdown:", 0) == 0) {
     o.kind = ObjectiveKind::slowdown;
     if (!parse_finite_double(s.substr(9), o.slowdown_pct) || o.slowdown_pct < 0)
-      return make_error(Errc::invalid_argument, "--objective slowdown:PCT needs a percentage >= 0, got '" + s.substr(9) + "'");
+      return make_error(Errc::invalid_argument, "--objective slowdown:PCT needs a percentage ≥ 0, got '" + s.substr(9) + "'");
     return o;
   }
   return make_error(Errc::invalid_argument, "unknown objective '" + s + "' (energy, edp, ed2p or slowdown:PCT)");

@@ -39,6 +39,23 @@ const Summary& metric_of(const SweepRow& r, const std::string& metric) {
 
 std::string opt_text(const std::optional<double>& v) { return v ? fmt::format("{:.0f}", *v) : std::string("-"); }
 
+json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json summary_json(const Summary& s) {
+  return {{"n", s.n}, {"mean", s.mean}, {"ci95_half_width", s.ci95_half_width}, {"stdev", s.stdev}, {"min", s.min}, {"max", s.max}};
+}
+
+// Every marked phase of the sweep, in first-seen order of the sorted rows.
+std::vector<std::string> phase_names(const SweepReport& r) {
+  std::vector<std::string> out;
+  for (const auto& row : r.rows) {
+    for (const auto& [name, v] : row.phases) {
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<SweepReport> sweep_report(Store& store, const std::string& sweep_id) {
@@ -133,11 +150,16 @@ std::string sweep_report_csv(const SweepReport& r) {
       if (std::find(pkeys.begin(), pkeys.end(), k) == pkeys.end()) pkeys.push_back(k);
     }
   }
+  const std::vector<std::string> phases = phase_names(r);
   std::ostringstream out;
   out << "sweep,point,clock_mhz,mem_clock_mhz,power_limit_w,observed_clock_mhz";
   for (const auto& k : pkeys) out << ",param_" << k;
   out << ",runs,energy_j,energy_ci95_j,duration_s,duration_ci95_s,power_w,power_ci95_w,edp_js,edp_ci95_js,ed2p_js2,"
-         "ed2p_ci95_js2,best_energy,best_edp,best_ed2p,simulated\n";
+         "ed2p_ci95_js2,best_energy,best_edp,best_ed2p,simulated";
+  for (const auto& ph : phases) {
+    out << fmt::format(",phase_{0}_energy_j,phase_{0}_energy_ci95_j,phase_{0}_duration_s,phase_{0}_duration_ci95_s", ph);
+  }
+  out << "\n";
   auto o = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); };
   for (const auto& row : r.rows) {
     out << r.sweep_id << ",\"" << row.point << "\"," << o(row.clock_mhz) << "," << o(row.mem_clock_mhz) << ","
@@ -147,7 +169,17 @@ std::string sweep_report_csv(const SweepReport& r) {
     for (const Summary* s : {&row.energy_j, &row.duration_s, &row.power_w, &row.edp_js, &row.ed2p_js2}) {
       out << fmt::format(",{:.6g},{:.6g}", s->mean, s->ci95_half_width);
     }
-    out << "," << row.best_energy << "," << row.best_edp << "," << row.best_ed2p << "," << r.simulated << "\n";
+    out << "," << row.best_energy << "," << row.best_edp << "," << row.best_ed2p << "," << r.simulated;
+    for (const auto& ph : phases) {
+      auto it = row.phases.find(ph);
+      if (it == row.phases.end()) {
+        out << ",,,,";
+      } else {
+        out << fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g}", it->second.first.mean, it->second.first.ci95_half_width,
+                           it->second.second.mean, it->second.second.ci95_half_width);
+      }
+    }
+    out << "\n";
   }
   return out.str();
 }
@@ -168,60 +200,121 @@ std::string sweep_report_text(const SweepReport& r) {
                      cell(row.energy_j, row.best_energy), cell(row.duration_s, false), row.power_w.mean,
                      cell(row.edp_js, row.best_edp), cell(row.ed2p_js2, row.best_ed2p), params);
   }
+  const std::vector<std::string> phases = phase_names(r);
+  if (!phases.empty()) {
+    s += "per phase: energy J / time s (mean ± 95% CI)\n";
+    s += fmt::format("{:>6} {:>6} {:>5}", "clock", "mem", "PL W");
+    for (const auto& ph : phases) s += fmt::format("  {:>30}", ph);
+    s += "\n";
+    for (const auto& row : r.rows) {
+      s += fmt::format("{:>6} {:>6} {:>5}", opt_text(row.clock_mhz), opt_text(row.mem_clock_mhz), opt_text(row.power_limit_w));
+      for (const auto& ph : phases) {
+        auto it = row.phases.find(ph);
+        s += fmt::format("  {:>30}", it == row.phases.end() ? std::string("-")
+                                                            : fmt::format("{:.4g} ± {:.2g} / {:.3g} ± {:.2g}", it->second.first.mean,
+                                                                          it->second.first.ci95_half_width, it->second.second.mean,
+                                                                          it->second.second.ci95_half_width));
+      }
+      s += "\n";
+    }
+  }
   for (const auto& f : r.failures) s += "failed: " + f + "\n";
   return s;
+}
+
+std::string sweep_report_json(const SweepReport& r) {
+  json rows = json::array();
+  for (const auto& row : r.rows) {
+    json phases = json::object();
+    for (const auto& [name, v] : row.phases) phases[name] = {{"energy_j", summary_json(v.first)}, {"duration_s", summary_json(v.second)}};
+    rows.push_back({{"point", row.point},
+                    {"clock_mhz", opt_json(row.clock_mhz)},
+                    {"mem_clock_mhz", opt_json(row.mem_clock_mhz)},
+                    {"power_limit_w", opt_json(row.power_limit_w)},
+                    {"observed_clock_mhz", opt_json(row.observed_clock_mhz)},
+                    {"params", row.params},
+                    {"run_ids", row.run_ids},
+                    {"energy_j", summary_json(row.energy_j)},
+                    {"duration_s", summary_json(row.duration_s)},
+                    {"power_w", summary_json(row.power_w)},
+                    {"edp_js", summary_json(row.edp_js)},
+                    {"ed2p_js2", summary_json(row.ed2p_js2)},
+                    {"phases", phases},
+                    {"best_energy", row.best_energy},
+                    {"best_edp", row.best_edp},
+                    {"best_ed2p", row.best_ed2p}});
+  }
+  json j = {{"schema_version", 1}, {"sweep_id", r.sweep_id}, {"simulated", r.simulated}, {"region", r.region},
+            {"rows", rows}, {"failures", r.failures}};
+  return j.dump(2) + "\n";
 }
 
 ChartSpec sweep_chart(const SweepReport& r, const std::string& metric, const std::string& axis, const ChartOptions& o) {
   static const std::map<std::string, std::string> names = {{"energy_j", "energy (J)"}, {"duration_s", "time (s)"},
                                                            {"power_w", "average power (W)"}, {"edp_js", "EDP (J·s)"},
-                                                           {"ed2p_js2", "ED²P (J·s²)"}};
+                                                           {"ed2p_js2", "ED²P (J·s²)"}, {"phase_energy_j", "energy per phase (J)"}};
+  const std::string y_name = names.count(metric) ? names.at(metric) : metric;
+  const std::string x_name = axis == "power_limit_w" ? "power limit (W)" : "clock (MHz)";
   ChartSpec c;
   c.id = "sweep-" + metric + "-" + axis;
-  c.title = fmt::format("{} vs {}{}", names.count(metric) ? names.at(metric) : metric,
-                        axis == "power_limit_w" ? "power limit (W)" : "clock (MHz)", r.simulated ? " [simulated]" : "");
-  // One line per combination of everything but the axis; error bars as vertical segments.
-  std::map<std::string, std::vector<const SweepRow*>> lines;
+  c.title = fmt::format("{} vs {}{}", y_name, x_name, r.simulated ? " (simulated)" : "");
+  // One line per combination of everything but the axis (and per phase for phase_energy_j).
+  struct Point {
+    double x;
+    const Summary* s;
+    bool best;
+  };
+  std::map<std::string, std::vector<Point>> lines;
+  const bool per_phase = metric == "phase_energy_j";
   for (const auto& row : r.rows) {
     const auto x = axis == "power_limit_w" ? row.power_limit_w : row.clock_mhz;
-    if (!x || metric_of(row, metric).n == 0) continue;
+    if (!x) continue;
     std::string label;
     if (axis != "clock_mhz" && row.clock_mhz) label += fmt::format("clock {:.0f} ", *row.clock_mhz);
     if (axis != "power_limit_w" && row.power_limit_w) label += fmt::format("PL {:.0f} W ", *row.power_limit_w);
     if (row.mem_clock_mhz) label += fmt::format("mem {:.0f} ", *row.mem_clock_mhz);
     for (const auto& [k, v] : row.params) label += k + "=" + v + " ";
-    if (label.empty()) label = "measured";
-    lines[label].push_back(&row);
+    if (per_phase) {
+      for (const auto& [name, v] : row.phases) {
+        if (v.first.n > 0) lines[label + name].push_back({*x, &v.first, false});
+      }
+      continue;
+    }
+    const Summary& s = metric_of(row, metric);
+    if (s.n == 0) continue;
+    const bool best = metric == "edp_js" ? row.best_edp : metric == "ed2p_js2" ? row.best_ed2p : metric == "energy_j" && row.best_energy;
+    lines[label.empty() ? "measured" : label].push_back({*x, &s, best});
   }
   if (lines.empty()) return c;
-  json series = json::array();
-  const std::string best_flag = metric == "edp_js" ? "edp" : metric == "ed2p_js2" ? "ed2p" : "energy";
-  for (const auto& [label, rows] : lines) {
-    json data = json::array(), bars = json::array(), best = json::array();
-    for (const SweepRow* row : rows) {
-      const double x = *(axis == "power_limit_w" ? row->power_limit_w : row->clock_mhz);
-      const Summary& s = metric_of(*row, metric);
-      data.push_back({x, s.mean});
-      bars.push_back({{"coords", {{x, s.mean - s.ci95_half_width}, {x, s.mean + s.ci95_half_width}}}});
-      const bool is_best = best_flag == "edp" ? row->best_edp : best_flag == "ed2p" ? row->best_ed2p : row->best_energy;
-      if (is_best && (metric == "energy_j" || metric == "edp_js" || metric == "ed2p_js2")) {
-        best.push_back({{"coord", {x, s.mean}}, {"name", "optimum"}, {"value", fmt::format("{:.0f}", x)}});
-      }
+  json series = json::array(), legend = json::array();
+  for (const auto& [label, points] : lines) {
+    json data = json::array(), bars = json::array(), ends = json::array(), best = json::array();
+    for (const Point& p : points) {
+      const double lo = p.s->mean - p.s->ci95_half_width, hi = p.s->mean + p.s->ci95_half_width;
+      data.push_back({p.x, p.s->mean});
+      bars.push_back({{"coords", {{p.x, lo}, {p.x, hi}}}});
+      ends.push_back({p.x, lo});
+      ends.push_back({p.x, hi});
+      if (p.best) best.push_back({{"coord", {p.x, p.s->mean}}, {"name", "optimum"}, {"value", fmt::format("{:.0f}", p.x)}});
     }
     json line = {{"name", label}, {"type", "line"}, {"data", data}, {"symbolSize", 6}};
-    if (!best.empty()) line["markPoint"] = {{"data", best}, {"symbol", "pin"}, {"symbolSize", 40}};
+    if (!best.empty()) line["markPoint"] = {{"data", best}, {"symbol", "pin"}, {"symbolSize", 44}};
     series.push_back(line);
+    legend.push_back(label);
+    // Error bars (95% CI) as vertical segments; their invisible ends make the axis cover them.
     series.push_back({{"name", label}, {"type", "lines"}, {"coordinateSystem", "cartesian2d"}, {"data", bars},
                       {"lineStyle", {{"width", 1.5}}}, {"silent", true}});
+    series.push_back({{"name", label}, {"type", "scatter"}, {"data", ends}, {"symbolSize", 0}, {"silent", true}});
   }
+  // The legend gets its own band under the title, only when there is more than one line.
+  const bool show_legend = lines.size() > 1;
   json opt = {{"animation", false},
-              {"legend", {{"top", 24}}},
-              {"grid", {{"left", 70}, {"right", 30}, {"top", 60}, {"bottom", 50}}},
-              {"xAxis", {{"type", "value"}, {"name", axis == "power_limit_w" ? "power limit (W)" : "clock (MHz)"},
-                         {"nameLocation", "middle"}, {"nameGap", 28}, {"scale", true}}},
-              {"yAxis", {{"type", "value"}, {"name", names.count(metric) ? names.at(metric) : metric}, {"scale", true}}},
-              {"title", {{"text", c.title}, {"left", "center"}, {"textStyle", {{"fontSize", 14}}}}},
+              {"grid", {{"left", 70}, {"right", 30}, {"top", show_legend ? 70 : 50}, {"bottom", 50}}},
+              {"xAxis", {{"type", "value"}, {"name", x_name}, {"nameLocation", "middle"}, {"nameGap", 28}, {"scale", true}}},
+              {"yAxis", {{"type", "value"}, {"name", y_name}, {"nameLocation", "middle"}, {"nameGap", 52}, {"scale", true}}},
+              {"title", {{"text", c.title}, {"left", "center"}, {"top", 4}, {"textStyle", {{"fontSize", 14}}}}},
               {"series", series}};
+  if (show_legend) opt["legend"] = {{"top", 30}, {"data", legend}, {"type", "plain"}};
   if (!o.for_static) opt["tooltip"] = {{"trigger", "axis"}};
   c.option_json = opt.dump();
   return c;

@@ -2,9 +2,11 @@
 """Every --json document jouleprof writes, validated against its JSON Schema in schemas/
 (docs/cli.md, "One JSON shape per command"), with Debian's python3-jsonschema (Draft 2020-12).
 The documents come from the simulated GPU: measure, bench llm, runs list/show/export/compare,
-estimate (one and several --hw, --list-hw, --list-models). Each schema must also refuse a broken
-copy of its document (so a schema that accepts anything fails this test).
-Usage: check_schemas.py JOULEPROF SCHEMAS_DIR"""
+estimate (one and several --hw, --list-hw, --list-models), sweep (outcome, --report, --discover),
+restore (and --check), model fit/eval/validate/predict and optimize (on a generated sweep CSV),
+and trace (of a program that writes a trace file as the injection library would). Each schema
+must also refuse a broken copy of its document (so a schema that accepts anything fails this test).
+Usage: check_schemas.py JOULEPROF SCHEMAS_DIR FAKE_TRACED_PROGRAM"""
 import copy
 import json
 import os
@@ -13,13 +15,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sim_dvfs import write_sim_dvfs_csv  # noqa: E402
+
 try:
     import jsonschema
     from jsonschema import Draft202012Validator
 except ImportError:
     sys.exit("python3-jsonschema is not installed (scripts/debian-packages.txt)")
 
-cli, schemas = os.path.abspath(sys.argv[1]), Path(sys.argv[2])
+cli, schemas, fake_traced = os.path.abspath(sys.argv[1]), Path(sys.argv[2]), os.path.abspath(sys.argv[3])
 store = {}
 for f in schemas.glob("*.schema.json"):
     s = json.loads(f.read_text())
@@ -34,10 +39,10 @@ def validator(name):
     return Draft202012Validator(s, resolver=resolver)
 
 
-def jp(*args, cwd):
-    env = dict(os.environ, JOULEPROF_DB=str(Path(cwd) / "default.db"))
+def jp(*args, cwd, ok=(0,)):
+    env = dict(os.environ, JOULEPROF_DB=str(Path(cwd) / "default.db"), JOULEPROF_CONTROL_DIR=str(Path(cwd) / "control"))
     r = subprocess.run([cli, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
-    if r.returncode != 0:
+    if r.returncode not in ok:
         sys.exit(f"jouleprof {' '.join(args)} failed ({r.returncode}): {r.stderr}")
     return json.loads(r.stdout) if r.stdout.strip() else None
 
@@ -102,6 +107,51 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
          [("llm not a boolean", lambda x: x["models"][0].__setitem__("llm", "yes"))]),
     ]:
         check(schema, jp(*args, cwd=d), what, breaks)
+
+    # sweep on the simulated GPU: the outcome, the report of the stored sweep, discovery
+    sweep = jp("sweep", "--device", "sim", "--clocks", "990,1980", "--runs", "2", "--warmup", "0", "--idle", "0",
+               "--sweep-id", "schemas", "--db", db, "--json", "-", "-q", "--", "sh", "-c", work, cwd=d)
+    check("sweep.schema.json", sweep, "sweep --json", [
+        ("an unknown outcome", lambda x: x["units"][0].__setitem__("outcome", "done")),
+        ("no restored flag", lambda x: x.pop("restored"))])
+    check("sweep-report.schema.json", jp("sweep", "--report", "schemas", "--db", db, "--json", "-", cwd=d),
+          "sweep --report --json", [
+              ("a metric without its CI", lambda x: x["rows"][0]["energy_j"].pop("ci95_half_width")),
+              ("a phase without time", lambda x: next(iter(x["rows"][0]["phases"].values())).pop("duration_s"))])
+    check("sweep-discover.schema.json", jp("sweep", "--device", "sim", "--discover", "--json", "-", cwd=d),
+          "sweep --discover --json", [("a clock as text", lambda x: x["gpus"][0]["mem_clocks_mhz"].append("fast"))])
+    for args, what in [(["restore", "--json", "-"], "restore --json"), (["restore", "--check", "--json", "-"], "restore --check --json")]:
+        check("restore.schema.json", jp(*args, cwd=d), what, [
+            ("an unknown outcome", lambda x: x["gpus"].append({"uuid": "GPU-1", "outcome": "reset", "ok": True, "message": ""})),
+            ("no ok", lambda x: x.pop("ok"))])
+
+    # model and optimize on a generated (simulated) DVFS sweep of six applications
+    write_sim_dvfs_csv(Path(d, "sweep.csv"))
+    jp("model", "fit", "--data", "sweep.csv", "--form", "poly", "-o", "m.json", "--gpu", "V100", "-q", cwd=d)
+    check("model.schema.json", json.loads(Path(d, "m.json").read_text()), "model fit -o",
+          [("another kind", lambda x: x.__setitem__("kind", "model"))])
+    for args, what in [(["model", "eval", "m.json", "--data", "sweep.csv"], "model eval --json"),
+                       (["model", "validate", "--data", "sweep.csv", "--form", "poly"], "model validate --json")]:
+        check("model-eval.schema.json", jp(*args, "--json", "-", "-q", cwd=d), what, [
+            ("a MAPE as text", lambda x: x["applications"][0].__setitem__("energy_mape_pct", "1%")),
+            ("no overall", lambda x: x.pop("overall"))])
+    check("model-predict.schema.json", jp("model", "predict", "m.json", "--data", "sweep.csv", "--json", "-", "-q", cwd=d),
+          "model predict --json", [("a point without energy", lambda x: x["applications"][0]["points"][0].pop("energy_j"))])
+    for args, what in [(["optimize", "--model", "m.json", "--data", "sweep.csv"], "optimize --model --json"),
+                       (["optimize", "--data", "sweep.csv", "--pareto"], "optimize --pareto --json")]:
+        check("optimize.schema.json", jp(*args, "--json", "-", "-q", cwd=d), what, [
+            ("no chosen clock", lambda x: x["applications"][0].pop("chosen_clock_mhz")),
+            ("no summary", lambda x: x.pop("summary"))])
+
+    # trace: the result document with its trace section
+    Path(d, "fake_inject.so").write_text("not loaded: the fake program writes the trace itself")
+    tr = jp("trace", "--device", "sim", "--idle", "0.3", "--db", db, "--inject-lib", str(Path(d, "fake_inject.so")),
+            "--json", "-", "-q", "--", fake_traced, "0.6", cwd=d)
+    check("result.schema.json", tr, "trace --json", [
+        ("a negative dropped count", lambda x: x["trace"].__setitem__("dropped_records", -1)),
+        ("an unknown method", lambda x: x["trace"]["gpus"][0]["methods"][0].__setitem__("method", "guess")),
+        ("a kernel row without energy", lambda x: x["trace"]["gpus"][0]["by_kernel"][0].pop("energy_j"))])
+
     sl = jp("estimate", "--model", "llama-3.2-1b", "--phase", "decode", "--hw", "h100-sxm", "--json", cwd=d)
     if "tokens_per_s" not in sl["estimates"][0]:
         print("FAIL estimate of an LLM has no tokens_per_s")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Table-driven CLI test (docs/cli.md): every row of cases.txt is `RC STREAM REGEX :: ARGS`;
 jouleprof ARGS must exit with RC and STREAM (out, err or both) must match REGEX (Python re,
-searched). ARGS are shell words with $DB (a store holding runs 1-3), $DIR (a scratch folder) and
+searched). ARGS are shell words with $DB (a store holding runs 1-3), $DIR (a scratch folder with
+dvfs.csv, a simulated DVFS sweep for model/optimize) and
 $FIX (tests/cli/fixtures) replaced. Every row expecting exit 1, 2 or 3 also checks the contract's form:
 exactly one line on stderr starting "jouleprof: error: ".
 Usage: run_cases.py JOULEPROF CASES.txt"""
@@ -12,6 +13,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sim_dvfs import write_sim_dvfs_csv  # noqa: E402
 
 cli, cases = os.path.abspath(sys.argv[1]), Path(sys.argv[2])
 here = Path(__file__).parent
@@ -37,6 +41,7 @@ def setup(d):
         assert r.returncode == 0, r.stderr
     r = run(["measure", "--device", "sim", "--idle", "0", "-q", "--db", db, "--", "sleep", "0.2"], d)
     assert r.returncode == 0, r.stderr
+    write_sim_dvfs_csv(Path(d) / "dvfs.csv")  # for model / optimize rows
     return db
 
 

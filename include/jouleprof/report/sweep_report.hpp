@@ -38,11 +38,15 @@ struct SweepReport {
 Result<SweepReport> sweep_report(Store& store, const std::string& sweep_id);
 /// One row per point: the settings, parameters, n and every metric's mean and CI half-width.
 std::string sweep_report_csv(const SweepReport& r);
-/// A table for the terminal, optimum marked with '*'.
+/// The report as one JSON document (schemas/sweep-report.schema.json): per point the settings,
+/// parameters, run ids, every metric's summary and the per-phase energy and time.
+std::string sweep_report_json(const SweepReport& r);
+/// A table for the terminal, optimum marked with '*', then the per-phase table when there are phases.
 std::string sweep_report_text(const SweepReport& r);
 /// `metric`: energy_j | duration_s | power_w | edp_js | ed2p_js2 against `axis`: clock_mhz |
 /// power_limit_w, one line per other setting/parameter combination, error bars = 95% CI,
-/// the optimum marked. Empty option when no row has the axis.
+/// the optimum marked; `phase_energy_j`: one line per marked phase (and other combination).
+/// Empty option when no row has the axis.
 ChartSpec sweep_chart(const SweepReport& r, const std::string& metric, const std::string& axis, const ChartOptions& o);
 
 }  // namespace jouleprof
