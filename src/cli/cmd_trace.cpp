@@ -41,7 +41,7 @@ struct TraceFlags {
   std::string inject_lib, cupti_lib, nvml_lib;
   double sim_power_w = 450;
   std::string db;
-  bool no_store = false, quiet = false, no_cpu = false;
+  bool record_sync = false, no_store = false, quiet = false, no_cpu = false;
   std::vector<std::string> command;
 };
 
@@ -176,6 +176,7 @@ int run(TraceFlags f) {
     o.idle_source = "from " + f.idle_from;
   }
   o.env = {"CUDA_INJECTION64_PATH=" + inject, std::string(trace_format::kDirEnv) + "=" + dir};
+  if (f.record_sync) o.env.push_back(std::string(trace_format::kSyncEnv) + "=1");
   if (!cupti.empty()) {
     o.env.push_back(std::string(trace_format::kCuptiLibEnv) + "=" + cupti);
     o.env.push_back("NVTX_INJECTION64_PATH=" + cupti);
@@ -313,6 +314,8 @@ Runner add_trace(CLI::App& app) {
   c->add_option("--perfetto", f->perfetto, "write a Chrome/Perfetto trace with kernel slices and NVTX ranges here");
   c->add_option("--keep-trace", f->keep_dir, "keep the per-process trace files in this directory");
   c->add_option("--method", f->method, "attribution method of the kernel/range tables: split, regression or interval")->capture_default_str();
+  c->add_flag("--record-sync", f->record_sync,
+              "also record CUDA synchronisation (cudaStreamSynchronize, events): costs up to ~40% on launch-bound programs");
   c->add_option("--classes", f->classes, "extra kernel-class rules (CLASS<TAB>REGEX lines), tried before the built-in ones");
   c->add_option("--lag-ms", f->lag_ms, "sensor lag modelled by split/regression/interval")->check(CLI::NonNegativeNumber)->capture_default_str();
   c->add_option("--window-ms", f->window_ms, "sensor averaging window modelled by split/regression")->check(CLI::NonNegativeNumber)->capture_default_str();

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "jouleprof/report/downsample.hpp"
@@ -733,6 +735,109 @@ ChartSpec bench_components_chart(const std::vector<BenchPoint>& points, const Ch
   j["yAxis"] = {{"type", "value"}, {"name", "mJ/token"}};
   j["series"] = series;
   finish(j, spec, o, sim);
+  return spec;
+}
+
+// --- jouleprof trace (the result's "trace" section, docs/trace.md) ---------------------------
+
+namespace {
+
+std::optional<json> trace_section(const ReportRun& r) {
+  auto it = r.m->sections.find("trace");
+  if (it == r.m->sections.end()) return std::nullopt;
+  json t = json::parse(it->second, nullptr, false);
+  if (!t.is_object() || !t.contains("gpus") || !t["gpus"].is_array() || t["gpus"].empty()) return std::nullopt;
+  return t;
+}
+
+}  // namespace
+
+ChartSpec trace_breakdown_chart(const ReportRun& r, std::size_t index, const ChartOptions& o) {
+  ChartSpec spec{"trace-classes-" + std::to_string(index), "Energy by kernel class — " + r.label, "", 300};
+  const auto t = trace_section(r);
+  if (!t) return spec;
+  // One bar per GPU: the classes (the table method's figures), then idle/static and unattributed,
+  // which together make the measured energy.
+  std::vector<std::string> names;
+  json cats = json::array();
+  for (const json& g : (*t)["gpus"]) {
+    cats.push_back(fmt::format("GPU {}", g.value("gpu", 0)));
+    for (const json& c : g.value("by_class", json::array())) {
+      const std::string k = c.value("key", std::string("?"));
+      if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
+    }
+  }
+  json series = json::array();
+  auto add = [&](const std::string& name, const std::function<double(const json&)>& value) {
+    json d = json::array();
+    for (const json& g : (*t)["gpus"]) d.push_back(round_sig(value(g)));
+    series.push_back({{"type", "bar"}, {"name", name}, {"stack", "energy"}, {"data", d}});
+  };
+  for (const auto& n : names) {
+    add(n, [&](const json& g) {
+      for (const json& c : g.value("by_class", json::array())) {
+        if (c.value("key", std::string()) == n) return c.value("energy_j", 0.0);
+      }
+      return 0.0;
+    });
+  }
+  auto method_value = [](const json& g, const char* key) {
+    const std::string m = g.value("table_method", std::string("split"));
+    for (const json& x : g.value("methods", json::array())) {
+      if (x.value("method", std::string()) == m) return x.value(key, 0.0);
+    }
+    return 0.0;
+  };
+  add("idle/static", [&](const json& g) { return method_value(g, "idle_static_energy_j"); });
+  add("unattributed", [&](const json& g) { return method_value(g, "unattributed_energy_j"); });
+  json j = base_option(spec.title, o);
+  j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
+  j["xAxis"] = {{"type", "value"}, {"name", "J"}};
+  j["yAxis"] = {{"type", "category"}, {"data", cats}};
+  j["series"] = series;
+  finish(j, spec, o, r.m->simulated);
+  return spec;
+}
+
+ChartSpec trace_layers_chart(const ReportRun& r, std::size_t index, const ChartOptions& o) {
+  ChartSpec spec{"trace-layers-" + std::to_string(index), "Energy by layer — " + r.label, "", 360};
+  const auto t = trace_section(r);
+  if (!t) return spec;
+  // Layers in model order (layers.2 before layers.10), one bar per GPU.
+  json series = json::array();
+  std::vector<std::string> layers;
+  for (const json& g : (*t)["gpus"]) {
+    for (const json& l : g.value("by_layer", json::array())) {
+      const std::string k = l.value("key", std::string());
+      if (!k.empty() && std::find(layers.begin(), layers.end(), k) == layers.end()) layers.push_back(k);
+    }
+  }
+  auto number_of = [](const std::string& k) {
+    const auto p = k.find_last_not_of("0123456789");
+    return p + 1 < k.size() ? std::stol(k.substr(p + 1)) : -1L;
+  };
+  std::stable_sort(layers.begin(), layers.end(), [&](const std::string& a, const std::string& b) { return number_of(a) < number_of(b); });
+  if (layers.size() < 2) return spec;  // one layer (or none): the class chart says it all
+  json cats = json::array();
+  for (const auto& l : layers) cats.push_back(l);
+  for (const json& g : (*t)["gpus"]) {
+    json d = json::array();
+    for (const auto& l : layers) {
+      double e = 0;
+      for (const json& x : g.value("by_layer", json::array())) {
+        if (x.value("key", std::string()) == l) e = x.value("energy_j", 0.0);
+      }
+      d.push_back(round_sig(e));
+    }
+    series.push_back({{"type", "bar"}, {"name", fmt::format("GPU {}", g.value("gpu", 0))}, {"data", d}});
+  }
+  json j = base_option(spec.title, o);
+  j["tooltip"] = {{"trigger", "axis"}, {"axisPointer", {{"type", "shadow"}}}};
+  j["grid"]["bottom"] = 90;
+  j["xAxis"] = {{"type", "category"}, {"data", cats}, {"axisLabel", {{"rotate", 30}, {"fontSize", 10}}}};
+  j["yAxis"] = {{"type", "value"}, {"name", "J"}};
+  j["series"] = series;
+  finish(j, spec, o, r.m->simulated);
   return spec;
 }
 

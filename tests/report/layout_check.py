@@ -5,7 +5,9 @@ overlap, the legend must lie inside the chart, and no two visible axis labels ma
 Figures: two measure runs compared (--by batch), repeats, energy per count, timelines, windows,
 clocks, and a bench llm sweep (scaling, throughput, components; its legend has many entries) —
 all simulated, so every title must say "(simulated)".
-Usage: layout_check.py JOULEPROF [--shots DIR]  (DIR: also keep a screenshot per report)
+With FAKE_TRACED (a program that writes a trace file as the injection library would), also a
+`jouleprof trace` run with four NVTX layers: its kernel-class and per-layer charts.
+Usage: layout_check.py JOULEPROF [FAKE_TRACED] [--shots DIR]  (DIR: also keep a screenshot per report)
 Exit 77 (skipped) when chromium is not installed."""
 import json
 import os
@@ -18,6 +20,7 @@ from pathlib import Path
 
 cli = os.path.abspath(sys.argv[1])
 shots = Path(sys.argv[sys.argv.index("--shots") + 1]) if "--shots" in sys.argv else None
+fake_traced = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else None
 browser = next((b for b in ("chromium", "chromium-browser") if shutil.which(b)), None)
 if browser is None:
     print("chromium is not installed (scripts/install-deps.sh installs it): skipped")
@@ -171,8 +174,15 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-layout-") as d:
     bench_ids = [str(r["id"]) for r in listing if r["tags"].get("bench") == "llm"]
     run("report", *measure_ids, "--db", db, "--by", "batch", "-o", str(Path(d) / "measure.html"), "-q", cwd=d)
     run("report", *bench_ids, "--db", db, "-o", str(Path(d) / "bench.html"), "-q", cwd=d)
+    if fake_traced:
+        Path(d, "fake_inject.so").write_text("not loaded: the fake program writes its trace file itself")
+        run("trace", "--device", "sim", "--idle", "0.3", "--db", str(Path(d) / "trace.db"), "-q", "--inject-lib",
+            str(Path(d, "fake_inject.so")), "--", fake_traced, "1.6", "--layers", "4", cwd=d)
+        run("report", "last", "--db", str(Path(d) / "trace.db"), "-o", str(Path(d) / "trace.html"), "-q", cwd=d)
     bad = 0
     for width in (1000, 1400):
         bad += check(d, Path(d) / "measure.html", width, "report-measure")
         bad += check(d, Path(d) / "bench.html", width, "report-bench")
+        if fake_traced:
+            bad += check(d, Path(d) / "trace.html", width, "report-trace")
     sys.exit(1 if bad else 0)

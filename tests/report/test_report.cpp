@@ -193,6 +193,42 @@ TEST(ReportHtml, EscapesUserTextEverywhere) {
   EXPECT_NE(html->find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
 }
 
+// A traced run (the result's "trace" section): the class breakdown, layers in model order, the
+// tables with kernel names escaped.
+TEST(ReportHtml, TraceSectionChartsAndTables) {
+  auto m = make_synthetic_measurement();
+  const std::string evil = "<script>alert(1)</script>";
+  auto row = [](const std::string& key, double j) {
+    return json{{"key", key}, {"energy_j", j}, {"share", 0.5}, {"busy_s", 0.1}, {"count", 3}, {"mean_power_above_idle_w", 400},
+                {"uncertainty_j", 1}, {"below_resolution", false}};
+  };
+  json g = {{"gpu", 0}, {"uuid", "GPU-x"}, {"kernels", 6}, {"table_method", "split"},
+            {"methods", json::array({json{{"method", "split"}, {"measured_energy_j", 100}, {"attributed_energy_j", 70},
+                                          {"idle_static_energy_j", 25}, {"unattributed_energy_j", 5}}})},
+            {"by_class", json::array({row("gemm", 40), row("copy", 30)})},
+            {"by_component", json::array({row("mlp", 40), row("attention", 30)})},
+            {"by_layer", json::array({row("layers.10", 20), row("layers.2", 25), row("layers.0", 25)})},
+            {"by_kernel", json::array({row(evil, 70)})}};
+  m.sections["trace"] = json{{"schema_version", 1}, {"gpus", json::array({g})}}.dump();
+  const ReportRun r{"run 1", 1, &m};
+  const json c = json::parse(trace_breakdown_chart(r, 0, {}).option_json);
+  ASSERT_EQ(c["series"].size(), 4u);  // gemm, copy, idle/static, unattributed: they add up to the measured 100 J
+  double sum = 0;
+  for (const auto& sr : c["series"]) sum += sr["data"][0].get<double>();
+  EXPECT_DOUBLE_EQ(sum, 100);
+  const json l = json::parse(trace_layers_chart(r, 0, {}).option_json);
+  EXPECT_EQ(l["xAxis"]["data"], json({"layers.0", "layers.2", "layers.10"}));
+  if (charting_library_js().ok()) {
+    auto html = render_html_report({r});
+    ASSERT_TRUE(html.ok()) << html.error().message;
+    EXPECT_NE(html->find("Kernels and layers"), std::string::npos);
+    EXPECT_NE(html->find("<td>attention</td>"), std::string::npos);
+    EXPECT_EQ(html->find(evil), std::string::npos);
+  }
+  m.sections.erase("trace");
+  EXPECT_TRUE(trace_breakdown_chart(r, 0, {}).option_json.empty());
+}
+
 TEST(ReportHtml, LongRunStaysSmall) {
   if (!charting_library_js().ok()) GTEST_SKIP() << "charting library not installed";
   SyntheticSpec s;

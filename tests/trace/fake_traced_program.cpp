@@ -1,9 +1,11 @@
 // Stand-in for a CUDA program under `jouleprof trace` in CI (no GPU): writes the per-process trace
 // file the injection library would, with kernels of two classes alternating every 100 ms on the
 // wall clock while it sleeps through them.
-//   jouleprof_fake_traced SECONDS [--no-end] [--corrupt]
+//   jouleprof_fake_traced SECONDS [--no-end] [--corrupt] [--layers N]
 //   --no-end   exit without the End record (as a killed process leaves its file)
 //   --corrupt  append a damaged record after the good ones
+//   --layers N each kernel also inside an NVTX range model.layers.K.{self_attn|mlp}, K cycling
+//              over N layers (as jouleprof.torch.annotate gives a Hugging Face model)
 #include <time.h>
 #include <unistd.h>
 
@@ -47,9 +49,11 @@ int main(int argc, char** argv) {
   if (dir == nullptr || argc < 2) return 2;
   const double seconds = std::atof(argv[1]);
   bool end = true, corrupt = false;
+  int layers = 0;
   for (int i = 2; i < argc; ++i) {
     end &= std::strcmp(argv[i], "--no-end") != 0;
     corrupt |= std::strcmp(argv[i], "--corrupt") == 0;
+    if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) layers = std::atoi(argv[++i]);
   }
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
@@ -65,6 +69,10 @@ int main(int argc, char** argv) {
   add_string(1, "_Z11gemm_kernelPfS_i");  // mangled, as CUPTI reports it
   add_string(2, "stream_copy_kernel");
   add_string(3, "layer.0");
+  for (int l = 0; l < layers; ++l) {
+    add_string(static_cast<uint32_t>(10 + 2 * l), "model.layers." + std::to_string(l) + ".self_attn");
+    add_string(static_cast<uint32_t>(11 + 2 * l), "model.layers." + std::to_string(l) + ".mlp");
+  }
   const int64_t t0 = now_ns();
   uint32_t corr = 1;
   for (int64_t t = t0; t < t0 + static_cast<int64_t>(seconds * 1e9); t += 100000000, ++corr) {
@@ -80,11 +88,21 @@ int main(int argc, char** argv) {
     add(RecordType::kernel, &k, sizeof(k));
     ApiRecord a{static_cast<uint64_t>(t - 1000), static_cast<uint64_t>(t), corr, 42, 211, 0};
     add(RecordType::api, &a, sizeof(a));
+    if (layers > 0) {  // the launch inside its module's range (push before, pop after)
+      const auto layer = static_cast<uint32_t>((corr - 1) / 2 % static_cast<uint32_t>(layers));
+      const uint32_t name = 10 + 2 * layer + (corr % 2 == 1 ? 1 : 0);  // GEMM in the MLP, copy in attention
+      MarkerRecord push{static_cast<uint64_t>(t - 3000), 42, 100 + corr, marker_start, name, 0, 2, 0};
+      MarkerRecord pop{static_cast<uint64_t>(t - 500), 42, 100 + corr, marker_end, 0, 0, 2, 0};
+      add(RecordType::marker, &push, sizeof(push));
+      add(RecordType::marker, &pop, sizeof(pop));
+    }
   }
   MarkerRecord start{static_cast<uint64_t>(t0 - 5000), 42, 9, marker_start, 3, 0, 2, 0};
   MarkerRecord stop{static_cast<uint64_t>(t0 + static_cast<int64_t>(seconds * 1e9)), 42, 9, marker_end, 0, 0, 2, 0};
-  add(RecordType::marker, &start, sizeof(start));
-  add(RecordType::marker, &stop, sizeof(stop));
+  if (layers == 0) {  // one range around everything
+    add(RecordType::marker, &start, sizeof(start));
+    add(RecordType::marker, &stop, sizeof(stop));
+  }
   usleep(static_cast<useconds_t>(seconds * 1e6));
   ClockRecord ce{static_cast<uint64_t>(now_ns()), now_ns(), 100, clock_end, 0};
   add(RecordType::clock, &ce, sizeof(ce));

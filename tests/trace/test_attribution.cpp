@@ -81,15 +81,15 @@ void expect_balanced(const Attribution& a) {
 
 }  // namespace
 
-// DISABLED: fails: the split method gives the copy class 1360 J for 1242 J true (+9.5%, bound 5%); the same
-// bias as on the H100 (docs/validation/trace.md); open in issue 16.
-TEST(Attribution, DISABLED_SplitRecoversTwoClassesInLongBursts) {
+// Windows that straddle a GEMM→copy edge: a split by busy time alone gave the copy class +9.5%;
+// weighted by the classes' fixed-point powers it is exact up to the sensor model's edges.
+TEST(Attribution, SplitRecoversTwoClassesInLongBursts) {
   double ta = 0, tb = 0;
   const AttributionInput in = two_class_input(0.200, 650, 300, 12, &ta, &tb);
   const Attribution a = make_split_method()->attribute(in);
   expect_balanced(a);
-  EXPECT_NEAR(class_sum(a, in, 0), ta, 0.05 * ta);
-  EXPECT_NEAR(class_sum(a, in, 1), tb, 0.05 * tb);
+  EXPECT_NEAR(class_sum(a, in, 0), ta, 0.01 * ta);
+  EXPECT_NEAR(class_sum(a, in, 1), tb, 0.01 * tb);
   EXPECT_NEAR(a.idle_j, 70 * 12, 1e-6);
 }
 
@@ -100,8 +100,11 @@ TEST(Attribution, SplitAndRegressionInShortBursts) {
   const Attribution r = make_regression_method()->attribute(in);
   expect_balanced(s);
   expect_balanced(r);
-  // 10 ms bursts inside a 57 ms sensor window: split cannot separate the classes well, the
-  // regression can (it sees how the busy fractions co-vary with the power).
+  // 10 ms bursts inside a 57 ms sensor window: every window mixes the classes, so a split by busy
+  // time alone cannot tell them apart; the regression can (it sees how the busy fractions co-vary
+  // with the power), and the split, weighted by the regression's class powers, follows it.
+  EXPECT_NEAR(class_sum(s, in, 0), ta, 0.05 * ta);
+  EXPECT_NEAR(class_sum(s, in, 1), tb, 0.05 * tb);
   EXPECT_NEAR(class_sum(r, in, 0), ta, 0.10 * ta);
   EXPECT_NEAR(class_sum(r, in, 1), tb, 0.15 * tb);
   ASSERT_EQ(r.groups.size(), 2u);
@@ -110,6 +113,28 @@ TEST(Attribution, SplitAndRegressionInShortBursts) {
   ASSERT_TRUE(r.intercept_w);
   EXPECT_NEAR(*r.intercept_w, 70, 15);
   EXPECT_NEAR(class_sum(s, in, 0) + class_sum(s, in, 1), ta + tb, 0.05 * (ta + tb));
+}
+
+// cuBLAS issues a ~1 µs memset before each GEMM: a third class that is never busy without the
+// first, with 0.2% of the busy time. Fitted as its own regressor it took tens of kW and most of
+// the GEMM energy (H100, 2026-11-25); too little busy time to tell apart, it is not fitted.
+TEST(Attribution, TinyClassBesideAnotherIsNotFittedSeparately) {
+  double ta = 0, tb = 0;
+  AttributionInput in = two_class_input(0.010, 650, 300, 20, &ta, &tb);
+  std::vector<BusyInterval> memsets;
+  for (const BusyInterval& b : in.busy) {
+    if (b.group == 0) memsets.push_back({b.t0_s - 20e-6, b.t0_s, in.items + memsets.size(), 2});
+  }
+  in.items += memsets.size();
+  in.busy.insert(in.busy.end(), memsets.begin(), memsets.end());
+  in.groups = 3;
+  for (const auto& m : {make_regression_method(), make_split_method()}) {
+    const Attribution a = m->attribute(in);
+    expect_balanced(a);
+    EXPECT_NEAR(class_sum(a, in, 0), ta, 0.10 * ta) << a.method;
+    EXPECT_NEAR(class_sum(a, in, 1), tb, 0.15 * tb) << a.method;
+    EXPECT_LT(class_sum(a, in, 2), 0.01 * ta) << a.method;
+  }
 }
 
 TEST(Attribution, IntervalIntegratesLongStretchesOnly) {

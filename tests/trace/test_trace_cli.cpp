@@ -95,6 +95,18 @@ TEST(TraceCli, ProgramWithoutCudaGivesAWarningNotAFailure) {
   EXPECT_NE(r.out.find("never initialised CUDA"), std::string::npos) << r.out;
 }
 
+// Synchronisation records are requested from the injection library only with --record-sync.
+TEST(TraceCli, RecordSyncIsPassedToTheInjectionLibraryOnlyWhenAsked) {
+  Env e;
+  const std::string probe = "echo \"sync=${JOULEPROF_TRACE_SYNC:-unset}\" > " + e.dir + "/env.txt";
+  auto off = e.run({"--no-store", "-q", "--", "/bin/sh", "-c", probe});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=unset\n");
+  auto on = e.run({"--no-store", "-q", "--record-sync", "--", "/bin/sh", "-c", probe});
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=1\n");
+}
+
 TEST(TraceCli, BadInputIsOneLineAndExitTwo) {
   Env e;
   auto none = e.run({"--no-store"});

@@ -88,4 +88,10 @@ ChartSpec bench_throughput_chart(const std::vector<BenchPoint>& points, BenchAxi
 /// J/token beside; empty option when no point has components.
 ChartSpec bench_components_chart(const std::vector<BenchPoint>& points, const ChartOptions& o);
 
+/// `jouleprof trace` runs (the result's "trace" section): one stacked bar per GPU of the energy
+/// by kernel class with idle/static and unattributed (they add up to the measured energy); and
+/// the energy per layer in model order (empty option without two or more layers).
+ChartSpec trace_breakdown_chart(const ReportRun& r, std::size_t index, const ChartOptions& o);
+ChartSpec trace_layers_chart(const ReportRun& r, std::size_t index, const ChartOptions& o);
+
 }  // namespace jouleprof

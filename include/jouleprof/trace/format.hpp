@@ -24,6 +24,7 @@ inline constexpr const char* kDirEnv = "JOULEPROF_TRACE_DIR";        ///< where 
 inline constexpr const char* kCuptiLibEnv = "JOULEPROF_CUPTI_LIB";   ///< libcupti to load (else by soname)
 inline constexpr const char* kBufferEnv = "JOULEPROF_TRACE_BUFFER_MB"; ///< CUPTI buffer size (default 8)
 inline constexpr const char* kFlushEnv = "JOULEPROF_TRACE_FLUSH_MS";   ///< periodic flush (default 500)
+inline constexpr const char* kSyncEnv = "JOULEPROF_TRACE_SYNC";        ///< "1": also record synchronisation
 
 struct FileHeader {
   char magic[8];

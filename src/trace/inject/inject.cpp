@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cupti_api.hpp"
 #include "records.hpp"
@@ -204,10 +205,14 @@ int initialize() {
     size_t device_bytes = 16u << 20, sz = sizeof(device_bytes);
     g_api.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &sz, &device_bytes);
   }
-  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                      CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
-                                      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_MARKER,
-                                      CUPTI_ACTIVITY_KIND_DEVICE};
+  // Synchronisation records only on request: they cost ~+20-40% on a launch-bound program
+  // (HF eager generate on an H100, docs/validation/trace.md), the other kinds much less.
+  const char* sync = std::getenv(kSyncEnv);
+  const bool record_sync = sync != nullptr && std::strcmp(sync, "1") == 0;
+  std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                           CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+                                           CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_DEVICE};
+  if (record_sync) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
   for (CUpti_ActivityKind k : kinds) {
     if (CUptiResult rc = g_api.ActivityEnable(k); rc != CUPTI_SUCCESS) {
       if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
