@@ -10,6 +10,7 @@ cmake -S . -B build/pydev -G Ninja -DCMAKE_BUILD_TYPE=Release -DJOULEPROF_WITH_C
   -DJOULEPROF_BUILD_TESTS=OFF -DJOULEPROF_BUILD_BENCH=ON -DJOULEPROF_INSTALL=OFF -DPython3_EXECUTABLE="$PY312" \
   -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" \
   -DCMAKE_SHARED_LINKER_FLAGS="-static-libstdc++ -static-libgcc" \
+  -DCMAKE_MODULE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" \
   -DCMAKE_BUILD_RPATH='$ORIGIN/../lib;$ORIGIN/../../lib' >/dev/null
 cmake --build build/pydev -j2 --target jouleprof_python jouleprof_window_bench
 rm -rf .pydev && mkdir -p .pydev/bin .pydev/lib .pydev/py

@@ -50,6 +50,7 @@ class VendorError(JouleprofError):
 
 _BY_KIND = {
     "unavailable": NoGpuError,
+    "not present": GpuNotFoundError,
     "not found": NotFoundError,
     "invalid argument": InvalidArgumentError,
     "parse error": InvalidArgumentError,

@@ -12,7 +12,7 @@ import sys
 import time
 
 from . import _jouleprof
-from .errors import GpuNotFoundError, InvalidArgumentError, JouleprofError, NoGpuError, NotFoundError, OpenWindowsError
+from .errors import InvalidArgumentError, JouleprofError, NotFoundError, OpenWindowsError
 
 _RESOLVE_TIMEOUT_S = 30.0  # a sampler that has not polled in this long is stuck (GPU hung)
 
@@ -216,14 +216,8 @@ class Monitor:
             raise InvalidArgumentError("idle_s must be >= 0 seconds")
         if sync is not None and not callable(sync):
             raise InvalidArgumentError("sync must be a callable (e.g. torch.cuda.synchronize) or None")
-        try:
-            self._c = _jouleprof.Monitor(device, ids, float(period_ms), os.fspath(sim_scenario or ""),
-                                         float(counter_min_window_s), bool(cpu))
-        except (NotFoundError, NoGpuError) as e:
-            # An id that names no present GPU (the CLI's exit 3, "GPU not present") is a lookup error here.
-            if ids and "not found" in str(e):
-                raise GpuNotFoundError(str(e)) from None
-            raise
+        self._c = _jouleprof.Monitor(device, ids, float(period_ms), os.fspath(sim_scenario or ""),
+                                     float(counter_min_window_s), bool(cpu))
         self._sync = sync
         if idle_s > 0:
             wid = self._c.begin_idle()

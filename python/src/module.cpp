@@ -89,17 +89,28 @@ py::dict window_dict(const WindowResult& w, const std::vector<GpuInfo>& gpus) {
   return d;
 }
 
-py::dict gpu_info_dict(const GpuInfo& g) {
-  py::dict d;
-  d["index"] = g.index;
-  d["name"] = g.name;
-  d["uuid"] = g.uuid;
-  d["pci_bus_id"] = g.pci_bus_id;
-  d["driver_version"] = g.driver_version;
-  d["backend"] = g.backend;
-  d["simulated"] = g.simulated;
-  d["power_limit_w"] = opt(g.power_limit_w);
-  return d;
+// The GPUs of a measurement or a live monitor, one dict each.
+py::list gpu_info_list(const std::vector<GpuInfo>& gpus) {
+  py::list out;
+  for (const GpuInfo& g : gpus) {
+    py::dict d;
+    d["index"] = g.index;
+    d["name"] = g.name;
+    d["uuid"] = g.uuid;
+    d["pci_bus_id"] = g.pci_bus_id;
+    d["driver_version"] = g.driver_version;
+    d["backend"] = g.backend;
+    d["simulated"] = g.simulated;
+    d["power_limit_w"] = opt(g.power_limit_w);
+    out.append(d);
+  }
+  return out;
+}
+
+std::vector<GpuInfo> infos_of(const GpuSet& set) {
+  std::vector<GpuInfo> out;
+  for (const auto& g : set.gpus) out.push_back(g->info());
+  return out;
 }
 
 // A measurement in Python: windows as dicts, JSON, storing; timelines stay in C++.
@@ -111,11 +122,7 @@ struct PyMeasurement {
     for (const WindowResult& w : m->windows) out.append(window_dict(w, m->gpus));
     return out;
   }
-  py::list gpus() const {
-    py::list out;
-    for (const GpuInfo& g : m->gpus) out.append(gpu_info_dict(g));
-    return out;
-  }
+  py::list gpus() const { return gpu_info_list(m->gpus); }
   int64_t store(const std::string& path, const std::string& source) const {
     StoreOptions o;
     o.db_path = resolve_db_path(path);
@@ -209,9 +216,7 @@ class PyMonitor {
       if (!e) raise(e.error());
       r = std::move(*e);
     }
-    std::vector<GpuInfo> infos;
-    for (const auto& g : mon_->gpus().gpus) infos.push_back(g->info());
-    return window_dict(r, infos);
+    return window_dict(r, infos_of(mon_->gpus()));
   }
 
   std::vector<std::string> open_windows() const {
@@ -296,11 +301,7 @@ class PyMonitor {
   bool simulated() const { return mon_->gpus().simulated(); }
   std::string backend() const { return mon_->gpus().backend; }
   std::string note() const { return mon_->gpus().note; }
-  py::list gpus() const {
-    py::list out;
-    for (const auto& g : mon_->gpus().gpus) out.append(gpu_info_dict(g->info()));
-    return out;
-  }
+  py::list gpus() const { return gpu_info_list(infos_of(mon_->gpus())); }
   double now_s() const { return mon_->timebase().now_s(); }
 
  private:

@@ -22,7 +22,7 @@ import jouleprof
 
 try:
     from zeus.monitor import ZeusMonitor
-except ImportError as e:  # still measure jouleprof's side, and say so
+except Exception as e:  # ImportError or an error on import; still measure jouleprof's side, and say so
     print(f"Zeus not importable: {e}")
     ZeusMonitor = None
 
@@ -55,7 +55,12 @@ def main():
     sync = torch.cuda.synchronize
 
     jp = jouleprof.Monitor(gpus=[0], idle_s=2.0, sync=sync)
-    zeus = ZeusMonitor(gpu_indices=[0]) if ZeusMonitor else None  # sync_execution: torch.cuda.synchronize
+    zeus = None
+    if ZeusMonitor:
+        try:  # defaults: the energy counter at both edges (approx_instant_energy=False), torch sync
+            zeus = ZeusMonitor(gpu_indices=[0])
+        except Exception as e:  # still measure jouleprof's side, and say why
+            print(f"ZeusMonitor failed: {type(e).__name__}: {e}")
     tools = ("jouleprof", "zeus") if zeus else ("jouleprof",)
 
     def generate(prompt, gen, begin, end):
@@ -77,7 +82,8 @@ def main():
     rows = []
     with torch.inference_mode():
         for p in prompts:
-            generate(p, 4, lambda n: None, lambda n: None)  # warm-up: kernels, cuBLAS handles
+            for g in gens:  # warm-up at every cache length measured: kernels, cuBLAS handles
+                generate(p, g, lambda n: None, lambda n: None)
         time.sleep(1.0)
         for rep in range(args.repeats):
             for p in prompts:

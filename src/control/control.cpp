@@ -94,7 +94,7 @@ Result<std::vector<GpuCapabilities>> select_gpus(const std::vector<GpuCapabiliti
     if (it == all.end()) {
       std::string have;
       for (const auto& c : all) have += (have.empty() ? "" : ", ") + std::to_string(c.index) + ": " + c.uuid;
-      return make_error(Errc::unavailable, "GPU '" + id + "' not found (present: " + (have.empty() ? "none" : have) + ")");
+      return make_error(Errc::not_present, "GPU '" + id + "' not found (present: " + (have.empty() ? "none" : have) + ")");
     }
     // One GPU named twice (0,0 or an index and its UUID) would get two workers and two journals.
     for (std::size_t k = 0; k < out.size(); ++k) {

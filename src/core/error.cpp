@@ -12,6 +12,7 @@ const char* to_string(Errc c) {
     case Errc::not_found: return "not found";
     case Errc::exec: return "cannot execute";
     case Errc::unavailable: return "unavailable";
+    case Errc::not_present: return "not present";
     case Errc::unsupported: return "unsupported";
     case Errc::io: return "I/O error";
     case Errc::parse: return "parse error";
@@ -30,6 +31,7 @@ int exit_code_for(const Error& e) {
     case Errc::parse: return 2;
     // 3: the GPU or driver is unavailable (no driver, GPU not present, GPU lost).
     case Errc::unavailable:
+    case Errc::not_present:
     case Errc::lost: return 3;
     case Errc::exec: return 127;
     default: return 1;

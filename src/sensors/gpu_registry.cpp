@@ -70,7 +70,7 @@ Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
       for (const auto& p : present) {
         have += (have.empty() ? "" : ", ") + std::to_string(p.index) + ": " + p.uuid;
       }
-      return make_error(Errc::unavailable,
+      return make_error(Errc::not_present,
                         "GPU '" + id + "' not found (present: " + (have.empty() ? "none" : have) + ")");
     }
   }

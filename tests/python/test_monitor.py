@@ -179,3 +179,17 @@ def test_bad_arguments():
     with pytest.raises(jouleprof.InvalidArgumentError, match="tokens"):
         mon.end_window("w", tokens="many")
     mon.finish(close_open=True)
+
+
+def test_absent_gpu_and_hidden_gpus_are_different_errors(monkeypatch):
+    # An id naming no present GPU is a lookup error (its own error kind in C++, not the message);
+    # CUDA_VISIBLE_DEVICES hiding every GPU is "no GPU".
+    with pytest.raises(jouleprof.GpuNotFoundError, match="GPU '3' not found") as e:
+        jouleprof.Monitor(device="sim", gpus=[3], idle_s=0)
+    assert isinstance(e.value, LookupError) and not isinstance(e.value, jouleprof.NoGpuError)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")
+    with pytest.raises(jouleprof.GpuNotFoundError):
+        jouleprof.Monitor(device="sim", idle_s=0)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    with pytest.raises(jouleprof.NoGpuError, match="hides every GPU"):
+        jouleprof.Monitor(device="sim", idle_s=0)

@@ -129,6 +129,9 @@ TEST(GpuSelection, IndicesUuidsAndCudaVisibleDevices) {
   sel.ids = {"9"};
   auto missing = open_gpus(sel, tb);
   ASSERT_FALSE(missing);
+  // Its own kind (not 'unavailable': the driver is there), still exit 3 in the CLI.
+  EXPECT_EQ(missing.error().code, Errc::not_present);
+  EXPECT_EQ(exit_code_for(missing.error()), 3);
   EXPECT_NE(missing.error().message.find("GPU '9' not found"), std::string::npos);
   sel.backend = "cuda";
   EXPECT_EQ(open_gpus(sel, tb).error().code, Errc::invalid_argument);

@@ -13,6 +13,7 @@ enum class Errc {
   not_found,         ///< a file, GPU or run that does not exist
   exec,              ///< the workload command cannot be executed (not found, not executable)
   unavailable,       ///< a backend that is not present here (no driver, no RAPL)
+  not_present,       ///< a device id (GPU index or UUID) that names no present device
   unsupported,       ///< present, but this reading/feature is not supported
   io,                ///< the OS refused (open, read, fork ...)
   parse,             ///< malformed input file; message names the line
