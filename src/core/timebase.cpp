@@ -1,9 +1,13 @@
 #include "jouleprof/core/timebase.hpp"
+#include "jouleprof/core/utc.hpp"
 
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <string>
 
 namespace jouleprof {
 namespace {
@@ -90,6 +94,17 @@ int64_t TimeBase::max_offset_change_ns() const {
     worst = std::max<int64_t>(worst, d < 0 ? -d : d);
   }
   return worst;
+}
+
+std::string iso_utc_ms(int64_t realtime_ns) {
+  const auto t = static_cast<std::time_t>(realtime_ns / 1000000000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[64];
+  std::snprintf(out, sizeof(out), "%s.%03dZ", buf, static_cast<int>((realtime_ns / 1000000) % 1000));
+  return out;
 }
 
 }  // namespace jouleprof

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jouleprof/core/files.hpp"
+#include "jouleprof/core/utc.hpp"
 #include "jouleprof/measure/output.hpp"
 
 namespace jouleprof {
@@ -17,16 +18,6 @@ json opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
-std::string iso_utc(int64_t realtime_ns) {
-  const std::time_t t = static_cast<std::time_t>(realtime_ns / 1000000000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[64];
-  std::snprintf(out, sizeof(out), "%s.%03dZ", buf, static_cast<int>((realtime_ns / 1000000) % 1000));
-  return out;
-}
 
 json summary_json(const Summary& s) {
   return {{"n", s.n},           {"mean", s.mean}, {"median", s.median}, {"stdev", s.stdev},
@@ -55,7 +46,7 @@ std::string result_to_json(const Measurement& m, int indent) {
   j["command"] = m.command;
   j["builtin_workload"] = m.builtin_workload;
   j["tags"] = m.tags;
-  j["started_at_utc"] = iso_utc(m.origin_realtime_ns);
+  j["started_at_utc"] = iso_utc_ms(m.origin_realtime_ns);
   j["origin_realtime_ns"] = m.origin_realtime_ns;
   j["duration_s"] = m.duration_s;
   j["provenance"] = {{"command_line", m.invocation},

@@ -8,6 +8,7 @@
 
 #include "jouleprof/workloads/bench_llm.hpp"
 #include "jouleprof/analysis/energy.hpp"
+#include "jouleprof/core/utc.hpp"
 
 namespace jouleprof::llm {
 namespace {
@@ -16,16 +17,6 @@ using nlohmann::json;
 
 constexpr double kPadS = 0.25;  // samples kept on each side of a configuration's run window
 
-std::string iso_utc_ms(int64_t ns) {
-  const auto t = static_cast<std::time_t>(ns / 1000000000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[64];
-  std::snprintf(out, sizeof(out), "%s.%03dZ", buf, static_cast<int>((ns / 1000000) % 1000));
-  return out;
-}
 
 std::optional<json> llm_section(const Measurement& m) {
   auto it = m.sections.find("llm");
