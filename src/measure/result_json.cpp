@@ -1,6 +1,5 @@
 // The result JSON (schema_version 1, documented in docs/result-schema.md). Units are in the
 // field names; an unavailable value is null or absent, never 0.
-#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 

@@ -3,12 +3,18 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "jouleprof/models/model.hpp"
 
 namespace jouleprof::models::detail {
+
+/// The dot product of a design row and fitted coefficients (the forms' linear predictors).
+inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+}
 
 /// One application's non-outlier points (repeats averaged), ascending clock, with its anchor.
 struct AppPoint {

@@ -52,11 +52,6 @@ class Fgcs final : public FormImpl {
     if (c_.tensor >= 0) r.push_back(c_.tensor_of(a) * (L - L0));
     return r;
   }
-  static double dot(const std::vector<double>& a, const std::vector<double>& b) {
-    double s = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-    return s;
-  }
   void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
                std::vector<double>& time_s) const override {
     power_w.clear();

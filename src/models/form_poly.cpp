@@ -37,11 +37,6 @@ class Poly final : public FormImpl {
       for (double zi : z) r.push_back((b[k] - b0[k]) * zi);
     return r;
   }
-  static double dot(const std::vector<double>& a, const std::vector<double>& b) {
-    double s = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-    return s;
-  }
 
   void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
                std::vector<double>& time_s) const override {
