@@ -5,6 +5,7 @@
 #include <set>
 
 #include "control_backends.hpp"
+#include "jouleprof/sensors/gpu_sensor.hpp"
 
 namespace jouleprof::control {
 
@@ -85,25 +86,13 @@ Result<void> validate_setting(const GpuCapabilities& caps, const Setting& s) {
 Result<std::vector<GpuCapabilities>> select_gpus(const std::vector<GpuCapabilities>& all,
                                                  const std::vector<std::string>& ids) {
   if (ids.empty() || (ids.size() == 1 && ids.front() == "all")) return all;
+  std::vector<PresentGpu> present;
+  for (const auto& c : all) present.push_back({static_cast<unsigned>(c.index), c.uuid});
+  auto chosen = select_gpu_indices(ids, present);
+  if (!chosen) return chosen.error();
   std::vector<GpuCapabilities> out;
-  for (const std::string& id : ids) {
-    const bool index = !id.empty() && id.find_first_not_of("0123456789") == std::string::npos;
-    auto it = std::find_if(all.begin(), all.end(), [&](const GpuCapabilities& c) {
-      return index ? std::to_string(c.index) == id : (c.uuid.rfind(id, 0) == 0 || c.uuid.rfind("GPU-" + id, 0) == 0);
-    });
-    if (it == all.end()) {
-      std::string have;
-      for (const auto& c : all) have += (have.empty() ? "" : ", ") + std::to_string(c.index) + ": " + c.uuid;
-      return make_error(Errc::not_present, "GPU '" + id + "' not found (present: " + (have.empty() ? "none" : have) + ")");
-    }
-    // One GPU named twice (0,0 or an index and its UUID) would get two workers and two journals.
-    for (std::size_t k = 0; k < out.size(); ++k) {
-      if (out[k].uuid == it->uuid) {
-        return make_error(Errc::invalid_argument, "GPU " + std::to_string(it->index) + " is selected twice ('" + ids[k] +
-                                                      "' and '" + id + "'); name each GPU once");
-      }
-    }
-    out.push_back(*it);
+  for (unsigned index : *chosen) {
+    out.push_back(*std::find_if(all.begin(), all.end(), [&](const GpuCapabilities& c) { return static_cast<unsigned>(c.index) == index; }));
   }
   return out;
 }

@@ -29,13 +29,10 @@ Result<std::vector<std::string>> requested_ids(const GpuSelection& sel) {
   return ids;
 }
 
-struct Present {
-  unsigned index;
-  std::string uuid;
-};
+}  // namespace
 
-Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
-                                      const std::vector<Present>& present) {
+Result<std::vector<unsigned>> select_gpu_indices(const std::vector<std::string>& ids,
+                                                 const std::vector<PresentGpu>& present) {
   std::vector<unsigned> out;
   if (ids.empty()) {
     for (const auto& p : present) out.push_back(p.index);
@@ -77,6 +74,8 @@ Result<std::vector<unsigned>> resolve(const std::vector<std::string>& ids,
   return out;
 }
 
+namespace {
+
 Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>& ids,
                         const TimeBase& tb) {
   SimConfig cfg;
@@ -89,11 +88,11 @@ Result<GpuSet> open_sim(const GpuSelection& sel, const std::vector<std::string>&
     if (!parsed) return make_error(Errc::parse, sel.sim_scenario + ": " + parsed.error().message);
     cfg = *parsed;
   }
-  std::vector<Present> present;
+  std::vector<PresentGpu> present;
   for (int i = 0; i < cfg.gpus; ++i) {
     present.push_back({static_cast<unsigned>(i), sim_gpu_uuid(i)});
   }
-  auto which = resolve(ids, present);
+  auto which = select_gpu_indices(ids, present);
   if (!which) return which.error();
   GpuSet set;
   set.backend = "sim";
@@ -118,7 +117,7 @@ Result<GpuSet> open_nvml(const GpuSelection& sel, const std::vector<std::string>
   }
   auto count = (*ctx)->device_count();
   if (!count) return count.error();
-  std::vector<Present> present;
+  std::vector<PresentGpu> present;
   std::vector<std::unique_ptr<nvml::NvmlGpu>> all;
   for (unsigned i = 0; i < *count; ++i) {
     nvmlDevice_t dev = nullptr;
@@ -131,7 +130,7 @@ Result<GpuSet> open_nvml(const GpuSelection& sel, const std::vector<std::string>
     present.push_back({i, uuid});
   }
   if (present.empty()) return make_error(Errc::unavailable, "NVML reports no GPU on this machine");
-  auto which = resolve(ids, present);
+  auto which = select_gpu_indices(ids, present);
   if (!which) return which.error();
   GpuSet set;
   set.backend = "nvml";

@@ -84,6 +84,18 @@ struct GpuSet {
 /// used (and said so in `note`) when no NVIDIA driver is present.
 Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb);
 
+/// A GPU that is there, as a selection names it.
+struct PresentGpu {
+  unsigned index;
+  std::string uuid;
+};
+/// The indices of the GPUs `ids` name among `present`, in order (no ids: every present GPU):
+/// NVML indices or UUIDs (prefixes, with or without "GPU-"). Refused: a MIG instance
+/// (Errc::unsupported), an id naming no present GPU (Errc::not_present), a GPU named twice.
+/// What `open_gpus` and the control backends (sweep) select with.
+Result<std::vector<unsigned>> select_gpu_indices(const std::vector<std::string>& ids,
+                                                 const std::vector<PresentGpu>& present);
+
 /// Parses a GPU id list ("0,1" or "GPU-3f...,GPU-aa..") as CUDA_VISIBLE_DEVICES does.
 std::vector<std::string> split_gpu_list(const std::string& s);
 
