@@ -1,0 +1,101 @@
+// The kernel table of a traced run (`jouleprof kernels`, input of `jouleprof replay`): one row per
+// unique kernel — name, launch configuration and the shapes/dtypes/layouts of the op that launched
+// it — with exact invocation counts and times, a class (data/kernel-classes.tsv) and a replay tier
+// (data/replay-tiers.tsv) with the parameters its replay needs (GEMM M/N/K..., copy bytes and
+// direction, attention shapes, bytes moved by the rest). Read from PyTorch profiler / Kineto
+// Chrome traces (plain or .gz, streamed: kineto.cpp) and from jouleprof's own trace files.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jouleprof/core/error.hpp"
+#include "jouleprof/trace/kernel_classes.hpp"
+
+namespace jouleprof {
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool trans_a = false, trans_b = false;  ///< row-major operands as PyTorch sees them: A[M,K] B[K,N]
+  int64_t lda = 0, ldb = 0, ldc = 0;      ///< leading dimensions (row-major, in elements)
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;  ///< batch strides (batched GEMMs)
+  std::string dtype_a, dtype_b, dtype_c;  ///< bf16 fp16 fp32 fp64 fp8e4m3 fp8e5m2 int8
+  bool accumulate = false;                ///< beta = 1 (addmm/baddbmm: C or bias added)
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch); }
+};
+
+struct AttentionShape {
+  int64_t batch = 0, heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  std::string dtype;
+  bool causal = false;  ///< assumed when seq_q == seq_kv > 1 (the trace does not carry the flag)
+};
+
+struct KernelRow {
+  std::string name;   ///< demangled kernel name, "Memcpy HtoD (Pageable -> Device)", "Memset (Device)"
+  std::string kind;   ///< kernel | memcpy | memset
+  std::string kclass; ///< kernel class (kernel-classes.tsv)
+  std::string tier;   ///< copy | gemm | attention | communication | other (replay-tiers.tsv)
+  int rank = 0;       ///< trace file's rank (distributedInfo), else its position among the files
+  uint32_t device = 0;
+  int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t registers = 0, shared_bytes = 0;
+  uint64_t bytes = 0;     ///< copies: bytes per call
+  std::string copy_kind;  ///< copies: HtoD DtoH DtoD PtoP (memset: "set")
+  std::string op;         ///< the CPU op that launched it (aten::mm ...), "" when unknown
+  std::string input_dims, input_types, input_strides;  ///< the op's record_shapes, as JSON text
+  uint64_t count = 0;
+  int64_t total_ns = 0, min_ns = 0, max_ns = 0;
+  // Replay parameters derived from the op's shapes (kernel_table.cpp).
+  std::optional<GemmShape> gemm;
+  std::optional<AttentionShape> attention;
+  uint64_t bytes_read = 0, bytes_written = 0, elements = 0;  ///< other tier: from the op's tensors
+  std::string note;       ///< why a tier falls back to a proxy, what could not be derived
+  double mean_ns() const { return count > 0 ? static_cast<double>(total_ns) / static_cast<double>(count) : 0; }
+};
+
+struct KernelTable {
+  std::string format;  ///< kineto | jouleprof
+  std::vector<std::string> files;
+  std::vector<std::string> gpus;  ///< device names the traces carry
+  bool shapes = false;            ///< the trace has the ops' input shapes (record_shapes)
+  std::vector<KernelRow> rows;    ///< by total time, longest first
+  uint64_t kernels = 0, memcpys = 0, memsets = 0;
+  int64_t kernel_ns = 0, memcpy_ns = 0, memset_ns = 0;  ///< exact sums of the trace's durations
+  int64_t span_ns = 0;  ///< first GPU activity start to last end (summed over devices/ranks)
+  int64_t busy_ns = 0;  ///< union of GPU activity intervals (summed over devices/ranks)
+  int devices = 0;      ///< distinct (rank, device) pairs with GPU activity
+  uint64_t events = 0, bytes = 0;  ///< trace events and (uncompressed) bytes read
+  std::vector<std::string> warnings;
+  int64_t gpu_ns() const { return kernel_ns + memcpy_ns + memset_ns; }
+  int64_t idle_ns() const { return span_ns - busy_ns; }
+};
+
+/// Rules that map a kernel to its replay tier: "TIER<TAB>REGEX" lines searched in
+/// "kind:KIND class:CLASS op:OP kernel:NAME" (data/replay-tiers.tsv).
+std::string default_replay_tiers_path();
+
+struct KernelTableOptions {
+  const KernelClassifier* classes = nullptr;  ///< kernel classes (required)
+  const KernelClassifier* tiers = nullptr;    ///< replay tiers (required)
+};
+
+/// Reads one or several traces: Kineto/PyTorch profiler JSON (.json, .json.gz; several files =
+/// several ranks), a jouleprof trace file (.jpt) or a folder of them. Errors name the file and,
+/// for malformed JSON, the byte offset.
+Result<KernelTable> read_kernel_table(const std::vector<std::string>& paths, const KernelTableOptions& o);
+
+/// Streams one Kineto trace into `t` (exposed for tests and the import benchmark).
+Result<void> import_kineto(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o);
+
+/// Fills each row's tier and replay parameters (GEMM shape, attention shape, bytes) and sorts rows.
+void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o);
+
+/// One JSON document: {schema, schema_version, format, files, totals, tiers, kernels}.
+std::string kernel_table_json(const KernelTable& t);
+std::string kernel_table_csv(const KernelTable& t);
+/// A human summary: totals, per-tier table, the `top` longest rows.
+std::string kernel_table_text(const KernelTable& t, std::size_t top);
+
+}  // namespace jouleprof

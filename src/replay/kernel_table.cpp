@@ -1,0 +1,542 @@
+#include "jouleprof/replay/kernel_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "jouleprof/trace/format.hpp"
+#include "jouleprof/trace/trace.hpp"
+
+#ifndef JOULEPROF_SOURCE_DATA_DIR
+#define JOULEPROF_SOURCE_DATA_DIR ""
+#endif
+
+namespace jouleprof {
+namespace {
+
+namespace fs = std::filesystem;
+using Dims = std::vector<std::vector<int64_t>>;
+
+Dims parse_dims(const std::string& text) {
+  Dims out;
+  if (text.empty()) return out;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return out;
+  for (const auto& d : j) {
+    std::vector<int64_t> v;
+    if (d.is_array()) {
+      for (const auto& x : d) {
+        if (x.is_number_integer()) v.push_back(x.get<int64_t>());
+      }
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<std::string> parse_types(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return out;
+  for (const auto& t : j) out.push_back(t.is_string() ? t.get<std::string>() : "");
+  return out;
+}
+
+// PyTorch's C++ type names → short dtype names; element sizes.
+std::string dtype_of(const std::string& t) {
+  if (t == "c10::BFloat16") return "bf16";
+  if (t == "c10::Half") return "fp16";
+  if (t == "float") return "fp32";
+  if (t == "double") return "fp64";
+  if (t == "c10::Float8_e4m3fn" || t == "c10::Float8_e4m3fnuz") return "fp8e4m3";
+  if (t == "c10::Float8_e5m2" || t == "c10::Float8_e5m2fnuz") return "fp8e5m2";
+  if (t == "signed char" || t == "int8") return "int8";
+  if (t == "unsigned char" || t == "bool") return "u8";
+  if (t == "int") return "int32";
+  if (t == "long int" || t == "long") return "int64";
+  if (t == "short int") return "int16";
+  return "";
+}
+
+int elem_size(const std::string& t) {
+  const std::string d = dtype_of(t);
+  if (d == "bf16" || d == "fp16" || d == "int16") return 2;
+  if (d == "fp32" || d == "int32") return 4;
+  if (d == "fp64" || d == "int64") return 8;
+  if (d == "fp8e4m3" || d == "fp8e5m2" || d == "int8" || d == "u8") return 1;
+  return 0;
+}
+
+uint64_t numel(const std::vector<int64_t>& d) {
+  uint64_t n = 1;
+  for (int64_t x : d) n *= static_cast<uint64_t>(std::max<int64_t>(x, 0));
+  return n;
+}
+
+// A row-major matrix operand's (transposed?, leading dimension) from its last two strides.
+std::pair<bool, int64_t> layout(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  if (dims.size() < 2 || strides.size() != dims.size()) return {false, dims.empty() ? 0 : dims.back()};
+  const std::size_t r = dims.size();
+  if (strides[r - 1] == 1 && dims[r - 1] > 0) return {false, std::max(strides[r - 2], dims[r - 1])};
+  if (strides[r - 2] == 1) return {true, std::max(strides[r - 1], dims[r - 2])};
+  return {false, dims[r - 1]};  // neither dimension contiguous: cuBLAS would need a copy; keep the shape
+}
+
+std::optional<GemmShape> gemm_shape(const KernelRow& r, std::string& why) {
+  const Dims d = parse_dims(r.input_dims);
+  const Dims st = parse_dims(r.input_strides);
+  const auto ty = parse_types(r.input_types);
+  auto dim_ok = [&](std::size_t i, std::size_t rank) { return i < d.size() && d[i].size() == rank; };
+  auto stride = [&](std::size_t i) { return i < st.size() ? st[i] : std::vector<int64_t>{}; };
+  auto type = [&](std::size_t i) { return i < ty.size() ? dtype_of(ty[i]) : std::string(); };
+  GemmShape g;
+  std::size_t ia = 0, ib = 1;
+  const std::string& op = r.op;
+  if (op == "aten::mm" && dim_ok(0, 2) && dim_ok(1, 2)) {
+  } else if ((op == "aten::addmm" || op == "aten::_addmm_activation") && dim_ok(1, 2) && dim_ok(2, 2)) {
+    ia = 1, ib = 2;
+    g.accumulate = true;
+  } else if (op == "aten::bmm" && dim_ok(0, 3) && dim_ok(1, 3)) {
+  } else if (op == "aten::baddbmm" && dim_ok(1, 3) && dim_ok(2, 3)) {
+    ia = 1, ib = 2;
+    g.accumulate = true;
+  } else if ((op == "aten::linear" || op == "aten::matmul") && d.size() >= 2 && d[0].size() >= 2 && d[1].size() == 2) {
+    // linear(x[..., K], W[N, K], bias?): y = x W^T.
+    const auto& x = d[0];
+    g.k = x.back();
+    g.m = static_cast<int64_t>(numel(x) / static_cast<uint64_t>(std::max<int64_t>(g.k, 1)));
+    if (op == "aten::linear") {
+      g.n = d[1][0];
+      g.trans_b = true;
+      g.ldb = g.k;
+    } else {
+      g.n = d[1][1];
+      g.ldb = g.n;
+    }
+    g.lda = g.k;
+    g.ldc = g.n;
+    g.accumulate = op == "aten::linear" && d.size() > 2 && !d[2].empty();
+    g.dtype_a = type(0), g.dtype_b = type(1), g.dtype_c = type(0);
+    if (g.dtype_a.empty()) g.dtype_a = g.dtype_b = g.dtype_c = "bf16";
+    return g;
+  } else {
+    why = "the op's input shapes do not give a GEMM (" + (op.empty() ? std::string("no op") : op) + ")";
+    return std::nullopt;
+  }
+  const auto& a = d[ia];
+  const auto& b = d[ib];
+  const bool batched = a.size() == 3;
+  if (batched) {
+    g.batch = a[0];
+    if (b[0] != a[0]) {
+      why = "batched GEMM with different batch sizes";
+      return std::nullopt;
+    }
+  }
+  const std::size_t o = batched ? 1 : 0;
+  g.m = a[o];
+  g.k = a[o + 1];
+  g.n = b[o + 1];
+  if (b[o] != g.k) {
+    why = fmt::format("inner dimensions differ ({} vs {})", g.k, b[o]);
+    return std::nullopt;
+  }
+  std::tie(g.trans_a, g.lda) = layout(a, stride(ia));
+  std::tie(g.trans_b, g.ldb) = layout(b, stride(ib));
+  g.ldc = g.n;
+  if (batched) {
+    const auto sa = stride(ia), sb = stride(ib);
+    g.stride_a = sa.size() == 3 ? sa[0] : g.m * g.k;
+    g.stride_b = sb.size() == 3 ? sb[0] : g.k * g.n;
+    g.stride_c = g.m * g.n;
+  }
+  g.dtype_a = type(ia), g.dtype_b = type(ib), g.dtype_c = type(ia);
+  if (g.dtype_a.empty() || g.dtype_b.empty()) {
+    why = "the op's input types are missing";
+    return std::nullopt;
+  }
+  return g;
+}
+
+std::optional<AttentionShape> attention_shape(const KernelRow& r, std::string& why) {
+  const Dims d = parse_dims(r.input_dims);
+  const auto ty = parse_types(r.input_types);
+  if (d.size() < 3 || d[0].size() != 4 || d[1].size() != 4) {
+    why = "the attention op's query/key shapes are missing";
+    return std::nullopt;
+  }
+  AttentionShape a;
+  // SDPA-family ops take query [B, H, S, D] (the flash forward takes [B, S, H, D]).
+  const bool bshd = r.op == "aten::_flash_attention_forward";
+  a.batch = d[0][0];
+  a.heads_q = bshd ? d[0][2] : d[0][1];
+  a.seq_q = bshd ? d[0][1] : d[0][2];
+  a.heads_kv = bshd ? d[1][2] : d[1][1];
+  a.seq_kv = bshd ? d[1][1] : d[1][2];
+  a.head_dim = d[0][3];
+  a.dtype = ty.empty() ? "bf16" : dtype_of(ty[0]);
+  a.causal = a.seq_q == a.seq_kv && a.seq_q > 1;
+  return a;
+}
+
+// Bytes an elementwise/reduction/normalization kernel moves, from its op's tensors: every tensor
+// input read once, the largest written once (reductions: the output is small, counted as 0).
+void proxy_bytes(KernelRow& r) {
+  const Dims d = parse_dims(r.input_dims);
+  const auto ty = parse_types(r.input_types);
+  uint64_t read = 0, largest = 0, elements = 0;
+  for (std::size_t i = 0; i < d.size() && i < ty.size(); ++i) {
+    const int es = elem_size(ty[i]);
+    if (es == 0 || (d[i].empty() && ty[i] != "float")) continue;  // scalars, lists, optional args
+    if (d[i].empty()) continue;
+    const uint64_t n = numel(d[i]);
+    read += n * static_cast<uint64_t>(es);
+    if (n * static_cast<uint64_t>(es) > largest) largest = n * static_cast<uint64_t>(es);
+    elements = std::max(elements, n);
+  }
+  const bool reduction = r.kclass == "reduction";
+  r.bytes_read = read;
+  r.bytes_written = reduction ? 0 : largest;
+  r.elements = elements;
+}
+
+}  // namespace
+
+std::string default_replay_tiers_path() {
+  // Beside the kernel classes: the same search (JOULEPROF_DATA_DIR, beside the executable, source).
+  const fs::path classes = default_kernel_classes_path();
+  return (classes.parent_path() / "replay-tiers.tsv").string();
+}
+
+void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o) {
+  std::map<std::string, int> proxies;  // tier → rows that fall back to a proxy
+  for (KernelRow& r : t.rows) {
+    r.kclass = o.classes->classify(r.kind == "kernel" ? r.name : r.kind == "memset" ? std::string("memset") : "memcpy " + r.copy_kind);
+    r.tier = o.tiers->classify("kind:" + r.kind + " class:" + r.kclass + " op:" + r.op + " kernel:" + r.name);
+    std::string why;
+    if (r.tier == "gemm") {
+      r.gemm = gemm_shape(r, why);
+      if (!r.gemm) r.note = "gemm without shapes: " + why + "; replayed as a time-matched compute proxy";
+    } else if (r.tier == "attention") {
+      r.attention = attention_shape(r, why);
+      if (!r.attention) r.note = "attention without shapes: " + why + "; replayed as a time-matched compute proxy";
+    } else if (r.tier == "other") {
+      proxy_bytes(r);
+      if (r.bytes_read == 0) r.note = r.op.empty() ? "no launching op in the trace: bytes unknown; time-matched memory proxy"
+                                                    : "the op has no tensor shapes: bytes unknown; time-matched memory proxy";
+    }
+    if (!r.note.empty()) ++proxies[r.tier];
+  }
+  for (const auto& [tier, n] : proxies) {
+    t.warnings.push_back(fmt::format("{} {} row(s) fall back to time-matched proxies ({})", n, tier,
+                                     t.shapes ? "their ops' shapes do not determine them" : "the trace has no input shapes: record with record_shapes=True"));
+  }
+  std::stable_sort(t.rows.begin(), t.rows.end(), [](const KernelRow& a, const KernelRow& b) { return a.total_ns > b.total_ns; });
+}
+
+namespace {
+
+// jouleprof's own trace files: activities → rows (no ops: no shapes).
+Result<void> import_jouleprof(const std::string& path, int rank, KernelTable& t) {
+  std::error_code ec;
+  Result<TraceData> data = fs::is_directory(path, ec) ? read_trace_dir(path) : [&]() -> Result<TraceData> {
+    TraceData d;
+    if (auto r = read_trace_file(path, d); !r) return r.error();
+    return d;
+  }();
+  if (!data) return data.error();
+  for (const ProcessTrace& p : data->processes) {
+    if (!p.damage.empty()) t.warnings.push_back(p.file + ": " + p.damage + " (what precedes it is kept)");
+    if (p.dropped > 0) t.warnings.push_back(fmt::format("{}: {} records dropped by CUPTI", p.file, p.dropped));
+  }
+  std::map<std::tuple<std::string, int, uint32_t, int, int, int, int, int, int, uint32_t, uint32_t, uint64_t>, std::size_t> index;
+  std::map<std::pair<int, uint32_t>, std::vector<std::pair<int64_t, int64_t>>> intervals;
+  for (const Activity& a : data->activities) {
+    if (!a.on_gpu()) continue;
+    const int64_t dur = a.end_ns - a.start_ns;
+    const uint32_t shared = a.static_shared_bytes + a.dynamic_shared_bytes;
+    const uint64_t bytes = a.kind == Activity::Kind::kernel ? 0 : a.bytes;
+    auto key = std::make_tuple(a.name, static_cast<int>(a.kind), a.device, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1],
+                               a.block[2], a.registers, shared, bytes);
+    auto [it, inserted] = index.emplace(key, t.rows.size());
+    if (inserted) {
+      KernelRow r;
+      r.name = a.name;
+      r.kind = activity_kind_name(a.kind);
+      r.rank = rank + a.process;
+      r.device = a.device;
+      for (int d = 0; d < 3; ++d) {
+        r.grid[d] = a.grid[d];
+        r.block[d] = a.block[d];
+      }
+      r.registers = a.registers;
+      r.shared_bytes = shared;
+      r.bytes = bytes;
+      if (a.kind == Activity::Kind::memset) r.copy_kind = "set";
+      if (a.kind == Activity::Kind::memcpy) {
+        static const std::map<uint32_t, std::string> kinds = {{1, "HtoD"}, {2, "DtoH"}, {3, "HtoA"}, {4, "AtoH"}, {5, "AtoA"},
+                                                              {6, "AtoD"}, {7, "DtoA"}, {8, "DtoD"}, {9, "HtoH"}, {10, "PtoP"}};
+        auto k = kinds.find(a.copy_kind);
+        r.copy_kind = k != kinds.end() ? k->second : "unknown";
+      }
+      r.min_ns = r.max_ns = dur;
+      t.rows.push_back(std::move(r));
+    }
+    KernelRow& r = t.rows[it->second];
+    ++r.count;
+    r.total_ns += dur;
+    r.min_ns = std::min(r.min_ns, dur);
+    r.max_ns = std::max(r.max_ns, dur);
+    if (a.kind == Activity::Kind::kernel) {
+      ++t.kernels;
+      t.kernel_ns += dur;
+    } else if (a.kind == Activity::Kind::memcpy) {
+      ++t.memcpys;
+      t.memcpy_ns += dur;
+    } else {
+      ++t.memsets;
+      t.memset_ns += dur;
+    }
+    intervals[{a.process, a.device}].emplace_back(a.start_ns, a.end_ns);
+    ++t.events;
+  }
+  for (auto& [dev, iv] : intervals) {
+    std::sort(iv.begin(), iv.end());
+    int64_t busy = 0, c0 = iv.front().first, c1 = iv.front().second, last = 0;
+    for (const auto& [s, e] : iv) {
+      if (s > c1) {
+        busy += c1 - c0;
+        c0 = s;
+        c1 = e;
+      } else {
+        c1 = std::max(c1, e);
+      }
+      last = std::max(last, e);
+    }
+    t.busy_ns += busy + (c1 - c0);
+    t.span_ns += last - iv.front().first;
+    ++t.devices;
+  }
+  return {};
+}
+
+bool is_jouleprof_trace(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return true;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  char magic[8] = {};
+  const bool ok = std::fread(magic, 1, 8, f) == 8 && std::equal(magic, magic + 8, trace_format::kMagic);
+  std::fclose(f);
+  return ok;
+}
+
+}  // namespace
+
+Result<KernelTable> read_kernel_table(const std::vector<std::string>& paths, const KernelTableOptions& o) {
+  KernelTable t;
+  if (paths.empty()) return make_error(Errc::invalid_argument, "give a trace file");
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& p = paths[i];
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return make_error(Errc::not_found, "no such trace: " + p);
+    const bool own = is_jouleprof_trace(p);
+    const std::string format = own ? "jouleprof" : "kineto";
+    if (!t.format.empty() && t.format != format) return make_error(Errc::invalid_argument, "mixed trace formats: " + paths[0] + " and " + p);
+    t.format = format;
+#ifdef JOULEPROF_KINETO_NEEDS_AVX2
+    if (!own && !__builtin_cpu_supports("avx2")) {
+      return make_error(Errc::unsupported, "reading Kineto traces needs a CPU with AVX2 (x86-64-v3)");
+    }
+#endif
+    auto r = own ? import_jouleprof(p, static_cast<int>(i), t) : import_kineto(p, static_cast<int>(i), t, o);
+    if (!r) return r.error();
+    t.files.push_back(p);
+  }
+  if (t.format == "kineto" && !t.shapes) {
+    t.warnings.push_back("the trace has no input shapes (PyTorch profiler record_shapes=False): GEMM and attention rows are replayed as time-matched proxies");
+  }
+  if (t.devices > 1) t.warnings.push_back(fmt::format("GPU activity on {} devices/ranks: counts and times are summed over them", t.devices));
+  std::vector<std::string> names = t.gpus;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  if (names.size() > 1) t.warnings.push_back("the traces come from different GPU models: " + fmt::format("{}", fmt::join(names, ", ")));
+  t.gpus = names;
+  derive_replay_parameters(t, o);
+  return t;
+}
+
+namespace {
+
+nlohmann::json row_json(const KernelRow& r) {
+  nlohmann::json j = {{"name", r.name},
+                      {"kind", r.kind},
+                      {"class", r.kclass},
+                      {"tier", r.tier},
+                      {"rank", r.rank},
+                      {"device", r.device},
+                      {"count", r.count},
+                      {"total_duration_s", static_cast<double>(r.total_ns) * 1e-9},
+                      {"total_duration_ns", r.total_ns},
+                      {"mean_duration_s", r.mean_ns() * 1e-9},
+                      {"min_duration_s", static_cast<double>(r.min_ns) * 1e-9},
+                      {"max_duration_s", static_cast<double>(r.max_ns) * 1e-9}};
+  if (r.kind == "kernel") {
+    j["grid"] = {r.grid[0], r.grid[1], r.grid[2]};
+    j["block"] = {r.block[0], r.block[1], r.block[2]};
+    j["registers_per_thread"] = r.registers;
+    j["shared_memory_bytes"] = r.shared_bytes;
+  } else {
+    j["bytes"] = r.bytes;
+    j["copy_kind"] = r.copy_kind;
+  }
+  j["op"] = r.op;
+  if (!r.input_dims.empty()) {
+    j["input_dims"] = nlohmann::json::parse(r.input_dims, nullptr, false);
+    j["input_types"] = nlohmann::json::parse(r.input_types, nullptr, false);
+    j["input_strides"] = nlohmann::json::parse(r.input_strides, nullptr, false);
+  }
+  if (r.gemm) {
+    const GemmShape& g = *r.gemm;
+    j["gemm"] = {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}, {"trans_a", g.trans_a}, {"trans_b", g.trans_b},
+                 {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc}, {"stride_a", g.stride_a}, {"stride_b", g.stride_b},
+                 {"stride_c", g.stride_c}, {"dtype_a", g.dtype_a}, {"dtype_b", g.dtype_b}, {"dtype_c", g.dtype_c},
+                 {"accumulate", g.accumulate}, {"flops", g.flops()}};
+  }
+  if (r.attention) {
+    const AttentionShape& a = *r.attention;
+    j["attention"] = {{"batch", a.batch}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}, {"seq_q", a.seq_q},
+                      {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal}};
+  }
+  if (r.tier == "other") {
+    j["bytes_read"] = r.bytes_read;
+    j["bytes_written"] = r.bytes_written;
+    j["elements"] = r.elements;
+  }
+  if (!r.note.empty()) j["note"] = r.note;
+  return j;
+}
+
+struct TierSum {
+  uint64_t rows = 0, count = 0;
+  int64_t ns = 0;
+};
+
+std::map<std::string, TierSum> tier_sums(const KernelTable& t) {
+  std::map<std::string, TierSum> s;
+  for (const KernelRow& r : t.rows) {
+    TierSum& x = s[r.tier];
+    ++x.rows;
+    x.count += r.count;
+    x.ns += r.total_ns;
+  }
+  return s;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string kernel_table_json(const KernelTable& t) {
+  nlohmann::json j;
+  j["schema"] = "jouleprof.kernels";
+  j["schema_version"] = 1;
+  j["format"] = t.format;
+  j["files"] = t.files;
+  j["gpus"] = t.gpus;
+  j["shapes"] = t.shapes;
+  j["totals"] = {{"kernels", t.kernels},
+                 {"memcpys", t.memcpys},
+                 {"memsets", t.memsets},
+                 {"unique_rows", t.rows.size()},
+                 {"kernel_duration_s", static_cast<double>(t.kernel_ns) * 1e-9},
+                 {"kernel_duration_ns", t.kernel_ns},
+                 {"memcpy_duration_ns", t.memcpy_ns},
+                 {"memset_duration_ns", t.memset_ns},
+                 {"gpu_span_s", static_cast<double>(t.span_ns) * 1e-9},
+                 {"gpu_busy_s", static_cast<double>(t.busy_ns) * 1e-9},
+                 {"gpu_idle_s", static_cast<double>(t.idle_ns()) * 1e-9},
+                 {"devices", t.devices},
+                 {"events", t.events}};
+  nlohmann::json tiers = nlohmann::json::array();
+  for (const auto& [tier, s] : tier_sums(t)) {
+    tiers.push_back({{"tier", tier}, {"rows", s.rows}, {"count", s.count}, {"total_duration_s", static_cast<double>(s.ns) * 1e-9}});
+  }
+  j["tiers"] = tiers;
+  j["warnings"] = t.warnings;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const KernelRow& r : t.rows) rows.push_back(row_json(r));
+  j["kernels"] = std::move(rows);
+  return j.dump(1) + "\n";
+}
+
+std::string kernel_table_csv(const KernelTable& t) {
+  std::string out =
+      "name,kind,class,tier,rank,device,grid_x,grid_y,grid_z,block_x,block_y,block_z,registers_per_thread,shared_memory_bytes,bytes,"
+      "copy_kind,op,input_dims,input_types,count,total_duration_ns,mean_duration_s,gemm_m,gemm_n,gemm_k,gemm_batch,gemm_trans_a,"
+      "gemm_trans_b,gemm_dtype,bytes_read,bytes_written,note\n";
+  for (const KernelRow& r : t.rows) {
+    const GemmShape g = r.gemm.value_or(GemmShape{});
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.name),
+                       r.kind, r.kclass, r.tier, r.rank, r.device, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2],
+                       r.registers, r.shared_bytes, r.bytes, r.copy_kind, csv_field(r.op), csv_field(r.input_dims),
+                       csv_field(r.input_types), r.count, r.total_ns, r.mean_ns() * 1e-9, r.gemm ? std::to_string(g.m) : "",
+                       r.gemm ? std::to_string(g.n) : "", r.gemm ? std::to_string(g.k) : "", r.gemm ? std::to_string(g.batch) : "",
+                       r.gemm ? (g.trans_a ? "1" : "0") : "", r.gemm ? (g.trans_b ? "1" : "0") : "", r.gemm ? g.dtype_a : "",
+                       r.tier == "other" ? std::to_string(r.bytes_read) : "", r.tier == "other" ? std::to_string(r.bytes_written) : "",
+                       csv_field(r.note));
+  }
+  return out;
+}
+
+std::string kernel_table_text(const KernelTable& t, std::size_t top) {
+  std::string out = fmt::format("{} trace ({} file{}{}): {} kernels, {} memcpys, {} memsets in {} unique rows\n", t.format, t.files.size(),
+                                t.files.size() == 1 ? "" : "s", t.gpus.empty() ? "" : ", " + fmt::format("{}", fmt::join(t.gpus, ", ")),
+                                t.kernels, t.memcpys, t.memsets, t.rows.size());
+  out += fmt::format("kernel time {:.3f} ms, copies {:.3f} ms; GPU span {:.3f} ms, busy {:.3f} ms, idle {:.3f} ms\n",
+                     static_cast<double>(t.kernel_ns) * 1e-6, static_cast<double>(t.memcpy_ns + t.memset_ns) * 1e-6,
+                     static_cast<double>(t.span_ns) * 1e-6, static_cast<double>(t.busy_ns) * 1e-6, static_cast<double>(t.idle_ns()) * 1e-6);
+  out += fmt::format("\n{:<14} {:>6} {:>9} {:>12} {:>7}\n", "tier", "rows", "count", "time ms", "share");
+  const double gpu = static_cast<double>(std::max<int64_t>(t.gpu_ns(), 1));
+  for (const auto& [tier, s] : tier_sums(t)) {
+    out += fmt::format("{:<14} {:>6} {:>9} {:>12.3f} {:>6.1f}%\n", tier, s.rows, s.count, static_cast<double>(s.ns) * 1e-6,
+                       100.0 * static_cast<double>(s.ns) / gpu);
+  }
+  out += fmt::format("\n{:<10} {:>7} {:>10} {:>9}  {:<28} {}\n", "tier", "count", "total ms", "mean us", "shape", "kernel (op)");
+  for (std::size_t i = 0; i < t.rows.size() && i < top; ++i) {
+    const KernelRow& r = t.rows[i];
+    std::string shape;
+    if (r.gemm) {
+      shape = fmt::format("{}x{}x{}{} {}{}", r.gemm->m, r.gemm->n, r.gemm->k, r.gemm->batch > 1 ? fmt::format(" b{}", r.gemm->batch) : "",
+                          r.gemm->trans_a ? "T" : "N", r.gemm->trans_b ? "T" : "N");
+      shape += " " + r.gemm->dtype_a;
+    } else if (r.attention) {
+      shape = fmt::format("b{} h{}/{} s{}/{} d{}", r.attention->batch, r.attention->heads_q, r.attention->heads_kv, r.attention->seq_q,
+                          r.attention->seq_kv, r.attention->head_dim);
+    } else if (r.kind != "kernel") {
+      shape = fmt::format("{} B {}", r.bytes, r.copy_kind);
+    } else if (r.bytes_read > 0) {
+      shape = fmt::format("{:.3g} MB r/w", static_cast<double>(r.bytes_read + r.bytes_written) * 1e-6);
+    }
+    std::string name = r.name.size() > 70 ? r.name.substr(0, 67) + "..." : r.name;
+    out += fmt::format("{:<10} {:>7} {:>10.3f} {:>9.2f}  {:<28} {}{}\n", r.tier, r.count, static_cast<double>(r.total_ns) * 1e-6,
+                       r.mean_ns() * 1e-3, shape, name, r.op.empty() ? "" : " (" + r.op + ")");
+  }
+  for (const std::string& w : t.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+}  // namespace jouleprof

@@ -1,0 +1,671 @@
+// Streaming import of PyTorch profiler / Kineto Chrome traces (docs/replay.md, "Import").
+//
+// A trace is one JSON object whose "traceEvents" array holds the events. The file (plain or gzip)
+// is read in chunks: the members before and after the array are scanned byte by byte (they are
+// small); the array is cut at event boundaries and each piece parsed by simdjson on demand as a
+// JSON array, in place: a byte before the piece becomes '[' and the ',' after it ']'. A cheap
+// boundary guess ("}" "," "{" with only whitespace between: raw whitespace never occurs inside a
+// JSON string) is verified by the parse itself — a wrong guess cannot parse — and on failure the
+// piece is cut by the exact byte scanner instead. Peak memory is one chunk plus the compact
+// per-kernel records (32 bytes a kernel), not the file.
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <simdjson.h>
+#include <unordered_map>
+
+#include "jouleprof/replay/kernel_table.hpp"
+#include "jouleprof/trace/trace.hpp"
+
+namespace jouleprof {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+constexpr std::size_t kChunk = 16u << 20;          // bytes read at a time
+constexpr std::size_t kMaxPiece = 1u << 30;        // one event (or the members around the array) larger than this: refused
+constexpr std::size_t kPad = simdjson::SIMDJSON_PADDING + 64;
+
+// Plain or gzip input, read in chunks.
+class Input {
+ public:
+  ~Input() {
+    if (gz_ != nullptr) gzclose(gz_);
+    if (fd_ >= 0) close(fd_);
+  }
+  Result<void> open(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return make_error(Errc::not_found, "cannot read " + path + ": " + std::strerror(errno));
+    unsigned char magic[2] = {0, 0};
+    const ssize_t n = ::pread(fd_, magic, 2, 0);
+    if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+      gz_ = gzdopen(fd_, "rb");
+      if (gz_ == nullptr) return make_error(Errc::io, "cannot open " + path + " as gzip");
+      fd_ = -1;  // owned by gz_ now
+      gzbuffer(gz_, 1u << 20);
+    }
+    path_ = path;
+    return {};
+  }
+  /// Up to n bytes; 0 at the end.
+  Result<std::size_t> read(char* dst, std::size_t n) {
+    if (gz_ != nullptr) {
+      const int got = gzread(gz_, dst, static_cast<unsigned>(std::min<std::size_t>(n, 1u << 30)));
+      if (got < 0) {
+        int err = 0;
+        const char* msg = gzerror(gz_, &err);
+        return make_error(Errc::parse, path_ + ": gzip data corrupt (" + std::string(msg != nullptr ? msg : "?") + ")");
+      }
+      if (got == 0 && !gzeof(gz_)) return make_error(Errc::parse, path_ + ": gzip data corrupt");
+      return static_cast<std::size_t>(got);
+    }
+    std::size_t total = 0;
+    while (total < n) {
+      const ssize_t got = ::read(fd_, dst + total, n - total);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return make_error(Errc::io, "cannot read " + path_ + ": " + std::strerror(errno));
+      if (got == 0) break;
+      total += static_cast<std::size_t>(got);
+    }
+    return total;
+  }
+  bool gzip() const { return gz_ != nullptr; }
+
+ private:
+  int fd_ = -1;
+  gzFile gz_ = nullptr;
+  std::string path_;
+};
+
+// Exact JSON structure scanner (strings, escapes, nesting), byte by byte.
+struct Scanner {
+  int depth = 0;
+  bool in_string = false, escape = false;
+  // Feeds one byte; returns the byte's structural meaning for the caller.
+  enum Event { none, open, close, comma, colon, string_end, other };
+  Event feed(char c) {
+    if (in_string) {
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+      } else if (c == '"') {
+        in_string = false;
+        return string_end;
+      }
+      return none;
+    }
+    switch (c) {
+      case '"': in_string = true; return none;
+      case '{': case '[': ++depth; return open;
+      case '}': case ']': --depth; return close;
+      case ',': return comma;
+      case ':': return colon;
+      case ' ': case '\n': case '\r': case '\t': return none;
+      default: return other;
+    }
+  }
+};
+
+bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Exact nanoseconds from a JSON number in microseconds ("4793851997095.721", "12", "1.5e3").
+std::optional<int64_t> us_to_ns(std::string_view s) {
+  while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
+  bool neg = false;
+  std::size_t i = 0;
+  if (i < s.size() && s[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  int64_t whole = 0;
+  std::size_t digits = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, ++digits) {
+    if (whole > (INT64_MAX / 10 - 10) / 1000) return std::nullopt;
+    whole = whole * 10 + (s[i] - '0');
+  }
+  if (digits == 0) return std::nullopt;
+  int64_t frac = 0;
+  int fd = 0;
+  bool rest_nonzero = false;
+  if (i < s.size() && s[i] == '.') {
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      if (fd < 3) {
+        frac = frac * 10 + (s[i] - '0');
+        ++fd;
+      } else if (s[i] != '0') {
+        rest_nonzero = true;
+      }
+    }
+  }
+  if (i < s.size()) {  // exponent or junk: through double (rare in Kineto output)
+    char* end = nullptr;
+    const std::string tmp(s);
+    const double v = std::strtod(tmp.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !(std::abs(v) < 9e12)) return std::nullopt;
+    return static_cast<int64_t>(std::llround(v * 1000.0));
+  }
+  while (fd < 3) {
+    frac *= 10;
+    ++fd;
+  }
+  int64_t ns = whole * 1000 + frac;
+  (void)rest_nonzero;  // sub-nanosecond digits: truncated
+  return neg ? -ns : ns;
+}
+
+struct OpSig {
+  std::string name, dims, types, strides;
+};
+
+struct Pending {
+  uint32_t launch;       // index into launches
+  uint32_t correlation;
+  int64_t external;      // -1: none
+  int64_t start_ns, dur_ns;
+};
+
+class Importer {
+ public:
+  enum class Cat { skip, kernel, memcpy, memset, op, runtime };
+  Importer(KernelTable& t, int rank, std::string path) : t_(t), rank_(rank), path_(std::move(path)) {}
+
+  Result<void> run(Input& in);
+
+ private:
+  Result<void> parse_events(char* begin, std::size_t len, std::size_t capacity, uint64_t file_offset);
+  void event(od::object obj);
+  Result<void> members(const std::string& outer);
+  void finish();
+  struct Counts {
+    std::size_t pending;
+    uint64_t kernels, memcpys, memsets, events;
+    int64_t kernel_ns, memcpy_ns, memset_ns;
+  };
+  Counts counts() const { return {pending_.size(), t_.kernels, t_.memcpys, t_.memsets, t_.events, t_.kernel_ns, t_.memcpy_ns, t_.memset_ns}; }
+  void restore(const Counts& c) {
+    pending_.resize(c.pending);
+    t_.kernels = c.kernels;
+    t_.memcpys = c.memcpys;
+    t_.memsets = c.memsets;
+    t_.events = c.events;
+    t_.kernel_ns = c.kernel_ns;
+    t_.memcpy_ns = c.memcpy_ns;
+    t_.memset_ns = c.memset_ns;
+  }
+
+  KernelTable& t_;
+  int rank_;
+  std::string path_;
+  od::parser parser_;
+  std::unordered_map<std::string, uint32_t> launch_ids_;
+  std::vector<KernelRow> launches_;
+  std::unordered_map<std::string, uint32_t> sig_ids_;
+  std::vector<OpSig> sigs_;
+  std::vector<uint32_t> op_by_ext_;  // sig + 1, dense by External id
+  std::unordered_map<int64_t, uint32_t> op_by_ext_sparse_;
+  std::unordered_map<uint32_t, int64_t> ext_by_corr_;
+  std::vector<Pending> pending_;
+  bool saw_shapes_ = false;
+  std::string key_;  // scratch
+};
+
+Importer::Cat category(std::string_view cat) {
+  // Kineto's categories, lower-case since PyTorch 1.11; capitalised ("Kernel", "Memcpy",
+  // "Runtime", "Operator") before.
+  switch (cat.size()) {
+    case 6:
+      if (cat == "kernel" || cat == "Kernel") return Importer::Cat::kernel;
+      if (cat == "cpu_op" || cat == "Memcpy") return cat[0] == 'c' ? Importer::Cat::op : Importer::Cat::memcpy;
+      if (cat == "Memset") return Importer::Cat::memset;
+      break;
+    case 7:
+      if (cat == "Runtime" || cat == "runtime") return Importer::Cat::runtime;
+      break;
+    case 8:
+      if (cat == "Operator" || cat == "operator") return Importer::Cat::op;
+      break;
+    case 10:
+      if (cat == "gpu_memcpy") return Importer::Cat::memcpy;
+      if (cat == "gpu_memset") return Importer::Cat::memset;
+      break;
+    case 11:
+      if (cat == "cuda_driver") return Importer::Cat::runtime;
+      break;
+    case 12:
+      if (cat == "cuda_runtime") return Importer::Cat::runtime;
+      break;
+    default:
+      break;
+  }
+  return Importer::Cat::skip;
+}
+
+std::string copy_kind_of(std::string_view name, bool memset) {
+  if (memset) return "set";
+  for (const char* k : {"HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "DtoA", "AtoD", "AtoH", "HtoA", "AtoA"}) {
+    if (name.find(k) != std::string_view::npos) return k;
+  }
+  return "unknown";
+}
+
+void Importer::event(od::object obj) {
+  std::string_view cat, name, dims, types, strides;
+  Cat c = Cat::skip;
+  std::string_view ts_raw, dur_raw;
+  int64_t external = -1, correlation = -1, device = 0, regs = 0, shared = 0, bytes = 0;
+  int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  bool have_dur = false;
+  for (auto field : obj) {
+    std::string_view k = field.unescaped_key();
+    if (k == "cat") {
+      cat = field.value().get_string();
+      c = category(cat);
+      if (c == Cat::skip) return;  // flows, metadata, python functions ... (cat precedes args in Kineto's output)
+    } else if (k == "name") {
+      name = field.value().get_string();
+    } else if (k == "ts") {
+      ts_raw = field.value().raw_json_token();
+    } else if (k == "dur") {
+      dur_raw = field.value().raw_json_token();
+      have_dur = true;
+    } else if (k == "args") {
+      od::object args = field.value().get_object();
+      for (auto a : args) {
+        std::string_view ak = a.unescaped_key();
+        if (ak == "External id" || ak == "external id") {
+          external = a.value().get_int64();
+        } else if (ak == "correlation" || ak == "correlation id") {
+          correlation = a.value().get_int64();
+        } else if (ak == "device") {
+          device = a.value().get_int64();
+        } else if (ak == "grid" || ak == "block") {
+          int* dst = ak == "grid" ? grid : block;
+          int i = 0;
+          for (auto v : a.value().get_array()) {
+            const int64_t x = v.get_int64();
+            if (i < 3) dst[i++] = static_cast<int>(x);
+          }
+        } else if (ak == "registers per thread") {
+          regs = a.value().get_int64();
+        } else if (ak == "shared memory") {
+          shared = a.value().get_int64();
+        } else if (ak == "bytes") {
+          bytes = a.value().get_int64();
+        } else if (ak == "Input Dims" || ak == "Input dims") {
+          od::array arr = a.value().get_array();
+          dims = arr.raw_json();
+        } else if (ak == "Input type") {
+          od::array arr = a.value().get_array();
+          types = arr.raw_json();
+        } else if (ak == "Input Strides") {
+          od::array arr = a.value().get_array();
+          strides = arr.raw_json();
+        }
+      }
+    }
+  }
+  ++t_.events;
+  if (c == Cat::skip) return;
+  if (c == Cat::op) {
+    if (external < 0) return;
+    if (!dims.empty()) saw_shapes_ = true;
+    key_.assign(name).append("\x1f").append(dims).append("\x1f").append(types).append("\x1f").append(strides);
+    auto [it, inserted] = sig_ids_.emplace(key_, static_cast<uint32_t>(sigs_.size()));
+    if (inserted) sigs_.push_back({std::string(name), std::string(dims), std::string(types), std::string(strides)});
+    if (external < (int64_t{1} << 26)) {
+      const auto e = static_cast<std::size_t>(external);
+      if (e >= op_by_ext_.size()) op_by_ext_.resize(std::max(e + 1, op_by_ext_.size() * 2), 0);
+      op_by_ext_[e] = it->second + 1;
+    } else {
+      op_by_ext_sparse_[external] = it->second + 1;
+    }
+    return;
+  }
+  if (c == Cat::runtime) {
+    if (correlation >= 0 && external >= 0) ext_by_corr_[static_cast<uint32_t>(correlation)] = external;
+    return;
+  }
+  // A GPU activity.
+  if (!have_dur) throw std::runtime_error("a GPU event without \"dur\"");
+  const auto start = us_to_ns(ts_raw);
+  const auto dur = us_to_ns(dur_raw);
+  if (!start || !dur || *dur < 0) throw std::runtime_error("a GPU event with a bad \"ts\"/\"dur\"");
+  const bool memset = c == Cat::memset, memcpy = c == Cat::memcpy;
+  key_.clear();
+  key_.append(name).append("\x1f");
+  key_.append(std::to_string(static_cast<int>(c))).append(",").append(std::to_string(device));
+  for (int i = 0; i < 3; ++i) key_.append(",").append(std::to_string(grid[i])).append(",").append(std::to_string(block[i]));
+  key_.append(",").append(std::to_string(regs)).append(",").append(std::to_string(shared)).append(",");
+  if (memset || memcpy) key_.append(std::to_string(bytes));
+  auto [it, inserted] = launch_ids_.emplace(key_, static_cast<uint32_t>(launches_.size()));
+  if (inserted) {
+    KernelRow r;
+    r.name = std::string(name);
+    r.kind = memset ? "memset" : memcpy ? "memcpy" : "kernel";
+    r.rank = rank_;
+    r.device = static_cast<uint32_t>(device);
+    for (int i = 0; i < 3; ++i) {
+      r.grid[i] = grid[i];
+      r.block[i] = block[i];
+    }
+    r.registers = static_cast<uint32_t>(regs);
+    r.shared_bytes = static_cast<uint32_t>(shared);
+    if (memset || memcpy) {
+      r.bytes = static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
+      r.copy_kind = copy_kind_of(name, memset);
+    }
+    launches_.push_back(std::move(r));
+  }
+  pending_.push_back({it->second, static_cast<uint32_t>(correlation < 0 ? 0 : correlation), external, *start, *dur});
+  if (memset) {
+    ++t_.memsets;
+    t_.memset_ns += *dur;
+  } else if (memcpy) {
+    ++t_.memcpys;
+    t_.memcpy_ns += *dur;
+  } else {
+    ++t_.kernels;
+    t_.kernel_ns += *dur;
+  }
+}
+
+Result<void> Importer::parse_events(char* begin, std::size_t len, std::size_t capacity, uint64_t file_offset) {
+  // begin[-1] is ours to set; begin[len] is the ',' after the last event (or the array's ']').
+  struct Restore {
+    char* p;
+    char a, b;
+    std::size_t len;
+    ~Restore() {
+      p[-1] = a;
+      p[len] = b;
+    }
+  } restore_bytes{begin, begin[-1], begin[len], len};
+  begin[-1] = '[';
+  begin[len] = ']';
+  const char* doc_begin = begin - 1;
+  try {
+    od::document doc = parser_.iterate(doc_begin, len + 2, capacity + 1);
+    for (auto ev : doc.get_array()) event(ev.get_object());
+  } catch (const simdjson::simdjson_error& e) {
+    return make_error(Errc::parse, path_ + ": invalid trace event JSON in traceEvents at or after byte " + std::to_string(file_offset) +
+                                       ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    return make_error(Errc::parse, path_ + ": " + e.what() + " in traceEvents at or after byte " + std::to_string(file_offset));
+  }
+  return {};
+}
+
+Result<void> Importer::members(const std::string& outer) {
+  // `outer` is the top-level object with an empty traceEvents array: small metadata.
+  try {
+    simdjson::padded_string p(outer);
+    od::document doc = parser_.iterate(p);
+    od::object top = doc.get_object();
+    for (auto field : top) {
+      std::string_view k = field.unescaped_key();
+      if (k == "deviceProperties") {
+        for (auto d : field.value().get_array()) {
+          std::string_view n;
+          if (d.get_object().find_field_unordered("name").get_string().get(n) == simdjson::SUCCESS) t_.gpus.emplace_back(n);
+        }
+      } else if (k == "distributedInfo") {
+        int64_t r = 0;
+        if (field.value().get_object().find_field_unordered("rank").get_int64().get(r) == simdjson::SUCCESS) rank_ = static_cast<int>(r);
+      } else if (k == "record_shapes") {
+        int64_t v = 0;
+        if (field.value().get_int64().get(v) == simdjson::SUCCESS && v != 0) saw_shapes_ = true;
+      }
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    return make_error(Errc::parse, path_ + ": invalid JSON outside traceEvents: " + e.what());
+  }
+  return {};
+}
+
+Result<void> Importer::run(Input& in) {
+  // buf[0] is a spare byte for '['; data lives in buf[1 .. 1+size).
+  std::vector<char> buf(1 + kChunk + kPad);
+  std::size_t size = 0;       // bytes in buf after the spare byte
+  uint64_t consumed = 0;      // file bytes before buf[1]
+  bool eof = false;
+  auto fill = [&]() -> Result<void> {
+    if (eof) return {};
+    if (buf.size() < 1 + size + kChunk + kPad) {
+      if (size + kChunk > kMaxPiece) return make_error(Errc::parse, path_ + ": an event larger than 1 GiB at byte " + std::to_string(consumed));
+      buf.resize(1 + size + kChunk + kPad);
+    }
+    auto got = in.read(buf.data() + 1 + size, kChunk);
+    if (!got) return got.error();
+    if (*got == 0) eof = true;
+    size += *got;
+    t_.bytes += *got;
+    return {};
+  };
+  auto drop = [&](std::size_t n) {  // drops the first n bytes
+    std::memmove(buf.data() + 1, buf.data() + 1 + n, size - n);
+    size -= n;
+    consumed += n;
+  };
+
+  // 1. The members before the array, up to "traceEvents": [.
+  Scanner sc;
+  std::string outer;  // the top-level object without the events
+  std::string last_string;
+  std::size_t string_start = 0;
+  bool found = false;
+  while (!found) {
+    if (size == 0) {
+      if (auto f = fill(); !f) return f;
+      if (size == 0) {
+        return make_error(Errc::parse, path_ + (consumed == 0 ? ": empty file" : ": no \"traceEvents\" array (not a Kineto/PyTorch profiler trace)"));
+      }
+    }
+    std::size_t i = 0;
+    for (; i < size; ++i) {
+      const char c = buf[1 + i];
+      const bool was_in_string = sc.in_string;
+      const auto e = sc.feed(c);
+      if (!was_in_string && sc.in_string) string_start = outer.size() + 1;
+      if (consumed + i == 0 && c != '{' && !is_ws(c)) {
+        return make_error(Errc::parse, path_ + ": not a Kineto/PyTorch profiler trace (a JSON object is expected, got '" +
+                                           std::string(1, c) + "' at byte 0)");
+      }
+      if (sc.depth < 0 || (sc.depth == 0 && e == Scanner::close)) {
+        return make_error(Errc::parse, path_ + ": no \"traceEvents\" array (not a Kineto/PyTorch profiler trace)");
+      }
+      outer.push_back(c);
+      if (outer.size() > kMaxPiece) return make_error(Errc::parse, path_ + ": no \"traceEvents\" array in the first 1 GiB");
+      if (e == Scanner::string_end && sc.depth == 1) last_string.assign(outer, string_start, outer.size() - 1 - string_start);
+      if (e == Scanner::open && sc.depth == 2 && c == '[' && last_string == "traceEvents") {
+        found = true;
+        ++i;
+        break;
+      }
+    }
+    drop(i);
+  }
+  // 2. The events.
+  for (;;) {
+    if (!eof && size < kChunk) {
+      if (auto f = fill(); !f) return f;
+      continue;
+    }
+    char* data = buf.data() + 1;
+    // Leading whitespace and the separating comma (after a previous piece).
+    std::size_t lead = 0;
+    while (lead < size && (is_ws(data[lead]) || data[lead] == ',')) ++lead;
+    if (lead > 0) {
+      drop(lead);
+      continue;
+    }
+    if (size == 0) {
+      if (eof) return make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed) + " (inside traceEvents)");
+      continue;
+    }
+    if (data[0] == ']') {  // the array's end
+      drop(1);
+      break;
+    }
+    // Fast guess: the last "}" [ws] "," [ws] "{" in the buffer.
+    std::size_t cut = SIZE_MAX;
+    if (!eof) {
+      for (std::size_t p = size; p-- > 1;) {
+        if (data[p] != '{') continue;
+        std::size_t q = p;
+        while (q > 0 && is_ws(data[q - 1])) --q;
+        if (q == 0 || data[q - 1] != ',') continue;
+        std::size_t comma = q - 1;
+        std::size_t r = comma;
+        while (r > 0 && is_ws(data[r - 1])) --r;
+        if (r > 0 && data[r - 1] == '}') {
+          cut = comma;
+          break;
+        }
+      }
+    }
+    bool array_end = false;
+    if (cut != SIZE_MAX) {
+      const Counts before = counts();
+      if (parse_events(data, cut, buf.size() - 1, consumed)) {
+        drop(cut);
+        continue;
+      }
+      restore(before);  // the guess was inside an event, or the data is bad: cut exactly below
+    }
+    // Exact cut: scan to the last complete event at depth 0 (or the array's closing ']').
+    Scanner ex;
+    std::size_t last_end = SIZE_MAX;  // position of the ',' or ']' after the last complete event
+    for (std::size_t p = 0; p < size; ++p) {
+      const auto e = ex.feed(data[p]);
+      if (ex.depth < 0) {
+        last_end = p;
+        array_end = true;
+        break;
+      }
+      if (ex.depth == 0 && e == Scanner::comma) last_end = p;
+    }
+    if (last_end == SIZE_MAX) {
+      if (eof) {
+        return make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed + size) + " (inside a trace event that starts at byte " +
+                                           std::to_string(consumed) + ")");
+      }
+      if (auto f = fill(); !f) return f;  // an event longer than the buffer: read more
+      continue;
+    }
+    auto ok = parse_events(data, last_end, buf.size() - 1, consumed);
+    if (!ok) return ok;
+    drop(last_end);
+    if (array_end) {
+      drop(1);
+      break;
+    }
+  }
+  // 3. The members after the array.
+  outer += "]";
+  for (;;) {
+    for (std::size_t i = 0; i < size; ++i) {
+      outer.push_back(buf[1 + i]);
+      sc.feed(buf[1 + i]);
+    }
+    if (outer.size() > kMaxPiece) return make_error(Errc::parse, path_ + ": more than 1 GiB after traceEvents");
+    consumed += size;
+    size = 0;
+    if (eof) break;
+    if (auto f = fill(); !f) return f;
+  }
+  sc.depth -= 1;  // the ']' appended above closed the array the scanner saw open
+  while (!outer.empty() && is_ws(outer.back())) outer.pop_back();
+  if (outer.empty() || outer.back() != '}') {
+    return make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed) + " (after traceEvents: the trace object is not closed)");
+  }
+  if (auto m = members(outer); !m) return m;
+  finish();
+  return {};
+}
+
+void Importer::finish() {
+  // Kernel → op: External id, else correlation id → runtime launch → External id.
+  auto op_of = [&](const Pending& p) -> int64_t {
+    int64_t ext = p.external;
+    uint32_t s = 0;
+    auto lookup = [&](int64_t e) -> uint32_t {
+      if (e < 0) return 0;
+      if (e < static_cast<int64_t>(op_by_ext_.size())) return op_by_ext_[static_cast<std::size_t>(e)];
+      auto it = op_by_ext_sparse_.find(e);
+      return it != op_by_ext_sparse_.end() ? it->second : 0;
+    };
+    s = lookup(ext);
+    if (s == 0 && p.correlation != 0) {
+      auto it = ext_by_corr_.find(p.correlation);
+      if (it != ext_by_corr_.end()) s = lookup(it->second);
+    }
+    return static_cast<int64_t>(s) - 1;
+  };
+  std::map<std::pair<uint32_t, int64_t>, std::size_t> row_of;
+  std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> intervals;  // device → [start, end)
+  const std::size_t first_row = t_.rows.size();
+  for (const Pending& p : pending_) {
+    const int64_t sig = op_of(p);
+    auto [it, inserted] = row_of.emplace(std::make_pair(p.launch, sig), t_.rows.size());
+    if (inserted) {
+      KernelRow r = launches_[p.launch];
+      if (sig >= 0) {
+        const OpSig& o = sigs_[static_cast<std::size_t>(sig)];
+        r.op = o.name;
+        r.input_dims = o.dims;
+        r.input_types = o.types;
+        r.input_strides = o.strides;
+      }
+      r.min_ns = p.dur_ns;
+      r.max_ns = p.dur_ns;
+      t_.rows.push_back(std::move(r));
+    }
+    KernelRow& r = t_.rows[it->second];
+    ++r.count;
+    r.total_ns += p.dur_ns;
+    r.min_ns = std::min(r.min_ns, p.dur_ns);
+    r.max_ns = std::max(r.max_ns, p.dur_ns);
+    intervals[launches_[p.launch].device].emplace_back(p.start_ns, p.start_ns + p.dur_ns);
+  }
+  (void)first_row;
+  for (auto& [dev, iv] : intervals) {
+    std::sort(iv.begin(), iv.end());
+    int64_t busy = 0, cur0 = iv.front().first, cur1 = iv.front().second;
+    for (const auto& [a, b] : iv) {
+      if (a > cur1) {
+        busy += cur1 - cur0;
+        cur0 = a;
+        cur1 = b;
+      } else {
+        cur1 = std::max(cur1, b);
+      }
+    }
+    busy += cur1 - cur0;
+    int64_t last = 0;
+    for (const auto& x : iv) last = std::max(last, x.second);
+    t_.busy_ns += busy;
+    t_.span_ns += last - iv.front().first;
+    ++t_.devices;
+  }
+  if (saw_shapes_) t_.shapes = true;
+  pending_.clear();
+  pending_.shrink_to_fit();
+}
+
+}  // namespace
+
+Result<void> import_kineto(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o) {
+  (void)o;
+  Input in;
+  if (auto r = in.open(path); !r) return r;
+  Importer imp(t, rank, path);
+  return imp.run(in);
+}
+
+}  // namespace jouleprof
