@@ -187,21 +187,40 @@ std::optional<AttentionShape> attention_shape(const KernelRow& r, std::string& w
 // Bytes an elementwise/reduction/normalization kernel moves, from its op's tensors: every tensor
 // input read once, the largest written once (reductions: the output is small, counted as 0).
 void proxy_bytes(KernelRow& r) {
-  const Dims d = parse_dims(r.input_dims);
+  const auto dims = nlohmann::json::parse(r.input_dims.empty() ? "[]" : r.input_dims, nullptr, false);
   const auto ty = parse_types(r.input_types);
+  if (!dims.is_array()) return;
   uint64_t read = 0, largest = 0, elements = 0;
-  for (std::size_t i = 0; i < d.size() && i < ty.size(); ++i) {
-    const int es = elem_size(ty[i]);
-    if (es == 0 || (d[i].empty() && ty[i] != "float")) continue;  // scalars, lists, optional args
-    if (d[i].empty()) continue;
-    const uint64_t n = numel(d[i]);
-    read += n * static_cast<uint64_t>(es);
-    if (n * static_cast<uint64_t>(es) > largest) largest = n * static_cast<uint64_t>(es);
-    elements = std::max(elements, n);
+  int list_es = 0;  // element size assumed for tensor lists (cat): the op's first tensor type, else 2
+  for (const auto& t : ty) {
+    if (list_es == 0) list_es = elem_size(t);
   }
-  const bool reduction = r.kclass == "reduction";
+  if (list_es == 0) list_es = 2;
+  auto add = [&](const nlohmann::json& d, int es) {
+    std::vector<int64_t> v;
+    for (const auto& x : d) {
+      if (x.is_number_integer()) v.push_back(x.get<int64_t>());
+    }
+    if (v.empty()) return;  // scalars
+    const uint64_t n = numel(v), b = n * static_cast<uint64_t>(es);
+    read += b;
+    largest = std::max(largest, b);
+    elements = std::max(elements, n);
+  };
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const auto& d = dims[i];
+    if (!d.is_array() || d.empty()) continue;
+    if (d[0].is_array()) {  // a tensor list: its tensors are read, their concatenation written
+      uint64_t before = read;
+      for (const auto& t : d) add(t, list_es);
+      largest = std::max(largest, read - before);
+      continue;
+    }
+    const int es = i < ty.size() ? elem_size(ty[i]) : 0;
+    if (es > 0) add(d, es);
+  }
   r.bytes_read = read;
-  r.bytes_written = reduction ? 0 : largest;
+  r.bytes_written = r.kclass == "reduction" ? 0 : largest;
   r.elements = elements;
 }
 

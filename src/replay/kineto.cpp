@@ -27,7 +27,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-constexpr std::size_t kChunk = 16u << 20;          // bytes read at a time
 constexpr std::size_t kMaxPiece = 1u << 30;        // one event (or the members around the array) larger than this: refused
 constexpr std::size_t kPad = simdjson::SIMDJSON_PADDING + 64;
 
@@ -173,7 +172,8 @@ struct Pending {
 class Importer {
  public:
   enum class Cat { skip, kernel, memcpy, memset, op, runtime };
-  Importer(KernelTable& t, int rank, std::string path) : t_(t), rank_(rank), path_(std::move(path)) {}
+  Importer(KernelTable& t, int rank, std::string path, std::size_t chunk)
+      : t_(t), rank_(rank), path_(std::move(path)), chunk_(std::max<std::size_t>(chunk, 64)) {}
 
   Result<void> run(Input& in);
 
@@ -213,6 +213,7 @@ class Importer {
   std::vector<Pending> pending_;
   bool saw_shapes_ = false;
   std::string key_;  // scratch
+  const std::size_t chunk_;  // bytes read at a time
 };
 
 Importer::Cat category(std::string_view cat) {
@@ -430,17 +431,17 @@ Result<void> Importer::members(const std::string& outer) {
 
 Result<void> Importer::run(Input& in) {
   // buf[0] is a spare byte for '['; data lives in buf[1 .. 1+size).
-  std::vector<char> buf(1 + kChunk + kPad);
+  std::vector<char> buf(1 + chunk_ + kPad);
   std::size_t size = 0;       // bytes in buf after the spare byte
   uint64_t consumed = 0;      // file bytes before buf[1]
   bool eof = false;
   auto fill = [&]() -> Result<void> {
     if (eof) return {};
-    if (buf.size() < 1 + size + kChunk + kPad) {
-      if (size + kChunk > kMaxPiece) return make_error(Errc::parse, path_ + ": an event larger than 1 GiB at byte " + std::to_string(consumed));
-      buf.resize(1 + size + kChunk + kPad);
+    if (buf.size() < 1 + size + chunk_ + kPad) {
+      if (size + chunk_ > kMaxPiece) return make_error(Errc::parse, path_ + ": an event larger than 1 GiB at byte " + std::to_string(consumed));
+      buf.resize(1 + size + chunk_ + kPad);
     }
-    auto got = in.read(buf.data() + 1 + size, kChunk);
+    auto got = in.read(buf.data() + 1 + size, chunk_);
     if (!got) return got.error();
     if (*got == 0) eof = true;
     size += *got;
@@ -492,7 +493,7 @@ Result<void> Importer::run(Input& in) {
   }
   // 2. The events.
   for (;;) {
-    if (!eof && size < kChunk) {
+    if (!eof && size < chunk_) {
       if (auto f = fill(); !f) return f;
       continue;
     }
@@ -661,10 +662,9 @@ void Importer::finish() {
 }  // namespace
 
 Result<void> import_kineto(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o) {
-  (void)o;
   Input in;
   if (auto r = in.open(path); !r) return r;
-  Importer imp(t, rank, path);
+  Importer imp(t, rank, path, o.chunk_bytes);
   return imp.run(in);
 }
 

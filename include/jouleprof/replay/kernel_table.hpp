@@ -79,6 +79,7 @@ std::string default_replay_tiers_path();
 struct KernelTableOptions {
   const KernelClassifier* classes = nullptr;  ///< kernel classes (required)
   const KernelClassifier* tiers = nullptr;    ///< replay tiers (required)
+  std::size_t chunk_bytes = 16u << 20;        ///< Kineto import: bytes read at a time (tests use small ones)
 };
 
 /// Reads one or several traces: Kineto/PyTorch profiler JSON (.json, .json.gz; several files =
