@@ -255,7 +255,14 @@ void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o) {
     t.warnings.push_back(fmt::format("{} {} row(s) fall back to time-matched proxies ({})", n, tier,
                                      t.shapes ? "their ops' shapes do not determine them" : "the trace has no input shapes: record with record_shapes=True"));
   }
-  std::stable_sort(t.rows.begin(), t.rows.end(), [](const KernelRow& a, const KernelRow& b) { return a.total_ns > b.total_ns; });
+  // Longest first; ties in a fixed order (parallel import collects rows in any order).
+  auto key = [](const KernelRow& r) {
+    return std::tie(r.name, r.kind, r.op, r.input_dims, r.input_types, r.input_strides, r.grid, r.block, r.bytes, r.rank, r.device);
+  };
+  std::sort(t.rows.begin(), t.rows.end(), [&](const KernelRow& a, const KernelRow& b) {
+    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    return key(a) < key(b);
+  });
 }
 
 namespace {

@@ -17,6 +17,12 @@
 #include <cstring>
 #include <map>
 #include <simdjson.h>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "jouleprof/replay/kernel_table.hpp"
@@ -163,57 +169,61 @@ struct OpSig {
 };
 
 struct Pending {
-  uint32_t launch;       // index into launches
+  uint32_t launch;       // index into its Partial's launches
   uint32_t correlation;
   int64_t external;      // -1: none
   int64_t start_ns, dur_ns;
 };
 
+struct Counts {
+  uint64_t kernels = 0, memcpys = 0, memsets = 0, events = 0;
+  int64_t kernel_ns = 0, memcpy_ns = 0, memset_ns = 0;
+};
+
+// What one parsing thread collects; merged at the end (Importer::finish).
+struct Partial {
+  od::parser parser;
+  Counts c;
+  bool shapes = false;
+  std::unordered_map<std::string, uint32_t> launch_ids;
+  std::vector<KernelRow> launches;
+  std::unordered_map<std::string, uint32_t> sig_ids;
+  std::vector<OpSig> sigs;
+  std::vector<std::pair<int64_t, uint32_t>> ext_sig;   // External id → op signature
+  std::vector<std::pair<uint32_t, int64_t>> corr_ext;  // runtime launch correlation → External id
+  std::vector<Pending> pending;
+  std::string key;  // scratch
+};
+
+// A piece of the events array: buf[0] spare for '[', the events in buf[1 .. 1+len), the ',' after.
+struct Piece {
+  std::vector<char> buf;
+  std::size_t len = 0;
+  uint64_t offset = 0;  // file offset of buf[1]
+};
+
 class Importer {
  public:
   enum class Cat { skip, kernel, memcpy, memset, op, runtime };
-  Importer(KernelTable& t, int rank, std::string path, std::size_t chunk)
-      : t_(t), rank_(rank), path_(std::move(path)), chunk_(std::max<std::size_t>(chunk, 64)) {}
+  Importer(KernelTable& t, int rank, std::string path, std::size_t chunk, int threads)
+      : t_(t), rank_(rank), path_(std::move(path)), chunk_(std::max<std::size_t>(chunk, 64)), threads_(std::max(threads, 1)) {}
 
-  Result<void> run(Input& in);
+  /// Parallel: pieces cut at guessed boundaries go to worker threads; a piece that does not parse
+  /// (a wrong guess, or bad data) makes run() return `retry` so the caller reads again serially.
+  Result<void> run(Input& in, bool& retry);
 
  private:
-  Result<void> parse_events(char* begin, std::size_t len, std::size_t capacity, uint64_t file_offset);
-  void event(od::object obj);
+  Result<void> parse_events(Partial& p, char* begin, std::size_t len, std::size_t capacity, uint64_t file_offset);
+  void event(Partial& p, od::object obj);
   Result<void> members(const std::string& outer);
   void finish();
-  struct Counts {
-    std::size_t pending;
-    uint64_t kernels, memcpys, memsets, events;
-    int64_t kernel_ns, memcpy_ns, memset_ns;
-  };
-  Counts counts() const { return {pending_.size(), t_.kernels, t_.memcpys, t_.memsets, t_.events, t_.kernel_ns, t_.memcpy_ns, t_.memset_ns}; }
-  void restore(const Counts& c) {
-    pending_.resize(c.pending);
-    t_.kernels = c.kernels;
-    t_.memcpys = c.memcpys;
-    t_.memsets = c.memsets;
-    t_.events = c.events;
-    t_.kernel_ns = c.kernel_ns;
-    t_.memcpy_ns = c.memcpy_ns;
-    t_.memset_ns = c.memset_ns;
-  }
 
   KernelTable& t_;
   int rank_;
   std::string path_;
-  od::parser parser_;
-  std::unordered_map<std::string, uint32_t> launch_ids_;
-  std::vector<KernelRow> launches_;
-  std::unordered_map<std::string, uint32_t> sig_ids_;
-  std::vector<OpSig> sigs_;
-  std::vector<uint32_t> op_by_ext_;  // sig + 1, dense by External id
-  std::unordered_map<int64_t, uint32_t> op_by_ext_sparse_;
-  std::unordered_map<uint32_t, int64_t> ext_by_corr_;
-  std::vector<Pending> pending_;
-  bool saw_shapes_ = false;
-  std::string key_;  // scratch
+  std::vector<std::unique_ptr<Partial>> parts_;  // [0]: the reading thread's
   const std::size_t chunk_;  // bytes read at a time
+  const int threads_;
 };
 
 Importer::Cat category(std::string_view cat) {
@@ -255,7 +265,13 @@ std::string copy_kind_of(std::string_view name, bool memset) {
   return "unknown";
 }
 
-void Importer::event(od::object obj) {
+// A key compared in place: raw points just after the key's opening quote, inside the padded
+// document, so reading lit.size() bytes and the closing quote is always in bounds.
+bool key_is(const char* raw, std::string_view lit) {
+  return std::memcmp(raw, lit.data(), lit.size()) == 0 && raw[lit.size()] == '"';
+}
+
+void Importer::event(Partial& p, od::object obj) {
   std::string_view cat, name, dims, types, strides;
   Cat c = Cat::skip;
   std::string_view ts_raw, dur_raw;
@@ -263,73 +279,98 @@ void Importer::event(od::object obj) {
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   bool have_dur = false;
   for (auto field : obj) {
-    std::string_view k = field.unescaped_key();
-    if (k == "cat") {
-      cat = field.value().get_string();
-      c = category(cat);
-      if (c == Cat::skip) return;  // flows, metadata, python functions ... (cat precedes args in Kineto's output)
-    } else if (k == "name") {
-      name = field.value().get_string();
-    } else if (k == "ts") {
-      ts_raw = field.value().raw_json_token();
-    } else if (k == "dur") {
-      dur_raw = field.value().raw_json_token();
-      have_dur = true;
-    } else if (k == "args") {
-      od::object args = field.value().get_object();
-      for (auto a : args) {
-        std::string_view ak = a.unescaped_key();
-        if (ak == "External id" || ak == "external id") {
-          external = a.value().get_int64();
-        } else if (ak == "correlation" || ak == "correlation id") {
-          correlation = a.value().get_int64();
-        } else if (ak == "device") {
-          device = a.value().get_int64();
-        } else if (ak == "grid" || ak == "block") {
-          int* dst = ak == "grid" ? grid : block;
-          int i = 0;
-          for (auto v : a.value().get_array()) {
-            const int64_t x = v.get_int64();
-            if (i < 3) dst[i++] = static_cast<int>(x);
+    const char* k = field.key().value().raw();
+    switch (k[0]) {
+      case 'c':
+        if (key_is(k, "cat")) {
+          cat = field.value().get_string();
+          c = category(cat);
+          if (c == Cat::skip) {  // flows, metadata, python functions ... (cat precedes args in Kineto's output)
+            ++p.c.events;
+            return;
           }
-        } else if (ak == "registers per thread") {
-          regs = a.value().get_int64();
-        } else if (ak == "shared memory") {
-          shared = a.value().get_int64();
-        } else if (ak == "bytes") {
-          bytes = a.value().get_int64();
-        } else if (ak == "Input Dims" || ak == "Input dims") {
-          od::array arr = a.value().get_array();
-          dims = arr.raw_json();
-        } else if (ak == "Input type") {
-          od::array arr = a.value().get_array();
-          types = arr.raw_json();
-        } else if (ak == "Input Strides") {
-          od::array arr = a.value().get_array();
-          strides = arr.raw_json();
         }
-      }
+        break;
+      case 'n':
+        if (key_is(k, "name")) name = field.value().get_string();
+        break;
+      case 't':
+        if (key_is(k, "ts")) ts_raw = field.value().raw_json_token();
+        break;
+      case 'd':
+        if (key_is(k, "dur")) {
+          dur_raw = field.value().raw_json_token();
+          have_dur = true;
+        }
+        break;
+      case 'a':
+        if (!key_is(k, "args")) break;
+        for (auto a : field.value().get_object()) {
+          const char* ak = a.key().value().raw();
+          switch (ak[0]) {
+            case 'E':
+            case 'e':
+              if (key_is(ak + 1, "xternal id")) external = a.value().get_int64();
+              break;
+            case 'c':
+              if (key_is(ak, "correlation") || key_is(ak, "correlation id")) correlation = a.value().get_int64();
+              break;
+            case 'd':
+              if (key_is(ak, "device")) device = a.value().get_int64();
+              break;
+            case 'g':
+            case 'b':
+              if (key_is(ak, "grid") || key_is(ak, "block")) {
+                int* dst = ak[0] == 'g' ? grid : block;
+                int i = 0;
+                for (auto v : a.value().get_array()) {
+                  const int64_t x = v.get_int64();
+                  if (i < 3) dst[i++] = static_cast<int>(x);
+                }
+              } else if (key_is(ak, "bytes")) {
+                bytes = a.value().get_int64();
+              }
+              break;
+            case 'r':
+              if (key_is(ak, "registers per thread")) regs = a.value().get_int64();
+              break;
+            case 's':
+              if (key_is(ak, "shared memory")) shared = a.value().get_int64();
+              break;
+            case 'I':
+              if (key_is(ak, "Input Dims") || key_is(ak, "Input dims")) {
+                od::array arr = a.value().get_array();
+                dims = arr.raw_json();
+              } else if (key_is(ak, "Input type")) {
+                od::array arr = a.value().get_array();
+                types = arr.raw_json();
+              } else if (key_is(ak, "Input Strides")) {
+                od::array arr = a.value().get_array();
+                strides = arr.raw_json();
+              }
+              break;
+            default:
+              break;
+          }
+        }
+        break;
+      default:
+        break;
     }
   }
-  ++t_.events;
+  ++p.c.events;
   if (c == Cat::skip) return;
   if (c == Cat::op) {
     if (external < 0) return;
-    if (!dims.empty()) saw_shapes_ = true;
-    key_.assign(name).append("\x1f").append(dims).append("\x1f").append(types).append("\x1f").append(strides);
-    auto [it, inserted] = sig_ids_.emplace(key_, static_cast<uint32_t>(sigs_.size()));
-    if (inserted) sigs_.push_back({std::string(name), std::string(dims), std::string(types), std::string(strides)});
-    if (external < (int64_t{1} << 26)) {
-      const auto e = static_cast<std::size_t>(external);
-      if (e >= op_by_ext_.size()) op_by_ext_.resize(std::max(e + 1, op_by_ext_.size() * 2), 0);
-      op_by_ext_[e] = it->second + 1;
-    } else {
-      op_by_ext_sparse_[external] = it->second + 1;
-    }
+    if (!dims.empty()) p.shapes = true;
+    p.key.assign(name).append("\x1f").append(dims).append("\x1f").append(types).append("\x1f").append(strides);
+    auto [it, inserted] = p.sig_ids.emplace(p.key, static_cast<uint32_t>(p.sigs.size()));
+    if (inserted) p.sigs.push_back({std::string(name), std::string(dims), std::string(types), std::string(strides)});
+    p.ext_sig.emplace_back(external, it->second);
     return;
   }
   if (c == Cat::runtime) {
-    if (correlation >= 0 && external >= 0) ext_by_corr_[static_cast<uint32_t>(correlation)] = external;
+    if (correlation >= 0 && external >= 0) p.corr_ext.emplace_back(static_cast<uint32_t>(correlation), external);
     return;
   }
   // A GPU activity.
@@ -338,18 +379,17 @@ void Importer::event(od::object obj) {
   const auto dur = us_to_ns(dur_raw);
   if (!start || !dur || *dur < 0) throw std::runtime_error("a GPU event with a bad \"ts\"/\"dur\"");
   const bool memset = c == Cat::memset, memcpy = c == Cat::memcpy;
-  key_.clear();
-  key_.append(name).append("\x1f");
-  key_.append(std::to_string(static_cast<int>(c))).append(",").append(std::to_string(device));
-  for (int i = 0; i < 3; ++i) key_.append(",").append(std::to_string(grid[i])).append(",").append(std::to_string(block[i]));
-  key_.append(",").append(std::to_string(regs)).append(",").append(std::to_string(shared)).append(",");
-  if (memset || memcpy) key_.append(std::to_string(bytes));
-  auto [it, inserted] = launch_ids_.emplace(key_, static_cast<uint32_t>(launches_.size()));
+  p.key.clear();
+  p.key.append(name).append("\x1f");
+  p.key.append(std::to_string(static_cast<int>(c))).append(",").append(std::to_string(device));
+  for (int i = 0; i < 3; ++i) p.key.append(",").append(std::to_string(grid[i])).append(",").append(std::to_string(block[i]));
+  p.key.append(",").append(std::to_string(regs)).append(",").append(std::to_string(shared)).append(",");
+  if (memset || memcpy) p.key.append(std::to_string(bytes));
+  auto [it, inserted] = p.launch_ids.emplace(p.key, static_cast<uint32_t>(p.launches.size()));
   if (inserted) {
     KernelRow r;
     r.name = std::string(name);
     r.kind = memset ? "memset" : memcpy ? "memcpy" : "kernel";
-    r.rank = rank_;
     r.device = static_cast<uint32_t>(device);
     for (int i = 0; i < 3; ++i) {
       r.grid[i] = grid[i];
@@ -361,38 +401,38 @@ void Importer::event(od::object obj) {
       r.bytes = static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
       r.copy_kind = copy_kind_of(name, memset);
     }
-    launches_.push_back(std::move(r));
+    p.launches.push_back(std::move(r));
   }
-  pending_.push_back({it->second, static_cast<uint32_t>(correlation < 0 ? 0 : correlation), external, *start, *dur});
+  p.pending.push_back({it->second, static_cast<uint32_t>(correlation < 0 ? 0 : correlation), external, *start, *dur});
   if (memset) {
-    ++t_.memsets;
-    t_.memset_ns += *dur;
+    ++p.c.memsets;
+    p.c.memset_ns += *dur;
   } else if (memcpy) {
-    ++t_.memcpys;
-    t_.memcpy_ns += *dur;
+    ++p.c.memcpys;
+    p.c.memcpy_ns += *dur;
   } else {
-    ++t_.kernels;
-    t_.kernel_ns += *dur;
+    ++p.c.kernels;
+    p.c.kernel_ns += *dur;
   }
 }
 
-Result<void> Importer::parse_events(char* begin, std::size_t len, std::size_t capacity, uint64_t file_offset) {
+Result<void> Importer::parse_events(Partial& p, char* begin, std::size_t len, std::size_t capacity, uint64_t file_offset) {
   // begin[-1] is ours to set; begin[len] is the ',' after the last event (or the array's ']').
   struct Restore {
-    char* p;
+    char* at;
     char a, b;
-    std::size_t len;
+    std::size_t n;
     ~Restore() {
-      p[-1] = a;
-      p[len] = b;
+      at[-1] = a;
+      at[n] = b;
     }
   } restore_bytes{begin, begin[-1], begin[len], len};
   begin[-1] = '[';
   begin[len] = ']';
   const char* doc_begin = begin - 1;
   try {
-    od::document doc = parser_.iterate(doc_begin, len + 2, capacity + 1);
-    for (auto ev : doc.get_array()) event(ev.get_object());
+    od::document doc = p.parser.iterate(doc_begin, len + 2, capacity + 1);
+    for (auto ev : doc.get_array()) event(p, ev.get_object());
   } catch (const simdjson::simdjson_error& e) {
     return make_error(Errc::parse, path_ + ": invalid trace event JSON in traceEvents at or after byte " + std::to_string(file_offset) +
                                        ": " + e.what());
@@ -405,8 +445,8 @@ Result<void> Importer::parse_events(char* begin, std::size_t len, std::size_t ca
 Result<void> Importer::members(const std::string& outer) {
   // `outer` is the top-level object with an empty traceEvents array: small metadata.
   try {
-    simdjson::padded_string p(outer);
-    od::document doc = parser_.iterate(p);
+    simdjson::padded_string ps(outer);
+    od::document doc = parts_[0]->parser.iterate(ps);
     od::object top = doc.get_object();
     for (auto field : top) {
       std::string_view k = field.unescaped_key();
@@ -420,7 +460,7 @@ Result<void> Importer::members(const std::string& outer) {
         if (field.value().get_object().find_field_unordered("rank").get_int64().get(r) == simdjson::SUCCESS) rank_ = static_cast<int>(r);
       } else if (k == "record_shapes") {
         int64_t v = 0;
-        if (field.value().get_int64().get(v) == simdjson::SUCCESS && v != 0) saw_shapes_ = true;
+        if (field.value().get_int64().get(v) == simdjson::SUCCESS && v != 0) parts_[0]->shapes = true;
       }
     }
   } catch (const simdjson::simdjson_error& e) {
@@ -429,7 +469,70 @@ Result<void> Importer::members(const std::string& outer) {
   return {};
 }
 
-Result<void> Importer::run(Input& in) {
+// The last "}" [ws] "," [ws] "{" of data[0, size): a likely boundary between two events (raw
+// whitespace never occurs inside a JSON string, so only nested objects can fool it, and those
+// make the piece fail to parse). Returns the position of the ',' or SIZE_MAX.
+std::size_t guess_cut(const char* data, std::size_t size) {
+  for (std::size_t p = size; p-- > 1;) {
+    if (data[p] != '{') continue;
+    std::size_t q = p;
+    while (q > 0 && is_ws(data[q - 1])) --q;
+    if (q == 0 || data[q - 1] != ',') continue;
+    const std::size_t comma = q - 1;
+    std::size_t r = comma;
+    while (r > 0 && is_ws(data[r - 1])) --r;
+    if (r > 0 && data[r - 1] == '}') return comma;
+  }
+  return SIZE_MAX;
+}
+
+Result<void> Importer::run(Input& in, bool& retry) {
+  retry = false;
+  parts_.clear();
+  parts_.push_back(std::make_unique<Partial>());
+  Partial& main = *parts_[0];
+  // Worker threads (parallel mode): parse pieces from a bounded queue.
+  std::mutex mu;
+  std::condition_variable cv_work, cv_space;
+  std::deque<Piece> queue;
+  bool closing = false;
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> workers;
+  const std::size_t max_queue = static_cast<std::size_t>(threads_);
+  const int n_workers = threads_ > 1 ? threads_ : 0;
+  for (int w = 0; w < n_workers; ++w) parts_.push_back(std::make_unique<Partial>());
+  for (int w = 0; w < n_workers; ++w) {
+    workers.emplace_back([&, part = parts_[static_cast<std::size_t>(w) + 1].get()] {
+      for (;;) {
+        Piece piece;
+        {
+          std::unique_lock<std::mutex> lk(mu);
+          cv_work.wait(lk, [&] { return closing || !queue.empty(); });
+          if (queue.empty()) return;
+          piece = std::move(queue.front());
+          queue.pop_front();
+        }
+        cv_space.notify_one();
+        if (failed.load()) continue;
+        if (!parse_events(*part, piece.buf.data() + 1, piece.len, piece.buf.size() - 1, piece.offset)) failed = true;
+      }
+    });
+  }
+  struct Join {
+    std::vector<std::thread>& w;
+    std::mutex& mu;
+    bool& closing;
+    std::condition_variable& cv;
+    ~Join() {
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        closing = true;
+      }
+      cv.notify_all();
+      for (auto& t : w) t.join();
+    }
+  } join{workers, mu, closing, cv_work};
+
   // buf[0] is a spare byte for '['; data lives in buf[1 .. 1+size).
   std::vector<char> buf(1 + chunk_ + kPad);
   std::size_t size = 0;       // bytes in buf after the spare byte
@@ -491,8 +594,15 @@ Result<void> Importer::run(Input& in) {
     }
     drop(i);
   }
-  // 2. The events.
+  // 2. The events. In parallel mode the data after a wrongly guessed cut is garbage: an error
+  // there only means "read again serially", which then finds the exact place of any real damage.
+  auto bad = [&](Error e) -> Result<void> {
+    if (n_workers == 0) return e;
+    failed = true;
+    return {};
+  };
   for (;;) {
+    if (failed.load()) break;
     if (!eof && size < chunk_) {
       if (auto f = fill(); !f) return f;
       continue;
@@ -506,42 +616,50 @@ Result<void> Importer::run(Input& in) {
       continue;
     }
     if (size == 0) {
-      if (eof) return make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed) + " (inside traceEvents)");
+      if (eof) {
+        if (auto r = bad(make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed) + " (inside traceEvents)")); !r) return r;
+        break;
+      }
       continue;
     }
     if (data[0] == ']') {  // the array's end
       drop(1);
       break;
     }
-    // Fast guess: the last "}" [ws] "," [ws] "{" in the buffer.
-    std::size_t cut = SIZE_MAX;
-    if (!eof) {
-      for (std::size_t p = size; p-- > 1;) {
-        if (data[p] != '{') continue;
-        std::size_t q = p;
-        while (q > 0 && is_ws(data[q - 1])) --q;
-        if (q == 0 || data[q - 1] != ',') continue;
-        std::size_t comma = q - 1;
-        std::size_t r = comma;
-        while (r > 0 && is_ws(data[r - 1])) --r;
-        if (r > 0 && data[r - 1] == '}') {
-          cut = comma;
-          break;
-        }
+    const std::size_t cut = eof ? SIZE_MAX : guess_cut(data, size);
+    if (cut != SIZE_MAX && n_workers > 0) {
+      // Hand the piece to a worker; keep the rest.
+      Piece piece;
+      piece.buf.resize(1 + cut + kPad);
+      std::memcpy(piece.buf.data() + 1, data, cut + 1);  // with the ',' after it
+      piece.len = cut;
+      piece.offset = consumed;
+      {
+        std::unique_lock<std::mutex> lk(mu);
+        cv_space.wait(lk, [&] { return queue.size() < max_queue; });
+        queue.push_back(std::move(piece));
       }
+      cv_work.notify_one();
+      drop(cut);
+      continue;
     }
-    bool array_end = false;
     if (cut != SIZE_MAX) {
-      const Counts before = counts();
-      if (parse_events(data, cut, buf.size() - 1, consumed)) {
+      const std::size_t pending_before = main.pending.size(), ext_before = main.ext_sig.size(), corr_before = main.corr_ext.size();
+      const Counts before = main.c;
+      if (parse_events(main, data, cut, buf.size() - 1, consumed)) {
         drop(cut);
         continue;
       }
-      restore(before);  // the guess was inside an event, or the data is bad: cut exactly below
+      // The guess was inside an event, or the data is bad: start this piece over, cut exactly.
+      main.pending.resize(pending_before);
+      main.ext_sig.resize(ext_before);
+      main.corr_ext.resize(corr_before);
+      main.c = before;
     }
     // Exact cut: scan to the last complete event at depth 0 (or the array's closing ']').
     Scanner ex;
     std::size_t last_end = SIZE_MAX;  // position of the ',' or ']' after the last complete event
+    bool array_end = false;
     for (std::size_t p = 0; p < size; ++p) {
       const auto e = ex.feed(data[p]);
       if (ex.depth < 0) {
@@ -553,19 +671,44 @@ Result<void> Importer::run(Input& in) {
     }
     if (last_end == SIZE_MAX) {
       if (eof) {
-        return make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed + size) + " (inside a trace event that starts at byte " +
-                                           std::to_string(consumed) + ")");
+        if (auto r = bad(make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed + size) +
+                                                     " (inside a trace event that starts at byte " + std::to_string(consumed) + ")"));
+            !r) {
+          return r;
+        }
+        break;
       }
       if (auto f = fill(); !f) return f;  // an event longer than the buffer: read more
       continue;
     }
-    auto ok = parse_events(data, last_end, buf.size() - 1, consumed);
-    if (!ok) return ok;
+    if (n_workers > 0) {  // let the workers finish what precedes this piece first (errors say where)
+      std::unique_lock<std::mutex> lk(mu);
+      cv_space.wait(lk, [&] { return queue.empty(); });
+    }
+    if (failed.load()) break;
+    auto ok = parse_events(main, data, last_end, buf.size() - 1, consumed);
+    if (!ok) {
+      if (auto r = bad(ok.error()); !r) return r;
+      break;
+    }
     drop(last_end);
     if (array_end) {
       drop(1);
       break;
     }
+  }
+  if (n_workers > 0) {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      closing = true;
+    }
+    cv_work.notify_all();
+    for (auto& w : workers) w.join();
+    workers.clear();
+  }
+  if (failed.load()) {
+    retry = true;
+    return {};
   }
   // 3. The members after the array.
   outer += "]";
@@ -580,7 +723,6 @@ Result<void> Importer::run(Input& in) {
     if (eof) break;
     if (auto f = fill(); !f) return f;
   }
-  sc.depth -= 1;  // the ']' appended above closed the array the scanner saw open
   while (!outer.empty() && is_ws(outer.back())) outer.pop_back();
   if (outer.empty() || outer.back() != '}') {
     return make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed) + " (after traceEvents: the trace object is not closed)");
@@ -591,53 +733,95 @@ Result<void> Importer::run(Input& in) {
 }
 
 void Importer::finish() {
-  // Kernel → op: External id, else correlation id → runtime launch → External id.
-  auto op_of = [&](const Pending& p) -> int64_t {
-    int64_t ext = p.external;
-    uint32_t s = 0;
-    auto lookup = [&](int64_t e) -> uint32_t {
-      if (e < 0) return 0;
-      if (e < static_cast<int64_t>(op_by_ext_.size())) return op_by_ext_[static_cast<std::size_t>(e)];
-      auto it = op_by_ext_sparse_.find(e);
-      return it != op_by_ext_sparse_.end() ? it->second : 0;
-    };
-    s = lookup(ext);
-    if (s == 0 && p.correlation != 0) {
-      auto it = ext_by_corr_.find(p.correlation);
-      if (it != ext_by_corr_.end()) s = lookup(it->second);
+  // Merge the partials: launch identities and op signatures to global ids.
+  std::unordered_map<std::string, uint32_t> launch_ids, sig_ids;
+  std::vector<KernelRow> launches;
+  std::vector<OpSig> sigs;
+  std::vector<uint32_t> op_by_ext;  // sig + 1, dense by External id
+  std::unordered_map<int64_t, uint32_t> op_by_ext_sparse;
+  std::unordered_map<uint32_t, int64_t> ext_by_corr;
+  bool shapes = false;
+  std::vector<std::vector<uint32_t>> launch_map(parts_.size());
+  for (std::size_t pi = 0; pi < parts_.size(); ++pi) {
+    Partial& p = *parts_[pi];
+    shapes |= p.shapes;
+    t_.kernels += p.c.kernels;
+    t_.memcpys += p.c.memcpys;
+    t_.memsets += p.c.memsets;
+    t_.events += p.c.events;
+    t_.kernel_ns += p.c.kernel_ns;
+    t_.memcpy_ns += p.c.memcpy_ns;
+    t_.memset_ns += p.c.memset_ns;
+    for (const auto& [key, local] : p.launch_ids) {
+      auto [it, inserted] = launch_ids.emplace(key, static_cast<uint32_t>(launches.size()));
+      if (inserted) launches.push_back(p.launches[local]);
+      if (launch_map[pi].size() <= local) launch_map[pi].resize(p.launches.size());
+      launch_map[pi][local] = it->second;
     }
-    return static_cast<int64_t>(s) - 1;
-  };
-  std::map<std::pair<uint32_t, int64_t>, std::size_t> row_of;
-  std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> intervals;  // device → [start, end)
-  const std::size_t first_row = t_.rows.size();
-  for (const Pending& p : pending_) {
-    const int64_t sig = op_of(p);
-    auto [it, inserted] = row_of.emplace(std::make_pair(p.launch, sig), t_.rows.size());
-    if (inserted) {
-      KernelRow r = launches_[p.launch];
-      if (sig >= 0) {
-        const OpSig& o = sigs_[static_cast<std::size_t>(sig)];
-        r.op = o.name;
-        r.input_dims = o.dims;
-        r.input_types = o.types;
-        r.input_strides = o.strides;
+    std::vector<uint32_t> sig_map(p.sigs.size());
+    for (const auto& [key, local] : p.sig_ids) {
+      auto [it, inserted] = sig_ids.emplace(key, static_cast<uint32_t>(sigs.size()));
+      if (inserted) sigs.push_back(p.sigs[local]);
+      sig_map[local] = it->second;
+    }
+    for (const auto& [ext, local] : p.ext_sig) {
+      const uint32_t g = sig_map[local] + 1;
+      if (ext < (int64_t{1} << 26)) {
+        const auto e = static_cast<std::size_t>(ext);
+        if (e >= op_by_ext.size()) op_by_ext.resize(std::max(e + 1, op_by_ext.size() * 2), 0);
+        op_by_ext[e] = g;
+      } else {
+        op_by_ext_sparse[ext] = g;
       }
-      r.min_ns = p.dur_ns;
-      r.max_ns = p.dur_ns;
-      t_.rows.push_back(std::move(r));
     }
-    KernelRow& r = t_.rows[it->second];
-    ++r.count;
-    r.total_ns += p.dur_ns;
-    r.min_ns = std::min(r.min_ns, p.dur_ns);
-    r.max_ns = std::max(r.max_ns, p.dur_ns);
-    intervals[launches_[p.launch].device].emplace_back(p.start_ns, p.start_ns + p.dur_ns);
+    for (const auto& [corr, ext] : p.corr_ext) ext_by_corr[corr] = ext;
+    p.ext_sig = {};
+    p.corr_ext = {};
   }
-  (void)first_row;
+  auto lookup = [&](int64_t e) -> uint32_t {
+    if (e < 0) return 0;
+    if (e < static_cast<int64_t>(op_by_ext.size())) return op_by_ext[static_cast<std::size_t>(e)];
+    auto it = op_by_ext_sparse.find(e);
+    return it != op_by_ext_sparse.end() ? it->second : 0;
+  };
+  // Kernel → op: External id, else correlation id → runtime launch → External id.
+  std::unordered_map<uint64_t, std::size_t> row_of;  // (launch, sig + 1) → row
+  std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> intervals;  // device → [start, end)
+  for (std::size_t pi = 0; pi < parts_.size(); ++pi) {
+    for (const Pending& pd : parts_[pi]->pending) {
+      uint32_t s = lookup(pd.external);
+      if (s == 0 && pd.correlation != 0) {
+        auto it = ext_by_corr.find(pd.correlation);
+        if (it != ext_by_corr.end()) s = lookup(it->second);
+      }
+      const uint32_t launch = launch_map[pi][pd.launch];
+      auto [it, inserted] = row_of.emplace((static_cast<uint64_t>(launch) << 32) | s, t_.rows.size());
+      if (inserted) {
+        KernelRow r = launches[launch];
+        if (s > 0) {
+          const OpSig& o = sigs[s - 1];
+          r.op = o.name;
+          r.input_dims = o.dims;
+          r.input_types = o.types;
+          r.input_strides = o.strides;
+        }
+        r.rank = rank_;
+        r.min_ns = pd.dur_ns;
+        r.max_ns = pd.dur_ns;
+        t_.rows.push_back(std::move(r));
+      }
+      KernelRow& r = t_.rows[it->second];
+      ++r.count;
+      r.total_ns += pd.dur_ns;
+      r.min_ns = std::min(r.min_ns, pd.dur_ns);
+      r.max_ns = std::max(r.max_ns, pd.dur_ns);
+      intervals[launches[launch].device].emplace_back(pd.start_ns, pd.start_ns + pd.dur_ns);
+    }
+    parts_[pi]->pending = {};
+  }
   for (auto& [dev, iv] : intervals) {
     std::sort(iv.begin(), iv.end());
-    int64_t busy = 0, cur0 = iv.front().first, cur1 = iv.front().second;
+    int64_t busy = 0, cur0 = iv.front().first, cur1 = iv.front().second, last = 0;
     for (const auto& [a, b] : iv) {
       if (a > cur1) {
         busy += cur1 - cur0;
@@ -646,26 +830,31 @@ void Importer::finish() {
       } else {
         cur1 = std::max(cur1, b);
       }
+      last = std::max(last, b);
     }
     busy += cur1 - cur0;
-    int64_t last = 0;
-    for (const auto& x : iv) last = std::max(last, x.second);
     t_.busy_ns += busy;
     t_.span_ns += last - iv.front().first;
     ++t_.devices;
   }
-  if (saw_shapes_) t_.shapes = true;
-  pending_.clear();
-  pending_.shrink_to_fit();
+  if (shapes) t_.shapes = true;
 }
 
 }  // namespace
 
 Result<void> import_kineto(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o) {
-  Input in;
-  if (auto r = in.open(path); !r) return r;
-  Importer imp(t, rank, path, o.chunk_bytes);
-  return imp.run(in);
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  const KernelTable before = t;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Input in;
+    if (auto r = in.open(path); !r) return r;
+    Importer imp(t, rank, path, o.chunk_bytes, attempt == 0 ? threads : 1);
+    bool retry = false;
+    auto r = imp.run(in, retry);
+    if (!r || !retry) return r;
+    t = before;  // a piece did not parse in parallel: read again serially (exact cuts, exact error positions)
+  }
+  return make_error(Errc::internal, path + ": import failed");
 }
 
 }  // namespace jouleprof

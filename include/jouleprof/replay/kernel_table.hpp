@@ -79,7 +79,8 @@ std::string default_replay_tiers_path();
 struct KernelTableOptions {
   const KernelClassifier* classes = nullptr;  ///< kernel classes (required)
   const KernelClassifier* tiers = nullptr;    ///< replay tiers (required)
-  std::size_t chunk_bytes = 16u << 20;        ///< Kineto import: bytes read at a time (tests use small ones)
+  std::size_t chunk_bytes = 4u << 20;         ///< Kineto import: bytes read at a time (tests use small ones)
+  int threads = 0;                            ///< Kineto import: parsing threads (0: the CPUs, at most 8)
 };
 
 /// Reads one or several traces: Kineto/PyTorch profiler JSON (.json, .json.gz; several files =
