@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `jouleprof replay` validation on the GPU machine in one call (docs/validation/replay.md).
+# Binaries from scripts/build-device-replay.sh in .devbuild/replay. Everything under $OUT.
+#   For each model (Llama-3.2-1B-architecture generate, BLOOM-560m-architecture forward; random
+#   weights): `jouleprof measure` of the PyTorch run whose "work" window is exactly the traced
+#   work; `jouleprof kernels` of its trace; `jouleprof replay TRACE --measured RUN`.
+#   Then the import benchmark on a generated 1 GB Kineto trace next to Python's json.
+set -u
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.devbuild/replay/bin}
+OUT=${OUT:-/tmp/replay-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.devbuild/replay/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+export PYTHONUNBUFFERED=1 JOULEPROF_DATA_DIR=$PWD/data JOULEPROF_DB=$OUT/runs.db JOULEPROF_REPLAY_ENGINE=$PWD/$BIN/jouleprof-replay
+JP=$BIN/jouleprof
+PY=scripts/validation/replay/hf_models.py
+LOG=$OUT/log.txt
+say() { echo "=== $* ($(date -u +%FT%TZ))" | tee -a "$LOG"; }
+gpu_state() { nvidia-smi --query-gpu=name,driver_version,temperature.gpu,clocks.sm,clocks.mem,power.draw,power.limit --format=csv,noheader 2>&1 | tee -a "$LOG"; }
+say "host $(hostname)"; gpu_state
+REPLAY_FLAGS=${REPLAY_FLAGS:---max-rows 70 --coverage 0.97 --trials 5 --trial-s 0.15 --warmup-s 3}
+for step in "${@:-llama bloom bench}"; do
+  case $step in
+    llama) NAME=llama; ARGS="--model llama-3.2-1b --work generate --batch 4 --prompt 256 --gen 32" ;;
+    bloom) NAME=bloom; ARGS="--model bloom-560m --work forward --batch 4 --prompt 512 --forwards 20" ;;
+    bench)
+      say "import benchmark"
+      timeout 300 "$BIN/jouleprof_kineto_bench" --size-gb 1.0 --template tests/data/replay/llama_tiny_generate.json.gz \
+        --json "$OUT/bench.json" 2>&1 | tee -a "$LOG"
+      continue ;;
+  esac
+  say "$NAME: measure the traced run"
+  timeout 240 "$JP" measure --idle 2 --json "$OUT/${NAME}_measured.json" -- python3 $PY $ARGS --trace "$OUT/${NAME}.json.gz" \
+    --info "$OUT/${NAME}_info.json" 2>&1 | tail -25 | tee -a "$LOG"
+  say "$NAME: kernels"
+  timeout 120 "$JP" kernels "$OUT/${NAME}.json.gz" --top 15 --json "$OUT/${NAME}_kernels.json" 2>&1 | tee -a "$LOG"
+  say "$NAME: replay"
+  timeout 400 "$JP" replay "$OUT/${NAME}.json.gz" --measured "$OUT/${NAME}_measured.json" $REPLAY_FLAGS --top 20 \
+    --json "$OUT/${NAME}_replay.json" 2>"$OUT/${NAME}_replay.err" | tee -a "$LOG"
+  tail -5 "$OUT/${NAME}_replay.err" | tee -a "$LOG"
+  gpu_state
+done
+say "summary"
+python3 scripts/validation/replay/summarize.py "$OUT" 2>&1 | tee -a "$LOG"

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Summary of scripts/device-replay.sh's output folder: prediction vs measurement per model, the
+per-tier breakdown, per-kernel repeatability (CI half-width of kernels >= 10 us) and the import
+benchmark."""
+import json
+import os
+import sys
+
+out = sys.argv[1]
+for name in ("llama", "bloom"):
+    path = os.path.join(out, f"{name}_replay.json")
+    if not os.path.exists(path):
+        print(f"{name}: no replay result")
+        continue
+    r = json.load(open(path))
+    p, c = r["prediction"], r.get("comparison", {})
+    print(f"\n## {name}  (replay GPU {r['replay_gpu']}, gaps {r['gap_power_w']:.1f} W, idle {r['idle_power_w']:.1f} W)")
+    if c:
+        print(f"time   predicted {c['predicted_duration_s']:.4f} s  measured {c['measured_duration_s']:.4f} s  error {100*c['duration_error']:+.2f}%")
+        print(f"energy predicted {c['predicted_energy_j']:.3f} J  measured {c['measured_energy_j']:.3f} J  error {100*c['energy_error']:+.2f}%")
+    print(f"kernels {p['kernel_energy_j']:.3f} J over {p['predicted_gpu_duration_s']*1e3:.2f} ms (traced {p['traced_gpu_duration_s']*1e3:.2f} ms); "
+          f"gaps {p['gap_energy_j']:.3f} J over {p['gap_duration_s']*1e3:.2f} ms")
+    print("| tier | rows | replayed | extrapolated | traced ms | replayed ms | predicted J |")
+    print("|---|---|---|---|---|---|---|")
+    for t in r["tiers"]:
+        print(f"| {t['tier']} | {t['rows']} | {t['replayed_rows']} | {t['extrapolated_rows']} | {t['traced_duration_s']*1e3:.3f} | "
+              f"{t['predicted_duration_s']*1e3:.3f} | {t['predicted_energy_j']:.4f} |")
+    ks = [k for k in r["kernels"] if k["status"] == "replayed"]
+    long = [k for k in ks if k["replayed_mean_s"] >= 10e-6 and k["energy_per_call_j"] > 0]
+    hw = sorted(100 * k["energy_per_call_half_width_j"] / k["energy_per_call_j"] for k in long)
+    if hw:
+        print(f"repeatability: {len(long)} replayed kernels >= 10 us: CI half-width median {hw[len(hw)//2]:.2f}%, max {hw[-1]:.2f}%, "
+              f"{sum(1 for x in hw if x <= 2)} of {len(hw)} <= 2%")
+    off = [k for k in ks if k.get("time_off_by_more_than_10_percent")]
+    share = sum(k["count"] * k["traced_mean_s"] for k in off) / max(sum(k["count"] * k["traced_mean_s"] for k in ks), 1e-12)
+    print(f"time check: {len(off)} of {len(ks)} replayed rows > 10% off their traced time ({100*share:.1f}% of replayed traced time)")
+    for w in r.get("warnings", []):
+        print("warning:", w)
+bp = os.path.join(out, "bench.json")
+if os.path.exists(bp):
+    b = json.load(open(bp))
+    j, py = b["jouleprof"], b.get("python_json", {})
+    print(f"\n## import: {b['file_mb']:.0f} MB, {b['events']} events")
+    print(f"jouleprof {j['mb_per_s']:.0f} MB/s, peak RSS {j['peak_rss_mb']:.0f} MB; python json {py.get('mb_per_s', float('nan')):.0f} MB/s, "
+          f"peak RSS {py.get('peak_rss_mb', float('nan')):.0f} MB; ratio {b.get('speedup', float('nan')):.1f}x")

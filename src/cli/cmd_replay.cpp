@@ -1,0 +1,194 @@
+// `jouleprof replay TRACE... [--measured RUN]`: replays every unique kernel of a traced run in
+// isolation on this GPU (jouleprof-replay), predicts the run's time and energy from the per-kernel
+// figures, compares with a measured run of the same work and stores the result (docs/replay.md).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "jouleprof/core/utc.hpp"
+#include "jouleprof/measure/process.hpp"
+#include "jouleprof/replay/replay.hpp"
+#include "jouleprof/store/run_source.hpp"
+#include "jouleprof/store/store.hpp"
+#include "options.hpp"
+
+namespace jouleprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReplayFlags {
+  std::vector<std::string> traces;
+  std::string measured, window = "work", from, plan_out, engine, json, csv, db, classes, tiers;
+  ReplayOptions o;
+  std::size_t top = 15;
+  bool no_store = false, quiet = false;
+};
+
+fs::path engine_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("JOULEPROF_REPLAY_ENGINE"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path("jouleprof-replay") : self.parent_path() / "jouleprof-replay";
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(Errc::not_found, "cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<KernelTable> load_table(const ReplayFlags& f) {
+  auto classes = KernelClassifier::load(default_kernel_classes_path());
+  if (!classes) return classes.error();
+  if (!f.classes.empty()) {
+    auto extra = KernelClassifier::load(f.classes);
+    if (!extra) return extra.error();
+    classes->prepend(*extra);
+  }
+  auto tiers = KernelClassifier::load(f.tiers.empty() ? default_replay_tiers_path() : f.tiers);
+  if (!tiers) return tiers.error();
+  KernelTableOptions o;
+  o.classes = &*classes;
+  o.tiers = &*tiers;
+  return read_kernel_table(f.traces, o);
+}
+
+// Runs the engine on the plan; returns its output JSON.
+Result<std::string> run_engine(const ReplayFlags& f, const std::string& plan) {
+  const fs::path engine = engine_path(f.engine);
+  std::error_code ec;
+  if (!f.engine.empty() && !fs::exists(engine, ec)) return make_error(Errc::invalid_argument, "no replay engine at " + f.engine);
+  if (f.engine.empty() && !fs::exists(engine, ec)) {
+    return make_error(Errc::unavailable, "the replay engine (jouleprof-replay) is not installed beside jouleprof; it is built where nvcc "
+                                         "is found (give --engine PATH, or --from FILE with its earlier output)");
+  }
+  char dir_tmpl[] = "/tmp/jouleprof-replay-XXXXXX";
+  if (mkdtemp(dir_tmpl) == nullptr) return make_error(Errc::io, "cannot create a temporary directory");
+  const fs::path dir = dir_tmpl;
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(d, e);
+    }
+  } cleanup{dir};
+  const std::string plan_file = (dir / "plan.json").string(), out_file = (dir / "measurements.json").string();
+  if (auto w = write_output(plan_file, plan); !w) return w.error();
+  auto child = ChildProcess::spawn({engine.string(), plan_file, out_file}, {});
+  if (!child) return child.error();
+  const ChildStatus st = child->wait();
+  if (st.exit_code != 0) {
+    return make_error(st.exit_code == 3 ? Errc::unavailable : Errc::internal,
+                      fmt::format("the replay engine failed (exit {}{})", st.exit_code, st.signal != 0 ? fmt::format(", signal {}", st.signal) : ""));
+  }
+  return read_file(out_file);
+}
+
+int run(const ReplayFlags& f) {
+  auto table = load_table(f);
+  if (!table) return report(table.error());
+  const std::string plan = replay_plan_json(*table, f.o);
+  if (!f.plan_out.empty()) {
+    if (auto w = write_output(f.plan_out, plan); !w) return report(w.error());
+    if (f.from.empty() && f.engine.empty() && f.measured.empty()) return 0;  // the plan only
+  }
+  // Load the measured run first: a wrong reference fails before minutes of replay.
+  std::optional<LoadedRun> measured;
+  if (!f.measured.empty()) {
+    auto runs = load_runs({f.measured}, f.db, false);
+    if (!runs) return report(runs.error());
+    measured = std::move(runs->front());
+  }
+  auto measurements = f.from.empty() ? run_engine(f, plan) : read_file(f.from);
+  if (!measurements) return report(measurements.error());
+  auto p = predict_from_replay(*table, *measurements);
+  if (!p) return report(p.error());
+  if (measured) {
+    if (auto c = compare_with_measurement(*p, measured->m, measured->label, f.window); !c) return report(c.error());
+  }
+  int rc = 0;
+  const std::string json = replay_json(*table, *p);
+  if (!f.json.empty()) {
+    if (auto w = write_output(f.json, json); !w) rc = report(w.error());
+  }
+  if (!f.csv.empty()) {
+    if (auto w = write_output(f.csv, replay_csv(*table, *p)); !w) rc = report(w.error());
+  }
+  if (!f.no_store) {
+    Measurement m;
+    m.tool_version = "jouleprof";
+    m.invocation = invocation();
+    m.command = {"replay"};
+    m.command.insert(m.command.end(), f.traces.begin(), f.traces.end());
+    m.tags["replay"] = "true";
+    if (measured) m.tags["replay.measured"] = measured->label;
+    m.backend = "nvml";
+    m.origin_realtime_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    m.duration_s = 0;
+    m.sections["replay"] = json;
+    StoreOptions so;
+    so.db_path = f.db;
+    so.source = "replay";
+    auto id = record_measurement(m, so);
+    if (!id) {
+      rc = report(id.error());
+    } else if (!f.quiet && !global_flags().quiet) {
+      std::cerr << fmt::format("jouleprof: stored as run {}\n", *id);
+    }
+  }
+  if (!f.quiet && !global_flags().quiet) {
+    (is_stdout(f.json) || is_stdout(f.csv) ? std::cerr : std::cout) << replay_text(*table, *p, f.top);
+  }
+  return rc;
+}
+
+Runner add_replay(CLI::App& app) {
+  auto f = std::make_shared<ReplayFlags>();
+  CLI::App* c = app.add_subcommand("replay", "Replay a traced run's kernels in isolation: per-kernel energy and a whole-run prediction");
+  c->footer("TRACE as for `jouleprof kernels`. Each unique kernel is re-created (cuBLASLt GEMMs with the traced shapes, copies,\n"
+            "memory-bound proxies; time-matched proxies where the trace has no shapes) and repeated in CUDA graphs for N trials\n"
+            "of ≥ 10 power-sample periods; predicted run = Σ count × per-call figures + the trace's GPU-idle time at the GPU's\n"
+            "clocked-up idle power. --measured RUN compares with a measured run's window (default 'work').");
+  c->add_option("trace", f->traces, "trace file(s)")->required();
+  c->add_option("--measured", f->measured, "a measured run of the same work: run id, 'last', 'last~N' or a result JSON file");
+  c->add_option("--window", f->window, "the measured run's window that holds the traced work")->capture_default_str();
+  c->add_option("--from", f->from, "use this earlier output of jouleprof-replay instead of replaying now");
+  c->add_option("--plan", f->plan_out, "write the replay plan (JSON) here; alone: only the plan");
+  c->add_option("--engine", f->engine, "the replay engine (default: jouleprof-replay beside jouleprof)");
+  add_json_option(c, f->json, "the per-kernel and per-tier tables and the comparison as JSON");
+  c->add_option("--csv", f->csv, "the per-kernel table as CSV ('-': stdout)");
+  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
+  c->add_flag("--no-store", f->no_store, "do not record the result in the run store");
+  c->add_option("--classes", f->classes, "extra kernel class rules (CLASS<TAB>REGEX)");
+  c->add_option("--tiers", f->tiers, "replay tier rules instead of the built-in data/replay-tiers.tsv");
+  checked(c->add_option("--coverage", f->o.coverage, "replay rows, longest first, until this share of GPU time"),
+          DoubleRange{.min = 0.0, .max = 1.0})->capture_default_str();
+  checked(c->add_option("--max-rows", f->o.max_rows, "replay at most this many rows"), IntRange{.min = 1, .max = 100000})->capture_default_str();
+  checked(c->add_option("--trials", f->o.trials, "trials per kernel"), IntRange{.min = 2, .max = 60})->capture_default_str();
+  checked(c->add_option("--trial-s", f->o.trial_s, "seconds per trial"), DoubleRange{.min = 0.05, .max = 60.0})->capture_default_str();
+  checked(c->add_option("--warmup-s", f->o.warmup_s, "warm-up seconds before the first kernel"), DoubleRange{.min = 0.0, .max = 600.0})
+      ->capture_default_str();
+  checked(c->add_option("--top", f->top, "rows to print"), IntRange{.min = 0, .max = 1000000})->capture_default_str();
+  c->add_flag("-q,--quiet", f->quiet, "print nothing but errors");
+  return [f] { return run(*f); };
+}
+
+const bool registered = register_command(add_replay);
+
+}  // namespace
+}  // namespace jouleprof::cli

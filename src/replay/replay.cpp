@@ -1,0 +1,356 @@
+#include "jouleprof/replay/replay.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace jouleprof {
+namespace {
+
+using nlohmann::json;
+
+std::string op_signature(const KernelRow& r) { return r.op + "\x1f" + r.input_dims + "\x1f" + r.input_types + "\x1f" + r.input_strides; }
+
+// GEMM rows launched by one op call (a split-K GEMM and its reduction): one replay of the call
+// stands for all of them; the longest row carries it.
+std::map<std::size_t, std::size_t> gemm_companions(const KernelTable& t) {
+  std::map<std::string, std::size_t> primary;
+  std::map<std::size_t, std::size_t> with;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {  // rows are longest first
+    const KernelRow& r = t.rows[i];
+    if (r.tier != "gemm" || !r.gemm || r.kind != "kernel") continue;
+    auto [it, inserted] = primary.emplace(op_signature(r), i);
+    if (!inserted && t.rows[it->second].count == r.count) with[i] = it->second;
+  }
+  return with;
+}
+
+json item_json(const KernelRow& r, std::size_t row, std::string& why) {
+  json j = {{"row", row}, {"grid", {r.grid[0], r.grid[1], r.grid[2]}}, {"block", {r.block[0], r.block[1], r.block[2]}}};
+  if (r.tier == "copy") {
+    if (r.copy_kind != "HtoD" && r.copy_kind != "DtoH" && r.copy_kind != "DtoD" && r.copy_kind != "set") {
+      why = "copy kind " + r.copy_kind + " is not replayed";
+      return {};
+    }
+    j["tier"] = "copy";
+    j["copy_kind"] = r.copy_kind;
+    j["bytes"] = r.bytes;
+  } else if (r.tier == "gemm" && r.gemm) {
+    const GemmShape& g = *r.gemm;
+    j.update({{"tier", "gemm"}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}, {"trans_a", g.trans_a}, {"trans_b", g.trans_b},
+              {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc}, {"stride_a", g.stride_a}, {"stride_b", g.stride_b},
+              {"stride_c", g.stride_c}, {"dtype", g.dtype_a}, {"accumulate", g.accumulate}});
+  } else if (r.tier == "attention" && r.attention) {
+    const AttentionShape& a = *r.attention;
+    j.update({{"tier", "attention"}, {"batch", a.batch}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}, {"seq_q", a.seq_q},
+              {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal}});
+  } else if (r.tier == "communication") {
+    why = "collectives need their peers: not replayed on one GPU";
+    return {};
+  } else if (r.tier == "other" && r.bytes_read > 0) {
+    j.update({{"tier", "other"}, {"bytes_read", r.bytes_read}, {"bytes_written", r.bytes_written}});
+  } else {
+    // No shapes: a proxy with the traced launch shape, tuned to the traced time.
+    j["tier"] = (r.tier == "gemm" || r.tier == "attention") ? "proxy_compute" : "proxy_memory";
+    j["target_ns"] = r.mean_ns();
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string replay_plan_json(const KernelTable& t, const ReplayOptions& o) {
+  const auto with = gemm_companions(t);
+  json items = json::array(), skipped = json::array();
+  const double gpu = static_cast<double>(std::max<int64_t>(t.gpu_ns(), 1));
+  double covered = 0;
+  std::size_t planned = 0;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const KernelRow& r = t.rows[i];
+    if (with.count(i) != 0) {
+      covered += static_cast<double>(r.total_ns);
+      continue;
+    }
+    if (covered / gpu >= o.coverage || planned >= o.max_rows) {
+      skipped.push_back({{"row", i}, {"reason", "below the coverage cutoff"}});
+      continue;
+    }
+    std::string why;
+    json item = item_json(r, i, why);
+    covered += static_cast<double>(r.total_ns);
+    if (!why.empty()) {
+      skipped.push_back({{"row", i}, {"reason", why}});
+      continue;
+    }
+    items.push_back(item);
+    ++planned;
+  }
+  json plan = {{"schema", "jouleprof.replay_plan"}, {"schema_version", 1}, {"trials", o.trials}, {"trial_s", o.trial_s},
+               {"settle_s", o.settle_s}, {"warmup_s", o.warmup_s}, {"gap_s", o.gap_s}, {"gap_us", o.gap_us},
+               {"items", items}, {"not_replayed", skipped}};
+  return plan.dump(1) + "\n";
+}
+
+Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::string& measurements_json) {
+  json m;
+  try {
+    m = json::parse(measurements_json);
+  } catch (const json::exception& e) {
+    return make_error(Errc::parse, std::string("replay measurements: invalid JSON: ") + e.what());
+  }
+  if (m.value("schema", "") != "jouleprof.replay_measurements" || !m.contains("items")) {
+    return make_error(Errc::parse, "replay measurements: not jouleprof-replay's output (schema jouleprof.replay_measurements)");
+  }
+  ReplayPrediction p;
+  p.gpu = m.value("gpu", "");
+  auto number = [](const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan(""); };
+  p.idle_w = number(m, "idle_w");
+  p.gap_w = number(m, "gap_w");
+  if (!std::isfinite(p.gap_w)) return make_error(Errc::parse, "replay measurements: no gap power (gap_w)");
+  if (!t.gpus.empty() && !p.gpu.empty() && std::find(t.gpus.begin(), t.gpus.end(), p.gpu) == t.gpus.end()) {
+    p.warnings.push_back("the trace comes from " + fmt::format("{}", fmt::join(t.gpus, ", ")) + ", the replay ran on " + p.gpu +
+                         ": the prediction is for the replay's GPU");
+  }
+  p.rows.assign(t.rows.size(), RowPrediction{});
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    p.rows[i].traced_ns = t.rows[i].mean_ns();
+    p.rows[i].status = "extrapolated";
+    p.rows[i].reason = "not in the replay";
+  }
+  for (const auto& [row, with] : gemm_companions(t)) {
+    p.rows[row].status = "with_row";
+    p.rows[row].with_row = static_cast<int>(with);
+    p.rows[row].reason = "";
+  }
+  if (m.contains("not_replayed")) {
+    for (const json& s : m["not_replayed"]) {
+      const auto row = s.value("row", std::size_t{0});
+      if (row < p.rows.size()) p.rows[row].reason = s.value("reason", "");
+    }
+  }
+  for (const json& it : m["items"]) {
+    const auto row = it.value("row", SIZE_MAX);
+    if (row >= p.rows.size()) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " is not in the kernel table");
+    RowPrediction& r = p.rows[row];
+    if (it.value("status", "") != "ok") {
+      r.reason = "skipped by the engine: " + it.value("reason", std::string("?"));
+      continue;
+    }
+    r.status = "replayed";
+    r.reason.clear();
+    r.time_ns = number(it, "time_ns");
+    r.time_half_width_ns = number(it, "time_ns_half_width");
+    r.power_w = number(it, "power_w");
+    r.energy_j = number(it, "energy_j");
+    r.energy_half_width_j = number(it, "energy_j_half_width");
+    if (!std::isfinite(r.time_ns) || !std::isfinite(r.energy_j)) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " lacks time/energy");
+  }
+  // The replay's own time stands for the op call's other GEMM rows (its companions): compare the
+  // call's replayed time with the traced time of all its kernels.
+  std::map<int, double> companion_traced_ns;
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    if (p.rows[i].status == "with_row") companion_traced_ns[p.rows[i].with_row] += t.rows[i].mean_ns();
+  }
+  // Power of the rows not replayed: the time-weighted mean of the replayed rows of their tier
+  // (else of all replayed rows).
+  std::map<std::string, std::pair<double, double>> tier_pt;  // tier → (Σ P·t, Σ t)
+  std::pair<double, double> all{0, 0};
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    const RowPrediction& r = p.rows[i];
+    if (r.status != "replayed") continue;
+    const double tt = r.time_ns * static_cast<double>(t.rows[i].count);
+    tier_pt[t.rows[i].tier].first += r.power_w * tt;
+    tier_pt[t.rows[i].tier].second += tt;
+    all.first += r.power_w * tt;
+    all.second += tt;
+  }
+  if (all.second <= 0) return make_error(Errc::parse, "replay measurements: no kernel was replayed");
+  std::map<std::string, TierPrediction> tiers;
+  std::size_t extrapolated = 0;
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    RowPrediction& r = p.rows[i];
+    const KernelRow& k = t.rows[i];
+    TierPrediction& tp = tiers[k.tier];
+    tp.tier = k.tier;
+    tp.count += k.count;
+    ++tp.rows;
+    tp.traced_s += static_cast<double>(k.total_ns) * 1e-9;
+    const double n = static_cast<double>(k.count);
+    if (r.status == "replayed") {
+      ++tp.replayed;
+      const double traced = r.traced_ns + companion_traced_ns[static_cast<int>(i)];
+      r.time_off = traced > 0 && std::fabs(r.time_ns / traced - 1) > 0.10;
+    } else if (r.status == "extrapolated") {
+      ++tp.extrapolated;
+      ++extrapolated;
+      const auto pt = tier_pt.count(k.tier) != 0 && tier_pt[k.tier].second > 0 ? tier_pt[k.tier] : all;
+      r.time_ns = r.traced_ns;
+      r.power_w = pt.first / pt.second;
+      r.energy_j = r.power_w * r.time_ns * 1e-9;
+    } else {  // with_row: inside its primary's replay
+      ++tp.replayed;
+      r.time_ns = 0;
+      r.energy_j = 0;
+    }
+    tp.predicted_s += n * r.time_ns * 1e-9;
+    tp.energy_j += n * r.energy_j;
+  }
+  for (auto& [name, tp] : tiers) p.tiers.push_back(tp);
+  p.traced_gpu_s = static_cast<double>(t.gpu_ns()) * 1e-9;
+  p.traced_time_s = static_cast<double>(t.span_ns) * 1e-9;
+  p.gap_time_s = static_cast<double>(t.idle_ns()) * 1e-9;
+  for (const TierPrediction& tp : p.tiers) {
+    p.predicted_gpu_s += tp.predicted_s;
+    p.kernel_energy_j += tp.energy_j;
+  }
+  // Busy time scales with the kernels' time (overlapping streams keep their overlap ratio).
+  const double busy = static_cast<double>(t.busy_ns) * 1e-9;
+  const double predicted_busy = p.traced_gpu_s > 0 ? busy * p.predicted_gpu_s / p.traced_gpu_s : 0;
+  p.predicted_time_s = p.gap_time_s + predicted_busy;
+  p.gap_energy_j = p.gap_w * p.gap_time_s;
+  p.predicted_energy_j = p.kernel_energy_j + p.gap_energy_j;
+  if (extrapolated > 0) {
+    double s = 0;
+    for (std::size_t i = 0; i < p.rows.size(); ++i) {
+      if (p.rows[i].status == "extrapolated") s += static_cast<double>(t.rows[i].total_ns) * 1e-9;
+    }
+    p.warnings.push_back(fmt::format("{} rows ({:.2f}% of GPU time) not replayed: their traced time at their tier's replayed power", extrapolated,
+                                     100 * s / std::max(p.traced_gpu_s, 1e-12)));
+  }
+  if (busy + 1e-12 < p.traced_gpu_s * 0.99) {
+    p.warnings.push_back("kernels overlap in the trace (several streams): replayed in isolation, their overlap is assumed unchanged");
+  }
+  return p;
+}
+
+Result<void> compare_with_measurement(ReplayPrediction& p, const Measurement& m, const std::string& label, const std::string& window) {
+  const WindowResult* w = nullptr;
+  std::vector<std::string> names;
+  for (const WindowResult& x : m.windows) {
+    names.push_back(x.name);
+    if (x.name == window && w == nullptr) w = &x;
+  }
+  if (w == nullptr) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return make_error(Errc::invalid_argument, label + " has no window '" + window + "' (it has: " +
+                                                  (names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))) + ")");
+  }
+  if (!w->complete) p.warnings.push_back("the measured window '" + window + "' is incomplete");
+  p.measured_run = label;
+  p.measured_window = window;
+  p.measured_energy_j = w->gpu_energy_j;
+  p.measured_time_s = w->duration_s();
+  return {};
+}
+
+std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
+  json rows = json::array();
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const KernelRow& k = t.rows[i];
+    const RowPrediction& r = p.rows[i];
+    json j = {{"row", i},           {"name", k.name},          {"tier", k.tier},          {"class", k.kclass},
+              {"op", k.op},         {"count", k.count},        {"status", r.status},      {"traced_mean_s", r.traced_ns * 1e-9},
+              {"replayed_mean_s", r.time_ns * 1e-9},           {"power_w", r.power_w},    {"energy_per_call_j", r.energy_j},
+              {"energy_j", r.energy_j * static_cast<double>(k.count)}};
+    if (r.status == "replayed") {
+      j["replayed_time_half_width_s"] = r.time_half_width_ns * 1e-9;
+      j["energy_per_call_half_width_j"] = r.energy_half_width_j;
+      j["time_off_by_more_than_10_percent"] = r.time_off;
+    }
+    if (r.with_row >= 0) j["replayed_with_row"] = r.with_row;
+    if (!r.reason.empty()) j["reason"] = r.reason;
+    if (!k.note.empty()) j["note"] = k.note;
+    rows.push_back(j);
+  }
+  json tiers = json::array();
+  for (const TierPrediction& tp : p.tiers) {
+    tiers.push_back({{"tier", tp.tier}, {"rows", tp.rows}, {"replayed_rows", tp.replayed}, {"extrapolated_rows", tp.extrapolated},
+                     {"count", tp.count}, {"traced_duration_s", tp.traced_s}, {"predicted_duration_s", tp.predicted_s},
+                     {"predicted_energy_j", tp.energy_j}});
+  }
+  json j = {{"schema", "jouleprof.replay"},
+            {"schema_version", 1},
+            {"trace", {{"files", t.files}, {"format", t.format}, {"gpus", t.gpus}, {"kernels", t.kernels}, {"memcpys", t.memcpys},
+                       {"memsets", t.memsets}, {"unique_rows", t.rows.size()}}},
+            {"replay_gpu", p.gpu},
+            {"idle_power_w", p.idle_w},
+            {"gap_power_w", p.gap_w},
+            {"prediction",
+             {{"traced_duration_s", p.traced_time_s}, {"traced_gpu_duration_s", p.traced_gpu_s}, {"gap_duration_s", p.gap_time_s},
+              {"predicted_gpu_duration_s", p.predicted_gpu_s}, {"predicted_duration_s", p.predicted_time_s},
+              {"kernel_energy_j", p.kernel_energy_j}, {"gap_energy_j", p.gap_energy_j}, {"predicted_energy_j", p.predicted_energy_j}}},
+            {"tiers", tiers},
+            {"kernels", rows},
+            {"warnings", p.warnings}};
+  if (p.measured_energy_j) {
+    j["comparison"] = {{"measured_run", p.measured_run},
+                       {"window", p.measured_window},
+                       {"measured_energy_j", *p.measured_energy_j},
+                       {"measured_duration_s", *p.measured_time_s},
+                       {"predicted_energy_j", p.predicted_energy_j},
+                       {"predicted_duration_s", p.predicted_time_s},
+                       {"energy_error", p.energy_error().value_or(std::nan(""))},
+                       {"duration_error", p.time_error().value_or(std::nan(""))}};
+  }
+  return j.dump(1) + "\n";
+}
+
+std::string replay_csv(const KernelTable& t, const ReplayPrediction& p) {
+  std::string out = "row,tier,class,op,count,status,traced_mean_s,replayed_mean_s,power_w,energy_per_call_j,energy_per_call_half_width_j,energy_j,name\n";
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const KernelRow& k = t.rows[i];
+    const RowPrediction& r = p.rows[i];
+    std::string name = k.name;
+    if (name.find_first_of(",\"\n") != std::string::npos) {
+      std::string q = "\"";
+      for (char c : name) {
+        if (c == '"') q += '"';
+        q += c;
+      }
+      name = q + "\"";
+    }
+    out += fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", i, k.tier, k.kclass, k.op, k.count, r.status,
+                       r.traced_ns * 1e-9, r.time_ns * 1e-9, r.power_w, r.energy_j, r.energy_half_width_j,
+                       r.energy_j * static_cast<double>(k.count), name);
+  }
+  return out;
+}
+
+std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::size_t top) {
+  std::string out = fmt::format("replay on {}: gaps {:.1f} W (idle {:.1f} W)\n", p.gpu, p.gap_w, p.idle_w);
+  out += fmt::format("\n{:<14} {:>5} {:>8} {:>11} {:>11} {:>11}\n", "tier", "rows", "replayed", "traced ms", "replay ms", "energy J");
+  for (const TierPrediction& tp : p.tiers) {
+    out += fmt::format("{:<14} {:>5} {:>8} {:>11.3f} {:>11.3f} {:>11.4f}\n", tp.tier, tp.rows, tp.replayed, tp.traced_s * 1e3, tp.predicted_s * 1e3,
+                       tp.energy_j);
+  }
+  out += fmt::format("{:<14} {:>5} {:>8} {:>11.3f} {:>11.3f} {:>11.4f}\n", "gaps", "", "", p.gap_time_s * 1e3, p.gap_time_s * 1e3, p.gap_energy_j);
+  out += fmt::format("\npredicted: {:.4f} s, {:.3f} J (kernels {:.3f} J + gaps {:.3f} J); traced {:.4f} s\n", p.predicted_time_s,
+                     p.predicted_energy_j, p.kernel_energy_j, p.gap_energy_j, p.traced_time_s);
+  if (p.measured_energy_j) {
+    out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J -> time {:+.1f}%, energy {:+.1f}%\n", p.measured_run, p.measured_window,
+                       *p.measured_time_s, *p.measured_energy_j, 100 * p.time_error().value_or(0), 100 * p.energy_error().value_or(0));
+  }
+  // The rows with the most predicted energy.
+  std::vector<std::size_t> order(t.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto e = [&](std::size_t i) { return p.rows[i].energy_j * static_cast<double>(t.rows[i].count); };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return e(a) > e(b); });
+  out += fmt::format("\n{:<10} {:>6} {:>10} {:>10} {:>8} {:>10} {:>7}  {}\n", "tier", "count", "traced us", "replay us", "W", "J", "±%", "kernel");
+  for (std::size_t n = 0; n < order.size() && n < top; ++n) {
+    const std::size_t i = order[n];
+    const RowPrediction& r = p.rows[i];
+    const KernelRow& k = t.rows[i];
+    const std::string name = k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name;
+    out += fmt::format("{:<10} {:>6} {:>10.2f} {:>10.2f} {:>8.1f} {:>10.4f} {:>7}  {}{}{}\n", k.tier, k.count, r.traced_ns * 1e-3, r.time_ns * 1e-3,
+                       r.power_w, e(i), r.status == "replayed" && r.energy_j > 0 ? fmt::format("{:.1f}", 100 * r.energy_half_width_j / r.energy_j) : "-",
+                       name, r.status == "replayed" ? "" : " [" + r.status + "]", r.time_off ? " [time >10% off]" : "");
+  }
+  for (const std::string& w : p.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+}  // namespace jouleprof

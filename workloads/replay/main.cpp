@@ -1,0 +1,313 @@
+// jouleprof-replay PLAN.json OUT.json: replays each item of a plan (written by `jouleprof replay`)
+// in isolation and measures its time and energy (docs/replay.md, "Measurement").
+//
+// Per item: a CUDA graph of R back-to-back calls (R so a graph takes ~2 ms), launched without
+// gaps for a settling period, then for N trials of `trial_s` each (≥ 10 power-sample periods),
+// with CUDA events at the trial edges. Time per call = event time / calls. Power per trial = mean
+// of the driver's power samples (jouleprof's NVML sensor, ~20 ms apart on H100) inside the trial,
+// past its first 20 ms; energy per call = power x time. A kernel shorter than the sensor can
+// resolve is therefore measured by repetition, never from one window. Before the items: a warm-up
+// GEMM to a stable temperature, the power of the GPU clocked up but idle (a tiny kernel every
+// `gap_us`: the state between a traced run's kernels) and the deep-idle power. The energy counter
+// over each item is recorded as a cross-check.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "jouleprof/core/timebase.hpp"
+#include "jouleprof/sensors/gpu_sensor.hpp"
+#include "replay_cuda.hpp"
+
+using nlohmann::json;
+using namespace jouleprof;
+using jouleprof::replay::Device;
+using jouleprof::replay::Item;
+
+namespace {
+
+Item item_of(const json& j) {
+  Item it;
+  it.tier = j.value("tier", "");
+  it.m = j.value("m", int64_t{0});
+  it.n = j.value("n", int64_t{0});
+  it.k = j.value("k", int64_t{0});
+  it.batch = j.value("batch", int64_t{1});
+  it.lda = j.value("lda", int64_t{0});
+  it.ldb = j.value("ldb", int64_t{0});
+  it.ldc = j.value("ldc", int64_t{0});
+  it.stride_a = j.value("stride_a", int64_t{0});
+  it.stride_b = j.value("stride_b", int64_t{0});
+  it.stride_c = j.value("stride_c", int64_t{0});
+  it.trans_a = j.value("trans_a", false);
+  it.trans_b = j.value("trans_b", false);
+  it.accumulate = j.value("accumulate", false);
+  it.dtype = j.value("dtype", "bf16");
+  it.heads_q = j.value("heads_q", int64_t{0});
+  it.heads_kv = j.value("heads_kv", int64_t{0});
+  it.seq_q = j.value("seq_q", int64_t{0});
+  it.seq_kv = j.value("seq_kv", int64_t{0});
+  it.head_dim = j.value("head_dim", int64_t{0});
+  it.causal = j.value("causal", false);
+  it.copy_kind = j.value("copy_kind", "");
+  it.bytes = j.value("bytes", uint64_t{0});
+  it.bytes_read = j.value("bytes_read", uint64_t{0});
+  it.bytes_written = j.value("bytes_written", uint64_t{0});
+  it.target_ns = j.value("target_ns", 0.0);
+  if (j.contains("grid")) {
+    for (int d = 0; d < 3; ++d) it.grid[d] = j["grid"][static_cast<std::size_t>(d)].get<int>();
+  }
+  if (j.contains("block")) {
+    for (int d = 0; d < 3; ++d) it.block[d] = j["block"][static_cast<std::size_t>(d)].get<int>();
+  }
+  return it;
+}
+
+double t_quantile_975(std::size_t dof) {
+  static const double q[] = {0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
+  return dof < 11 ? q[dof] : 1.96 + 2.5 / static_cast<double>(dof);
+}
+
+struct Stat {
+  double mean = 0, half_width = 0;
+};
+
+Stat stat(const std::vector<double>& v) {
+  Stat s;
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return s;
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean) * (x - s.mean);
+  const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  s.half_width = t_quantile_975(v.size() - 1) * sd / std::sqrt(static_cast<double>(v.size()));
+  return s;
+}
+
+class Meter {
+ public:
+  Meter(GpuSensor& s, TimeBase& tb) : s_(s), tb_(tb) {}
+  void drain() {
+    std::vector<Sample> got;
+    if (s_.drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
+    if (samples_.size() > 200000) samples_.erase(samples_.begin(), samples_.begin() + 100000);
+  }
+  /// Mean power of the samples in [a, b] (run time) and how many there were.
+  std::pair<double, std::size_t> mean(double a, double b) const {
+    double sum = 0;
+    std::size_t n = 0;
+    for (const Sample& x : samples_) {
+      if (x.t_s >= a && x.t_s <= b) {
+        sum += x.value;
+        ++n;
+      }
+    }
+    return {n > 0 ? sum / static_cast<double>(n) : std::nan(""), n};
+  }
+  std::optional<double> counter_j() {
+    auto e = s_.read_energy_mj();
+    return e ? std::optional<double>(static_cast<double>(*e) / 1000.0) : std::nullopt;
+  }
+  std::optional<double> read(Metric m) {
+    if (!s_.supports(m)) return std::nullopt;
+    auto v = s_.read(m);
+    return v ? std::optional<double>(*v) : std::nullopt;
+  }
+  double now() const { return tb_.now_s(); }
+
+ private:
+  GpuSensor& s_;
+  TimeBase& tb_;
+  std::vector<Sample> samples_;
+};
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: jouleprof-replay PLAN.json OUT.json\n");
+    return 2;
+  }
+  json plan;
+  try {
+    std::ifstream in(argv[1]);
+    plan = json::parse(in);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jouleprof-replay: error: cannot read the plan %s: %s\n", argv[1], e.what());
+    return 2;
+  }
+  const int trials = plan.value("trials", 5);
+  const double trial_s = plan.value("trial_s", 0.2), settle_s = plan.value("settle_s", 0.15);
+  const double warmup_s = plan.value("warmup_s", 3.0), gap_s = plan.value("gap_s", 1.0), gap_us = plan.value("gap_us", 200.0);
+  const double skip_s = 0.02;  // power samples this soon after a trial edge still reflect the previous state
+
+  std::string err;
+  auto dev = Device::open(err);
+  if (!dev) {
+    std::fprintf(stderr, "jouleprof-replay: error: %s\n", err.c_str());
+    return 3;
+  }
+  TimeBase tb;
+  GpuSelection sel;
+  sel.backend = plan.value("sensor", "nvml");
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) sel.cuda_visible_devices = cvd;
+  auto gpus = open_gpus(sel, tb);
+  if (!gpus || gpus->gpus.empty()) {
+    std::fprintf(stderr, "jouleprof-replay: error: no GPU sensor: %s\n", gpus ? "no GPU" : gpus.error().message.c_str());
+    return 3;
+  }
+  GpuSensor& sensor = *gpus->gpus[0];
+  if (!sensor.supports(Metric::power_sample_w)) {
+    std::fprintf(stderr, "jouleprof-replay: error: the GPU's driver gives no power samples\n");
+    return 3;
+  }
+  Meter meter(sensor, tb);
+  json out = {{"schema", "jouleprof.replay_measurements"}, {"schema_version", 1}, {"gpu", dev->name()}, {"sensor_gpu", sensor.info().name},
+              {"trials", trials}, {"trial_s", trial_s}, {"settle_s", settle_s}};
+  auto progress = [&](const std::string& s) { std::fprintf(stderr, "jouleprof-replay: %s\n", s.c_str()); };
+
+  // 1. Deep idle, warm-up, then the clocked-up idle power of the gaps.
+  double idle_w = std::nan(""), gap_w = std::nan("");
+  meter.drain();
+  {
+    const double t0 = meter.now();
+    sleep_s(1.0);
+    meter.drain();
+    idle_w = meter.mean(t0 + 0.3, meter.now()).first;
+    out["idle_w"] = idle_w;
+  }
+  Item warm;
+  warm.tier = "warmup";
+  if (auto w = dev->prepare(warm, 4); w.empty()) {
+    const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(warmup_s);
+    while (std::chrono::steady_clock::now() < t_end) {
+      dev->launch(2);
+      dev->synchronize();
+    }
+    out["warmup_s"] = warmup_s;
+  } else {
+    out["warmup_error"] = w;
+  }
+  out["temperature_after_warmup_c"] = meter.read(Metric::temperature_c).value_or(std::nan(""));
+  {
+    meter.drain();
+    const double t0 = meter.now();
+    dev->gap_pattern(gap_s, gap_us);
+    meter.drain();
+    const auto [w, n] = meter.mean(t0 + 0.25, meter.now());
+    gap_w = w;
+    out["gap_w"] = w;
+    out["gap_us"] = gap_us;
+    out["gap_samples"] = n;
+  }
+  progress(fmt::format("idle {:.1f} W, gaps {:.1f} W, {} items", idle_w, gap_w,
+                       plan["items"].size()));
+
+  // 2. The items.
+  json items = json::array();
+  std::size_t done = 0;
+  for (const json& pj : plan["items"]) {
+    ++done;
+    json r = {{"row", pj.value("row", -1)}, {"tier", pj.value("tier", "")}};
+    const Item item = item_of(pj);
+    const std::string why = dev->prepare(item, 0);
+    if (!why.empty()) {
+      r["status"] = "skipped";
+      r["reason"] = why;
+      items.push_back(r);
+      progress(fmt::format("{}/{} row {}: skipped: {}", done, plan["items"].size(), r["row"].get<int>(), why));
+      continue;
+    }
+    const int reps = dev->reps();
+    dev->mark(0);
+    dev->launch(2);
+    dev->mark(1);
+    dev->synchronize();
+    const double graph_ms = std::max(dev->elapsed_ms(0, 1) / 2.0, 1e-3);
+    const int n_settle = std::max(1, static_cast<int>(std::ceil(settle_s * 1e3 / graph_ms)));
+    const int n_trial = std::max(1, static_cast<int>(std::ceil(trial_s * 1e3 / graph_ms)));
+    meter.drain();
+    const auto temp = meter.read(Metric::temperature_c);
+    const auto clock = meter.read(Metric::sm_clock_mhz);
+    const auto c0 = meter.counter_j();
+    const double t_c0 = meter.now();
+    const double t_host0 = meter.now();
+    dev->mark(0);
+    dev->launch(n_settle);
+    dev->mark(1);
+    for (int k = 0; k < trials; ++k) {
+      dev->launch(n_trial);
+      dev->mark(k + 2);
+    }
+    dev->synchronize();
+    const double t_host1 = meter.now();
+    const auto c1 = meter.counter_j();
+    const double t_c1 = meter.now();
+    sleep_s(0.06);  // the driver's samples of the last trial
+    meter.drain();
+    if (auto e = dev->error(); !e.empty()) {
+      r["status"] = "skipped";
+      r["reason"] = "CUDA error: " + e;
+      items.push_back(r);
+      continue;
+    }
+    // Host time of event 0: the GPU was idle, so it starts at once (≤ tens of µs after t_host0).
+    const double gpu_total_s = dev->elapsed_ms(0, trials + 1) / 1e3;
+    const double origin = std::max(t_host0, t_host1 - gpu_total_s);
+    std::vector<double> time_ns, power_w, energy_j;
+    std::size_t samples = 0;
+    for (int k = 0; k < trials; ++k) {
+      const double a = origin + dev->elapsed_ms(0, k + 1) / 1e3, b = origin + dev->elapsed_ms(0, k + 2) / 1e3;
+      const double calls = static_cast<double>(n_trial) * reps;
+      const double t = dev->elapsed_ms(k + 1, k + 2) * 1e6 / calls;
+      const auto [p, n] = meter.mean(a + skip_s, b);
+      samples += n;
+      if (n == 0) continue;
+      time_ns.push_back(t);
+      power_w.push_back(p);
+      energy_j.push_back(p * t * 1e-9);
+    }
+    const Stat st = stat(time_ns), sp = stat(power_w), se = stat(energy_j);
+    r["status"] = energy_j.size() >= 2 ? "ok" : "skipped";
+    if (energy_j.size() < 2) r["reason"] = "fewer than two trials had power samples";
+    r["reps_per_graph"] = reps;
+    r["calls_per_trial"] = n_trial * reps;
+    r["time_ns"] = st.mean;
+    r["time_ns_half_width"] = st.half_width;
+    r["power_w"] = sp.mean;
+    r["power_w_half_width"] = sp.half_width;
+    r["energy_j"] = se.mean;
+    r["energy_j_half_width"] = se.half_width;
+    r["trial_time_ns"] = time_ns;
+    r["trial_power_w"] = power_w;
+    r["samples"] = samples;
+    if (c0 && c1 && t_c1 > t_c0) r["counter_mean_power_w"] = (*c1 - *c0) / (t_c1 - t_c0);
+    if (temp) r["temperature_c"] = *temp;
+    if (clock) r["sm_clock_mhz"] = *clock;
+    items.push_back(r);
+    progress(fmt::format("{}/{} row {} {}: {:.2f} us, {:.1f} W (±{:.1f}%)", done, plan["items"].size(), r["row"].get<int>(), item.tier,
+                         st.mean / 1e3, sp.mean, se.mean > 0 ? 100 * se.half_width / se.mean : 0.0));
+  }
+  dev->release();
+  out["items"] = items;
+  if (plan.contains("not_replayed")) out["not_replayed"] = plan["not_replayed"];
+  out["temperature_end_c"] = meter.read(Metric::temperature_c).value_or(std::nan(""));
+  std::ofstream o(argv[2]);
+  o << out.dump(1) << "\n";
+  if (!o) {
+    std::fprintf(stderr, "jouleprof-replay: error: cannot write %s\n", argv[2]);
+    return 1;
+  }
+  return 0;
+}

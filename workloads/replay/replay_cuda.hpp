@@ -1,0 +1,53 @@
+// The CUDA side of jouleprof-replay: one unique kernel of a traced run re-created and captured
+// in a CUDA graph of `reps` back-to-back calls. Plain C++ interface: main.cpp (host logic, JSON,
+// the energy sensor) includes no CUDA header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace jouleprof::replay {
+
+struct Item {
+  std::string tier;  ///< gemm | attention | copy | other | proxy_compute | proxy_memory | gap | warmup
+  // gemm (row-major, as PyTorch: C[M,N] = A[M,K] B[K,N])
+  int64_t m = 0, n = 0, k = 0, batch = 1, lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
+  bool trans_a = false, trans_b = false, accumulate = false;
+  std::string dtype;  ///< bf16 fp16 fp32 fp64
+  // attention
+  int64_t heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  bool causal = false;
+  // copies
+  std::string copy_kind;  ///< HtoD DtoH DtoD set
+  uint64_t bytes = 0;
+  // memory-bound kernels and proxies
+  uint64_t bytes_read = 0, bytes_written = 0;
+  int grid[3] = {1, 1, 1}, block[3] = {128, 1, 1};
+  double target_ns = 0;  ///< time-matched proxies: the traced mean time
+};
+
+class Device {
+ public:
+  /// Opens the CUDA device (ordinal 0 of the visible ones); "" or an error message.
+  static std::unique_ptr<Device> open(std::string& error);
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  /// Builds the item and a graph of `reps` calls (reps 0: chosen so a graph takes ~2 ms).
+  /// Returns "" or why it cannot be replayed (out of memory, unsupported dtype ...).
+  virtual std::string prepare(const Item& item, int reps) = 0;
+  virtual int reps() const = 0;
+  /// Enqueues `graphs` graph launches (asynchronous).
+  virtual void launch(int graphs) = 0;
+  /// Records event `slot` (0..63) on the stream.
+  virtual void mark(int slot) = 0;
+  virtual void synchronize() = 0;
+  /// Milliseconds between two recorded events.
+  virtual double elapsed_ms(int from, int to) = 0;
+  /// A 1-thread kernel then a host sleep of `gap_us`, for `seconds`: the GPU clocked up but idle.
+  virtual void gap_pattern(double seconds, double gap_us) = 0;
+  virtual void release() = 0;
+  virtual std::string error() const = 0;  ///< a sticky CUDA error, if any
+};
+
+}  // namespace jouleprof::replay
