@@ -10,7 +10,7 @@ mkdir -p .devbuild/replay/bin .devbuild/replay/lib
 cp build/device/bin/jouleprof build/device/bin/jouleprof-replay build/device/bench/jouleprof_kineto_bench .devbuild/replay/bin/
 for b in .devbuild/replay/bin/*; do
   for lib in $(ldd "$b" | awk '/simdjson|sqlite|onnx|protobuf|absl|fmt/ {print $3}'); do
-    cp -L "$lib" .devbuild/replay/lib/
+    case $lib in "$PWD"/.devbuild/*) ;; *) cp -L "$lib" .devbuild/replay/lib/ ;; esac
   done
 done
 ls -la .devbuild/replay/bin .devbuild/replay/lib

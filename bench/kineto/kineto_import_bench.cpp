@@ -209,8 +209,8 @@ int main(int argc, char** argv) {
   }
   // 2. jouleprof's importer.
   auto ours = in_child([&] {
-    auto classes = KernelClassifier::load(std::string(JOULEPROF_SOURCE_DIR) + "/data/kernel-classes.tsv");
-    auto tiers = KernelClassifier::load(std::string(JOULEPROF_SOURCE_DIR) + "/data/replay-tiers.tsv");
+    auto classes = KernelClassifier::load(default_kernel_classes_path());
+    auto tiers = KernelClassifier::load(default_replay_tiers_path());
     if (!classes || !tiers) return std::string("error: rules");
     KernelTableOptions o;
     o.classes = &*classes;

@@ -2,7 +2,11 @@
 // figures; the prediction must be Σ count × per-call + gaps × gap power, exactly.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "jouleprof/replay/replay.hpp"
@@ -127,4 +131,52 @@ TEST(Replay, ComparisonWithAMeasuredWindow) {
   auto missing = compare_with_measurement(*p, m, "run 1", "decode");
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("work"), std::string::npos);  // names the windows it has
+}
+
+namespace {
+std::string sh(const std::string& cmd, int& rc) {
+  std::FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char b[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(b, 1, sizeof b, f)) > 0) out.append(b, n);
+  const int st = pclose(f);
+  rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return out;
+}
+}  // namespace
+
+TEST(ReplayCli, PlanFromAndErrors) {
+  const std::string cli = JOULEPROF_CLI;
+  const std::string trace = std::string(JOULEPROF_REPLAY_DATA) + "/bloom_tiny_forward.json";
+  const std::string dir = ::testing::TempDir();
+  const std::string plan_file = dir + "/replay-plan.json", out_file = dir + "/replay-out.json";
+  int rc = 0;
+  std::string out = sh(cli + " replay " + trace + " --plan " + plan_file, rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json plan = json::parse(std::ifstream(plan_file));
+  const KernelTable t = bloom();
+  std::ofstream(out_file) << engine_output(t, plan, 1.0, 250.0, 95.0).dump();
+  out = sh(cli + " replay " + trace + " --from " + out_file + " --no-store -q --json -", rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json j = json::parse(out);
+  EXPECT_EQ(j["schema"], "jouleprof.replay");
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_GT(j["prediction"]["predicted_energy_j"].get<double>(), 0);
+  EXPECT_EQ(j["kernels"].size(), t.rows.size());
+  // Stored in the run store, with its section.
+  const std::string db = dir + "/replay-runs.db";
+  out = sh(cli + " replay " + trace + " --from " + out_file + " --db " + db, rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("stored as run"), std::string::npos) << out;
+  EXPECT_NE(out.find("predicted:"), std::string::npos) << out;
+  // Errors: one line, the contract's exit codes.
+  out = sh(cli + " replay " + trace + " --engine /nonexistent/jouleprof-replay --no-store", rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_EQ(out.rfind("jouleprof: error: ", 0), 0u) << out;
+  out = sh(cli + " replay " + trace + " --from " + out_file + " --measured /nonexistent.json --no-store", rc);
+  EXPECT_EQ(rc, 2) << out;
+  out = sh(cli + " replay " + trace + " --from " + out_file + " --trials 1 --no-store", rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--trials"), std::string::npos) << out;
 }

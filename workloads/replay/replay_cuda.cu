@@ -173,6 +173,7 @@ class CudaDevice final : public Device {
   }
   void mark(int slot) override { cudaEventRecord(events_[static_cast<size_t>(slot)], stream_); }
   void synchronize() override { cudaStreamSynchronize(stream_); }
+  bool reached(int slot) override { return cudaEventQuery(events_[static_cast<size_t>(slot)]) != cudaErrorNotReady; }
   double elapsed_ms(int from, int to) override {
     float ms = 0;
     cudaEventElapsedTime(&ms, events_[static_cast<size_t>(from)], events_[static_cast<size_t>(to)]);

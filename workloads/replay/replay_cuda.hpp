@@ -42,6 +42,8 @@ class Device {
   /// Records event `slot` (0..63) on the stream.
   virtual void mark(int slot) = 0;
   virtual void synchronize() = 0;
+  /// True once the work before event `slot` is done (does not block).
+  virtual bool reached(int slot) = 0;
   /// Milliseconds between two recorded events.
   virtual double elapsed_ms(int from, int to) = 0;
   /// A 1-thread kernel then a host sleep of `gap_us`, for `seconds`: the GPU clocked up but idle.
