@@ -18,11 +18,11 @@ LOG=$OUT/log.txt
 say() { echo "=== $* ($(date -u +%FT%TZ))" | tee -a "$LOG"; }
 gpu_state() { nvidia-smi --query-gpu=name,driver_version,temperature.gpu,clocks.sm,clocks.mem,power.draw,power.limit --format=csv,noheader 2>&1 | tee -a "$LOG"; }
 say "host $(hostname)"; gpu_state
-REPLAY_FLAGS=${REPLAY_FLAGS:---max-rows 70 --coverage 0.97 --trials 5 --trial-s 0.15 --warmup-s 3}
+REPLAY_FLAGS=${REPLAY_FLAGS:---max-rows 60 --coverage 0.97 --trials 5 --trial-s 0.2 --warmup-s 3}
 for step in "${@:-llama bloom bench}"; do
   case $step in
-    llama) NAME=llama; ARGS="--model llama-3.2-1b --work generate --batch 4 --prompt 256 --gen 32" ;;
-    bloom) NAME=bloom; ARGS="--model bloom-560m --work forward --batch 4 --prompt 512 --forwards 20" ;;
+    llama) NAME=llama; ARGS="--model llama-3.2-1b --work generate --batch 4 --prompt 256 --gen 64" ;;
+    bloom) NAME=bloom; ARGS="--model bloom-560m --work forward --batch 4 --prompt 512 --forwards 50" ;;
     bench)
       say "import benchmark"
       timeout 300 "$BIN/jouleprof_kineto_bench" --size-gb 1.0 --template tests/data/replay/llama_tiny_generate.json.gz \
@@ -36,9 +36,11 @@ for step in "${@:-llama bloom bench}"; do
   timeout 120 "$JP" kernels "$OUT/${NAME}.json.gz" --top 15 --json "$OUT/${NAME}_kernels.json" 2>&1 | tee -a "$LOG"
   say "$NAME: replay"
   timeout 400 "$JP" replay "$OUT/${NAME}.json.gz" --measured "$OUT/${NAME}_measured.json" $REPLAY_FLAGS --top 20 \
-    --json "$OUT/${NAME}_replay.json" 2>"$OUT/${NAME}_replay.err" | tee -a "$LOG"
+    --keep-measurements "$OUT/${NAME}_engine.json" --json "$OUT/${NAME}_replay.json" 2>"$OUT/${NAME}_replay.err" | tee -a "$LOG"
   tail -5 "$OUT/${NAME}_replay.err" | tee -a "$LOG"
   gpu_state
 done
 say "summary"
 python3 scripts/validation/replay/summarize.py "$OUT" 2>&1 | tee -a "$LOG"
+# At most 8 files come back: the traces, and everything else in one archive.
+(cd "$OUT" && tar czf results.tgz --exclude='*.json.gz' --exclude=results.tgz --exclude=runs.db . )

@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 
 struct ReplayFlags {
   std::vector<std::string> traces;
-  std::string measured, window = "work", from, plan_out, engine, json, csv, db, classes, tiers;
+  std::string measured, window = "work", from, plan_out, engine, json, csv, db, classes, tiers, keep;
   ReplayOptions o;
   std::size_t top = 15;
   bool no_store = false, quiet = false;
@@ -115,6 +115,9 @@ int run(const ReplayFlags& f) {
   }
   auto measurements = f.from.empty() ? run_engine(f, plan) : read_file(f.from);
   if (!measurements) return report(measurements.error());
+  if (!f.keep.empty() && f.from.empty()) {
+    if (auto w = write_output(f.keep, *measurements); !w) return report(w.error());
+  }
   auto p = predict_from_replay(*table, *measurements);
   if (!p) return report(p.error());
   if (measured) {
@@ -169,6 +172,7 @@ Runner add_replay(CLI::App& app) {
   c->add_option("--window", f->window, "the measured run's window that holds the traced work")->capture_default_str();
   c->add_option("--from", f->from, "use this earlier output of jouleprof-replay instead of replaying now");
   c->add_option("--plan", f->plan_out, "write the replay plan (JSON) here; alone: only the plan");
+  c->add_option("--keep-measurements", f->keep, "save the engine's per-kernel measurements here (for --from)");
   c->add_option("--engine", f->engine, "the replay engine (default: jouleprof-replay beside jouleprof)");
   add_json_option(c, f->json, "the per-kernel and per-tier tables and the comparison as JSON");
   c->add_option("--csv", f->csv, "the per-kernel table as CSV ('-': stdout)");

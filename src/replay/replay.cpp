@@ -88,8 +88,11 @@ std::string replay_plan_json(const KernelTable& t, const ReplayOptions& o) {
     items.push_back(item);
     ++planned;
   }
+  // The gaps' power is measured with the trace's mean gap between GPU activities (10 µs – 1 ms).
+  const double activities = static_cast<double>(std::max<uint64_t>(t.kernels + t.memcpys + t.memsets, 1));
+  const double gap_us = o.gap_us > 0 ? o.gap_us : std::clamp(static_cast<double>(t.idle_ns()) / activities / 1e3, 10.0, 1000.0);
   json plan = {{"schema", "jouleprof.replay_plan"}, {"schema_version", 1}, {"trials", o.trials}, {"trial_s", o.trial_s},
-               {"settle_s", o.settle_s}, {"warmup_s", o.warmup_s}, {"gap_s", o.gap_s}, {"gap_us", o.gap_us},
+               {"settle_s", o.settle_s}, {"warmup_s", o.warmup_s}, {"gap_s", o.gap_s}, {"gap_us", gap_us},
                {"items", items}, {"not_replayed", skipped}};
   return plan.dump(1) + "\n";
 }
@@ -146,6 +149,8 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
     r.power_w = number(it, "power_w");
     r.energy_j = number(it, "energy_j");
     r.energy_half_width_j = number(it, "energy_j_half_width");
+    if (it.contains("trial_power_w")) r.trial_power_w = it["trial_power_w"].get<std::vector<double>>();
+    if (it.contains("trial_time_ns")) r.trial_time_ns = it["trial_time_ns"].get<std::vector<double>>();
     if (!std::isfinite(r.time_ns) || !std::isfinite(r.energy_j)) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " lacks time/energy");
   }
   // The replay's own time stands for the op call's other GEMM rows (its companions): compare the
@@ -197,6 +202,7 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
     }
     tp.predicted_s += n * r.time_ns * 1e-9;
     tp.energy_j += n * r.energy_j;
+    tp.energy_at_traced_time_j += static_cast<double>(k.total_ns) * 1e-9 * (r.status == "with_row" ? p.rows[static_cast<std::size_t>(r.with_row)].power_w : r.power_w);
   }
   for (auto& [name, tp] : tiers) p.tiers.push_back(tp);
   p.traced_gpu_s = static_cast<double>(t.gpu_ns()) * 1e-9;
@@ -260,6 +266,8 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
       j["replayed_time_half_width_s"] = r.time_half_width_ns * 1e-9;
       j["energy_per_call_half_width_j"] = r.energy_half_width_j;
       j["time_off_by_more_than_10_percent"] = r.time_off;
+      j["trial_power_w"] = r.trial_power_w;
+      j["trial_time_ns"] = r.trial_time_ns;
     }
     if (r.with_row >= 0) j["replayed_with_row"] = r.with_row;
     if (!r.reason.empty()) j["reason"] = r.reason;
@@ -270,7 +278,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
   for (const TierPrediction& tp : p.tiers) {
     tiers.push_back({{"tier", tp.tier}, {"rows", tp.rows}, {"replayed_rows", tp.replayed}, {"extrapolated_rows", tp.extrapolated},
                      {"count", tp.count}, {"traced_duration_s", tp.traced_s}, {"predicted_duration_s", tp.predicted_s},
-                     {"predicted_energy_j", tp.energy_j}});
+                     {"predicted_energy_j", tp.energy_j}, {"energy_at_traced_time_j", tp.energy_at_traced_time_j}});
   }
   json j = {{"schema", "jouleprof.replay"},
             {"schema_version", 1},

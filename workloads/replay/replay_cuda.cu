@@ -185,7 +185,10 @@ class CudaDevice final : public Device {
     while (std::chrono::steady_clock::now() < end) {
       tiny_kernel<<<1, 32, 0, stream_>>>(static_cast<float*>(scratch_));
       cudaStreamSynchronize(stream_);
-      std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(gap_us));
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(gap_us);
+      if (gap_us >= 200) std::this_thread::sleep_until(until);
+      while (std::chrono::steady_clock::now() < until) {  // short gaps: a sleep would overshoot them
+      }
     }
   }
 

@@ -21,10 +21,10 @@ struct ReplayOptions {
   std::size_t max_rows = 150;   ///< ... or this many rows (the rest: extrapolated, listed)
   int trials = 5;               ///< trials per kernel (confidence interval)
   double trial_s = 0.2;         ///< seconds per trial (≥ 10 power-sample periods of ~20 ms)
-  double settle_s = 0.15;       ///< before the trials of each kernel (sensor response)
+  double settle_s = 0.4;        ///< before the trials of each kernel (sensor and power-management response)
   double warmup_s = 3;          ///< warm-up GEMM before the first kernel (stable temperature)
   double gap_s = 1;             ///< measuring the power of the GPU between kernels
-  double gap_us = 200;          ///< ... as a tiny kernel every gap_us
+  double gap_us = 0;            ///< ... as a tiny kernel every gap_us (0: the trace's mean gap, 10 µs – 1 ms)
 };
 
 /// The plan for jouleprof-replay (JSON): one item per replayed row, and why the others are not.
@@ -41,6 +41,7 @@ struct RowPrediction {
   double energy_half_width_j = 0;
   double traced_ns = 0;     ///< traced mean per call
   bool time_off = false;    ///< replayed time more than 10% from the traced time
+  std::vector<double> trial_power_w, trial_time_ns;  ///< the engine's trials
 };
 
 struct TierPrediction {
@@ -48,6 +49,7 @@ struct TierPrediction {
   uint64_t count = 0;
   int rows = 0, replayed = 0, extrapolated = 0;
   double traced_s = 0, predicted_s = 0, energy_j = 0;
+  double energy_at_traced_time_j = 0;  ///< diagnostic: replayed power × traced time
 };
 
 struct ReplayPrediction {
