@@ -259,7 +259,6 @@ int main(int argc, char** argv) {
       meter.drain();
     }
     dev->synchronize();
-    const double t_host1 = meter.now();
     const auto c1 = meter.counter_j();
     const double t_c1 = meter.now();
     sleep_s(0.06);  // the driver's samples of the last trial
@@ -271,15 +270,16 @@ int main(int argc, char** argv) {
       continue;
     }
     // Host time of event 0: the GPU was idle, so it starts at once (≤ tens of µs after t_host0).
-    const double gpu_total_s = dev->elapsed_ms(0, trials + 1) / 1e3;
-    const double origin = std::max(t_host0, t_host1 - gpu_total_s);
+    // (Not t_host1 minus the GPU time: t_host1 is taken up to one polling period late, which put
+    // the last trial's window past the work's end — its power low — in the first H100 runs.)
+    const double origin = t_host0;
     std::vector<double> time_ns, power_w, energy_j;
     std::size_t samples = 0;
     for (int k = 0; k < trials; ++k) {
       const double a = origin + dev->elapsed_ms(0, k + 1) / 1e3, b = origin + dev->elapsed_ms(0, k + 2) / 1e3;
       const double calls = static_cast<double>(n_trial) * reps;
       const double t = dev->elapsed_ms(k + 1, k + 2) * 1e6 / calls;
-      const auto [p, n] = meter.mean(a + skip_s, b);
+      const auto [p, n] = meter.mean(a + skip_s, b - skip_s);
       samples += n;
       if (n == 0) continue;
       time_ns.push_back(t);
