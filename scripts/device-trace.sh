@@ -32,12 +32,14 @@ for step in "$@"; do
       run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_burst.json" -- "$TC" mixed 15 5 30 1
       run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_fine.json" -- "$TC" mixed 15 0.2 2 2 ;;
     overhead)
-      # Interleaved rounds of four processes, all pinned to the same cores: untraced (U), traced
-      # (T), and both with the NVTX annotation (UA, TA: the "kernels and NVTX on").
+      # Interleaved rounds of processes, all pinned to the same cores: untraced (U), traced (T),
+      # and both with the NVTX annotation (UA, TA: the "kernels and NVTX on"); PA: traced
+      # with another injection library ($PREV_INJECT_LIB, e.g. an earlier build), annotated.
       for i in $(seq 1 "${ROUNDS:-4}"); do
-        for cfg in U T UA TA; do
+        for cfg in ${OVERHEAD_CONFIGS:-U T UA TA}; do
           ann=(); [[ $cfg == *A ]] && ann=(--annotate)
           pre=(); [[ $cfg == T* ]] && pre=("$JP" trace --idle 0 --no-store -q --)
+          [[ $cfg == P* ]] && pre=("$JP" trace --inject-lib "$PREV_INJECT_LIB" --idle 0 --no-store -q --)
           say "overhead $cfg round $i"
           timeout 150 taskset -c 2-5 "${pre[@]}" python3 "$HF" --reps "${REPS:-10}" --gen 32 "${ann[@]}" 2>>"$LOG" | sed "s/^/$cfg /" >>"$OUT/overhead.txt"
         done

@@ -24,7 +24,7 @@ def main():
     for cfg in sorted(calls):
         print(f"{cfg:3} calls {len(calls[cfg]):3}  median {statistics.median(calls[cfg]):.4f} s  "
               f"per-round medians {' '.join(f'{x:.4f}' for x in rounds[cfg])}")
-    for traced, base in (("T", "U"), ("TA", "UA")):
+    for traced, base in (("T", "U"), ("TA", "UA"), ("PA", "UA")):
         if traced in calls and base in calls:
             pooled = statistics.median(calls[traced]) / statistics.median(calls[base]) - 1
             per_round = [t / b - 1 for t, b in zip(rounds[traced], rounds[base])]
