@@ -4,7 +4,8 @@
 The documents come from the simulated GPU: measure, bench llm, runs list/show/export/compare,
 estimate (one and several --hw, --list-hw, --list-models), sweep (outcome, --report, --discover),
 restore (and --check), model fit/eval/validate/predict and optimize (on a generated sweep CSV),
-and trace (of a program that writes a trace file as the injection library would). Each schema
+trace (of a program that writes a trace file as the injection library would), kernels and replay
+(--from engine output written here) on a real PyTorch profiler trace. Each schema
 must also refuse a broken copy of its document (so a schema that accepts anything fails this test).
 Usage: check_schemas.py JOULEPROF SCHEMAS_DIR FAKE_TRACED_PROGRAM"""
 import copy
@@ -151,6 +152,26 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
         ("a negative dropped count", lambda x: x["trace"].__setitem__("dropped_records", -1)),
         ("an unknown method", lambda x: x["trace"]["gpus"][0]["methods"][0].__setitem__("method", "guess")),
         ("a kernel row without energy", lambda x: x["trace"]["gpus"][0]["by_kernel"][0].pop("energy_j"))])
+
+    # kernels and replay (issue 18): a real PyTorch profiler trace; replay from engine output written here
+    data = Path(schemas).parent / "tests" / "data" / "replay"
+    kt = jp("kernels", str(data / "bloom_tiny_forward.json"), "--json", "-", "-q", cwd=d)
+    check("kernels.schema.json", kt, "kernels --json", [
+        ("a count as text", lambda x: x["kernels"][0].__setitem__("count", "6")),
+        ("an unknown tier", lambda x: x["kernels"][0].__setitem__("tier", "magic")),
+        ("no totals", lambda x: x.pop("totals"))])
+    jp("replay", str(data / "bloom_tiny_forward.json"), "--plan", str(Path(d, "plan.json")), cwd=d)
+    plan = json.loads(Path(d, "plan.json").read_text())
+    items = [{"row": it["row"], "status": "ok", "time_ns": kt["kernels"][it["row"]]["mean_duration_s"] * 1e9, "time_ns_half_width": 1.0,
+              "power_w": 300.0, "energy_j": 300.0 * kt["kernels"][it["row"]]["mean_duration_s"], "energy_j_half_width": 1e-9}
+             for it in plan["items"]]
+    Path(d, "engine.json").write_text(json.dumps({"schema": "jouleprof.replay_measurements", "gpu": "NVIDIA H100 80GB HBM3",
+                                                  "idle_w": 70.0, "gap_w": 100.0, "items": items}))
+    rp = jp("replay", str(data / "bloom_tiny_forward.json"), "--from", str(Path(d, "engine.json")), "--no-store", "--json", "-", "-q", cwd=d)
+    check("replay.schema.json", rp, "replay --from --json", [
+        ("a negative energy", lambda x: x["prediction"].__setitem__("predicted_energy_j", -1.0)),
+        ("an unknown status", lambda x: x["kernels"][0].__setitem__("status", "guessed")),
+        ("no tiers", lambda x: x.pop("tiers"))])
 
     sl = jp("estimate", "--model", "llama-3.2-1b", "--phase", "decode", "--hw", "h100-sxm", "--json", cwd=d)
     if "tokens_per_s" not in sl["estimates"][0]:
