@@ -15,8 +15,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "jouleprof/core/utc.hpp"
-#include "jouleprof/measure/process.hpp"
+#include "jouleprof/measure/measure.hpp"
 #include "jouleprof/replay/replay.hpp"
 #include "jouleprof/store/run_source.hpp"
 #include "jouleprof/store/store.hpp"
@@ -31,6 +30,8 @@ struct ReplayFlags {
   std::vector<std::string> traces;
   std::string measured, window = "work", from, plan_out, engine, json, csv, db, classes, tiers, keep;
   ReplayOptions o;
+  std::string device = "auto";
+  double idle_s = 1.0;
   std::size_t top = 15;
   bool no_store = false, quiet = false;
 };
@@ -67,8 +68,14 @@ Result<KernelTable> load_table(const ReplayFlags& f) {
   return read_kernel_table(f.traces, o);
 }
 
-// Runs the engine on the plan; returns its output JSON.
-Result<std::string> run_engine(const ReplayFlags& f, const std::string& plan) {
+struct EngineRun {
+  std::string measurements;  ///< the engine's output JSON
+  Measurement m;             ///< the replay session, measured like any workload (stored with the result)
+};
+
+// Runs the engine on the plan under the measurement core (its whole session measured and stored
+// as the run that carries the replay section); returns its output and that measurement.
+Result<EngineRun> run_engine(const ReplayFlags& f, const std::string& plan) {
   const fs::path engine = engine_path(f.engine);
   std::error_code ec;
   if (!f.engine.empty() && !fs::exists(engine, ec)) return make_error(Errc::invalid_argument, "no replay engine at " + f.engine);
@@ -88,14 +95,24 @@ Result<std::string> run_engine(const ReplayFlags& f, const std::string& plan) {
   } cleanup{dir};
   const std::string plan_file = (dir / "plan.json").string(), out_file = (dir / "measurements.json").string();
   if (auto w = write_output(plan_file, plan); !w) return w.error();
-  auto child = ChildProcess::spawn({engine.string(), plan_file, out_file}, {});
-  if (!child) return child.error();
-  const ChildStatus st = child->wait();
-  if (st.exit_code != 0) {
-    return make_error(st.exit_code == 3 ? Errc::unavailable : Errc::internal,
-                      fmt::format("the replay engine failed (exit {}{})", st.exit_code, st.signal != 0 ? fmt::format(", signal {}", st.signal) : ""));
+  MeasureOptions o;
+  o.command = {engine.string(), plan_file, out_file};
+  o.idle_s = f.idle_s;
+  o.invocation = invocation();
+  o.monitor.gpus.backend = f.device;
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) o.monitor.gpus.cuda_visible_devices = cvd;
+  if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) o.monitor.gpus.nvml_library = lib;
+  o.tags["replay"] = "true";
+  if (!f.quiet && !global_flags().quiet) o.progress = [](const std::string& line) { std::cerr << "jouleprof: " << line << "\n"; };
+  auto m = run_measure(o);
+  if (!m) return m.error();
+  if (m->exit_code != 0) {
+    return make_error(m->exit_code == 3 ? Errc::unavailable : Errc::internal,
+                      fmt::format("the replay engine failed (exit {}): see its messages above", m->exit_code));
   }
-  return read_file(out_file);
+  auto text = read_file(out_file);
+  if (!text) return text.error();
+  return EngineRun{*text, std::move(*m)};
 }
 
 int run(const ReplayFlags& f) {
@@ -113,12 +130,22 @@ int run(const ReplayFlags& f) {
     if (!runs) return report(runs.error());
     measured = std::move(runs->front());
   }
-  auto measurements = f.from.empty() ? run_engine(f, plan) : read_file(f.from);
-  if (!measurements) return report(measurements.error());
-  if (!f.keep.empty() && f.from.empty()) {
-    if (auto w = write_output(f.keep, *measurements); !w) return report(w.error());
+  std::optional<EngineRun> engine_run;
+  std::string measurements;
+  if (f.from.empty()) {
+    auto r = run_engine(f, plan);
+    if (!r) return report(r.error());
+    engine_run = std::move(*r);
+    measurements = engine_run->measurements;
+    if (!f.keep.empty()) {
+      if (auto w = write_output(f.keep, measurements); !w) return report(w.error());
+    }
+  } else {
+    auto r = read_file(f.from);
+    if (!r) return report(r.error());
+    measurements = std::move(*r);
   }
-  auto p = predict_from_replay(*table, *measurements);
+  auto p = predict_from_replay(*table, measurements);
   if (!p) return report(p.error());
   if (measured) {
     if (auto c = compare_with_measurement(*p, measured->m, measured->label, f.window); !c) return report(c.error());
@@ -131,18 +158,12 @@ int run(const ReplayFlags& f) {
   if (!f.csv.empty()) {
     if (auto w = write_output(f.csv, replay_csv(*table, *p)); !w) rc = report(w.error());
   }
-  if (!f.no_store) {
-    Measurement m;
-    m.tool_version = "jouleprof";
-    m.invocation = invocation();
-    m.command = {"replay"};
-    m.command.insert(m.command.end(), f.traces.begin(), f.traces.end());
-    m.tags["replay"] = "true";
+  // The run store keeps the replay session (a measurement of the engine's run) with the result
+  // as its "replay" section. A prediction recomputed --from an earlier output has no session.
+  if (!f.no_store && engine_run) {
+    Measurement& m = engine_run->m;
+    m.tags["replay.trace"] = f.traces.front();
     if (measured) m.tags["replay.measured"] = measured->label;
-    m.backend = "nvml";
-    m.origin_realtime_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    m.duration_s = 0;
     m.sections["replay"] = json;
     StoreOptions so;
     so.db_path = f.db;
@@ -177,7 +198,10 @@ Runner add_replay(CLI::App& app) {
   add_json_option(c, f->json, "the per-kernel and per-tier tables and the comparison as JSON");
   c->add_option("--csv", f->csv, "the per-kernel table as CSV ('-': stdout)");
   c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
-  c->add_flag("--no-store", f->no_store, "do not record the result in the run store");
+  c->add_flag("--no-store", f->no_store, "do not record the replay session and its result in the run store");
+  c->add_option("--device", f->device, "GPU backend measuring the replay session: auto, nvml or sim")->capture_default_str();
+  checked(c->add_option("--idle", f->idle_s, "seconds of idle baseline before the replay session"), DoubleRange{.min = 0.0, .max = 3600.0})
+      ->capture_default_str();
   c->add_option("--classes", f->classes, "extra kernel class rules (CLASS<TAB>REGEX)");
   c->add_option("--tiers", f->tiers, "replay tier rules instead of the built-in data/replay-tiers.tsv");
   checked(c->add_option("--coverage", f->o.coverage, "replay rows, longest first, until this share of GPU time"),

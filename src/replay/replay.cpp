@@ -1,11 +1,14 @@
 #include "jouleprof/replay/replay.hpp"
 
+#include "jouleprof/measure/section_renderers.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 namespace jouleprof {
 namespace {
@@ -360,5 +363,32 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
   for (const std::string& w : p.warnings) out += "warning: " + w + "\n";
   return out;
 }
+
+namespace {
+
+// `runs show` of a stored replay run: the prediction, the comparison and the per-tier table.
+void print_replay_section(const std::string& text, std::ostream& out) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("prediction")) return;
+  const json& p = j["prediction"];
+  out << fmt::format("  predicted {:.4f} s, {:.3f} J (kernels {:.3f} J, gaps {:.3f} J at {:.1f} W) on {}\n", p.value("predicted_duration_s", 0.0),
+                     p.value("predicted_energy_j", 0.0), p.value("kernel_energy_j", 0.0), p.value("gap_energy_j", 0.0),
+                     j.value("gap_power_w", 0.0), j.value("replay_gpu", std::string("?")));
+  if (j.contains("comparison")) {
+    const json& c = j["comparison"];
+    out << fmt::format("  measured {:.4f} s, {:.3f} J ({} window '{}'): time {:+.1f}%, energy {:+.1f}%\n", c.value("measured_duration_s", 0.0),
+                       c.value("measured_energy_j", 0.0), c.value("measured_run", std::string()), c.value("window", std::string()),
+                       100 * c.value("duration_error", 0.0), 100 * c.value("energy_error", 0.0));
+  }
+  for (const json& t : j.value("tiers", json::array())) {
+    out << fmt::format("  {:<14} {:>4} rows {:>4} replayed  traced {:>9.3f} ms  replayed {:>9.3f} ms  {:>10.4f} J\n", t.value("tier", std::string()),
+                       t.value("rows", 0), t.value("replayed_rows", 0), 1e3 * t.value("traced_duration_s", 0.0),
+                       1e3 * t.value("predicted_duration_s", 0.0), t.value("predicted_energy_j", 0.0));
+  }
+}
+
+const bool kReplayRendererRegistered = register_section_renderer({"jouleprof.replay", "replay", &print_replay_section});
+
+}  // namespace
 
 }  // namespace jouleprof

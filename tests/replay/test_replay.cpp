@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -164,12 +166,23 @@ TEST(ReplayCli, PlanFromAndErrors) {
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_GT(j["prediction"]["predicted_energy_j"].get<double>(), 0);
   EXPECT_EQ(j["kernels"].size(), t.rows.size());
-  // Stored in the run store, with its section.
-  const std::string db = dir + "/replay-runs.db";
-  out = sh(cli + " replay " + trace + " --from " + out_file + " --db " + db, rc);
+  EXPECT_EQ(out.find("stored as run"), std::string::npos);  // --from: no replay session to store
+  // With an engine (a stand-in writing the output above) the session is measured (simulated GPU
+  // here) and stored with the replay section; `runs show` prints it.
+  const std::string db = dir + "/replay-runs-" + std::to_string(::getpid()) + ".db";
+  std::filesystem::remove(db);
+  const std::string engine = dir + "/fake-jouleprof-replay.sh";
+  std::ofstream(engine) << "#!/bin/sh\ncp '" << out_file << "' \"$2\"\n";
+  std::filesystem::permissions(engine, std::filesystem::perms::owner_all);
+  out = sh(cli + " replay " + trace + " --engine " + engine + " --device sim --idle 0 --db " + db, rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("stored as run"), std::string::npos) << out;
   EXPECT_NE(out.find("predicted:"), std::string::npos) << out;
+  out = sh(cli + " runs show last --db " + db, rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("predicted"), std::string::npos) << out;
+  EXPECT_NE(out.find("gemm"), std::string::npos) << out;
+  std::filesystem::remove(db);
   // Errors: one line, the contract's exit codes.
   out = sh(cli + " replay " + trace + " --engine /nonexistent/jouleprof-replay --no-store", rc);
   EXPECT_EQ(rc, 2) << out;
