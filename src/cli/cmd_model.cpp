@@ -19,7 +19,7 @@ struct ModelFlags {
   std::string form = "poly", model, output, split = "loao";
   std::vector<std::string> objectives{"energy", "edp", "slowdown:5"};
   std::vector<double> clocks;
-  double max_clock = 0, ridge = 1e-5;
+  double max_clock = 0, ridge = 0;
   int folds = 5, xgb_rounds = 400;
 };
 
@@ -182,11 +182,11 @@ Runner add_model(CLI::App& app) {
       "See docs/models.md.");
   auto* fit = c->add_subcommand("fit", "fit a model on a sweep CSV and save it");
   f->data.add(fit, false);
-  fit->add_option("--form", f->form, "fgcs, poly or xgboost")->check(CLI::IsMember({"fgcs", "poly", "xgboost"}))->capture_default_str();
+  fit->add_option("--form", f->form, "fgcs, poly, xgboost, knn or ensemble")->check(CLI::IsMember({"fgcs", "poly", "xgboost", "knn", "ensemble"}))->capture_default_str();
   fit->add_option("-o,--output", f->output, "model file to write")->required();
   checked(fit->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);
   checked(fit->add_option("--probe-clock", f->data.probe.probe_clock_mhz, "training probe clock (default: each application's highest)"), kClockRange);
-  checked(fit->add_option("--ridge", f->ridge, "poly: L2 penalty"), kRidgeRange)->capture_default_str();
+  checked(fit->add_option("--ridge", f->ridge, "poly/ensemble: L2 penalty (0: chosen by inner leave-one-application-out)"), kRidgeRange)->capture_default_str();
   checked(fit->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds"), kRoundsRange)->capture_default_str();
   f->out.add(fit);
 
@@ -198,11 +198,11 @@ Runner add_model(CLI::App& app) {
 
   auto* va = c->add_subcommand("validate", "cross-validation: each application predicted by a model fitted without it");
   f->data.add(va, true);
-  va->add_option("--form", f->form, "fgcs, poly or xgboost")->check(CLI::IsMember({"fgcs", "poly", "xgboost"}))->capture_default_str();
+  va->add_option("--form", f->form, "fgcs, poly, xgboost, knn or ensemble")->check(CLI::IsMember({"fgcs", "poly", "xgboost", "knn", "ensemble"}))->capture_default_str();
   va->add_option("--split", f->split, "loao (leave one application out) or kfold")->check(CLI::IsMember({"loao", "kfold"}))->capture_default_str();
   checked(va->add_option("--folds", f->folds, "kfold: folds of applications"), IntRange{.min = 2, .max = 100000})->capture_default_str();
   checked(va->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);
-  checked(va->add_option("--ridge", f->ridge, "poly: L2 penalty"), kRidgeRange)->capture_default_str();
+  checked(va->add_option("--ridge", f->ridge, "poly/ensemble: L2 penalty (0: chosen by inner leave-one-application-out)"), kRidgeRange)->capture_default_str();
   checked(va->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds"), kRoundsRange)->capture_default_str();
   va->add_option("--objective", f->objectives, "optimizer objectives reported for each held-out application")->delimiter(',')->capture_default_str();
   f->out.add(va);
