@@ -81,6 +81,13 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
         ("a key without its unit", lambda x: x["statistics"].__setitem__("gpu_energy", {"n": 1, "mean": 1})),
         ("a bad window status", lambda x: x["windows"][0].__setitem__("status", "done")),
     ])
+    # measure --metrics: the activity section (simulated GPU: its utilization; fake NVML: GPM)
+    act = jp("measure", "--device", "sim", "--idle", "0", "--metrics", "--metrics-period-ms", "100", "-q", "--no-store",
+             "--json", "-", "--", "sleep", "0.4", cwd=d)
+    check("result.schema.json", act, "measure --metrics --json", [
+        ("an activity GPU without its source", lambda x: x["activity"]["gpus"][0].pop("source")),
+        ("a negative activity", lambda x: x["activity"]["gpus"][0]["values"].append([-1.0, 0.0])),
+    ])
     bench = jp("bench", "llm", "--device", "sim", "--model", "tiny", "--batch", "1,2", "--prompt", "8", "--gen", "4",
                "--min-seconds", "0.05", "--iso-seconds", "0.05", "--idle", "0", "-q", "--db", db, "--json", "-", cwd=d)
     check("result.schema.json", bench, "bench llm --json", [("no windows", lambda x: x.pop("windows"))])
