@@ -55,6 +55,18 @@ int emit_eval(const ModelFlags& f, const md::EvalContext& ctx, const std::vector
     if (auto w = write_text(f.out.json, md::eval_json(ctx, curves, ev, *ch)); !w) return report(w.error());
   if (!f.out.csv.empty())
     if (auto w = write_text(f.out.csv, md::eval_csv(curves, ev)); !w) return report(w.error());
+  if (!f.out.latex.empty())
+    if (auto w = write_text(f.out.latex, md::eval_latex(ev, *ch)); !w) return report(w.error());
+  if (!f.out.svg_dir.empty()) {
+    std::vector<std::pair<std::string, std::string>> charts;
+    for (const char* q : {"power", "time", "energy"})
+      charts.emplace_back(std::string("predicted-vs-measured-") + q, md::predicted_vs_measured_chart_option(curves, q, ctx.simulated));
+    if (!ch->empty())
+      for (const auto& c : ch->front())
+        for (const auto& cv : curves)
+          if (cv.application == c.application) charts.emplace_back("ucurve-" + c.application, md::ucurve_chart_option(cv, c, ctx.simulated));
+    if (auto w = write_svgs(f.out.svg_dir, charts, f.out.quiet); !w) return report(w.error());
+  }
   if (f.out.text()) std::cout << md::eval_text(ctx, curves, ev, *ch);
   return 0;
 }
@@ -64,7 +76,7 @@ std::size_t outliers_in(const ModelFlags& f, md::Dataset d) { return md::flag_ou
 int run_fit(const ModelFlags& f) {
   auto o = fit_options(f);
   if (!o) return report(o.error());
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
   auto m = md::fit(std::move(*d), *o);
   if (!m) return report(m.error());
@@ -84,9 +96,10 @@ int run_eval(const ModelFlags& f) {
   if (f.model.empty()) {  // another model's predictions, from the data's own columns
     if (f.data.map.pred_power.empty() || f.data.map.pred_time.empty())
       return report(make_error(Errc::invalid_argument, "model eval needs a MODEL file, or --pred-power-col and --pred-time-col"));
-    auto d = md::read_csv(f.data.data, f.data.map);
+    auto d = f.data.load();
     if (!d) return report(d.error());
-    md::EvalContext ctx{"columns " + f.data.map.pred_power + ", " + f.data.map.pred_time, "external", f.data.data, "", f.data.probe, outliers_in(f, *d)};
+    md::EvalContext ctx{"columns " + f.data.map.pred_power + ", " + f.data.map.pred_time, "external", f.data.source(), "", f.data.probe, outliers_in(f, *d)};
+    ctx.simulated = d->simulated;
     auto curves = md::measured_curves(std::move(*d), f.data.outlier_rule());
     if (!curves) return report(curves.error());
     return emit_eval(f, ctx, *curves);
@@ -94,9 +107,10 @@ int run_eval(const ModelFlags& f) {
   auto m = md::load_model(f.model);
   if (!m) return report(m.error());
   warn_gpu(*m, f.data.gpu);
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
-  md::EvalContext ctx{f.model, md::to_string(m->info().form), f.data.data, "", f.data.probe, outliers_in(f, *d)};
+  md::EvalContext ctx{f.model, md::to_string(m->info().form), f.data.source(), "", f.data.probe, outliers_in(f, *d)};
+  ctx.simulated = d->simulated;
   auto curves = md::predict_curves(*m, std::move(*d), f.data.probe);
   if (!curves) return report(curves.error());
   return emit_eval(f, ctx, *curves);
@@ -105,11 +119,12 @@ int run_eval(const ModelFlags& f) {
 int run_validate(const ModelFlags& f) {
   auto o = fit_options(f);
   if (!o) return report(o.error());
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
   const bool loao = f.split == "loao";
-  md::EvalContext ctx{"", f.form, f.data.data, loao ? "leave-one-application-out" : "kfold:" + std::to_string(f.folds), f.data.probe,
+  md::EvalContext ctx{"", f.form, f.data.source(), loao ? "leave-one-application-out" : "kfold:" + std::to_string(f.folds), f.data.probe,
                       outliers_in(f, *d)};
+  ctx.simulated = d->simulated;
   auto curves = md::cross_validate(*d, *o, f.data.probe, loao ? md::Split::leave_one_application_out : md::Split::kfold, f.folds);
   if (!curves) return report(curves.error());
   return emit_eval(f, ctx, *curves);
@@ -119,7 +134,7 @@ int run_predict(const ModelFlags& f) {
   auto m = md::load_model(f.model);
   if (!m) return report(m.error());
   warn_gpu(*m, f.data.gpu);
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
   auto cols = md::model_columns(*m, *d);
   if (!cols) return report(cols.error());

@@ -168,6 +168,7 @@ Result<std::vector<int>> choose_columns(const Dataset& d, Form form, double prob
 }  // namespace
 
 Result<Model> fit(Dataset data, const FitOptions& o) {
+  if (varies_power_limit(data)) return make_error(Errc::invalid_argument, kPowerLimitModelError);
   ModelInfo info;
   info.form = o.form;
   info.gpu = o.gpu;
