@@ -4,7 +4,8 @@
 //   ln P(f)/P(f0) = sum_j w_j [gP_j(f) - gP_j(f0)],   ln T(f)/T(f0) likewise with gT_j,
 //   gP_j(f) = ln P_j(f)/P_j(anchor_j), interpolated linearly in f between j's measured clocks,
 //   w_j proportional to 1 / (distance_j + eps) over the k nearest.
-// k is chosen at fit time by a leave-one-application-out pass over the TRAINING applications only
+// k and the distance (every feature, the activity only, or the probe power only) are chosen at fit
+// time by a leave-one-application-out pass over the TRAINING applications only
 // (energy MAPE of each training application predicted from its own probe by the others), so a
 // held-out workload never influences it. The model file holds the training curves themselves.
 #include <algorithm>
@@ -42,8 +43,9 @@ std::vector<double> raw_features(const std::vector<double>& activity, double pow
 
 class Knn final : public FormImpl {
  public:
-  Knn(double pref, std::vector<double> mean, std::vector<double> scale, std::vector<TrainCurve> curves, int k)
-      : pref_(pref), mean_(std::move(mean)), scale_(std::move(scale)), curves_(std::move(curves)), k_(k) {}
+  Knn(double pref, std::vector<double> mean, std::vector<double> scale, std::vector<TrainCurve> curves, int k,
+      std::vector<double> weight)
+      : pref_(pref), mean_(std::move(mean)), scale_(std::move(scale)), curves_(std::move(curves)), k_(k), weight_(std::move(weight)) {}
 
   std::vector<double> standardise(const std::vector<double>& raw) const {
     std::vector<double> x(raw.size());
@@ -58,7 +60,7 @@ class Knn final : public FormImpl {
     for (std::size_t j = 0; j < curves_.size(); ++j) {
       if (j == skip) continue;
       double s = 0;
-      for (std::size_t i = 0; i < x.size(); ++i) s += (x[i] - curves_[j].x[i]) * (x[i] - curves_[j].x[i]);
+      for (std::size_t i = 0; i < x.size(); ++i) s += weight_[i] * (x[i] - curves_[j].x[i]) * (x[i] - curves_[j].x[i]);
       d.emplace_back(std::sqrt(s), j);
     }
     const auto n = std::min(d.size(), static_cast<std::size_t>(k));
@@ -110,6 +112,7 @@ class Knn final : public FormImpl {
     return n ? 100 * s / static_cast<double>(n) : 0;
   }
   void set_k(int k) { k_ = k; }
+  void set_weight(std::vector<double> w) { weight_ = std::move(w); }
   int k() const { return k_; }
 
   nlohmann::json params() const override {
@@ -119,7 +122,7 @@ class Knn final : public FormImpl {
                     {"ln_time_ratio", c.gT}});
     return {{"rule", "inverse-distance weighted mean of the k nearest training curves (ln P/P0, ln T/T0)"},
             {"features", "activity at the probe..., probe power / power_ref_w; standardised by feature_mean/feature_scale"},
-            {"k", k_}, {"k_selection", inner_},
+            {"k", k_}, {"feature_weight", weight_}, {"k_selection", inner_},
             {"power_ref_w", pref_}, {"feature_mean", mean_}, {"feature_scale", scale_}, {"curves", cs}};
   }
   nlohmann::json inner_ = nlohmann::json::array();  ///< the inner cross-validation's energy MAPE per k
@@ -129,6 +132,7 @@ class Knn final : public FormImpl {
   std::vector<double> mean_, scale_;
   std::vector<TrainCurve> curves_;
   int k_;
+  std::vector<double> weight_;  ///< per feature in the distance: 1 or 0
 };
 
 }  // namespace
@@ -166,19 +170,34 @@ Result<std::unique_ptr<FormImpl>> fit_knn(const FitContext& c) {
     anchors.push_back(a.clock_mhz);
     curves.push_back(std::move(tc));
   }
-  auto knn = std::make_unique<Knn>(pref, mean, scale, std::move(curves), 1);
+  // Candidate distances: every feature, the activity only, the probe power only.
+  std::vector<std::pair<std::string, std::vector<double>>> metrics{{"activity+power", std::vector<double>(nf, 1.0)}};
+  if (nf > 1) {
+    std::vector<double> act(nf, 1.0), pow(nf, 0.0);
+    act.back() = 0;
+    pow.back() = 1;
+    metrics.emplace_back("activity", act);
+    metrics.emplace_back("power", pow);
+  }
+  auto knn = std::make_unique<Knn>(pref, mean, scale, std::move(curves), 1, metrics.front().second);
   double best = 1e300;
   int best_k = 1;
-  for (int k : kCandidatesK) {
-    if (static_cast<std::size_t>(k) >= c.sweeps.size()) break;
-    const double e = knn->inner_energy_mape(k, anchors);
-    knn->inner_.push_back({{"k", k}, {"energy_mape_pct", e}});
-    if (e < best) {
-      best = e;
-      best_k = k;
+  std::size_t best_m = 0;
+  for (std::size_t mi = 0; mi < metrics.size(); ++mi) {
+    knn->set_weight(metrics[mi].second);
+    for (int k : kCandidatesK) {
+      if (static_cast<std::size_t>(k) >= c.sweeps.size()) break;
+      const double e = knn->inner_energy_mape(k, anchors);
+      knn->inner_.push_back({{"k", k}, {"distance", metrics[mi].first}, {"energy_mape_pct", e}});
+      if (e < best) {
+        best = e;
+        best_k = k;
+        best_m = mi;
+      }
     }
   }
   knn->set_k(best_k);
+  knn->set_weight(metrics[best_m].second);
   return std::unique_ptr<FormImpl>(std::move(knn));
 }
 
@@ -202,8 +221,10 @@ Result<std::unique_ptr<FormImpl>> load_knn(const nlohmann::json& p, const ModelI
       curves.push_back(std::move(c));
     }
     const int k = p.at("k").get<int>();
-    if (curves.empty() || k < 1) return make_error(Errc::parse, "knn model: no curves or k < 1");
-    return std::unique_ptr<FormImpl>(new Knn(p.at("power_ref_w").get<double>(), std::move(mean), std::move(scale), std::move(curves), k));
+    auto weight = p.value("feature_weight", std::vector<double>(nf, 1.0));
+    if (curves.empty() || k < 1 || weight.size() != nf) return make_error(Errc::parse, "knn model: no curves, k < 1 or wrong feature_weight");
+    return std::unique_ptr<FormImpl>(new Knn(p.at("power_ref_w").get<double>(), std::move(mean), std::move(scale), std::move(curves), k,
+                                             std::move(weight)));
   } catch (const std::exception& e) {
     return make_error(Errc::parse, std::string("knn model parameters: ") + e.what());
   }
