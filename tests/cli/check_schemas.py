@@ -150,6 +150,19 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
             ("no chosen clock", lambda x: x["applications"][0].pop("chosen_clock_mhz")),
             ("no summary", lambda x: x.pop("summary"))])
 
+    # optimize from a sweep in the run store (sweep --metrics: activity per point), per phase
+    sdb = str(Path(d, "sweep-metrics.db"))
+    jp("sweep", "--device", "sim", "--clocks", "1980,990", "--runs", "2", "--warmup", "0", "--idle", "0", "--metrics",
+       "--sweep-id", "sm", "--db", sdb, "-q", cwd=d)
+    check("optimize.schema.json", jp("optimize", "--sweep", "sm", "--db", sdb, "--phases", "--pareto", "--json", "-", "-q", cwd=d),
+          "optimize --sweep --phases --json", [
+              ("a power limit of 0 W", lambda x: x["applications"][0].__setitem__("chosen_power_limit_w", 0)),
+              ("simulated as text", lambda x: x.__setitem__("simulated", "yes"))])
+    stored = jp("runs", "show", "last", "--db", sdb, "--json", "-", cwd=d)
+    stored = stored[0] if isinstance(stored, list) else stored
+    check("result.schema.json", stored, "runs show (a sweep point with --metrics)", [
+        ("an unknown activity source", lambda x: x["activity"]["gpus"][0].__setitem__("source", "dcgm"))])
+
     # trace: the result document with its trace section
     Path(d, "fake_inject.so").write_text("not loaded: the fake program writes the trace itself")
     tr = jp("trace", "--device", "sim", "--idle", "0.3", "--db", db, "--inject-lib", str(Path(d, "fake_inject.so")),
