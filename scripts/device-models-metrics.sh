@@ -14,6 +14,7 @@ say() { echo "=== $* ($(date -u +%FT%TZ))" | tee -a "$LOG"; }
 run() { local t=$1; shift; say "$*"; timeout "$t" "$@" 2>&1 | tail -25 | tee -a "$LOG"; echo "rc=${PIPESTATUS[0]}" | tee -a "$LOG"; }
 say "host $(hostname) $(uname -r)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,power.limit --format=csv,noheader | tee -a "$LOG"
+run 60 g++ -std=c++20 -fsyntax-only -Isrc/sensors -I/usr/local/cuda/include tests/device/nvml_abi_check.cpp
 M="$BIN/jouleprof measure --metrics --metrics-period-ms 200 --idle 1 --no-store -q"
 run 40 $M --json "$OUT/gemm.json" -- "$BIN/jouleprof-burn" --seconds 4 --phases
 run 40 $M --json "$OUT/copy.json" -- python3 -c '
