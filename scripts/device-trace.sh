@@ -2,7 +2,7 @@
 # `jouleprof trace` validation on the GPU machine, in one call (docs/validation/trace.md).
 # Binaries built here (scripts/build-device.sh-style, `device` preset) and carried in .devbuild/trace:
 # jouleprof, libjouleprof_inject.so, jouleprof-twoclass, jouleprof-llm.
-#   scripts/device-trace.sh STEP...   steps: sanity accuracy hf engine long tp
+#   scripts/device-trace.sh STEP...   steps: sanity accuracy overhead hf engine long tp
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -31,6 +31,22 @@ for step in "$@"; do
       run 60 "$JP" trace --idle 2 --no-store --top 3 --json "$OUT/acc_copy.json" -- "$TC" copy 8
       run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_burst.json" -- "$TC" mixed 15 5 30 1
       run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_fine.json" -- "$TC" mixed 15 0.2 2 2 ;;
+    overhead)
+      # Interleaved rounds of processes, all pinned to the same cores: untraced (U), traced (T),
+      # and both with the NVTX annotation (UA, TA: the issue's "kernels and NVTX on"); PA: traced
+      # with another injection library ($PREV_INJECT_LIB, e.g. an earlier build), annotated.
+      for i in $(seq 1 "${ROUNDS:-4}"); do
+        for cfg in ${OVERHEAD_CONFIGS:-U T UA TA}; do
+          ann=(); [[ $cfg == *A ]] && ann=(--annotate)
+          pre=(); [[ $cfg == T* ]] && pre=("$JP" trace --idle 0 --no-store -q --)
+          [[ $cfg == P* ]] && pre=("$JP" trace --inject-lib "$PREV_INJECT_LIB" --idle 0 --no-store -q --)
+          say "overhead $cfg round $i"
+          timeout 150 taskset -c 2-5 "${pre[@]}" python3 "$HF" --reps "${REPS:-10}" --gen 32 "${ann[@]}" 2>>"$LOG" | sed "s/^/$cfg /" >>"$OUT/overhead.txt"
+        done
+      done
+      # Every launch recorded as well: the NVTX anchors checked against the launch records.
+      run 150 "$JP" trace --record-launches --idle 0 --no-store --top 3 --json "$OUT/anchor_check.json" -- python3 "$HF" --annotate --reps 3 --gen 32
+      python3 scripts/validation/trace/overhead_summary.py "$OUT/overhead.txt" 2>&1 | tee -a "$LOG" ;;
     hf)
       # Interleaved: untraced (U), traced without hooks (T), traced with NVTX hooks (H = the profile).
       for i in $(seq 1 "${PAIRS:-2}"); do

@@ -109,6 +109,12 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
     x.clock_drift_ppm = pr.clock_drift_ppm;
     p.processes.push_back(std::move(x));
   }
+  p.range_assignment = t.range_assignment;
+  const auto& ra = t.range_assignment;
+  if (ra.checked > 0 && ra.agreed < ra.checked) {
+    p.warnings.push_back("NVTX anchors placed " + std::to_string(ra.checked - ra.agreed) + " of " + std::to_string(ra.checked) +
+                         " activities in another range than their launch records did (ranges on another thread than the launches?)");
+  }
   p.activities = t.activities.size();
   p.dropped = t.dropped();
   p.complete = t.complete();
@@ -357,6 +363,10 @@ std::string trace_profile_json(const TraceProfile& p) {
   j["activities"] = p.activities;
   j["dropped_records"] = p.dropped;
   j["warnings"] = p.warnings;
+  j["range_assignment"] = {{"method", p.range_assignment.method},
+                           {"activities", p.range_assignment.assigned},
+                           {"anchor_checked", p.range_assignment.checked},
+                           {"anchor_agreed", p.range_assignment.agreed}};
   auto& procs = j["processes"] = nlohmann::json::array();
   for (const auto& x : p.processes) {
     procs.push_back({{"pid", x.pid},
@@ -430,6 +440,11 @@ std::string trace_profile_text(const TraceProfile& p, std::size_t top) {
   auto out = std::back_inserter(s);
   fmt::format_to(out, "trace: {} processes, {} activities, {} dropped records{}\n", p.processes.size(), p.activities, p.dropped,
                  p.complete ? "" : " (INCOMPLETE)");
+  const auto& ra = p.range_assignment;
+  if (ra.method != "none") {
+    fmt::format_to(out, "NVTX ranges: {} activities placed by {}{}\n", ra.assigned, ra.method,
+                   ra.checked > 0 ? fmt::format(" (anchors agree for {} of {})", ra.agreed, ra.checked) : "");
+  }
   auto table = [&](const char* title, const std::vector<GroupRow>& rows) {
     if (rows.empty()) return;
     fmt::format_to(out, "  {}:\n", title);

@@ -17,6 +17,7 @@
 #include "jouleprof/workloads/bench_record.hpp"
 #include "jouleprof/core/units.hpp"
 #include "jouleprof/measure/output.hpp"
+#include "jouleprof/measure/section_renderers.hpp"
 #include "jouleprof/control/slurm.hpp"
 #include "jouleprof/store/compare.hpp"
 #include "jouleprof/store/result_io.hpp"
@@ -175,14 +176,8 @@ int cmd_show(const RunsFlags& f) {
     fmt::print("  started {} on {}, command: {}\n", s->started_at_utc, s->host, join_command(s->command));
     if (!s->tags.empty()) fmt::print("  tags: {}\n", tags_text(s->tags));
     print_summary(*m, std::cout);
-    // A configuration of `bench llm`: its figures as the benchmark printed them.
-    if (auto llm = m->sections.find("llm"); llm != m->sections.end()) {
-      const json section = json::parse(llm->second, nullptr, false);
-      if (section.is_object() && section.value("schema", "") == llm::kBenchSchema) {
-        std::cout << "\nbench llm:\n";
-        llm::print_bench_section(section, std::cout);
-      }
-    }
+    // Sections of producers (a `bench llm` configuration ...) through their registered renderers.
+    print_sections(*m, std::cout);
   }
   if (as_json) {
     if (auto w = write_output(f.json_out, docs + "\n]\n"); !w) return report(w.error());

@@ -41,7 +41,7 @@ struct TraceFlags {
   std::string inject_lib, cupti_lib, nvml_lib;
   double sim_power_w = 450;
   std::string db;
-  bool record_sync = false, no_store = false, quiet = false, no_cpu = false;
+  bool record_sync = false, record_launches = false, no_store = false, quiet = false, no_cpu = false;
   std::vector<std::string> command;
 };
 
@@ -177,9 +177,11 @@ int run(TraceFlags f) {
   }
   o.env = {"CUDA_INJECTION64_PATH=" + inject, std::string(trace_format::kDirEnv) + "=" + dir};
   if (f.record_sync) o.env.push_back(std::string(trace_format::kSyncEnv) + "=1");
+  if (f.record_launches) o.env.push_back(std::string(trace_format::kLaunchesEnv) + "=1");
   if (!cupti.empty()) {
+    // The injection library is also NVTX's: CUPTI records the ranges, we add their anchors.
     o.env.push_back(std::string(trace_format::kCuptiLibEnv) + "=" + cupti);
-    o.env.push_back("NVTX_INJECTION64_PATH=" + cupti);
+    o.env.push_back("NVTX_INJECTION64_PATH=" + inject);
   }
   if (!f.quiet) o.progress = [](const std::string& s) { std::cerr << "jouleprof: " << s << "\n"; };
 
@@ -316,6 +318,9 @@ Runner add_trace(CLI::App& app) {
   c->add_option("--method", f->method, "attribution method of the kernel/range tables: split, regression or interval")->capture_default_str();
   c->add_flag("--record-sync", f->record_sync,
               "also record CUDA synchronisation (cudaStreamSynchronize, events): costs up to ~40% on launch-bound programs");
+  c->add_flag("--record-launches", f->record_launches,
+              "also record every launch call: ties kernels to NVTX ranges opened on other threads than their launch, "
+              "and checks the range anchors (costs ~10% on launch-bound programs)");
   c->add_option("--classes", f->classes, "extra kernel-class rules (CLASS<TAB>REGEX lines), tried before the built-in ones");
   // Sensor models of seconds, not of 1e35 ms (issue 22).
   checked(c->add_option("--lag-ms", f->lag_ms, "sensor lag modelled by split/regression/interval"), DoubleRange{.min = 0, .max = 10000})

@@ -86,8 +86,14 @@ void assign_ranges(TraceData& t) {
     const Activity& b = t.activities[y];
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
   };
-  // Launches per (process, thread), sorted by time, each with its correlation's path.
-  std::vector<std::unordered_map<uint32_t, std::pair<std::string, std::string>>> by_corr(t.processes.size());
+  // API records (launches and anchors) per (process, thread), sorted by time: the range path and
+  // phase in effect at each, keyed by correlation id.
+  struct Placed {
+    uint32_t correlation;
+    bool anchor;
+    std::string path, phase;
+  };
+  std::vector<std::vector<Placed>> placed(t.processes.size());
   for (std::size_t p = 0; p < t.processes.size(); ++p) {
     auto launches = t.processes[p].launches;
     std::sort(launches.begin(), launches.end(), [](const auto& a, const auto& b) {
@@ -104,7 +110,7 @@ void assign_ranges(TraceData& t) {
         rs = it->second;
         std::sort(rs.begin(), rs.end(), by_start);
       }
-      // Sweep: ranges opened before the launch go on the stack, ranges ended before it come off.
+      // Sweep: ranges opened before the call go on the stack, ranges ended before it come off.
       std::vector<std::size_t> stack;
       std::size_t next = 0;
       for (; i < launches.size() && launches[i].thread == thread; ++i) {
@@ -125,10 +131,58 @@ void assign_ranges(TraceData& t) {
           if (a.start_ns > ts) break;
           if (a.end_ns >= ts) phase = a.name;  // innermost (latest-starting) enclosing range
         }
-        by_corr[p][launches[i].correlation] = {std::move(path), std::move(phase)};
+        placed[p].push_back({launches[i].correlation, launches[i].anchor, std::move(path), std::move(phase)});
       }
     }
+    std::sort(placed[p].begin(), placed[p].end(), [](const Placed& a, const Placed& b) { return a.correlation < b.correlation; });
   }
+  // Each GPU activity: its own launch record if there is one, else the latest record before its
+  // correlation id (correlation ids grow with every API call of the process).
+  std::vector<std::vector<const Placed*>> anchors(t.processes.size());
+  for (std::size_t p = 0; p < t.processes.size(); ++p) {
+    for (const Placed& x : placed[p]) {
+      if (x.anchor) anchors[p].push_back(&x);
+    }
+  }
+  auto before = [](const auto& sorted, uint32_t c, auto correlation_of) {
+    auto it = std::lower_bound(sorted.begin(), sorted.end(), c,
+                               [&](const auto& x, uint32_t v) { return correlation_of(x) < v; });
+    return it == sorted.begin() ? sorted.end() : std::prev(it);
+  };
+  auto& ra = t.range_assignment;
+  ra = {};
+  bool exact = false, by_anchor = false;
+  for (Activity& a : t.activities) {
+    if (!a.on_gpu()) continue;
+    const auto p = static_cast<std::size_t>(a.process);
+    const auto& v = placed[p];
+    auto it = std::lower_bound(v.begin(), v.end(), a.correlation, [](const Placed& x, uint32_t c) { return x.correlation < c; });
+    const Placed* own = nullptr;
+    for (; it != v.end() && it->correlation == a.correlation; ++it) {
+      if (!it->anchor) own = &*it;
+    }
+    const auto& an = anchors[p];
+    auto prev_anchor = before(an, a.correlation, [](const Placed* x) { return x->correlation; });
+    const Placed* chosen = own;
+    if (own != nullptr) {
+      exact = true;
+      if (prev_anchor != an.end()) {
+        ++ra.checked;
+        ra.agreed += ((*prev_anchor)->path == own->path && (*prev_anchor)->phase == own->phase) ? 1 : 0;
+      }
+    } else {
+      auto prev = before(v, a.correlation, [](const Placed& x) { return x.correlation; });
+      if (prev != v.end()) {
+        chosen = &*prev;
+        by_anchor |= prev->anchor;
+      }
+    }
+    if (chosen == nullptr) continue;
+    ++ra.assigned;
+    a.path = chosen->path;
+    a.phase = chosen->phase;
+  }
+  ra.method = exact ? "launch records" : by_anchor ? "anchors" : "none";
   // Depth of each push/pop range on its thread (for the Perfetto tracks and the tables).
   for (auto& [key, rs] : ranges) {
     std::sort(rs.begin(), rs.end(), by_start);
@@ -138,14 +192,6 @@ void assign_ranges(TraceData& t) {
       t.activities[r].depth = static_cast<int>(ends.size());
       ends.push_back(t.activities[r].end_ns);
     }
-  }
-  for (Activity& a : t.activities) {
-    if (!a.on_gpu()) continue;
-    const auto& m = by_corr[static_cast<std::size_t>(a.process)];
-    auto it = m.find(a.correlation);
-    if (it == m.end()) continue;
-    a.path = it->second.first;
-    a.phase = it->second.second;
   }
 }
 

@@ -241,7 +241,8 @@ Result<void> read_trace_file(const std::string& path, TraceData& into) {
       }
       case RecordType::api: {
         const auto c = payload_as<ApiRecord>(payload);
-        p.launches.push_back({c.correlation, c.thread_id, static_cast<int64_t>(c.start_ns)});
+        p.launches.push_back({c.correlation, c.thread_id, static_cast<int64_t>(c.start_ns),
+                              c.domain == 1 && c.cbid == kAnchorDriverCbid});
         break;
       }
       case RecordType::dropped: p.dropped += payload_as<DroppedRecord>(payload).count; break;

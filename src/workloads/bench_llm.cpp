@@ -1,5 +1,7 @@
 #include "jouleprof/workloads/bench_llm.hpp"
 
+#include "jouleprof/measure/section_renderers.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -799,6 +801,13 @@ void print_bench(const BenchResult& r, std::ostream& out) {
   print_bench_section(r.llm, out);
   if (!r.measurement.complete) out << "\nINCOMPLETE: " << r.measurement.incomplete_reason << "\n";
 }
+
+// `runs show` prints a stored configuration's "llm" section through this renderer.
+const bool kSectionRendererRegistered = register_section_renderer(
+    {kBenchSchema, "bench llm", [](const std::string& text, std::ostream& out) {
+       const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+       if (j.is_object()) print_bench_section(j, out);
+     }});
 
 void print_bench_section(const nlohmann::json& j, std::ostream& out) {
   char buf[512];

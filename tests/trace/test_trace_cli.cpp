@@ -96,15 +96,16 @@ TEST(TraceCli, ProgramWithoutCudaGivesAWarningNotAFailure) {
 }
 
 // Synchronisation records are requested from the injection library only with --record-sync.
-TEST(TraceCli, RecordSyncIsPassedToTheInjectionLibraryOnlyWhenAsked) {
+TEST(TraceCli, RecordSyncAndLaunchesArePassedToTheInjectionLibraryOnlyWhenAsked) {
   Env e;
-  const std::string probe = "echo \"sync=${JOULEPROF_TRACE_SYNC:-unset}\" > " + e.dir + "/env.txt";
+  const std::string probe = "echo \"sync=${JOULEPROF_TRACE_SYNC:-unset} launches=${JOULEPROF_TRACE_LAUNCHES:-unset}\" > " + e.dir +
+                            "/env.txt";
   auto off = e.run({"--no-store", "-q", "--", "/bin/sh", "-c", probe});
   ASSERT_EQ(off.exit_code, 0) << off.err;
-  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=unset\n");
-  auto on = e.run({"--no-store", "-q", "--record-sync", "--", "/bin/sh", "-c", probe});
+  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=unset launches=unset\n");
+  auto on = e.run({"--no-store", "-q", "--record-sync", "--record-launches", "--", "/bin/sh", "-c", probe});
   ASSERT_EQ(on.exit_code, 0) << on.err;
-  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=1\n");
+  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=1 launches=1\n");
 }
 
 TEST(TraceCli, BadInputIsOneLineAndExitTwo) {

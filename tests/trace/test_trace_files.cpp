@@ -162,6 +162,21 @@ TEST(TraceFile, DroppedRecordsAreCounted) {
   EXPECT_FALSE(t->complete());
 }
 
+TEST(TraceFile, AnchorApiRecordsAreMarked) {
+  FileBuilder f;
+  f.rec(RecordType::api, ApiRecord{100, 101, 5, 7, kAnchorDriverCbid, 1});
+  f.rec(RecordType::api, ApiRecord{102, 110, 6, 7, 211, 0});  // a runtime launch
+  f.rec(RecordType::api, ApiRecord{112, 113, 7, 7, kAnchorDriverCbid, 0});  // runtime domain: not the anchor
+  const std::string dir = temp_dir("anchors");
+  TraceData t;
+  ASSERT_TRUE(read_trace_file(f.write(dir), t));
+  ASSERT_EQ(t.processes.at(0).launches.size(), 3u);
+  EXPECT_TRUE(t.processes[0].launches[0].anchor);
+  EXPECT_FALSE(t.processes[0].launches[1].anchor);
+  EXPECT_FALSE(t.processes[0].launches[2].anchor);
+  fs::remove_all(dir);
+}
+
 TEST(Align, ClockOffsetDriftAndRealtimeSteps) {
   TraceData t;
   ProcessTrace p;
@@ -216,6 +231,77 @@ TEST(Ranges, NestedPushPopPathsPerThreadAndStartEndPhases) {
   EXPECT_EQ(t.activities[8].path, "");
   EXPECT_EQ(t.activities[5].phase, "step");
   EXPECT_EQ(t.activities[2].depth, 2);
+}
+
+// Without launch records: each kernel takes the range state of the latest anchor (taken after
+// each push/pop/start/end) before its correlation id.
+TEST(Ranges, AnchorsPlaceKernelsWithoutLaunchRecords) {
+  TraceData t;
+  ProcessTrace p;
+  // Anchors on thread 7 right after: push decode (110), push mlp (150), pop mlp (181), pop decode (301);
+  // and after nvtxRangeStart "step" (5). Correlation ids grow with every call.
+  p.launches = {{1, 7, 5, true}, {10, 7, 110, true}, {20, 7, 150, true}, {30, 7, 181, true}, {40, 7, 301, true}};
+  t.processes.push_back(p);
+  auto range = [&](const char* name, int64_t a, int64_t b, uint64_t thread) {
+    Activity r;
+    r.kind = Activity::Kind::range;
+    r.name = name;
+    r.start_ns = a;
+    r.end_ns = b;
+    r.thread = thread;
+    t.activities.push_back(r);
+  };
+  range("decode", 100, 300, 7);
+  range("mlp", 140, 180, 7);
+  range("step", 0, 1000, 0);
+  // Kernels launched (correlation) between the anchors; their GPU times come later.
+  for (uint32_t c : {0u, 11u, 21u, 22u, 31u, 41u}) {
+    Activity k;
+    k.kind = Activity::Kind::kernel;
+    k.correlation = c;
+    k.start_ns = 5000;
+    t.activities.push_back(k);
+  }
+  assign_ranges(t);
+  EXPECT_EQ(t.activities[3].path, "");  // before any anchor
+  EXPECT_EQ(t.activities[4].path, "decode");
+  EXPECT_EQ(t.activities[5].path, "decode/mlp");
+  EXPECT_EQ(t.activities[6].path, "decode/mlp");
+  EXPECT_EQ(t.activities[7].path, "decode");
+  EXPECT_EQ(t.activities[8].path, "");  // after the last pop
+  EXPECT_EQ(t.activities[4].phase, "step");
+  EXPECT_EQ(t.range_assignment.method, "anchors");
+  EXPECT_EQ(t.range_assignment.assigned, 5u);
+  EXPECT_EQ(t.range_assignment.checked, 0u);
+}
+
+// Launch records and anchors together: the launch records decide, the anchors are checked
+// against them (a kernel launched on another thread than the ranges' is where they differ).
+TEST(Ranges, LaunchRecordsDecideAndCheckTheAnchors) {
+  TraceData t;
+  ProcessTrace p;
+  p.launches = {{10, 7, 110, true}, {11, 7, 120, false}, {12, 8, 125, false}, {20, 7, 201, true}, {21, 7, 210, false}};
+  t.processes.push_back(p);
+  Activity r;
+  r.kind = Activity::Kind::range;
+  r.name = "forward";
+  r.start_ns = 100;
+  r.end_ns = 200;
+  r.thread = 7;
+  t.activities.push_back(r);
+  for (uint32_t c : {11u, 12u, 21u}) {
+    Activity k;
+    k.kind = Activity::Kind::kernel;
+    k.correlation = c;
+    t.activities.push_back(k);
+  }
+  assign_ranges(t);
+  EXPECT_EQ(t.activities[1].path, "forward");
+  EXPECT_EQ(t.activities[2].path, "");  // launched by thread 8, outside any of its ranges
+  EXPECT_EQ(t.activities[3].path, "");
+  EXPECT_EQ(t.range_assignment.method, "launch records");
+  EXPECT_EQ(t.range_assignment.checked, 3u);
+  EXPECT_EQ(t.range_assignment.agreed, 2u);  // the anchors put thread 8's kernel in "forward"
 }
 
 TEST(KernelClasses, BuiltInRulesAndUserRulesFirst) {

@@ -84,6 +84,7 @@ struct TraceProfile {
     double clock_offset_start_ns = 0, clock_offset_end_ns = 0, clock_drift_ppm = 0;
   };
   std::vector<Process> processes;
+  TraceData::RangeAssignment range_assignment;  ///< how kernels were tied to NVTX ranges
   uint64_t activities = 0, dropped = 0;
   bool complete = true;
   std::vector<std::string> warnings;

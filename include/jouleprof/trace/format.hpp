@@ -25,6 +25,12 @@ inline constexpr const char* kCuptiLibEnv = "JOULEPROF_CUPTI_LIB";   ///< libcup
 inline constexpr const char* kBufferEnv = "JOULEPROF_TRACE_BUFFER_MB"; ///< CUPTI buffer size (default 8)
 inline constexpr const char* kFlushEnv = "JOULEPROF_TRACE_FLUSH_MS";   ///< periodic flush (default 500)
 inline constexpr const char* kSyncEnv = "JOULEPROF_TRACE_SYNC";        ///< "1": also record synchronisation
+inline constexpr const char* kLaunchesEnv = "JOULEPROF_TRACE_LAUNCHES"; ///< "1": also record every launch call
+
+/// The driver call the injection library makes after each NVTX range push/pop/start/end (its API
+/// record, enabled alone, is the range's anchor in the correlation-id sequence): CUPTI's callback
+/// id of cuDriverGetVersion.
+inline constexpr uint32_t kAnchorDriverCbid = 2;
 
 struct FileHeader {
   char magic[8];
@@ -45,7 +51,7 @@ enum class RecordType : uint16_t {
   memset = 4,
   sync = 5,
   marker = 6,   ///< NVTX push/pop and start/end ranges, instantaneous marks
-  api = 7,      ///< launch-type runtime/driver API calls: CPU thread and time of each correlation id
+  api = 7,      ///< runtime/driver API calls (launches, NVTX anchors): CPU thread and time of a correlation id
   dropped = 8,
   clock = 9,
   note = 10,    ///< text: something the user must know (CUPTI error, CUPTI already in use ...)
@@ -109,7 +115,7 @@ struct ApiRecord {
   uint64_t start_ns, end_ns;
   uint32_t correlation, thread_id;
   uint32_t cbid;    ///< CUPTI callback id of the call
-  uint32_t domain;  ///< 0 runtime, 1 driver
+  uint32_t domain;  ///< 0 runtime, 1 driver (an anchor: driver and kAnchorDriverCbid)
 };
 static_assert(sizeof(ApiRecord) == 32);
 

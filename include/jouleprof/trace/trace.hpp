@@ -58,13 +58,16 @@ struct ProcessTrace {
   std::vector<std::string> notes;  ///< errors/warnings the injection library wrote
   std::string damage;    ///< "corrupt record at offset N: ..." / "truncated at offset N"
   std::vector<ClockPair> clocks;
+  /// An API call's record: a launch (which CPU thread launched which correlation id, when) or an
+  /// NVTX anchor (the correlation id at which a range opened or closed on that thread).
   struct Launch {
     uint32_t correlation = 0;
     uint64_t thread = 0;
     int64_t start_ns = 0;
+    bool anchor = false;
   };
   std::vector<Launch> launches;
-  std::map<uint32_t, std::string> device_uuids;  ///< CUDA ordinal → "GPU-xxxxxxxx-xxxx-..." (NVML's form)  ///< launch-type API calls (which CPU thread launched what, when)
+  std::map<uint32_t, std::string> device_uuids;  ///< CUDA ordinal → "GPU-xxxxxxxx-xxxx-..." (NVML's form)
   // Alignment (align_trace): realtime = cupti + offset, offset interpolated start→end.
   double clock_offset_start_ns = 0, clock_offset_end_ns = 0, clock_drift_ppm = 0;
 };
@@ -73,6 +76,15 @@ struct TraceData {
   std::vector<ProcessTrace> processes;
   std::vector<Activity> activities;
   std::vector<std::string> warnings;
+  /// How assign_ranges tied GPU activities to NVTX ranges: "launch records" (each launch call's
+  /// own record: thread and time exact), "anchors" (the latest range anchor before the activity's
+  /// correlation id; exact for ranges on the launching thread), or "none". Where both launch
+  /// records and anchors were recorded, `checked` activities were also placed by their anchors
+  /// alone and `agreed` of them landed in the same range and phase.
+  struct RangeAssignment {
+    std::string method = "none";
+    uint64_t assigned = 0, checked = 0, agreed = 0;
+  } range_assignment;
   uint64_t dropped() const;
   bool complete() const;  ///< every process ended normally, undamaged, nothing dropped
 };
@@ -89,7 +101,7 @@ Result<TraceData> read_trace_dir(const std::string& dir);
 void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<TimeBase::Calibration>& calibrations);
 
 /// Fills Activity::path (NVTX push/pop ranges enclosing each launch on its CPU thread) and
-/// Activity::phase (NVTX start/end ranges enclosing the launch).
+/// Activity::phase (NVTX start/end ranges enclosing the launch), and range_assignment.
 void assign_ranges(TraceData& t);
 
 std::string demangle(const std::string& name);

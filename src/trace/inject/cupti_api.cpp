@@ -8,8 +8,7 @@
 
 namespace jouleprof::inject {
 
-CuptiApi load_cupti(const std::string& library) {
-  CuptiApi api;
+void* open_cupti(const std::string& library, std::string* which, std::string* why) {
   std::vector<std::string> candidates;
   if (!library.empty()) {
     candidates = {library};
@@ -18,18 +17,22 @@ CuptiApi load_cupti(const std::string& library) {
   } else {
     candidates = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
   }
-  void* handle = nullptr;
-  std::string why;
   for (const std::string& c : candidates) {
-    // RTLD_GLOBAL: CUPTI's NVTX injection (NVTX_INJECTION64_PATH) must find the same instance.
-    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (handle != nullptr) {
-      api.library = c;
-      break;
+    // RTLD_GLOBAL: the CUDA and the NVTX injection must share one CUPTI instance.
+    if (void* handle = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL); handle != nullptr) {
+      if (which != nullptr) *which = c;
+      return handle;
     }
     const char* e = dlerror();
-    why += (why.empty() ? "" : "; ") + std::string(e != nullptr ? e : c.c_str());
+    if (why != nullptr) *why += (why->empty() ? "" : "; ") + std::string(e != nullptr ? e : c.c_str());
   }
+  return nullptr;
+}
+
+CuptiApi load_cupti(const std::string& library) {
+  CuptiApi api;
+  std::string why;
+  void* handle = open_cupti(library, &api.library, &why);
   if (handle == nullptr) {
     api.error = "cannot load CUPTI: " + why;
     return api;

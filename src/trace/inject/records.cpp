@@ -6,6 +6,8 @@ namespace jouleprof::inject {
 
 using namespace trace_format;
 
+static_assert(kAnchorDriverCbid == CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion, "the anchor call's callback id");
+
 namespace {
 
 template <class K>

@@ -1,0 +1,178 @@
+// The injection library's NVTX tool against a stand-in for NVTX's export table: its handlers
+// fill the instance's tables, record push/pop, start/end, marks, domains and registered strings
+// with an anchor after each range event, and their records read back as nested ranges whose
+// anchors place kernels without launch records.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "jouleprof/trace/trace.hpp"
+#include "nvtx_tool.hpp"
+#include "writer.hpp"
+
+using namespace jouleprof;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One NVTX instance: its core and domain function tables (pointers to its slots).
+struct Instance {
+  NvtxFunctionPointer core[NVTX_CBID_CORE_SIZE] = {};
+  NvtxFunctionPointer core2[NVTX_CBID_CORE2_SIZE] = {};
+  NvtxFunctionPointer* core_table[NVTX_CBID_CORE_SIZE] = {};
+  NvtxFunctionPointer* core2_table[NVTX_CBID_CORE2_SIZE] = {};
+  Instance() {
+    for (int i = 0; i < NVTX_CBID_CORE_SIZE; ++i) core_table[i] = &core[i];
+    for (int i = 0; i < NVTX_CBID_CORE2_SIZE; ++i) core2_table[i] = &core2[i];
+  }
+  template <class F>
+  F c(int cbid) const {
+    return reinterpret_cast<F>(core[cbid]);
+  }
+  template <class F>
+  F d(int cbid) const {
+    return reinterpret_cast<F>(core2[cbid]);
+  }
+};
+Instance* g_instance = nullptr;
+
+int NVTX_API get_module(NvtxCallbackModule module, NvtxFunctionTable* table, unsigned* size) {
+  if (module == NVTX_CB_MODULE_CORE) {
+    *table = g_instance->core_table;
+    *size = NVTX_CBID_CORE_SIZE;
+    return 1;
+  }
+  if (module == NVTX_CB_MODULE_CORE2) {
+    *table = g_instance->core2_table;
+    *size = NVTX_CBID_CORE2_SIZE;
+    return 1;
+  }
+  return 0;
+}
+const NvtxExportTableCallbacks kCallbacks = {sizeof(NvtxExportTableCallbacks), get_module};
+const void* NVTX_API get_export_table(uint32_t id) { return id == NVTX_ETID_CALLBACKS ? &kCallbacks : nullptr; }
+const void* NVTX_API no_tables(uint32_t) { return nullptr; }
+
+// A clock and a correlation-id sequence: each anchor is an API record at the next tick.
+uint64_t g_now = 0;
+uint32_t g_correlation = 0;
+std::vector<ProcessTrace::Launch> g_anchors;
+uint64_t now() { return g_now += 10; }
+uint64_t thread_id() { return 77; }
+void anchor() { g_anchors.push_back({++g_correlation, 77, static_cast<int64_t>(now()), true}); }
+int g_flushes = 0;
+void flush() { ++g_flushes; }
+
+}  // namespace
+
+TEST(NvtxTool, RecordsRangesWithAnchorsAndTheyPlaceKernels) {
+  Instance inst;
+  g_instance = &inst;
+  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, {now, thread_id, anchor, flush}), 1);
+  using PushA = int(NVTX_API*)(const char*);
+  using Pop = int(NVTX_API*)();
+  using StartA = nvtxRangeId_t(NVTX_API*)(const char*);
+  using End = void(NVTX_API*)(nvtxRangeId_t);
+  using PushEx = int(NVTX_API*)(const nvtxEventAttributes_t*);
+  using MarkA = void(NVTX_API*)(const char*);
+  using DomainCreate = nvtxDomainHandle_t(NVTX_API*)(const char*);
+  using DomainPush = int(NVTX_API*)(nvtxDomainHandle_t, const nvtxEventAttributes_t*);
+  using DomainPop = int(NVTX_API*)(nvtxDomainHandle_t);
+  using Register = nvtxStringHandle_t(NVTX_API*)(nvtxDomainHandle_t, const char*);
+  ASSERT_NE(inst.core[NVTX_CBID_CORE_RangePushA], nullptr);
+  EXPECT_EQ(inst.core[NVTX_CBID_CORE_NameOsThreadA], nullptr);  // not handled: stays a no-op
+
+  std::vector<uint32_t> kernel_correlations;
+  auto launch = [&] { kernel_correlations.push_back(++g_correlation); };
+  const nvtxRangeId_t step = inst.c<StartA>(NVTX_CBID_CORE_RangeStartA)("decode");
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("model.layers.0");
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = "mlp";
+  inst.c<PushEx>(NVTX_CBID_CORE_RangePushEx)(&a);
+  launch();  // decode/model.layers.0/mlp
+  inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  launch();  // decode/model.layers.0
+  inst.c<MarkA>(NVTX_CBID_CORE_MarkA)("token");
+  const nvtxDomainHandle_t dom = inst.d<DomainCreate>(NVTX_CBID_CORE2_DomainCreateA)("vllm");
+  nvtxEventAttributes_t r{};
+  r.version = NVTX_VERSION;
+  r.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  r.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  r.message.registered = inst.d<Register>(NVTX_CBID_CORE2_DomainRegisterStringA)(dom, "attention");
+  inst.d<DomainPush>(NVTX_CBID_CORE2_DomainRangePushEx)(dom, &r);
+  launch();  // decode/model.layers.0/attention
+  inst.d<DomainPop>(NVTX_CBID_CORE2_DomainRangePop)(dom);
+  inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  inst.c<End>(NVTX_CBID_CORE_RangeEnd)(step);
+  launch();  // outside every range
+  EXPECT_EQ(g_anchors.size(), 8u);  // 8 range events, the mark has none
+
+  const std::string dir = (fs::temp_directory_path() / ("jp-nvtx-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  inject::TraceWriter w;
+  ASSERT_TRUE(w.open(dir, 4321, 1, 0, 0)) << w.error();
+  {
+    std::lock_guard<std::mutex> lock(w.lock());
+    inject::write_nvtx_events(w);
+    inject::write_nvtx_events(w);  // nothing twice
+    w.commit();
+    w.close(0);
+  }
+  auto t = read_trace_dir(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->processes.size(), 1u);
+  std::vector<std::string> ranges, marks;
+  for (const Activity& x : t->activities) {
+    if (x.kind == Activity::Kind::range) ranges.push_back(x.name + (x.domain.empty() ? "" : "@" + x.domain) + (x.complete ? "" : " open"));
+    if (x.kind == Activity::Kind::mark) marks.push_back(x.name);
+  }
+  EXPECT_EQ(ranges, (std::vector<std::string>{"decode", "model.layers.0", "mlp", "attention@vllm"}));
+  EXPECT_EQ(marks, std::vector<std::string>{"token"});
+
+  t->processes[0].launches = g_anchors;
+  for (uint32_t c : kernel_correlations) {
+    Activity k;
+    k.kind = Activity::Kind::kernel;
+    k.correlation = c;
+    t->activities.push_back(k);
+  }
+  assign_ranges(*t);
+  std::vector<std::string> paths, phases;
+  for (const Activity& x : t->activities) {
+    if (x.kind == Activity::Kind::kernel) {
+      paths.push_back(x.path);
+      phases.push_back(x.phase);
+    }
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{"model.layers.0/mlp", "model.layers.0", "model.layers.0/attention", ""}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"decode", "decode", "decode", ""}));
+  EXPECT_EQ(t->range_assignment.method, "anchors");
+  fs::remove_all(dir);
+}
+
+TEST(NvtxTool, AFullBatchAsksForAFlushAndOtherThreadsKeepTheirOwnBuffers) {
+  Instance inst;
+  g_instance = &inst;
+  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, {now, thread_id, nullptr, flush}), 1);
+  using MarkA = void(NVTX_API*)(const char*);
+  g_flushes = 0;
+  std::thread other([&] {
+    for (int i = 0; i < 1500; ++i) inst.c<MarkA>(NVTX_CBID_CORE_MarkA)("tick");
+  });
+  other.join();
+  EXPECT_EQ(g_flushes, 1);  // at 1024 events; the flush hook itself writes nothing here
+  inject::discard_nvtx_events();
+}
+
+TEST(NvtxTool, NoExportTableIsRefused) {
+  EXPECT_EQ(inject::install_nvtx_tool(no_tables, {now, thread_id, anchor, flush}), 0);
+  EXPECT_EQ(inject::install_nvtx_tool(nullptr, {now, thread_id, anchor, flush}), 0);
+}
