@@ -1,6 +1,7 @@
 // The activity recorder: one thread polling each GPU's source every period.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "jouleprof/activity/activity.hpp"
+#include "jouleprof/measure/section_renderers.hpp"
 #include "source.hpp"
 
 namespace jouleprof {
@@ -165,7 +167,30 @@ std::string activity_section_json(const std::vector<ActivityTimeline>& timelines
     g["window_means"] = std::move(means);
     gpus.push_back(std::move(g));
   }
-  return json{{"schema_version", 1}, {"gpus", gpus}}.dump();
+  return json{{"schema", kActivitySchema}, {"schema_version", 1}, {"gpus", gpus}}.dump();
 }
+
+namespace {
+
+// `runs show`: per GPU its source and each run's and phase's mean activity.
+void print_activity(const std::string& text, std::ostream& out) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return;
+  for (const auto& g : j.value("gpus", nlohmann::json::array())) {
+    out << "  GPU " << g.value("gpu", 0) << ": " << g.value("source", "?") << ", " << g.value("windows", 0) << " windows";
+    if (!g.value("note", "").empty()) out << " (" << g.value("note", "") << ")";
+    out << "\n";
+    for (const auto& w : g.value("window_means", nlohmann::json::array())) {
+      out << "    " << w.value("kind", "") << " " << w.value("name", "") << " " << w.value("run", -1) << ":";
+      for (const auto& [k, v] : w["mean"].items())
+        if (v.is_number()) out << " " << k << " " << std::round(v.get<double>() * 1000) / 1000;
+      out << "\n";
+    }
+  }
+}
+
+const bool registered = register_section_renderer({kActivitySchema, "activity", print_activity});
+
+}  // namespace
 
 }  // namespace jouleprof

@@ -97,18 +97,41 @@ int main() {
                               "sm__inst_executed_pipe_tensor.sum",
                               "sm__warps_active.avg.pct_of_peak_sustained_active",
                               "gpc__cycles_elapsed.max"};
-  std::vector<const char*> metrics;
-  for (const char* c : candidates) {
+  // PM sampling collects in one pass: a candidate is kept when the set with it still needs one.
+  auto passes_of = [&](const std::vector<const char*>& set) -> std::size_t {
     CUpti_Profiler_Host_Object* h = host_object(chip.pChipName, avail);
-    if (!h) return 1;
+    if (!h) return 0;
     CUpti_Profiler_Host_ConfigAddMetrics_Params am{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
     am.pHostObject = h;
-    am.ppMetricNames = &c;
-    am.numMetrics = 1;
-    const bool accepted = cuptiProfilerHostConfigAddMetrics(&am) == CUPTI_SUCCESS;
-    std::printf("  candidate %s: %s\n", c, accepted ? "accepted" : "refused");
-    if (accepted) metrics.push_back(c);
+    am.ppMetricNames = const_cast<const char**>(set.data());
+    am.numMetrics = set.size();
+    std::size_t passes = 0;
+    if (cuptiProfilerHostConfigAddMetrics(&am) == CUPTI_SUCCESS) {
+      CUpti_Profiler_Host_GetConfigImageSize_Params cs{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+      cs.pHostObject = h;
+      if (cuptiProfilerHostGetConfigImageSize(&cs) == CUPTI_SUCCESS) {
+        std::vector<uint8_t> img(cs.configImageSize);
+        CUpti_Profiler_Host_GetConfigImage_Params ci{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+        ci.pHostObject = h;
+        ci.configImageSize = img.size();
+        ci.pConfigImage = img.data();
+        CUpti_Profiler_Host_GetNumOfPasses_Params np{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+        np.pConfigImage = img.data();
+        np.configImageSize = img.size();
+        if (cuptiProfilerHostGetConfigImage(&ci) == CUPTI_SUCCESS && cuptiProfilerHostGetNumOfPasses(&np) == CUPTI_SUCCESS)
+          passes = np.numOfPasses;
+      }
+    }
     host_free(h);
+    return passes;
+  };
+  std::vector<const char*> metrics;
+  for (const char* c : candidates) {
+    std::vector<const char*> with = metrics;
+    with.push_back(c);
+    const std::size_t passes = passes_of(with);
+    std::printf("  candidate %s: %s (passes with it: %zu)\n", c, passes == 1 ? "kept" : "left out", passes);
+    if (passes == 1) metrics = with;
   }
   if (metrics.empty()) {
     std::printf("PM_SAMPLING: fails: no candidate metric accepted\n");

@@ -46,7 +46,9 @@ class ActivityRecorder {
   virtual std::vector<ActivityTimeline> stop() = 0;
 };
 
-/// The result's "activity" section (JSON text): the timelines and, per measured run and GPU,
+inline constexpr const char* kActivitySchema = "jouleprof.activity/1";
+
+/// The result's "activity" section (JSON text, "schema": kActivitySchema; `runs show` prints it): the timelines and, per measured run and GPU,
 /// each metric's time-weighted mean over the run's window — what `model fit --db` reads.
 std::string activity_section_json(const std::vector<ActivityTimeline>& timelines, const Measurement& m);
 
