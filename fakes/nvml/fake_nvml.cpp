@@ -605,6 +605,68 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetAPIRestriction(
   return nv::kSuccess;
 }
 
+// GPM: a sample holds its time and the simulated load (power above idle over the TDP's range);
+// metrics are that load averaged over the two samples, split over the units in fixed shares.
+// `unsupported gpm` in a scenario makes the device unsupported (the utilization fallback).
+struct nvmlGpmSample_st {
+  nvmlDevice_t device = nullptr;
+  double t = -1, load = 0;
+};
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t d, nvmlGpmSupport_t* s) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  double now = 0;
+  if (nvmlReturn_t rc = enter(d, now); rc != 0) return rc;
+  if (s == nullptr || s->version != nv::kGpmSupportVersion) return nv::kErrorInvalidArgument;
+  s->isSupportedDevice = d->model->supports("gpm") ? 1 : 0;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* s) {
+  if (s == nullptr) return nv::kErrorInvalidArgument;
+  *s = new nvmlGpmSample_st;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t s) {
+  delete s;
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t s) {
+  FAKE_ENTER(d, "gpm");
+  if (s == nullptr) return nv::kErrorInvalidArgument;
+  const auto& cfg = d->model->config();
+  s->device = d;
+  s->t = now;
+  s->load = std::clamp((d->model->power_instant_w(now) - cfg.idle_w) / (cfg.tdp_w - cfg.idle_w), 0.0, 1.0);
+  return nv::kSuccess;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* m) {
+  if (m == nullptr || m->version != nv::kGpmMetricsGetVersion || m->sample1 == nullptr || m->sample2 == nullptr ||
+      m->numMetrics > sizeof(m->metrics) / sizeof(m->metrics[0]))
+    return nv::kErrorInvalidArgument;
+  if (m->sample1->t < 0 || m->sample2->t <= m->sample1->t || m->sample1->device != m->sample2->device)
+    return nv::kErrorInvalidArgument;
+  const double load = (m->sample1->load + m->sample2->load) / 2;
+  for (unsigned i = 0; i < m->numMetrics; ++i) {
+    auto& r = m->metrics[i];
+    r.nvmlReturn = nv::kSuccess;
+    switch (r.metricId) {
+      case nv::kGpmSmUtil: r.value = 100 * load; break;
+      case nv::kGpmSmOccupancy: r.value = 50 * load; break;
+      case nv::kGpmAnyTensorUtil: r.value = 60 * load; break;
+      case nv::kGpmDramBwUtil: r.value = 30 * load; break;
+      case nv::kGpmFp16Util: r.value = 10 * load; break;
+      case nv::kGpmFp32Util: r.value = 20 * load; break;
+      case nv::kGpmFp64Util: r.value = 0; break;
+      default: r.nvmlReturn = nv::kErrorNotSupported; r.value = 0;
+    }
+  }
+  return nv::kSuccess;
+}
+
 }  // extern "C"
 
 // The entry-point table checks that the fake defines every entry point, with the signature the

@@ -40,6 +40,9 @@ struct MeasureFlags {
   double burn_seconds = 5;
   std::string db;
   bool no_store = false;
+  bool metrics = false;
+  std::string metrics_source = "auto";
+  double metrics_period_ms = 500;
   std::vector<std::string> command;
 };
 
@@ -86,6 +89,7 @@ int run(MeasureFlags f) {
   }
   // The main job without a command runs anywhere: on the simulated GPU when there is none.
   o.monitor.gpus.fallback_to_sim = f.command.empty();
+  if (f.metrics) o.activity = ActivityOptions{f.metrics_source, f.metrics_period_ms / 1000.0, o.monitor.gpus.nvml_library};
   o.monitor.sampler.fast_period_s = f.period_ms / 1000.0;
   o.monitor.sampler.read_cpu = !f.no_cpu;
   o.monitor.energy.counter_min_window_s = f.counter_min_window_s;
@@ -189,6 +193,12 @@ Runner add_measure(CLI::App& app) {
   c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else "
                                "$XDG_DATA_HOME/jouleprof/runs.db, else ~/.local/share/jouleprof/runs.db)");
   c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
+  c->add_flag("--metrics", f->metrics, "also record activity metrics (SM, tensor, FP, DRAM busy) per window: NVML GPM, "
+                                      "else NVML utilization; the result's \"activity\" section (docs/models.md)");
+  c->add_option("--metrics-source", f->metrics_source, "activity source: auto, gpm or utilization")
+      ->check(CLI::IsMember({"auto", "gpm", "utilization"}))->capture_default_str();
+  checked(c->add_option("--metrics-period-ms", f->metrics_period_ms, "activity window length"),
+          DoubleRange{.min = 100, .max = 60000})->capture_default_str();
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
   c->add_flag("--progress", f->progress, "show run i/N, elapsed, ETA and the cool-down temperature on stderr (default: when a terminal)");

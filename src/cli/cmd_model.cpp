@@ -19,7 +19,7 @@ struct ModelFlags {
   std::string form = "poly", model, output, split = "loao";
   std::vector<std::string> objectives{"energy", "edp", "slowdown:5"};
   std::vector<double> clocks;
-  double max_clock = 0, ridge = 1e-5;
+  double max_clock = 0, ridge = 0;
   int folds = 5, xgb_rounds = 400;
 };
 
@@ -55,6 +55,18 @@ int emit_eval(const ModelFlags& f, const md::EvalContext& ctx, const std::vector
     if (auto w = write_text(f.out.json, md::eval_json(ctx, curves, ev, *ch)); !w) return report(w.error());
   if (!f.out.csv.empty())
     if (auto w = write_text(f.out.csv, md::eval_csv(curves, ev)); !w) return report(w.error());
+  if (!f.out.latex.empty())
+    if (auto w = write_text(f.out.latex, md::eval_latex(ev, *ch)); !w) return report(w.error());
+  if (!f.out.svg_dir.empty()) {
+    std::vector<std::pair<std::string, std::string>> charts;
+    for (const char* q : {"power", "time", "energy"})
+      charts.emplace_back(std::string("predicted-vs-measured-") + q, md::predicted_vs_measured_chart_option(curves, q, ctx.simulated));
+    if (!ch->empty())
+      for (const auto& c : ch->front())
+        for (const auto& cv : curves)
+          if (cv.application == c.application) charts.emplace_back("ucurve-" + c.application, md::ucurve_chart_option(cv, c, ctx.simulated));
+    if (auto w = write_svgs(f.out.svg_dir, charts, f.out.quiet); !w) return report(w.error());
+  }
   if (f.out.text()) std::cout << md::eval_text(ctx, curves, ev, *ch);
   return 0;
 }
@@ -64,7 +76,7 @@ std::size_t outliers_in(const ModelFlags& f, md::Dataset d) { return md::flag_ou
 int run_fit(const ModelFlags& f) {
   auto o = fit_options(f);
   if (!o) return report(o.error());
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
   auto m = md::fit(std::move(*d), *o);
   if (!m) return report(m.error());
@@ -84,9 +96,10 @@ int run_eval(const ModelFlags& f) {
   if (f.model.empty()) {  // another model's predictions, from the data's own columns
     if (f.data.map.pred_power.empty() || f.data.map.pred_time.empty())
       return report(make_error(Errc::invalid_argument, "model eval needs a MODEL file, or --pred-power-col and --pred-time-col"));
-    auto d = md::read_csv(f.data.data, f.data.map);
+    auto d = f.data.load();
     if (!d) return report(d.error());
-    md::EvalContext ctx{"columns " + f.data.map.pred_power + ", " + f.data.map.pred_time, "external", f.data.data, "", f.data.probe, outliers_in(f, *d)};
+    md::EvalContext ctx{"columns " + f.data.map.pred_power + ", " + f.data.map.pred_time, "external", f.data.source(), "", f.data.probe, outliers_in(f, *d)};
+    ctx.simulated = d->simulated;
     auto curves = md::measured_curves(std::move(*d), f.data.outlier_rule());
     if (!curves) return report(curves.error());
     return emit_eval(f, ctx, *curves);
@@ -94,9 +107,10 @@ int run_eval(const ModelFlags& f) {
   auto m = md::load_model(f.model);
   if (!m) return report(m.error());
   warn_gpu(*m, f.data.gpu);
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
-  md::EvalContext ctx{f.model, md::to_string(m->info().form), f.data.data, "", f.data.probe, outliers_in(f, *d)};
+  md::EvalContext ctx{f.model, md::to_string(m->info().form), f.data.source(), "", f.data.probe, outliers_in(f, *d)};
+  ctx.simulated = d->simulated;
   auto curves = md::predict_curves(*m, std::move(*d), f.data.probe);
   if (!curves) return report(curves.error());
   return emit_eval(f, ctx, *curves);
@@ -105,11 +119,12 @@ int run_eval(const ModelFlags& f) {
 int run_validate(const ModelFlags& f) {
   auto o = fit_options(f);
   if (!o) return report(o.error());
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
   const bool loao = f.split == "loao";
-  md::EvalContext ctx{"", f.form, f.data.data, loao ? "leave-one-application-out" : "kfold:" + std::to_string(f.folds), f.data.probe,
+  md::EvalContext ctx{"", f.form, f.data.source(), loao ? "leave-one-application-out" : "kfold:" + std::to_string(f.folds), f.data.probe,
                       outliers_in(f, *d)};
+  ctx.simulated = d->simulated;
   auto curves = md::cross_validate(*d, *o, f.data.probe, loao ? md::Split::leave_one_application_out : md::Split::kfold, f.folds);
   if (!curves) return report(curves.error());
   return emit_eval(f, ctx, *curves);
@@ -119,7 +134,7 @@ int run_predict(const ModelFlags& f) {
   auto m = md::load_model(f.model);
   if (!m) return report(m.error());
   warn_gpu(*m, f.data.gpu);
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
   auto cols = md::model_columns(*m, *d);
   if (!cols) return report(cols.error());
@@ -182,11 +197,11 @@ Runner add_model(CLI::App& app) {
       "See docs/models.md.");
   auto* fit = c->add_subcommand("fit", "fit a model on a sweep CSV and save it");
   f->data.add(fit, false);
-  fit->add_option("--form", f->form, "fgcs, poly or xgboost")->check(CLI::IsMember({"fgcs", "poly", "xgboost"}))->capture_default_str();
+  fit->add_option("--form", f->form, "fgcs, poly, xgboost, knn or ensemble")->check(CLI::IsMember({"fgcs", "poly", "xgboost", "knn", "ensemble"}))->capture_default_str();
   fit->add_option("-o,--output", f->output, "model file to write")->required();
   checked(fit->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);
   checked(fit->add_option("--probe-clock", f->data.probe.probe_clock_mhz, "training probe clock (default: each application's highest)"), kClockRange);
-  checked(fit->add_option("--ridge", f->ridge, "poly: L2 penalty"), kRidgeRange)->capture_default_str();
+  checked(fit->add_option("--ridge", f->ridge, "poly/ensemble: L2 penalty (0: chosen by inner leave-one-application-out)"), kRidgeRange)->capture_default_str();
   checked(fit->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds"), kRoundsRange)->capture_default_str();
   f->out.add(fit);
 
@@ -198,11 +213,11 @@ Runner add_model(CLI::App& app) {
 
   auto* va = c->add_subcommand("validate", "cross-validation: each application predicted by a model fitted without it");
   f->data.add(va, true);
-  va->add_option("--form", f->form, "fgcs, poly or xgboost")->check(CLI::IsMember({"fgcs", "poly", "xgboost"}))->capture_default_str();
+  va->add_option("--form", f->form, "fgcs, poly, xgboost, knn or ensemble")->check(CLI::IsMember({"fgcs", "poly", "xgboost", "knn", "ensemble"}))->capture_default_str();
   va->add_option("--split", f->split, "loao (leave one application out) or kfold")->check(CLI::IsMember({"loao", "kfold"}))->capture_default_str();
   checked(va->add_option("--folds", f->folds, "kfold: folds of applications"), IntRange{.min = 2, .max = 100000})->capture_default_str();
   checked(va->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);
-  checked(va->add_option("--ridge", f->ridge, "poly: L2 penalty"), kRidgeRange)->capture_default_str();
+  checked(va->add_option("--ridge", f->ridge, "poly/ensemble: L2 penalty (0: chosen by inner leave-one-application-out)"), kRidgeRange)->capture_default_str();
   checked(va->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds"), kRoundsRange)->capture_default_str();
   va->add_option("--objective", f->objectives, "optimizer objectives reported for each held-out application")->delimiter(',')->capture_default_str();
   f->out.add(va);

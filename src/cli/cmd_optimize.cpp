@@ -24,10 +24,11 @@ struct OptimizeFlags {
 int run(const OptimizeFlags& f) {
   auto obj = md::parse_objective(f.objective);
   if (!obj) return report(obj.error());
-  auto d = md::read_csv(f.data.data, f.data.map);
+  auto d = f.data.load();
   if (!d) return report(d.error());
   md::EvalContext ctx{f.model.empty() && !f.data.map.pred_power.empty() ? "columns " + f.data.map.pred_power + ", " + f.data.map.pred_time : f.model,
-                      "", f.data.data, "", f.data.probe, 0};
+                      "", f.data.source(), "", f.data.probe, 0};
+  ctx.simulated = d->simulated;
   {
     md::Dataset copy = *d;
     ctx.outlier_rows = md::flag_outliers(copy, f.data.outlier_rule());
@@ -48,6 +49,16 @@ int run(const OptimizeFlags& f) {
     if (auto w = write_text(f.out.json, md::optimize_json(ctx, *curves, choices, f.pareto)); !w) return report(w.error());
   if (!f.out.csv.empty())
     if (auto w = write_text(f.out.csv, md::optimize_csv(choices)); !w) return report(w.error());
+  if (!f.out.latex.empty())
+    if (auto w = write_text(f.out.latex, md::optimize_latex(choices)); !w) return report(w.error());
+  if (!f.out.svg_dir.empty()) {
+    std::vector<std::pair<std::string, std::string>> charts;
+    for (const auto& ch : choices)
+      for (const auto& cv : *curves)
+        if (cv.application == ch.application) charts.emplace_back("ucurve-" + ch.application, md::ucurve_chart_option(cv, ch, ctx.simulated));
+    if (!f.model.empty()) charts.emplace_back("predicted-vs-measured-energy", md::predicted_vs_measured_chart_option(*curves, "energy", ctx.simulated));
+    if (auto w = write_svgs(f.out.svg_dir, charts, f.out.quiet); !w) return report(w.error());
+  }
   if (f.out.text()) std::cout << md::optimize_text(ctx, choices);
   return 0;
 }
@@ -60,6 +71,7 @@ Runner add_optimize(CLI::App& app) {
       "  jouleprof optimize --model v100.model.json --data probes.csv --objective energy --json out.json\n"
       "  jouleprof optimize --data sweep.csv --objective slowdown:5        (measured sweep, no model)\n"
       "  jouleprof optimize --data sweep.csv --quality-col accuracy --pareto --json -\n"
+      "  jouleprof optimize --sweep SWEEP_ID --phases --objective slowdown:5 --latex table.tex --svg-dir figs\n"
       "Each application is predicted from its probe clock(s) only; measured fields are filled where the\n"
       "data has the chosen clock. See docs/models.md.");
   c->add_option("--model", f->model, "model file (default: optimize the measured sweep itself)");

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -11,6 +13,8 @@
 #include "options.hpp"
 #include "jouleprof/models/dataset.hpp"
 #include "jouleprof/models/model.hpp"
+#include "jouleprof/report/assets.hpp"
+#include "jouleprof/report/charts.hpp"
 
 namespace jouleprof::cli {
 
@@ -18,12 +22,18 @@ struct DataFlags {
   std::string data;
   models::ColumnMap map;
   models::ProbeOptions probe;
+  models::StoreSource store;
   std::string gpu;
   bool no_outliers = false;
   double outlier_power_tol = 0.15;
 
   void add(CLI::App* c, bool probes) {
-    c->add_option("--data", data, "CSV file: one row per (application, clock[, repeat]) (docs/models.md)")->required();
+    c->add_option("--data", data, "CSV file: one row per (application, clock[, repeat]) (docs/models.md)");
+    c->add_option("--sweep", store.sweep, "train/optimise on a sweep's runs in the run store instead of a CSV");
+    c->add_option("--db", store.db, "run store of --sweep (default: $JOULEPROF_DB, else the user's)");
+    c->add_option("--app-tag", store.app_tag, "--sweep: the tag naming the application (default: the sweep's parameters)");
+    c->add_flag("--phases", store.phases, "--sweep: one curve per marked phase (prefill, decode ...) instead of per run");
+    c->add_option("--power-limit-col", map.power_limit, "column with the run's power limit (W): optimise the limit with the clock");
     c->add_option("--app-col", map.application, "column naming the application")->capture_default_str();
     c->add_option("--clock-col", map.clock, "column with the SM clock (MHz)")->capture_default_str();
     c->add_option("--power-col", map.power, "column with the run's mean power (W)")->capture_default_str();
@@ -44,6 +54,15 @@ struct DataFlags {
           ->check(CLI::Range(1, 3))->capture_default_str();
     }
   }
+  /// The CSV (--data) or the sweep in the run store (--sweep): exactly one.
+  Result<models::Dataset> load() const {
+    if (data.empty() == store.sweep.empty())
+      return make_error(Errc::invalid_argument, data.empty() ? "give --data FILE.csv or --sweep ID (runs in the store)"
+                                                             : "give --data or --sweep, not both");
+    if (data.empty()) return models::read_store(store);
+    return models::read_csv(data, map);
+  }
+  std::string source() const { return data.empty() ? "sweep " + store.sweep : data; }
   models::OutlierRule outlier_rule() const {
     models::OutlierRule r;
     r.enabled = !no_outliers;
@@ -53,20 +72,44 @@ struct DataFlags {
 };
 
 struct OutFlags {
-  std::string json, csv;
+  std::string json, csv, latex, svg_dir;
   bool quiet = false;
   void add(CLI::App* c) {
     add_json_option(c, json, "write JSON here");
     c->add_option("--csv", csv, "write CSV here ('-': stdout)");
+    c->add_option("--latex", latex, "write a LaTeX tabular here ('-': stdout)");
+    c->add_option("--svg-dir", svg_dir, "write figures here as SVG: energy-vs-clock U-curves, predicted vs measured");
     c->add_flag("-q,--quiet", quiet, "no summary on stdout");
   }
-  bool text() const { return !quiet && json != "-" && csv != "-"; }
+  bool text() const { return !quiet && json != "-" && csv != "-" && latex != "-"; }
 };
 
 /// write_output (checked, atomic), with the final newline the documents are read with.
 inline Result<void> write_text(const std::string& path, const std::string& text) {
   if (path.empty()) return {};
   return write_output(path, !text.empty() && text.back() != '\n' ? text + "\n" : text);
+}
+
+/// Renders the ECharts options to DIR/NAME.svg (as `sweep --svg-dir` does); names are made file-safe.
+inline Result<void> write_svgs(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& charts, bool quiet) {
+  if (dir.empty()) return {};
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(Errc::io, "cannot create " + dir + ": " + ec.message());
+  for (const auto& [name, option] : charts) {
+    if (option.empty()) continue;
+    std::string safe;
+    for (char ch : name) safe += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.') ? ch : '_';
+    ChartSpec spec;
+    spec.id = safe;
+    spec.option_json = option;
+    auto svg = render_svg(spec, 720, 420);
+    if (!svg) return svg.error();
+    const std::string path = dir + "/" + safe + ".svg";
+    if (auto w = write_output(path, *svg); !w) return w.error();
+    if (!quiet) std::cerr << "jouleprof: wrote " << path << "\n";
+  }
+  return {};
 }
 
 inline void warn_gpu(const models::Model& m, const std::string& gpu) {

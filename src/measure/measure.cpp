@@ -337,6 +337,12 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
                       "the built-in GPU workload needs a CUDA build (configure with JOULEPROF_WITH_CUDA=ON); "
                       "give a command after --, or use --device sim");
   }
+  std::unique_ptr<ActivityRecorder> activity;
+  if (opt.activity) {
+    auto rec = ActivityRecorder::start(mon.gpus(), mon.timebase(), *opt.activity);
+    if (!rec) return rec.error();
+    activity = std::move(*rec);
+  }
   std::vector<std::string> warnings;
   auto say = [&](const std::string& s) {
     if (opt.progress) opt.progress(s);
@@ -448,7 +454,10 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   // Let the driver's buffer fill past the last edge before the final drain.
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
 
+  std::vector<ActivityTimeline> activity_timelines;
+  if (activity) activity_timelines = activity->stop();
   Measurement m = mon.finish();
+  if (activity) m.sections["activity"] = activity_section_json(activity_timelines, m);
   m.command = opt.command;
   m.builtin_workload = builtin;
   if (builtin) m.command = sim ? std::vector<std::string>{"(built-in simulated LLM-like workload)"} : opt.builtin_command;

@@ -97,6 +97,7 @@ Result<Dataset> parse_csv(const std::string& text, const ColumnMap& map, const s
   need(map.time);
   need(map.phase);
   need(map.quality);
+  need(map.power_limit);
   need(map.pred_power);
   need(map.pred_time);
   Dataset d;
@@ -160,6 +161,12 @@ Result<Dataset> parse_csv(const std::string& text, const ColumnMap& map, const s
       r.pred_power_w = pp;
       r.pred_time_s = pt;
     }
+    if (!map.power_limit.empty()) {
+      double pl = 0;
+      if (auto e = number(f, map.power_limit, pl); !e) return e.error();
+      if (pl <= 0) return make_error(Errc::parse, where + map.power_limit + " must be > 0 W");
+      r.power_limit_w = pl;
+    }
     if (!map.quality.empty()) {
       double q = 0;
       if (auto e = number(f, map.quality, q); !e) return e.error();
@@ -187,13 +194,25 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
+bool varies_power_limit(const Dataset& d) {
+  std::map<std::string, double> first;
+  for (const auto& r : d.rows) {
+    const double pl = r.power_limit_w.value_or(-1);
+    auto [it, inserted] = first.emplace(r.application, pl);
+    if (!inserted && it->second != pl) return true;
+  }
+  return false;
+}
+
 std::size_t flag_outliers(Dataset& d, const OutlierRule& rule) {
   std::size_t marked = 0;
   for (auto& r : d.rows) {
     r.outlier = false;
     r.outlier_reason.clear();
   }
-  if (!rule.enabled) return 0;
+  // The rule compares neighbouring clocks at one setting; a power-limit sweep has several powers
+  // per clock by design, so it is not applied there.
+  if (!rule.enabled || varies_power_limit(d)) return 0;
   for (const auto& app : d.applications()) {
     const auto idx = d.rows_of(app);
     const int n = static_cast<int>(idx.size());

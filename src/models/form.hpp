@@ -51,9 +51,13 @@ class FormImpl {
 Result<std::unique_ptr<FormImpl>> fit_fgcs(const FitContext& c);
 Result<std::unique_ptr<FormImpl>> fit_poly(const FitContext& c);
 Result<std::unique_ptr<FormImpl>> fit_xgboost(const FitContext& c);
+Result<std::unique_ptr<FormImpl>> fit_knn(const FitContext& c);
+Result<std::unique_ptr<FormImpl>> fit_ensemble(const FitContext& c);
 Result<std::unique_ptr<FormImpl>> load_fgcs(const nlohmann::json& p, const ModelInfo& info);
 Result<std::unique_ptr<FormImpl>> load_poly(const nlohmann::json& p, const ModelInfo& info);
 Result<std::unique_ptr<FormImpl>> load_xgboost(const nlohmann::json& p, const ModelInfo& info);
+Result<std::unique_ptr<FormImpl>> load_knn(const nlohmann::json& p, const ModelInfo& info);
+Result<std::unique_ptr<FormImpl>> load_ensemble(const nlohmann::json& p, const ModelInfo& info);
 
 /// Least squares with an L2 penalty (rows weighted); error when the system is singular.
 Result<std::vector<double>> ridge_solve(const std::vector<std::vector<double>>& X, const std::vector<double>& y,

@@ -19,8 +19,8 @@ std::array<double, kBasis> basis_time(double u) { return {std::log(u), std::log(
 
 class Poly final : public FormImpl {
  public:
-  Poly(double fmax, double pref, std::vector<double> wp, std::vector<double> wt)
-      : fmax_(fmax), pref_(pref), wp_(std::move(wp)), wt_(std::move(wt)) {}
+  Poly(double fmax, double pref, std::vector<double> wp, std::vector<double> wt, double ridge, nlohmann::json selection)
+      : fmax_(fmax), pref_(pref), wp_(std::move(wp)), wt_(std::move(wt)), ridge_(ridge), selection_(std::move(selection)) {}
 
   static std::vector<double> z_of(const std::vector<double>& activity, double power_w, double pref) {
     std::vector<double> z{1.0};
@@ -53,17 +53,66 @@ class Poly final : public FormImpl {
   nlohmann::json params() const override {
     return {{"basis_power", "ln u, u-1, (u-1)^2"}, {"basis_time", "ln u, (ln u)^2, u-1"},
             {"z", "1, activity..., probe power / power_ref_w"}, {"power_ref_w", pref_},
-            {"power_coefficients", wp_}, {"time_coefficients", wt_}};
+            {"power_coefficients", wp_}, {"time_coefficients", wt_}, {"ridge", ridge_}, {"ridge_selection", selection_}};
   }
 
  private:
   double fmax_, pref_;
   std::vector<double> wp_, wt_;
+  double ridge_;
+  nlohmann::json selection_;
 };
 
 }  // namespace
 
+namespace {
+
+Result<std::unique_ptr<FormImpl>> fit_poly_with(const FitContext& c, double ridge, nlohmann::json selection);
+
+// --ridge 0 (the default): the L2 penalty minimising the energy MAPE of a leave-one-application-out
+// pass over the TRAINING applications only (each predicted from its own probe).
+Result<double> choose_ridge(const FitContext& c, nlohmann::json& selection) {
+  double best = 0, best_err = 1e300;
+  for (double ridge : {1e-3, 1e-4, 1e-5, 1e-6, 1e-7}) {
+    double err = 0;
+    std::size_t n = 0;
+    for (std::size_t j = 0; j < c.sweeps.size(); ++j) {
+      std::vector<AppSweep> rest;
+      for (std::size_t i = 0; i < c.sweeps.size(); ++i)
+        if (i != j) rest.push_back(c.sweeps[i]);
+      auto m = fit_poly_with(FitContext{rest, c.activity, c.max_clock_mhz, c.options}, ridge, nullptr);
+      if (!m) return m.error();
+      const AppSweep& s = c.sweeps[j];
+      const AppPoint& a = s.points[s.anchor];
+      std::vector<double> clocks, P, T;
+      for (const auto& p : s.points) clocks.push_back(p.clock_mhz);
+      (*m)->predict(Probe{a.clock_mhz, a.activity, a.power_w, a.time_s}, clocks, P, T);
+      for (std::size_t i = 0; i < clocks.size(); ++i)
+        err += std::abs(P[i] * T[i] / (s.points[i].power_w * s.points[i].time_s) - 1);
+      n += clocks.size();
+    }
+    selection.push_back({{"ridge", ridge}, {"energy_mape_pct", 100 * err / static_cast<double>(n)}});
+    if (err < best_err) {
+      best_err = err;
+      best = ridge;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<FormImpl>> fit_poly(const FitContext& c) {
+  if (c.options.ridge > 0) return fit_poly_with(c, c.options.ridge, nullptr);
+  nlohmann::json selection = nlohmann::json::array();
+  auto ridge = choose_ridge(c, selection);
+  if (!ridge) return ridge.error();
+  return fit_poly_with(c, *ridge, std::move(selection));
+}
+
+namespace {
+
+Result<std::unique_ptr<FormImpl>> fit_poly_with(const FitContext& c, double ridge, nlohmann::json selection) {
   double pref = 0;
   for (const auto& s : c.sweeps)
     for (const auto& p : s.points) pref = std::max(pref, p.power_w);
@@ -84,12 +133,14 @@ Result<std::unique_ptr<FormImpl>> fit_poly(const FitContext& c) {
       w.push_back(1.0 / static_cast<double>(s.points.size()));  // each application weighs the same
     }
   }
-  auto wp = ridge_solve(XP, yP, w, c.options.ridge);
+  auto wp = ridge_solve(XP, yP, w, ridge);
   if (!wp) return wp.error();
-  auto wt = ridge_solve(XT, yT, w, c.options.ridge);
+  auto wt = ridge_solve(XT, yT, w, ridge);
   if (!wt) return wt.error();
-  return std::unique_ptr<FormImpl>(new Poly(c.max_clock_mhz, pref, std::move(*wp), std::move(*wt)));
+  return std::unique_ptr<FormImpl>(new Poly(c.max_clock_mhz, pref, std::move(*wp), std::move(*wt), ridge, std::move(selection)));
 }
+
+}  // namespace
 
 Result<std::unique_ptr<FormImpl>> load_poly(const nlohmann::json& p, const ModelInfo& info) {
   try {
@@ -98,7 +149,8 @@ Result<std::unique_ptr<FormImpl>> load_poly(const nlohmann::json& p, const Model
     const std::size_t n = kBasis * (info.activity.size() + 2);
     if (wp.size() != n || wt.size() != n)
       return make_error(Errc::parse, "poly model: " + std::to_string(n) + " coefficients expected per target");
-    return std::unique_ptr<FormImpl>(new Poly(info.max_clock_mhz, p.at("power_ref_w").get<double>(), std::move(wp), std::move(wt)));
+    return std::unique_ptr<FormImpl>(new Poly(info.max_clock_mhz, p.at("power_ref_w").get<double>(), std::move(wp), std::move(wt),
+                                              p.value("ridge", 0.0), p.value("ridge_selection", nlohmann::json())));
   } catch (const std::exception& e) {
     return make_error(Errc::parse, std::string("poly model parameters: ") + e.what());
   }

@@ -21,6 +21,8 @@ const char* to_string(Form f) {
     case Form::fgcs: return "fgcs";
     case Form::poly: return "poly";
     case Form::xgboost: return "xgboost";
+    case Form::knn: return "knn";
+    case Form::ensemble: return "ensemble";
   }
   return "?";
 }
@@ -29,7 +31,9 @@ Result<Form> parse_form(const std::string& s) {
   if (s == "fgcs") return Form::fgcs;
   if (s == "poly") return Form::poly;
   if (s == "xgboost") return Form::xgboost;
-  return make_error(Errc::invalid_argument, "unknown model form '" + s + "' (fgcs, poly or xgboost)");
+  if (s == "knn") return Form::knn;
+  if (s == "ensemble") return Form::ensemble;
+  return make_error(Errc::invalid_argument, "unknown model form '" + s + "' (fgcs, poly, xgboost, knn or ensemble)");
 }
 
 namespace detail {
@@ -91,6 +95,8 @@ Result<std::unique_ptr<detail::FormImpl>> load_form(Form f, const nlohmann::json
     case Form::fgcs: return detail::load_fgcs(p, info);
     case Form::poly: return detail::load_poly(p, info);
     case Form::xgboost: return detail::load_xgboost(p, info);
+    case Form::knn: return detail::load_knn(p, info);
+    case Form::ensemble: return detail::load_ensemble(p, info);
   }
   return make_error(Errc::internal, "unknown form");
 }
@@ -162,6 +168,7 @@ Result<std::vector<int>> choose_columns(const Dataset& d, Form form, double prob
 }  // namespace
 
 Result<Model> fit(Dataset data, const FitOptions& o) {
+  if (varies_power_limit(data)) return make_error(Errc::invalid_argument, kPowerLimitModelError);
   ModelInfo info;
   info.form = o.form;
   info.gpu = o.gpu;
@@ -180,7 +187,7 @@ Result<Model> fit(Dataset data, const FitOptions& o) {
     return make_error(Errc::invalid_argument, "too few points to fit: " + std::to_string(sweeps.size()) +
                                                   " application(s) with >= 3 clocks (at least 2 are needed)");
   const std::size_t params_needed = 3 * (info.activity.size() + 2);
-  if (o.form == Form::poly && sweeps.size() < info.activity.size() + 2)
+  if ((o.form == Form::poly || o.form == Form::ensemble) && sweeps.size() < info.activity.size() + 2)
     return make_error(Errc::invalid_argument, "too few applications (" + std::to_string(sweeps.size()) + ") for " +
                                                   std::to_string(info.activity.size()) + " activity columns: name fewer with --activity");
   std::size_t points = 0;
@@ -208,6 +215,8 @@ Result<Model> fit(Dataset data, const FitOptions& o) {
     case Form::fgcs: impl = detail::fit_fgcs(ctx); break;
     case Form::poly: impl = detail::fit_poly(ctx); break;
     case Form::xgboost: impl = detail::fit_xgboost(ctx); break;
+    case Form::knn: impl = detail::fit_knn(ctx); break;
+    case Form::ensemble: impl = detail::fit_ensemble(ctx); break;
   }
   if (!impl) return impl.error();
   return Model(std::move(info), std::shared_ptr<const detail::FormImpl>(std::move(*impl)));

@@ -112,6 +112,8 @@ std::vector<Choice> optimize(const std::vector<Curve>& curves, const Objective& 
     const CurvePoint& p = c.points[*pick];
     const CurvePoint& r = c.points[*ref];
     ch.chosen_clock_mhz = p.clock_mhz;
+    ch.chosen_power_limit_w = p.power_limit_w;
+    ch.reference_power_limit_w = r.power_limit_w;
     ch.predicted_power_w = p.pred_power_w;
     ch.predicted_time_s = p.pred_time_s;
     ch.predicted_energy_j = p.pred_energy_j();
@@ -126,6 +128,7 @@ std::vector<Choice> optimize(const std::vector<Curve>& curves, const Objective& 
       if (const auto opt = best(c, obj, true, *ref)) {
         const CurvePoint& o = c.points[*opt];
         ch.optimum_clock_mhz = o.clock_mhz;
+        ch.optimum_power_limit_w = o.power_limit_w;
         ch.optimum_energy_j = o.energy_j();
         ch.energy_excess_pct = 100 * (*p.energy_j() / *o.energy_j() - 1);
         ch.objective_excess_pct = 100 * (score(obj, *p.energy_j(), *p.time_s) / score(obj, *o.energy_j(), *o.time_s) - 1);
@@ -140,7 +143,8 @@ std::vector<ParetoPoint> pareto_front(const Curve& c, bool measured) {
   std::vector<ParetoPoint> pts;
   for (const auto& p : c.points) {
     if (p.outlier || (measured && !p.energy_j())) continue;
-    pts.push_back(ParetoPoint{p.clock_mhz, measured ? *p.energy_j() : p.pred_energy_j(), measured ? *p.time_s : p.pred_time_s, p.quality});
+    pts.push_back(ParetoPoint{p.clock_mhz, measured ? *p.energy_j() : p.pred_energy_j(), measured ? *p.time_s : p.pred_time_s,
+                              p.power_limit_w, p.quality});
   }
   std::vector<ParetoPoint> front;
   for (const auto& a : pts) {

@@ -24,6 +24,9 @@ json opt_or_null(const std::optional<double>& v) { return v ? json(r3(*v)) : jso
 json choice_json(const Choice& c) {
   json j = {{"application", c.application},
             {"chosen_clock_mhz", c.chosen_clock_mhz},
+            {"chosen_power_limit_w", opt_or_null(c.chosen_power_limit_w)},
+            {"optimum_power_limit_w", opt_or_null(c.optimum_power_limit_w)},
+            {"reference_power_limit_w", opt_or_null(c.reference_power_limit_w)},
             {"predicted_energy_j", r3(c.predicted_energy_j)},
             {"predicted_power_w", r3(c.predicted_power_w)},
             {"predicted_time_s", r3(c.predicted_time_s)},
@@ -60,7 +63,7 @@ json summary_json(const std::vector<Choice>& ch) {
 json ctx_json(const EvalContext& c) {
   return {{"model", c.model}, {"form", c.form}, {"data", c.data}, {"split", c.split},
           {"probe", {{"probe_clock_mhz", c.probe.probe_clock_mhz > 0 ? json(c.probe.probe_clock_mhz) : json("highest")}, {"probes", c.probe.probes}}},
-          {"outlier_rows", c.outlier_rows}};
+          {"outlier_rows", c.outlier_rows}, {"simulated", c.simulated}};
 }
 
 }  // namespace
@@ -164,7 +167,8 @@ std::string optimize_json(const EvalContext& ctx, const std::vector<Curve>& curv
       if (pareto) {
         json front = json::array();
         for (const auto& p : pareto_front(cv, ctx.model.empty()))
-          front.push_back({{"clock_mhz", p.clock_mhz}, {"energy_j", r3(p.energy_j)}, {"time_s", r3(p.time_s)}, {"quality", opt_or_null(p.quality)}});
+          front.push_back({{"clock_mhz", p.clock_mhz}, {"power_limit_w", opt_or_null(p.power_limit_w)}, {"energy_j", r3(p.energy_j)},
+                           {"time_s", r3(p.time_s)}, {"quality", opt_or_null(p.quality)}});
         a["pareto"] = front;
       }
     }
@@ -179,15 +183,16 @@ std::string optimize_csv(const std::vector<Choice>& choices) {
   std::string out =
       "application,objective,chosen_clock_mhz,predicted_energy_j,measured_energy_at_chosen_j,optimum_clock_mhz,optimum_energy_j,"
       "energy_excess_pct,objective_excess_pct,predicted_savings_pct,measured_savings_pct,measured_savings_ci95_low_pct,"
-      "measured_savings_ci95_high_pct,measured_slowdown_pct\n";
+      "measured_savings_ci95_high_pct,measured_slowdown_pct,chosen_power_limit_w,optimum_power_limit_w\n";
   auto o = [](const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : std::string(); };
   for (const auto& c : choices) {
-    out += fmt::format("{},{},{},{:.3f},{},{},{},{},{},{:.3f},{},{},{},{}\n", c.application, c.objective.name(), c.chosen_clock_mhz,
+    out += fmt::format("{},{},{},{:.3f},{},{},{},{},{},{:.3f},{},{},{},{},{},{}\n", c.application, c.objective.name(), c.chosen_clock_mhz,
                        c.predicted_energy_j, o(c.measured_energy_at_chosen_j), o(c.optimum_clock_mhz), o(c.optimum_energy_j),
                        o(c.energy_excess_pct), o(c.objective_excess_pct), c.predicted_savings_pct,
                        c.measured_savings_pct ? fmt::format("{:.3f}", c.measured_savings_pct->value) : "",
                        c.measured_savings_pct ? fmt::format("{:.3f}", c.measured_savings_pct->low) : "",
-                       c.measured_savings_pct ? fmt::format("{:.3f}", c.measured_savings_pct->high) : "", o(c.measured_slowdown_pct));
+                       c.measured_savings_pct ? fmt::format("{:.3f}", c.measured_savings_pct->high) : "", o(c.measured_slowdown_pct),
+                       o(c.chosen_power_limit_w), o(c.optimum_power_limit_w));
   }
   return out;
 }
@@ -197,10 +202,15 @@ std::string optimize_text(const EvalContext& ctx, const std::vector<Choice>& cho
                                 ctx.model.empty() ? "measured sweep" : "model " + ctx.model);
   out += fmt::format("{:<14} {:>8} {:>10} {:>9} {:>9} {:>10} {:>9}\n", "application", "clock", "pred E J", "pred sav%", "meas sav%",
                      "optimum", "excess%");
+  // A setting is "clock" or "clock@limit W" in a power-limit sweep.
+  auto setting = [](double clock, const std::optional<double>& pl) {
+    return pl ? fmt::format("{:.0f}@{:.0f}W", clock, *pl) : fmt::format("{:.0f}", clock);
+  };
   for (const auto& c : choices)
-    out += fmt::format("{:<14} {:>8.0f} {:>10.1f} {:>9.1f} {:>9} {:>10} {:>9}\n", c.application, c.chosen_clock_mhz, c.predicted_energy_j,
-                       c.predicted_savings_pct, c.measured_savings_pct ? fmt::format("{:.1f}", c.measured_savings_pct->value) : "-",
-                       c.optimum_clock_mhz ? fmt::format("{:.0f}", *c.optimum_clock_mhz) : "-",
+    out += fmt::format("{:<14} {:>8} {:>10.1f} {:>9.1f} {:>9} {:>10} {:>9}\n", c.application, setting(c.chosen_clock_mhz, c.chosen_power_limit_w),
+                       c.predicted_energy_j, c.predicted_savings_pct,
+                       c.measured_savings_pct ? fmt::format("{:.1f}", c.measured_savings_pct->value) : "-",
+                       c.optimum_clock_mhz ? setting(*c.optimum_clock_mhz, c.optimum_power_limit_w) : "-",
                        c.objective_excess_pct ? fmt::format("{:.2f}", *c.objective_excess_pct) : "-");
   const auto s = summarize(choices);
   if (s.compared)

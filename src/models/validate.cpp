@@ -63,11 +63,14 @@ namespace {
 Curve measured_points(const Dataset& d, const std::string& app) {
   Curve c;
   c.application = app;
-  std::map<double, std::vector<std::size_t>> by_clock;
-  for (auto i : d.rows_of(app)) by_clock[d.rows[i].clock_mhz].push_back(i);
-  for (const auto& [clock, idx] : by_clock) {
+  // One point per (clock, power limit); no limit (the GPU's default) sorts last.
+  std::map<std::pair<double, double>, std::vector<std::size_t>> by_setting;
+  for (auto i : d.rows_of(app))
+    by_setting[{d.rows[i].clock_mhz, d.rows[i].power_limit_w.value_or(HUGE_VAL)}].push_back(i);
+  for (const auto& [setting, idx] : by_setting) {
     CurvePoint cp;
-    cp.clock_mhz = clock;
+    cp.clock_mhz = setting.first;
+    if (std::isfinite(setting.second)) cp.power_limit_w = setting.second;
     std::vector<std::size_t> good;
     for (auto i : idx)
       if (!d.rows[i].outlier) good.push_back(i);
@@ -115,6 +118,7 @@ Result<std::vector<Curve>> measured_curves(Dataset d, const OutlierRule& rule) {
 }
 
 Result<std::vector<Curve>> predict_curves(const Model& m, Dataset d, const ProbeOptions& opt) {
+  if (varies_power_limit(d)) return make_error(Errc::invalid_argument, kPowerLimitModelError);
   auto cols = model_columns(m, d);
   if (!cols) return cols.error();
   flag_outliers(d, m.info().options.outliers);

@@ -82,6 +82,13 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
         ("a key without its unit", lambda x: x["statistics"].__setitem__("gpu_energy", {"n": 1, "mean": 1})),
         ("a bad window status", lambda x: x["windows"][0].__setitem__("status", "done")),
     ])
+    # measure --metrics: the activity section (simulated GPU: its utilization; fake NVML: GPM)
+    act = jp("measure", "--device", "sim", "--idle", "0", "--metrics", "--metrics-period-ms", "100", "-q", "--no-store",
+             "--json", "-", "--", "sleep", "0.4", cwd=d)
+    check("result.schema.json", act, "measure --metrics --json", [
+        ("an activity GPU without its source", lambda x: x["activity"]["gpus"][0].pop("source")),
+        ("a negative activity", lambda x: x["activity"]["gpus"][0]["values"].append([-1.0, 0.0])),
+    ])
     bench = jp("bench", "llm", "--device", "sim", "--model", "tiny", "--batch", "1,2", "--prompt", "8", "--gen", "4",
                "--min-seconds", "0.05", "--iso-seconds", "0.05", "--idle", "0", "-q", "--db", db, "--json", "-", cwd=d)
     check("result.schema.json", bench, "bench llm --json", [("no windows", lambda x: x.pop("windows"))])
@@ -143,6 +150,19 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
         check("optimize.schema.json", jp(*args, "--json", "-", "-q", cwd=d), what, [
             ("no chosen clock", lambda x: x["applications"][0].pop("chosen_clock_mhz")),
             ("no summary", lambda x: x.pop("summary"))])
+
+    # optimize from a sweep in the run store (sweep --metrics: activity per point), per phase
+    sdb = str(Path(d, "sweep-metrics.db"))
+    jp("sweep", "--device", "sim", "--clocks", "1980,990", "--runs", "2", "--warmup", "0", "--idle", "0", "--metrics",
+       "--sweep-id", "sm", "--db", sdb, "-q", cwd=d)
+    check("optimize.schema.json", jp("optimize", "--sweep", "sm", "--db", sdb, "--phases", "--pareto", "--json", "-", "-q", cwd=d),
+          "optimize --sweep --phases --json", [
+              ("a power limit of 0 W", lambda x: x["applications"][0].__setitem__("chosen_power_limit_w", 0)),
+              ("simulated as text", lambda x: x.__setitem__("simulated", "yes"))])
+    stored = jp("runs", "show", "last", "--db", sdb, "--json", "-", cwd=d)
+    stored = stored[0] if isinstance(stored, list) else stored
+    check("result.schema.json", stored, "runs show (a sweep point with --metrics)", [
+        ("an unknown activity source", lambda x: x["activity"]["gpus"][0].__setitem__("source", "dcgm"))])
 
     # trace: the result document with its trace section
     Path(d, "fake_inject.so").write_text("not loaded: the fake program writes the trace itself")

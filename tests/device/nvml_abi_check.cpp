@@ -45,4 +45,17 @@ static_assert(n::kRestrictedSetApplicationClocks == NVML_RESTRICTED_API_SET_APPL
 static_assert(n::kRestrictedSetAutoBoostedClocks == NVML_RESTRICTED_API_SET_AUTO_BOOSTED_CLOCKS);
 static_assert(sizeof(ours::nvmlRestrictedAPI_t) == sizeof(::nvmlRestrictedAPI_t));
 
+// Activity metrics: GPM (issue 19). Our metrics[] is at least as long as the driver's (it grew).
+SAME_LAYOUT(nvmlGpmMetric_t);
+SAME_LAYOUT(nvmlGpmSupport_t);
+static_assert(offsetof(ours::nvmlGpmMetric_t, value) == offsetof(::nvmlGpmMetric_t, value));
+static_assert(offsetof(ours::nvmlGpmMetricsGet_t, sample2) == offsetof(::nvmlGpmMetricsGet_t, sample2));
+static_assert(offsetof(ours::nvmlGpmMetricsGet_t, metrics) == offsetof(::nvmlGpmMetricsGet_t, metrics));
+static_assert(sizeof(ours::nvmlGpmMetricsGet_t) >= sizeof(::nvmlGpmMetricsGet_t));
+static_assert(n::kGpmMetricsGetVersion == NVML_GPM_METRICS_GET_VERSION && n::kGpmSupportVersion == NVML_GPM_SUPPORT_VERSION);
+static_assert(n::kGpmSmUtil == NVML_GPM_METRIC_SM_UTIL && n::kGpmSmOccupancy == NVML_GPM_METRIC_SM_OCCUPANCY);
+static_assert(n::kGpmAnyTensorUtil == NVML_GPM_METRIC_ANY_TENSOR_UTIL && n::kGpmDramBwUtil == NVML_GPM_METRIC_DRAM_BW_UTIL);
+static_assert(n::kGpmFp64Util == NVML_GPM_METRIC_FP64_UTIL && n::kGpmFp32Util == NVML_GPM_METRIC_FP32_UTIL &&
+              n::kGpmFp16Util == NVML_GPM_METRIC_FP16_UTIL);
+
 int main() { return 0; }

@@ -66,6 +66,17 @@ KernelRecord kernel(uint64_t t0, uint64_t t1, uint32_t corr, uint32_t name) {
   return k;
 }
 
+// An NVTX range of a thread (0: a process-wide start/end range).
+void add_range(TraceData& t, const char* name, int64_t start_ns, int64_t end_ns, uint64_t thread) {
+  Activity r;
+  r.kind = Activity::Kind::range;
+  r.name = name;
+  r.start_ns = start_ns;
+  r.end_ns = end_ns;
+  r.thread = thread;
+  t.activities.push_back(r);
+}
+
 }  // namespace
 
 TEST(TraceFile, ReadsKernelsRangesAndDemangles) {
@@ -204,15 +215,7 @@ TEST(Ranges, NestedPushPopPathsPerThreadAndStartEndPhases) {
   ProcessTrace p;
   p.launches = {{1, 7, 150}, {2, 7, 260}, {3, 8, 270}, {4, 7, 400}};
   t.processes.push_back(p);
-  auto range = [&](const char* name, int64_t a, int64_t b, uint64_t thread) {
-    Activity r;
-    r.kind = Activity::Kind::range;
-    r.name = name;
-    r.start_ns = a;
-    r.end_ns = b;
-    r.thread = thread;
-    t.activities.push_back(r);
-  };
+  auto range = [&](const char* name, int64_t a, int64_t b, uint64_t thread) { add_range(t, name, a, b, thread); };
   range("decode", 100, 300, 7);
   range("layers.0", 120, 200, 7);
   range("mlp", 140, 180, 7);
@@ -242,15 +245,7 @@ TEST(Ranges, AnchorsPlaceKernelsWithoutLaunchRecords) {
   // and after nvtxRangeStart "step" (5). Correlation ids grow with every call.
   p.launches = {{1, 7, 5, true}, {10, 7, 110, true}, {20, 7, 150, true}, {30, 7, 181, true}, {40, 7, 301, true}};
   t.processes.push_back(p);
-  auto range = [&](const char* name, int64_t a, int64_t b, uint64_t thread) {
-    Activity r;
-    r.kind = Activity::Kind::range;
-    r.name = name;
-    r.start_ns = a;
-    r.end_ns = b;
-    r.thread = thread;
-    t.activities.push_back(r);
-  };
+  auto range = [&](const char* name, int64_t a, int64_t b, uint64_t thread) { add_range(t, name, a, b, thread); };
   range("decode", 100, 300, 7);
   range("mlp", 140, 180, 7);
   range("step", 0, 1000, 0);
@@ -282,13 +277,7 @@ TEST(Ranges, LaunchRecordsDecideAndCheckTheAnchors) {
   ProcessTrace p;
   p.launches = {{10, 7, 110, true}, {11, 7, 120, false}, {12, 8, 125, false}, {20, 7, 201, true}, {21, 7, 210, false}};
   t.processes.push_back(p);
-  Activity r;
-  r.kind = Activity::Kind::range;
-  r.name = "forward";
-  r.start_ns = 100;
-  r.end_ns = 200;
-  r.thread = 7;
-  t.activities.push_back(r);
+  add_range(t, "forward", 100, 200, 7);
   for (uint32_t c : {11u, 12u, 21u}) {
     Activity k;
     k.kind = Activity::Kind::kernel;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "jouleprof/activity/activity.hpp"
 #include "jouleprof/measure/result.hpp"
 #include "jouleprof/sampler/monitor.hpp"
 #include "jouleprof/sensors/meter_csv.hpp"
@@ -39,6 +40,9 @@ struct MeasureOptions {
   /// Show "run i/N · elapsed · ETA · last: E J" and the cool-down's temperature on stderr
   /// (core/progress.hpp); the CLI sets it when stderr is a terminal or --progress is given.
   bool show_progress = false;
+  /// Activity metrics (`--metrics`): sampled during the whole measurement into the result's
+  /// "activity" section (jouleprof/activity/activity.hpp).
+  std::optional<ActivityOptions> activity;
 };
 
 /// Runs the whole measurement. Errors are returned only for failures before anything was

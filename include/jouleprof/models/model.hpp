@@ -6,6 +6,8 @@
 //   fgcs     the FGCS-2023 functional form, refit per GPU, max clock a parameter, tensor term
 //   poly     polynomial in the clock ratio times the probe's activity, anchored at the probe
 //   xgboost  gradient-boosted trees (Debian's libxgboost, loaded at run time) on the same inputs
+//   knn      the curve shapes of the nearest training applications in probe-activity space
+//   ensemble poly and knn blended in log space, the weight chosen by inner cross-validation
 #pragma once
 
 #include <memory>
@@ -18,7 +20,7 @@
 
 namespace jouleprof::models {
 
-enum class Form { fgcs, poly, xgboost };
+enum class Form { fgcs, poly, xgboost, knn, ensemble };
 const char* to_string(Form f);
 Result<Form> parse_form(const std::string& s);
 
@@ -26,7 +28,7 @@ struct FitOptions {
   Form form = Form::poly;
   double max_clock_mhz = 0;    ///< 0: the highest clock in the training data
   double probe_clock_mhz = 0;  ///< training anchor; 0: each application's highest clock
-  double ridge = 1e-5;         ///< poly: L2 penalty (x mean diagonal); 1e-5 was best of 1e-3..1e-7 on the V100 LOAO (docs/validation/models.md)
+  double ridge = 0;            ///< poly: L2 penalty (x mean diagonal); 0: chosen by leave-one-application-out over the training data
   int xgb_rounds = 400;
   int xgb_depth = 4;
   double xgb_eta = 0.05;

@@ -28,6 +28,9 @@ struct Choice {
   std::string application;
   Objective objective;
   double chosen_clock_mhz = 0;
+  std::optional<double> chosen_power_limit_w;     ///< power-limit sweeps (nullopt: the default limit)
+  std::optional<double> optimum_power_limit_w;
+  std::optional<double> reference_power_limit_w;
   double predicted_power_w = 0, predicted_time_s = 0, predicted_energy_j = 0;
   double reference_clock_mhz = 0;  ///< the highest clock (the default a user runs at)
   double predicted_savings_pct = 0;
@@ -49,6 +52,7 @@ std::vector<Choice> optimize(const std::vector<Curve>& curves, const Objective& 
 
 struct ParetoPoint {
   double clock_mhz = 0, energy_j = 0, time_s = 0;
+  std::optional<double> power_limit_w;
   std::optional<double> quality;
 };
 /// Clocks not dominated in (energy lower, time lower, quality higher) — predicted values, or the

@@ -17,6 +17,7 @@ struct EvalContext {
   std::string split;  ///< "", "leave-one-application-out" or "kfold:K"
   ProbeOptions probe;
   std::size_t outlier_rows = 0;
+  bool simulated = false;  ///< the data came from the simulated GPU (figures say so)
 };
 
 /// {"schema_version", "model", "form", "data", "split", "probe", "applications": [{"application",
@@ -42,6 +43,17 @@ struct ExcessSummary {
   double mean_energy_excess_pct = 0, mean_objective_excess_pct = 0, max_energy_excess_pct = 0;
 };
 ExcessSummary summarize(const std::vector<Choice>& choices, double within_pct = 2.0);
+
+/// LaTeX tabulars for papers: per application the chosen clock (and limit), measured saving with
+/// its 95% CI, slowdown and excess over the measured optimum; or the MAPEs and excess per objective.
+std::string optimize_latex(const std::vector<Choice>& choices);
+std::string eval_latex(const Evaluation& ev, const std::vector<std::vector<Choice>>& choices);
+
+/// ECharts options (the CLI renders them to SVG as `sweep --svg-dir` does): the energy-vs-clock
+/// U-curve with the chosen point, the measured points with their 95% CI from repeats and the
+/// measured optimum; and predicted vs measured power, time or energy over every application.
+std::string ucurve_chart_option(const Curve& c, const Choice& ch, bool simulated);
+std::string predicted_vs_measured_chart_option(const std::vector<Curve>& curves, const std::string& quantity, bool simulated);
 
 /// Predicted curves: {"schema_version", "model", "applications": [{"application",
 /// "probe_clocks_mhz", "points": [{"clock_mhz", "power_w", "time_s", "energy_j"}]}]}

@@ -14,6 +14,7 @@ namespace jouleprof::models {
 /// One clock of one application: the prediction and, where the data has it, the measurement.
 struct CurvePoint {
   double clock_mhz = 0;
+  std::optional<double> power_limit_w;  ///< measured sweeps over power limits (nullopt: default)
   double pred_power_w = 0;
   double pred_time_s = 0;
   std::optional<double> power_w;  ///< measured (mean over repeats)
@@ -32,7 +33,7 @@ struct CurvePoint {
 struct Curve {
   std::string application;
   std::vector<double> probe_clocks_mhz;
-  std::vector<CurvePoint> points;  ///< ascending clock
+  std::vector<CurvePoint> points;  ///< ascending clock (then power limit, the default last)
 };
 
 /// The data's column index of each activity column the model needs (missing ones are named).

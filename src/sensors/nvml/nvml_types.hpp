@@ -61,6 +61,33 @@ typedef struct nvmlPciInfo_st {
   char busId[32];
 } nvmlPciInfo_t;
 
+// GPM (GPU performance monitoring, Hopper and later): activity metrics between two samples
+// (issue 19, src/activity/). NVML_GPM_METRIC_MAX grew across drivers (98, 210, 333); the driver
+// reads numMetrics entries, so the largest size is safe.
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+typedef struct nvmlGpmMetricInfo_st {
+  char* shortName;
+  char* longName;
+  char* unit;
+} nvmlGpmMetricInfo_t;
+typedef struct nvmlGpmMetric_st {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  nvmlGpmMetricInfo_t metricInfo;
+} nvmlGpmMetric_t;
+typedef struct nvmlGpmMetricsGet_st {
+  unsigned int version;  // 1
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[333];
+} nvmlGpmMetricsGet_t;
+typedef struct nvmlGpmSupport_st {
+  unsigned int version;  // 1
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
 }  // extern "C"
 
 namespace jouleprof::nvml {
@@ -94,5 +121,15 @@ constexpr nvmlRestrictedAPI_t kRestrictedSetApplicationClocks = 0;  // NVML_REST
 constexpr nvmlRestrictedAPI_t kRestrictedSetAutoBoostedClocks = 1;
 constexpr unsigned kFieldPowerAverage = 185;  // NVML_FI_DEV_POWER_AVERAGE
 constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT
+constexpr unsigned kGpmMetricsGetVersion = 1;   // NVML_GPM_METRICS_GET_VERSION
+constexpr unsigned kGpmSupportVersion = 1;      // NVML_GPM_SUPPORT_VERSION
+// NVML_GPM_METRIC_* ids (values in percent)
+constexpr unsigned kGpmSmUtil = 2;
+constexpr unsigned kGpmSmOccupancy = 3;
+constexpr unsigned kGpmAnyTensorUtil = 5;
+constexpr unsigned kGpmDramBwUtil = 10;
+constexpr unsigned kGpmFp64Util = 11;
+constexpr unsigned kGpmFp32Util = 12;
+constexpr unsigned kGpmFp16Util = 13;
 
 }  // namespace jouleprof::nvml
