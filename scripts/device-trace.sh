@@ -65,8 +65,8 @@ for step in "$@"; do
       run "${LONG_S:-70}" "$JP" trace --idle 1 --no-store --top 3 --json "$OUT/long.json" -- "$TC" mixed "${LONG_RUN_S:-45}" 0.2 2 3 ;;
     tp)
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-      run 200 "$JP" trace --idle 2 --top 8 --json "$OUT/tp.json" --perfetto "$OUT/tp.trace.json" -- \
-        torchrun --nproc_per_node 2 scripts/validation/trace/tp_llama.py --prompt 512 --gen 64 --reps 2 ;;
+      run 300 "$JP" trace --idle 2 --top 8 --json "$OUT/tp.json" -- \
+        torchrun --nproc_per_node 2 scripts/validation/trace/tp_llama.py --prompt 512 --gen "${TP_GEN:-64}" --reps "${TP_REPS:-2}" ;;
   esac
   gpu_state
 done

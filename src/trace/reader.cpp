@@ -212,10 +212,13 @@ Result<void> read_trace_file(const std::string& path, TraceData& into) {
         if ((m.flags & marker_end) != 0) {
           auto it = open_ranges.find(m.id);
           if (it == open_ranges.end() && m.object_kind == 2) {
-            // A pop whose id does not match: close the innermost open range of its thread.
+            // A pop whose id does not match: close the innermost open range of its thread and domain.
+            const std::string domain = str(m.domain_id);
             for (auto j = open_ranges.begin(); j != open_ranges.end(); ++j) {
               const Activity& r = acts[j->second];
-              if (r.thread == m.object_id && (it == open_ranges.end() || r.start_ns >= acts[it->second].start_ns)) it = j;
+              if (r.thread == m.object_id && r.domain == domain && (it == open_ranges.end() || r.start_ns >= acts[it->second].start_ns)) {
+                it = j;
+              }
             }
           }
           if (it != open_ranges.end()) {

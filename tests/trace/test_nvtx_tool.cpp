@@ -172,6 +172,49 @@ TEST(NvtxTool, AFullBatchAsksForAFlushAndOtherThreadsKeepTheirOwnBuffers) {
   inject::discard_nvtx_events();
 }
 
+// NVTX push/pop stacks are per domain: a library's range left open (NCCL's, closed on another
+// thread) must not take the program's next pop.
+TEST(NvtxTool, PopsCloseTheirOwnDomainsRange) {
+  Instance inst;
+  g_instance = &inst;
+  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, {now, thread_id, nullptr, flush}), 1);
+  using PushA = int(NVTX_API*)(const char*);
+  using Pop = int(NVTX_API*)();
+  using DomainCreate = nvtxDomainHandle_t(NVTX_API*)(const char*);
+  using DomainPush = int(NVTX_API*)(nvtxDomainHandle_t, const nvtxEventAttributes_t*);
+  inject::discard_nvtx_events();
+  const nvtxDomainHandle_t nccl = inst.d<DomainCreate>(NVTX_CBID_CORE2_DomainCreateA)("NCCL");
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = "AllReduce";
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("prefill");
+  inst.d<DomainPush>(NVTX_CBID_CORE2_DomainRangePushEx)(nccl, &a);  // never popped here
+  EXPECT_EQ(inst.c<Pop>(NVTX_CBID_CORE_RangePop)(), 0);             // closes "prefill"
+  EXPECT_EQ(inst.c<Pop>(NVTX_CBID_CORE_RangePop)(), -1);            // unbalanced: nothing to close
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("decode");
+  inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  const std::string dir = (fs::temp_directory_path() / ("jp-nvtx-dom-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  inject::TraceWriter w;
+  ASSERT_TRUE(w.open(dir, 4322, 1, 0, 0)) << w.error();
+  {
+    std::lock_guard<std::mutex> lock(w.lock());
+    inject::write_nvtx_events(w);
+    w.close(0);
+  }
+  auto t = read_trace_dir(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  std::vector<std::string> ranges;
+  for (const Activity& x : t->activities) {
+    if (x.kind == Activity::Kind::range) ranges.push_back(x.name + (x.complete ? "" : " open"));
+  }
+  EXPECT_EQ(ranges, (std::vector<std::string>{"prefill", "AllReduce open", "decode"}));
+  fs::remove_all(dir);
+}
+
 TEST(NvtxTool, NoExportTableIsRefused) {
   EXPECT_EQ(inject::install_nvtx_tool(no_tables, {now, thread_id, anchor, flush}), 0);
   EXPECT_EQ(inject::install_nvtx_tool(nullptr, {now, thread_id, anchor, flush}), 0);

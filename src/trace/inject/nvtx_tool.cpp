@@ -50,6 +50,7 @@ struct ThreadEvents {
   std::mutex lock;
   std::vector<Event> events;
   std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> names;
+  std::unordered_map<uint32_t, std::vector<uint64_t>> open;  ///< per domain: ids of pushed, unpopped ranges
   uint64_t thread = 0;
 };
 std::mutex g_threads_lock;
@@ -118,16 +119,27 @@ void record(ThreadEvents& t, uint64_t id, uint32_t flags, uint32_t object_kind, 
 
 constexpr uint32_t kThread = 2, kProcess = 1;  // CUPTI_ACTIVITY_OBJECT_THREAD / _PROCESS
 
-// Push/pop nest per thread (a pop closes the thread's innermost range: id 0); start/end ranges
-// are the process's and may end on another thread (matched by id).
+// Push/pop nest per thread and domain (NCCL's ranges do not close the program's): a pop ends the
+// domain's innermost pushed range, by id. Start/end ranges are the process's and may end on
+// another thread (matched by id).
 int push(uint32_t name, uint32_t domain) {
   ThreadEvents& t = mine();
-  record(t, g_next_id.fetch_add(1, std::memory_order_relaxed), marker_start, kThread, name, domain);
-  return 0;
+  const uint64_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  t.open[domain].push_back(id);  // (only this thread touches `open`)
+  record(t, id, marker_start, kThread, name, domain);
+  return static_cast<int>(t.open[domain].size()) - 1;
 }
 int pop(uint32_t domain) {
-  record(mine(), 0, marker_end, kThread, 0, domain);
-  return 0;
+  ThreadEvents& t = mine();
+  auto& stack = t.open[domain];
+  if (stack.empty()) {  // an unbalanced pop: NVTX's no-op, but the anchor still marks the point
+    if (g_hooks.anchor != nullptr) g_hooks.anchor();
+    return -1;
+  }
+  const uint64_t id = stack.back();
+  stack.pop_back();
+  record(t, id, marker_end, kThread, 0, domain);
+  return static_cast<int>(stack.size());
 }
 nvtxRangeId_t start(uint32_t name, uint32_t domain) {
   const uint64_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
