@@ -18,7 +18,7 @@ void* open_cupti(const std::string& library, std::string* which, std::string* wh
     candidates = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
   }
   for (const std::string& c : candidates) {
-    // RTLD_GLOBAL: the CUDA and the NVTX injection must share one CUPTI instance.
+    // One instance for the process: the CUDA and the NVTX entry points of this library share it.
     if (void* handle = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL); handle != nullptr) {
       if (which != nullptr) *which = c;
       return handle;
