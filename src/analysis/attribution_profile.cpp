@@ -152,9 +152,7 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
   std::sort(phase_windows.begin(), phase_windows.end(), [](auto* a, auto* b) { return a->t0_s < b->t0_s; });
   auto phase_of = [&](const Activity& a) -> std::string {
     if (!a.phase.empty()) return a.phase;
-    // The PyTorch helper's prefill/decode ranges are the outermost push/pop range of the path.
-    const std::string first = a.path.substr(0, a.path.find('/'));
-    if (first == "prefill" || first == "decode") return first;
+    if (const std::string_view ph = phase_in_path(a.path); !ph.empty()) return std::string(ph);
     auto it = std::upper_bound(phase_windows.begin(), phase_windows.end(), a.t0_s, [](double at, auto* w) { return at < w->t0_s; });
     for (int k = 0; k < 64 && it != phase_windows.begin(); ++k) {
       --it;

@@ -60,6 +60,16 @@ void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<Tim
   }
 }
 
+std::string_view phase_in_path(std::string_view path) {
+  for (std::size_t b = 0; b <= path.size();) {
+    const std::size_t e = std::min(path.find('/', b), path.size());
+    const std::string_view part = path.substr(b, e - b);
+    if (part == "prefill" || part == "decode") return part;
+    b = e + 1;
+  }
+  return {};
+}
+
 void assign_ranges(TraceData& t) {
   // Per process and thread: push/pop ranges (properly nested), sorted by start.
   struct Key {

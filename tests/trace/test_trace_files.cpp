@@ -293,6 +293,15 @@ TEST(Ranges, LaunchRecordsDecideAndCheckTheAnchors) {
   EXPECT_EQ(t.range_assignment.agreed, 2u);  // the anchors put thread 8's kernel in "forward"
 }
 
+TEST(Ranges, PhaseInPathIsTheOutermostPrefillOrDecode) {
+  EXPECT_EQ(phase_in_path("decode/model.layers.3/mlp"), "decode");
+  EXPECT_EQ(phase_in_path("ncclCommInitRankConfig/prefill/layers.2"), "prefill");  // under NCCL's open range
+  EXPECT_EQ(phase_in_path("prefill/decode/layers.0"), "prefill");
+  EXPECT_EQ(phase_in_path("model.layers.3/decoder"), "");
+  EXPECT_EQ(phase_in_path(""), "");
+  EXPECT_EQ(phase_in_path("decode"), "decode");
+}
+
 TEST(KernelClasses, BuiltInRulesAndUserRulesFirst) {
   auto k = KernelClassifier::load(default_kernel_classes_path());
   ASSERT_TRUE(k) << k.error().message;

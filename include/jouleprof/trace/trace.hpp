@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
@@ -103,6 +104,11 @@ void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<Tim
 /// Fills Activity::path (NVTX push/pop ranges enclosing each launch on its CPU thread) and
 /// Activity::phase (NVTX start/end ranges enclosing the launch), and range_assignment.
 void assign_ranges(TraceData& t);
+
+/// The phase an NVTX path names: its outermost "prefill" or "decode" range (the PyTorch helper's),
+/// wherever it sits (a library's range left open, such as NCCL's communicator set-up, may be above
+/// it); empty if none.
+std::string_view phase_in_path(std::string_view path);
 
 std::string demangle(const std::string& name);
 
