@@ -85,6 +85,9 @@ void assign_ranges(TraceData& t) {
   for (std::size_t i = 0; i < t.activities.size(); ++i) {
     const Activity& a = t.activities[i];
     if (a.kind != Activity::Kind::range) continue;
+    // A library's range in its own domain that never closed (NCCL leaves its communicator set-up
+    // open on the launching thread) is not a place in the program: it stays out of paths.
+    if (!a.complete && !a.domain.empty()) continue;
     if (a.thread != 0) {
       ranges[{a.process, a.thread}].push_back(i);
     } else {

@@ -231,14 +231,18 @@ TEST_F(BadInput, WorkloadDiesWithAKilledJouleprof) {
       {"measure", "--device", "sim", "--idle", "0", "-q", "--no-store", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 60"},
       {"TMPDIR=" + (dir_ / "tmp").string()}, dir_.string(), (dir_ / "out").string(), (dir_ / "err").string(), [&](pid_t p) {
         jp = p;
-        for (int i = 0; i < 100 && !fs::exists(pidfile); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // (the file exists before the shell has written its pid into it)
+        std::error_code ec;
+        for (int i = 0; i < 100 && !(fs::exists(pidfile, ec) && fs::file_size(pidfile, ec) > 1); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         kill(p, SIGKILL);
       });
   EXPECT_EQ(r.exit_code, 128 + SIGKILL);
   const pid_t child = static_cast<pid_t>(std::stol(jp_test::slurp_file(pidfile)));
   bool gone = false;
-  for (int i = 0; i < 40 && !gone; ++i) {
+  for (int i = 0; i < 100 && !gone; ++i) {  // up to 5 s: a loaded machine delivers the parent-death signal late
     gone = kill(child, 0) != 0;
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

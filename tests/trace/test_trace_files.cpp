@@ -293,6 +293,25 @@ TEST(Ranges, LaunchRecordsDecideAndCheckTheAnchors) {
   EXPECT_EQ(t.range_assignment.agreed, 2u);  // the anchors put thread 8's kernel in "forward"
 }
 
+TEST(Ranges, ALibrarysRangeLeftOpenStaysOutOfPaths) {
+  TraceData t;
+  ProcessTrace p;
+  p.launches = {{1, 7, 150, false}};
+  t.processes.push_back(p);
+  add_range(t, "ncclCommInitRankConfig", 100, 1000, 7);
+  t.activities.back().domain = "NCCL";
+  t.activities.back().complete = false;  // never popped on this thread
+  add_range(t, "outer", 90, 1000, 7);
+  t.activities.back().complete = false;  // the program's own range, cut off by the end: kept
+  add_range(t, "decode", 120, 200, 7);
+  Activity k;
+  k.kind = Activity::Kind::kernel;
+  k.correlation = 1;
+  t.activities.push_back(k);
+  assign_ranges(t);
+  EXPECT_EQ(t.activities.back().path, "outer/decode");
+}
+
 TEST(Ranges, PhaseInPathIsTheOutermostPrefillOrDecode) {
   EXPECT_EQ(phase_in_path("decode/model.layers.3/mlp"), "decode");
   EXPECT_EQ(phase_in_path("ncclCommInitRankConfig/prefill/layers.2"), "prefill");  // under NCCL's open range
