@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -248,16 +249,6 @@ int cmd_compare(const RunsFlags& f) {
     fmt::print("{}\n", row);
   }
   return 0;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char ch : s) {
-    if (ch == '"') o += '"';
-    o += ch;
-  }
-  return o + "\"";
 }
 
 int cmd_export(const RunsFlags& f) {

@@ -107,4 +107,14 @@ std::string clean_label(std::string_view s, bool* changed) {
 
 std::string for_terminal(std::string_view s) { return escape_controls(to_valid_utf8(s), /*named=*/true); }
 
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 }  // namespace jouleprof

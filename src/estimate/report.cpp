@@ -1,3 +1,4 @@
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/estimate/report.hpp"
 
 #include <algorithm>
@@ -123,13 +124,6 @@ std::string column_unit(const std::vector<double>& vs, const char* unit, double&
   return std::string("n") + unit;
 }
 
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string r = "\"";
-  for (char c : s) r += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return r + "\"";
-}
-
 }  // namespace
 
 std::string render_tree(const Estimate& e, const TreeOptions& opt) {
@@ -226,17 +220,17 @@ std::string to_json(const std::vector<Estimate>& es, int indent) {
 std::string to_csv(const std::vector<Estimate>& es) {
   std::string out = "hardware,model,precision,subgraph,group,event,count,unit,energy_j,latency_s\n";
   for (const Estimate& e : es) {
-    const std::string pre = csv_escape(e.hw_id) + "," + csv_escape(e.model) + "," + to_string(e.precision) + ",";
+    const std::string pre = csv_field(e.hw_id) + "," + csv_field(e.model) + "," + to_string(e.precision) + ",";
     out += pre + "(total),,," + fmt("%.6g", e.flops) + ",FLOP," + fmt("%.9g", e.energy_j) + "," + fmt("%.9g", e.latency_s) + "\n";
     for (const Event& ev : e.totals) {
       out += pre + "(total)," + ev.group + "," + ev.name + "," + fmt("%.6g", ev.count) + "," + ev.unit + "," +
              fmt("%.9g", ev.energy_j) + ",\n";
     }
     for (const SubgraphEstimate& s : e.subgraphs) {
-      out += pre + csv_escape(s.name) + ",,," + fmt("%.6g", s.flops) + ",FLOP," + fmt("%.9g", s.energy_j) + "," +
+      out += pre + csv_field(s.name) + ",,," + fmt("%.6g", s.flops) + ",FLOP," + fmt("%.9g", s.energy_j) + "," +
              fmt("%.9g", s.latency_s) + "\n";
       for (const Event& ev : s.events) {
-        out += pre + csv_escape(s.name) + "," + ev.group + "," + ev.name + "," + fmt("%.6g", ev.count) + "," + ev.unit + "," +
+        out += pre + csv_field(s.name) + "," + ev.group + "," + ev.name + "," + fmt("%.6g", ev.count) + "," + ev.unit + "," +
                fmt("%.9g", ev.energy_j) + ",\n";
       }
     }

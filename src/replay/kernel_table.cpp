@@ -1,3 +1,4 @@
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/replay/kernel_table.hpp"
 
 #include <fmt/format.h>
@@ -497,16 +498,6 @@ std::map<std::string, TierSum> tier_sums(const KernelTable& t) {
     x.ns += r.total_ns;
   }
   return s;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace

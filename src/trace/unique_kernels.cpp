@@ -1,3 +1,4 @@
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/trace/unique_kernels.hpp"
 
 #include <fmt/format.h>
@@ -66,16 +67,6 @@ nlohmann::json row_json(const UniqueKernel& u) {
   j["mean_energy_j"] = u.energy_j && u.count > 0 ? nlohmann::json(*u.energy_j / static_cast<double>(u.count)) : nlohmann::json(nullptr);
   j["attribution_method"] = u.method;
   return j;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace

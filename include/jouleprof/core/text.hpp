@@ -18,6 +18,9 @@ std::string to_valid_utf8(std::string_view s, bool* replaced = nullptr);
 /// as \xNN, so that it prints as one line on a terminal and cannot move its cursor.
 std::string clean_label(std::string_view s, bool* changed = nullptr);
 
+/// One CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or a line break.
+std::string csv_field(std::string_view s);
+
 /// For printing text that may hold control characters (a command's arguments) on a terminal:
 /// valid UTF-8, controls escaped (\n, \t, \r, \e, \xNN); the stored text stays as it was.
 std::string for_terminal(std::string_view s);
