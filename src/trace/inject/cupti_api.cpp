@@ -8,7 +8,8 @@
 
 namespace jouleprof::inject {
 
-void* open_cupti(const std::string& library, std::string* which, std::string* why) {
+CuptiApi load_cupti(const std::string& library) {
+  CuptiApi api;
   std::vector<std::string> candidates;
   if (!library.empty()) {
     candidates = {library};
@@ -17,22 +18,18 @@ void* open_cupti(const std::string& library, std::string* which, std::string* wh
   } else {
     candidates = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
   }
+  void* handle = nullptr;
+  std::string why;
   for (const std::string& c : candidates) {
     // One instance for the process: the CUDA and the NVTX entry points of this library share it.
-    if (void* handle = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL); handle != nullptr) {
-      if (which != nullptr) *which = c;
-      return handle;
+    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (handle != nullptr) {
+      api.library = c;
+      break;
     }
     const char* e = dlerror();
-    if (why != nullptr) *why += (why->empty() ? "" : "; ") + std::string(e != nullptr ? e : c.c_str());
+    why += (why.empty() ? "" : "; ") + std::string(e != nullptr ? e : c.c_str());
   }
-  return nullptr;
-}
-
-CuptiApi load_cupti(const std::string& library) {
-  CuptiApi api;
-  std::string why;
-  void* handle = open_cupti(library, &api.library, &why);
   if (handle == nullptr) {
     api.error = "cannot load CUPTI: " + why;
     return api;

@@ -22,10 +22,6 @@ struct CuptiApi {
   std::string describe(const char* call, CUptiResult rc) const;
 };
 
-/// dlopen()s `library` (empty: $JOULEPROF_CUPTI_LIB, else libcupti.so.13, .so.12, .so); null
-/// when none loads (`why` collects dlerror()s), else the handle and `which` the name that loaded.
-void* open_cupti(const std::string& library, std::string* which, std::string* why);
-
 /// dlopen()s `library` (empty: $JOULEPROF_CUPTI_LIB, else libcupti.so.13, libcupti.so) and
 /// resolves every entry point.
 CuptiApi load_cupti(const std::string& library = "");
