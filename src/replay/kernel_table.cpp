@@ -341,10 +341,8 @@ Result<void> import_jouleprof(const std::string& path, int rank, KernelTable& t)
       r.bytes = bytes;
       if (a.kind == Activity::Kind::memset) r.copy_kind = "set";
       if (a.kind == Activity::Kind::memcpy) {
-        static const std::map<uint32_t, std::string> kinds = {{1, "HtoD"}, {2, "DtoH"}, {3, "HtoA"}, {4, "AtoH"}, {5, "AtoA"},
-                                                              {6, "AtoD"}, {7, "DtoA"}, {8, "DtoD"}, {9, "HtoH"}, {10, "PtoP"}};
-        auto k = kinds.find(a.copy_kind);
-        r.copy_kind = k != kinds.end() ? k->second : "unknown";
+        const char* k = memcpy_kind_name(a.copy_kind);
+        r.copy_kind = k != nullptr ? k : "unknown";
       }
       r.min_ns = r.max_ns = dur;
       t.rows.push_back(std::move(r));

@@ -60,22 +60,6 @@ T payload_as(const std::string& payload) {
   return v;
 }
 
-const char* memcpy_kind(uint32_t k) {
-  switch (k) {
-    case 1: return "HtoD";
-    case 2: return "DtoH";
-    case 3: return "HtoA";
-    case 4: return "AtoH";
-    case 5: return "AtoA";
-    case 6: return "AtoD";
-    case 7: return "DtoA";
-    case 8: return "DtoD";
-    case 9: return "HtoH";
-    case 10: return "PtoP";
-    default: return "other";
-  }
-}
-
 std::string format_uuid(const uint8_t* u) {
   static const char* hex = "0123456789abcdef";
   std::string s = "GPU-";
@@ -88,6 +72,22 @@ std::string format_uuid(const uint8_t* u) {
 }
 
 }  // namespace
+
+const char* memcpy_kind_name(uint32_t copy_kind) {
+  switch (copy_kind) {
+    case 1: return "HtoD";
+    case 2: return "DtoH";
+    case 3: return "HtoA";
+    case 4: return "AtoH";
+    case 5: return "AtoA";
+    case 6: return "AtoD";
+    case 7: return "DtoA";
+    case 8: return "DtoD";
+    case 9: return "HtoH";
+    case 10: return "PtoP";
+    default: return nullptr;
+  }
+}
 
 Result<void> read_trace_file(const std::string& path, TraceData& into) {
   std::ifstream in(path, std::ios::binary);
@@ -184,7 +184,8 @@ Result<void> read_trace_file(const std::string& path, TraceData& into) {
         a.end_ns = static_cast<int64_t>(c.end_ns);
         a.bytes = c.bytes;
         a.copy_kind = c.copy_kind;
-        a.name = is_copy ? std::string("memcpy ") + memcpy_kind(c.copy_kind) : "memset";
+        const char* copy_kind = memcpy_kind_name(c.copy_kind);
+        a.name = is_copy ? std::string("memcpy ") + (copy_kind != nullptr ? copy_kind : "other") : "memset";
         acts.push_back(std::move(a));
         ++p.records;
         break;

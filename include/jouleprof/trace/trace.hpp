@@ -110,6 +110,9 @@ void assign_ranges(TraceData& t);
 /// it); empty if none.
 std::string_view phase_in_path(std::string_view path);
 
+/// CUPTI's memcpy kind as "HtoD", "DtoH", "DtoD", "PtoP" ...; null for a kind it does not name.
+const char* memcpy_kind_name(uint32_t copy_kind);
+
 std::string demangle(const std::string& name);
 
 }  // namespace jouleprof
