@@ -57,7 +57,7 @@ Runner add_kernels(CLI::App& app) {
   auto f = std::make_shared<KernelsFlags>();
   CLI::App* c = app.add_subcommand("kernels", "Unique kernels of a traced run: counts, times, tiers, GEMM/attention shapes");
   c->footer("TRACE: a PyTorch profiler / Kineto Chrome trace (.json or .json.gz; several files = several ranks), a jouleprof\n"
-            "trace file (.jpt) or a folder of them (jouleprof trace --keep-trace-dir). Counts and times are the trace's, exactly.\n"
+            "trace file (.jpt) or a folder of them (jouleprof trace --keep-trace DIR). Counts and times are the trace's, exactly.\n"
             "Record PyTorch traces with record_shapes=True: GEMM and attention shapes come from the launching op's inputs.");
   c->add_option("trace", f->traces, "trace file(s)")->required();
   add_json_option(c, f->json, "the kernel table as JSON");
