@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# `jouleprof replay` validation on the GPU machine in one call (docs/validation/replay.md).
+# `jouleprof replay` validation on the GPU machine (docs/validation/replay.md).
 # Binaries from scripts/build-device-replay.sh in .devbuild/replay. Everything under $OUT.
-#   For each model (Llama-3.2-1B-architecture generate, BLOOM-560m-architecture forward; random
-#   weights): `jouleprof measure` of the PyTorch run whose "work" window is exactly the traced
-#   work; `jouleprof kernels` of its trace; `jouleprof replay TRACE --measured RUN`.
-#   Then the import benchmark on a generated 1 GB Kineto trace next to Python's json.
+#   For each model named (llama: Llama-3.2-1B-architecture generate; bloom: BLOOM-560m-architecture
+#   forward; random weights): `jouleprof measure` of the PyTorch run whose "work" window is exactly
+#   the traced work (a generate also has "prefill" and "decode" windows and record_function ranges);
+#   `jouleprof kernels` of its trace; `jouleprof replay TRACE --measured RUN`.
+#   bench: the import benchmark on a generated 1 GB Kineto trace next to Python's json.
+# What comes back (at most 8 files of ≤ 16 MiB): results.tgz (logs, JSON) and each trace, slimmed
+# to the events jouleprof reads and split into parts of 15 MB (cat them to rebuild).
 set -u
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbuild/replay/bin}
@@ -18,8 +21,8 @@ LOG=$OUT/log.txt
 say() { echo "=== $* ($(date -u +%FT%TZ))" | tee -a "$LOG"; }
 gpu_state() { nvidia-smi --query-gpu=name,driver_version,temperature.gpu,clocks.sm,clocks.mem,power.draw,power.limit --format=csv,noheader 2>&1 | tee -a "$LOG"; }
 say "host $(hostname)"; gpu_state
-REPLAY_FLAGS=${REPLAY_FLAGS:---max-rows 60 --coverage 0.97 --trials 5 --trial-s 0.2 --warmup-s 3}
-for step in "${@:-llama bloom bench}"; do
+REPLAY_FLAGS=${REPLAY_FLAGS:---max-rows 60 --coverage 0.97 --trials 5 --trial-s 0.2 --warmup-s 5}
+for step in ${@:-bloom llama}; do
   case $step in
     llama) NAME=llama; ARGS="--model llama-3.2-1b --work generate --batch 4 --prompt 256 --gen 64" ;;
     bloom) NAME=bloom; ARGS="--model bloom-560m --work forward --batch 4 --prompt 512 --forwards 50" ;;
@@ -30,17 +33,19 @@ for step in "${@:-llama bloom bench}"; do
       continue ;;
   esac
   say "$NAME: measure the traced run"
-  timeout 240 "$JP" measure --idle 2 --json "$OUT/${NAME}_measured.json" -- python3 $PY $ARGS --trace "$OUT/${NAME}.json.gz" \
+  timeout 240 "$JP" measure --idle 2 --json "$OUT/${NAME}_measured.json" -- python3 $PY $ARGS --trace "/tmp/${NAME}.json.gz" \
     --info "$OUT/${NAME}_info.json" 2>&1 | tail -25 | tee -a "$LOG"
   say "$NAME: kernels"
-  timeout 120 "$JP" kernels "$OUT/${NAME}.json.gz" --top 15 --json "$OUT/${NAME}_kernels.json" 2>&1 | tee -a "$LOG"
+  timeout 120 "$JP" kernels "/tmp/${NAME}.json.gz" --top 15 --json "$OUT/${NAME}_kernels.json" 2>&1 | tee -a "$LOG"
   say "$NAME: replay"
-  timeout 400 "$JP" replay "$OUT/${NAME}.json.gz" --measured "$OUT/${NAME}_measured.json" $REPLAY_FLAGS --top 20 \
+  timeout 400 "$JP" replay "/tmp/${NAME}.json.gz" --measured "$OUT/${NAME}_measured.json" $REPLAY_FLAGS --top 20 \
     --keep-measurements "$OUT/${NAME}_engine.json" --json "$OUT/${NAME}_replay.json" 2>"$OUT/${NAME}_replay.err" | tee -a "$LOG"
-  tail -5 "$OUT/${NAME}_replay.err" | tee -a "$LOG"
+  tail -8 "$OUT/${NAME}_replay.err" | tee -a "$LOG"
   gpu_state
+  python3 scripts/validation/replay/slim_trace.py "/tmp/${NAME}.json.gz" "/tmp/${NAME}_slim.json.gz" &&
+    (cd "$OUT" && split -b 15000000 -d -a 1 "/tmp/${NAME}_slim.json.gz" "${NAME}_trace.part") && ls -la "$OUT" | tee -a "$LOG"
 done
 say "summary"
 python3 scripts/validation/replay/summarize.py "$OUT" 2>&1 | tee -a "$LOG"
-# At most 8 files come back: the traces, and everything else in one archive.
-(cd "$OUT" && tar czf results.tgz --exclude='*.json.gz' --exclude=results.tgz --exclude=runs.db . )
+(cd "$OUT" && tar czf results.tgz --exclude='*.part*' --exclude=results.tgz --exclude=runs.db . && rm -f ./*.json ./*.err ./*.txt)
+ls -la "$OUT"

@@ -27,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ReplayFlags {
-  std::vector<std::string> traces;
+  std::vector<std::string> traces, phases;
   std::string measured, window = "work", from, plan_out, engine, json, csv, db, classes, tiers, keep;
   ReplayOptions o;
   std::string device = "auto";
@@ -150,6 +150,15 @@ int run(const ReplayFlags& f) {
   if (measured) {
     if (auto c = compare_with_measurement(*p, measured->m, measured->label, f.window); !c) return report(c.error());
   }
+  // Phases: the named ones, else the trace's annotations that are also windows of the measured run.
+  {
+    std::vector<std::string> names = f.phases;
+    if (names.empty() && measured) names = common_phase_names(*table, measured->m, f.window);
+    std::vector<std::string> missing;
+    predict_phases(*table, *p, names, missing);
+    for (const std::string& n : missing) p->warnings.push_back("phase '" + n + "': the trace has no record_function range of that name");
+    if (measured) compare_phases(*p, measured->m);
+  }
   int rc = 0;
   const std::string json = replay_json(*table, *p);
   if (!f.json.empty()) {
@@ -186,8 +195,10 @@ Runner add_replay(CLI::App& app) {
   CLI::App* c = app.add_subcommand("replay", "Replay a traced run's kernels in isolation: per-kernel energy and a whole-run prediction");
   c->footer("TRACE as for `jouleprof kernels`. Each unique kernel is re-created (cuBLASLt GEMMs with the traced shapes, copies,\n"
             "memory-bound proxies; time-matched proxies where the trace has no shapes) and repeated in CUDA graphs for N trials\n"
-            "of ≥ 10 power-sample periods; predicted run = Σ count × per-call figures + the trace's GPU-idle time at the GPU's\n"
-            "clocked-up idle power. --measured RUN compares with a measured run's window (default 'work').");
+            "of ≥ 10 power-sample periods; predicted run = Σ count × per-call figures + the trace's GPU-idle time at the\n"
+            "power of the gaps in context (the trace's own sequence replayed with its gaps, minus the kernels' isolated energy).\n"
+            "--measured RUN compares with a measured run's window (default 'work') and, per phase, its windows named as the\n"
+            "trace's record_function ranges (prefill, decode ...).");
   c->add_option("trace", f->traces, "trace file(s)")->required();
   c->add_option("--measured", f->measured, "a measured run of the same work: run id, 'last', 'last~N' or a result JSON file");
   c->add_option("--window", f->window, "the measured run's window that holds the traced work")->capture_default_str();
@@ -202,6 +213,15 @@ Runner add_replay(CLI::App& app) {
   c->add_option("--device", f->device, "GPU backend measuring the replay session: auto, nvml or sim")->capture_default_str();
   checked(c->add_option("--idle", f->idle_s, "seconds of idle baseline before the replay session"), DoubleRange{.min = 0.0, .max = 3600.0})
       ->capture_default_str();
+  c->add_option("--phase", f->phases, "a phase: the trace's record_function ranges and the measured run's windows of this name "
+                                     "(repeatable; default: the names the trace and the measured run share)");
+  checked(c->add_option("--context-activities", f->o.context_activities,
+                        "activities of the trace replayed in sequence with their gaps (the gaps' power in context)"),
+          IntRange{.min = 1, .max = 200000})->capture_default_str();
+  checked(c->add_option("--ci-target", f->o.ci_target, "per-kernel energy CI half-width sought (kernels >= 10 us): longer trials until met"),
+          DoubleRange{.min = 0.001, .max = 1.0})->capture_default_str();
+  checked(c->add_option("--long-trial-s", f->o.long_trial_s, "seconds per trial when the CI target is not met with --trial-s"),
+          DoubleRange{.min = 0.05, .max = 60.0})->capture_default_str();
   c->add_option("--classes", f->classes, "extra kernel class rules (CLASS<TAB>REGEX)");
   c->add_option("--tiers", f->tiers, "replay tier rules instead of the built-in data/replay-tiers.tsv");
   checked(c->add_option("--coverage", f->o.coverage, "replay rows, longest first, until this share of GPU time"),

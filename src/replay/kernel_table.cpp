@@ -295,9 +295,28 @@ void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o) {
   auto key = [](const KernelRow& r) {
     return std::tie(r.name, r.kind, r.op, r.input_dims, r.input_types, r.input_strides, r.grid, r.block, r.bytes, r.rank, r.device);
   };
-  std::sort(t.rows.begin(), t.rows.end(), [&](const KernelRow& a, const KernelRow& b) {
+  std::vector<uint32_t> order(t.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t ia, uint32_t ib) {
+    const KernelRow& a = t.rows[ia];
+    const KernelRow& b = t.rows[ib];
     if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
     return key(a) < key(b);
+  });
+  std::vector<KernelRow> sorted;
+  sorted.reserve(t.rows.size());
+  std::vector<uint32_t> new_index(t.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    new_index[order[i]] = static_cast<uint32_t>(i);
+    sorted.push_back(std::move(t.rows[order[i]]));
+  }
+  t.rows = std::move(sorted);
+  for (TraceActivity& a : t.activities) a.row = new_index[a.row];
+  std::sort(t.activities.begin(), t.activities.end(), [](const TraceActivity& a, const TraceActivity& b) {
+    return std::tie(a.device, a.start_ns, a.row) < std::tie(b.device, b.start_ns, b.row);
+  });
+  std::sort(t.annotations.begin(), t.annotations.end(), [](const TraceRange& a, const TraceRange& b) {
+    return std::tie(a.start_ns, a.end_ns, a.name) < std::tie(b.start_ns, b.end_ns, b.name);
   });
 }
 
@@ -348,6 +367,7 @@ Result<void> import_jouleprof(const std::string& path, int rank, KernelTable& t)
       t.rows.push_back(std::move(r));
     }
     KernelRow& r = t.rows[it->second];
+    t.activities.push_back({static_cast<uint32_t>(it->second), (static_cast<uint32_t>(rank + a.process) << 8) | (a.device & 0xffu), a.start_ns, dur});
     ++r.count;
     r.total_ns += dur;
     r.min_ns = std::min(r.min_ns, dur);

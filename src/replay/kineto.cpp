@@ -192,6 +192,7 @@ struct Partial {
   std::vector<std::pair<int64_t, uint32_t>> ext_sig;   // External id → op signature
   std::vector<std::pair<uint32_t, int64_t>> corr_ext;  // runtime launch correlation → External id
   std::vector<Pending> pending;
+  std::vector<TraceRange> annotations;
   std::string key;  // scratch
 };
 
@@ -204,7 +205,7 @@ struct Piece {
 
 class Importer {
  public:
-  enum class Cat { skip, kernel, memcpy, memset, op, runtime };
+  enum class Cat { skip, kernel, memcpy, memset, op, runtime, annotation };
   Importer(KernelTable& t, int rank, std::string path, std::size_t chunk, int threads)
       : t_(t), rank_(rank), path_(std::move(path)), chunk_(std::max<std::size_t>(chunk, 64)), threads_(std::max(threads, 1)) {}
 
@@ -250,6 +251,9 @@ Importer::Cat category(std::string_view cat) {
       break;
     case 12:
       if (cat == "cuda_runtime") return Importer::Cat::runtime;
+      break;
+    case 15:
+      if (cat == "user_annotation") return Importer::Cat::annotation;
       break;
     default:
       break;
@@ -371,6 +375,12 @@ void Importer::event(Partial& p, od::object obj) {
   }
   if (c == Cat::runtime) {
     if (correlation >= 0 && external >= 0) p.corr_ext.emplace_back(static_cast<uint32_t>(correlation), external);
+    return;
+  }
+  if (c == Cat::annotation) {  // record_function ranges: the phases of the run
+    const auto a = us_to_ns(ts_raw);
+    const auto d = have_dur ? us_to_ns(dur_raw) : std::optional<int64_t>(0);
+    if (a && d && *d >= 0) p.annotations.push_back({std::string(name), 0, *a, *a + *d});
     return;
   }
   // A GPU activity.
@@ -644,7 +654,8 @@ Result<void> Importer::run(Input& in, bool& retry) {
       continue;
     }
     if (cut != SIZE_MAX) {
-      const std::size_t pending_before = main.pending.size(), ext_before = main.ext_sig.size(), corr_before = main.corr_ext.size();
+      const std::size_t pending_before = main.pending.size(), ext_before = main.ext_sig.size(), corr_before = main.corr_ext.size(),
+                        ann_before = main.annotations.size();
       const Counts before = main.c;
       if (parse_events(main, data, cut, buf.size() - 1, consumed)) {
         drop(cut);
@@ -654,6 +665,7 @@ Result<void> Importer::run(Input& in, bool& retry) {
       main.pending.resize(pending_before);
       main.ext_sig.resize(ext_before);
       main.corr_ext.resize(corr_before);
+      main.annotations.resize(ann_before);
       main.c = before;
     }
     // Exact cut: scan to the last complete event at depth 0 (or the array's closing ']').
@@ -811,6 +823,8 @@ void Importer::finish() {
         t_.rows.push_back(std::move(r));
       }
       KernelRow& r = t_.rows[it->second];
+      t_.activities.push_back({static_cast<uint32_t>(it->second), (static_cast<uint32_t>(rank_) << 8) | (launches[launch].device & 0xffu),
+                               pd.start_ns, pd.dur_ns});
       ++r.count;
       r.total_ns += pd.dur_ns;
       r.min_ns = std::min(r.min_ns, pd.dur_ns);
@@ -818,6 +832,11 @@ void Importer::finish() {
       intervals[launches[launch].device].emplace_back(pd.start_ns, pd.start_ns + pd.dur_ns);
     }
     parts_[pi]->pending = {};
+    for (TraceRange& a : parts_[pi]->annotations) {
+      a.rank = rank_;
+      t_.annotations.push_back(std::move(a));
+    }
+    parts_[pi]->annotations = {};
   }
   for (auto& [dev, iv] : intervals) {
     std::sort(iv.begin(), iv.end());

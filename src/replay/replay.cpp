@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -63,6 +64,112 @@ json item_json(const KernelRow& r, std::size_t row, std::string& why) {
   return j;
 }
 
+// The context sequence: `context_activities` activities of the device with the most, in
+// `context_windows` contiguous windows spread evenly over the trace (so a generate's prefill and
+// decode both appear), each with the traced gap before it (start minus the latest end so far).
+// Rows a single GPU cannot re-create (collectives ...) stand in as a wait of their traced time.
+json context_plan(const KernelTable& t, const ReplayOptions& o, const std::map<std::size_t, std::size_t>& with) {
+  if (t.activities.empty() || o.context_activities == 0 || o.context_windows < 1) return nullptr;
+  std::map<uint32_t, std::pair<std::size_t, std::size_t>> devices;  // device → [first, end) in activities
+  for (std::size_t i = 0; i < t.activities.size(); ++i) {
+    auto [it, inserted] = devices.emplace(t.activities[i].device, std::make_pair(i, i + 1));
+    if (!inserted) it->second.second = i + 1;
+  }
+  auto busiest = devices.begin();
+  for (auto it = devices.begin(); it != devices.end(); ++it) {
+    if (it->second.second - it->second.first > busiest->second.second - busiest->second.first) busiest = it;
+  }
+  const auto [first, end] = busiest->second;
+  const std::size_t n = end - first;
+  const std::size_t windows = std::min<std::size_t>(static_cast<std::size_t>(o.context_windows), n);
+  const std::size_t per = std::max<std::size_t>(1, std::min(n, o.context_activities) / windows);
+  json seq = json::array(), specs = json::object(), spans = json::array();
+  int64_t span_ns = 0;
+  for (std::size_t w = 0; w < windows; ++w) {
+    // Window w starts at the middle of its share of the trace, minus half a window.
+    const std::size_t share0 = first + n * w / windows, share1 = first + n * (w + 1) / windows;
+    const std::size_t mid = (share0 + share1) / 2;
+    const std::size_t a = std::max(share0, mid >= per / 2 ? mid - per / 2 : share0), b = std::min(share1, a + per);
+    int64_t latest_end = t.activities[a].start_ns;
+    for (std::size_t i = a; i < b; ++i) {
+      const TraceActivity& x = t.activities[i];
+      const int64_t gap = std::max<int64_t>(0, x.start_ns - latest_end);
+      latest_end = std::max(latest_end, x.start_ns + x.dur_ns);
+      if (with.count(x.row) != 0) continue;  // inside its op call's primary row's replay
+      seq.push_back({x.row, gap});
+      const std::string key = std::to_string(x.row);
+      if (!specs.contains(key)) {
+        std::string why;
+        json item = item_json(t.rows[x.row], x.row, why);
+        if (!why.empty()) item = {{"row", x.row}, {"tier", "wait"}, {"target_ns", t.rows[x.row].mean_ns()}, {"reason", why}};
+        item["traced_ns"] = t.rows[x.row].mean_ns();
+        specs[key] = item;
+      }
+    }
+    span_ns += latest_end - t.activities[a].start_ns;
+    spans.push_back({a - first, b - a});
+  }
+  return {{"device", busiest->first}, {"windows", spans}, {"traced_span_ns", span_ns}, {"sequence", seq}, {"rows", specs},
+          {"trial_s", o.context_trial_s}, {"trials", o.context_trials}};
+}
+
+// The context replay's figures: one pass of the sequence against the same activities' isolated
+// per-call figures; the difference, per second of the pass not spent in isolated kernel time, is
+// the gaps' power in context (the GPU between real neighbours: clocks, temperature, power that does
+// not drop in microseconds).
+ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, const json& m) {
+  ContextFigures c;
+  if (!m.contains("context") || !m["context"].is_object()) {
+    c.reason = "the replay has no context measurement";
+    return c;
+  }
+  const json& x = m["context"];
+  if (x.value("status", "") != "ok") {
+    c.reason = "context replay skipped: " + x.value("reason", std::string("?"));
+    return c;
+  }
+  auto num = [&](const char* k) { return x.contains(k) && x[k].is_number() ? x[k].get<double>() : std::nan(""); };
+  c.pass_time_s = num("pass_time_ns") * 1e-9;
+  c.pass_energy_j = num("pass_energy_j");
+  c.pass_energy_half_width_j = num("pass_energy_j_half_width");
+  c.traced_span_s = num("traced_span_ns") * 1e-9;
+  c.temperature_c = num("temperature_c");
+  if (!std::isfinite(c.pass_time_s) || !std::isfinite(c.pass_energy_j) || c.pass_time_s <= 0) {
+    c.reason = "context replay without pass time/energy";
+    return c;
+  }
+  const json counts = x.value("row_counts", json::object());  // a local: items() of a temporary would dangle
+  for (const auto& [key, n] : counts.items()) {
+    char* end = nullptr;
+    const std::size_t row = std::strtoul(key.c_str(), &end, 10);
+    if (!n.is_number() || end == key.c_str() || *end != '\0' || row >= p.rows.size()) {
+      c.reason = "context row " + key + " is not in the kernel table";
+      return c;
+    }
+    const double calls = n.get<double>();
+    c.activities += static_cast<std::size_t>(calls);
+    const RowPrediction& r = p.rows[row];
+    c.isolated_time_s += calls * r.time_ns * 1e-9;
+    c.isolated_energy_j += calls * r.energy_j;
+  }
+  c.stand_ins = x.value("stand_ins", std::size_t{0});  // waits: part of the gap time
+  c.activities += c.stand_ins;
+  c.gap_time_s = c.pass_time_s - c.isolated_time_s;
+  if (c.gap_time_s < 0.02 * c.pass_time_s) {
+    c.reason = fmt::format("the context pass ({:.3f} ms) leaves no gap time beyond its isolated kernels ({:.3f} ms)", c.pass_time_s * 1e3,
+                           c.isolated_time_s * 1e3);
+    return c;
+  }
+  c.gap_power_w = (c.pass_energy_j - c.isolated_energy_j) / c.gap_time_s;
+  if (!(c.gap_power_w > 0)) {
+    c.reason = fmt::format("the context pass drew less ({:.3f} J) than its kernels in isolation ({:.3f} J)", c.pass_energy_j, c.isolated_energy_j);
+    return c;
+  }
+  c.measured = true;
+  (void)t;
+  return c;
+}
+
 }  // namespace
 
 std::string replay_plan_json(const KernelTable& t, const ReplayOptions& o) {
@@ -96,7 +203,10 @@ std::string replay_plan_json(const KernelTable& t, const ReplayOptions& o) {
   const double gap_us = o.gap_us > 0 ? o.gap_us : std::clamp(static_cast<double>(t.idle_ns()) / activities / 1e3, 10.0, 1000.0);
   json plan = {{"schema", "jouleprof.replay_plan"}, {"schema_version", 1}, {"trials", o.trials}, {"trial_s", o.trial_s},
                {"settle_s", o.settle_s}, {"warmup_s", o.warmup_s}, {"gap_s", o.gap_s}, {"gap_us", gap_us},
+               {"ci_target", o.ci_target}, {"ci_min_ns", o.ci_min_ns}, {"long_trial_s", o.long_trial_s},
+               {"max_trials", o.max_trials}, {"row_cap_s", o.row_cap_s},
                {"items", items}, {"not_replayed", skipped}};
+  if (json ctx = context_plan(t, o, with); !ctx.is_null()) plan["context"] = ctx;
   return plan.dump(1) + "\n";
 }
 
@@ -211,6 +321,13 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
   p.traced_gpu_s = static_cast<double>(t.gpu_ns()) * 1e-9;
   p.traced_time_s = static_cast<double>(t.span_ns) * 1e-9;
   p.gap_time_s = static_cast<double>(t.idle_ns()) * 1e-9;
+  p.isolated_gap_w = p.gap_w;
+  p.context = context_figures(t, p, m);
+  if (p.context.measured) {
+    p.gap_w = p.context.gap_power_w;
+  } else {
+    p.warnings.push_back("no in-context gap power (" + p.context.reason + "): the gaps are predicted at the isolated gap power");
+  }
   for (const TierPrediction& tp : p.tiers) {
     p.predicted_gpu_s += tp.predicted_s;
     p.kernel_energy_j += tp.energy_j;
@@ -256,6 +373,97 @@ Result<void> compare_with_measurement(ReplayPrediction& p, const Measurement& m,
   return {};
 }
 
+void predict_phases(const KernelTable& t, ReplayPrediction& p, const std::vector<std::string>& names, std::vector<std::string>& missing) {
+  p.phases.clear();
+  for (const std::string& name : names) {
+    std::vector<const TraceRange*> ranges;
+    for (const TraceRange& r : t.annotations) {
+      if (r.name == name) ranges.push_back(&r);  // annotations are sorted by start
+    }
+    if (ranges.empty()) {
+      missing.push_back(name);
+      continue;
+    }
+    PhasePrediction ph;
+    ph.name = name;
+    ph.ranges = ranges.size();
+    double predicted_gpu_ns = 0;
+    std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> busy;  // device → intervals in the phase
+    for (const TraceActivity& a : t.activities) {
+      // The range whose start is the latest at or before the activity's start, on its rank.
+      auto it = std::upper_bound(ranges.begin(), ranges.end(), a.start_ns, [](int64_t v, const TraceRange* r) { return v < r->start_ns; });
+      bool inside = false;
+      for (auto j = it; j != ranges.begin();) {
+        --j;
+        if (static_cast<int>((*j)->rank) != static_cast<int>(a.device >> 8)) continue;
+        inside = a.start_ns < (*j)->end_ns;
+        break;
+      }
+      if (!inside || a.row >= p.rows.size()) continue;
+      const RowPrediction& r = p.rows[a.row];
+      ++ph.activities;
+      ph.traced_gpu_s += static_cast<double>(a.dur_ns) * 1e-9;
+      predicted_gpu_ns += r.time_ns;  // with_row: 0, inside its primary's replay
+      ph.kernel_energy_j += r.energy_j;
+      busy[a.device].emplace_back(a.start_ns, a.start_ns + a.dur_ns);
+    }
+    double busy_s = 0;
+    for (auto& [dev, iv] : busy) {
+      std::sort(iv.begin(), iv.end());
+      int64_t c0 = iv.front().first, c1 = iv.front().second, sum = 0;
+      for (const auto& [a, b] : iv) {
+        if (a > c1) {
+          sum += c1 - c0;
+          c0 = a;
+          c1 = b;
+        } else {
+          c1 = std::max(c1, b);
+        }
+      }
+      busy_s += static_cast<double>(sum + c1 - c0) * 1e-9;
+    }
+    for (const TraceRange* r : ranges) ph.traced_time_s += static_cast<double>(r->end_ns - r->start_ns) * 1e-9;
+    ph.gap_time_s = std::max(0.0, ph.traced_time_s - busy_s);
+    const double scale = ph.traced_gpu_s > 0 ? predicted_gpu_ns * 1e-9 / ph.traced_gpu_s : 1.0;
+    ph.predicted_time_s = ph.gap_time_s + busy_s * scale;
+    ph.gap_energy_j = ph.gap_time_s * p.gap_w;
+    ph.predicted_energy_j = ph.kernel_energy_j + ph.gap_energy_j;
+    p.phases.push_back(ph);
+  }
+}
+
+void compare_phases(ReplayPrediction& p, const Measurement& m) {
+  for (PhasePrediction& ph : p.phases) {
+    double e = 0, d = 0;
+    bool any = false;
+    for (const WindowResult& w : m.windows) {
+      if (w.name != ph.name) continue;
+      any = true;
+      e += w.gpu_energy_j;
+      d += w.duration_s();
+      if (!w.complete) p.warnings.push_back("the measured window '" + w.name + "' is incomplete");
+    }
+    if (any) {
+      ph.measured_energy_j = e;
+      ph.measured_time_s = d;
+    }
+  }
+}
+
+std::vector<std::string> common_phase_names(const KernelTable& t, const Measurement& m, const std::string& skip) {
+  std::vector<std::string> out;
+  for (const TraceRange& r : t.annotations) {
+    if (r.name == skip || std::find(out.begin(), out.end(), r.name) != out.end()) continue;
+    for (const WindowResult& w : m.windows) {
+      if (w.name == r.name) {
+        out.push_back(r.name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
   json rows = json::array();
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
@@ -290,6 +498,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
             {"replay_gpu", p.gpu},
             {"idle_power_w", p.idle_w},
             {"gap_power_w", p.gap_w},
+            {"isolated_gap_power_w", p.isolated_gap_w},
             {"prediction",
              {{"traced_duration_s", p.traced_time_s}, {"traced_gpu_duration_s", p.traced_gpu_s}, {"gap_duration_s", p.gap_time_s},
               {"predicted_gpu_duration_s", p.predicted_gpu_s}, {"predicted_duration_s", p.predicted_time_s},
@@ -297,6 +506,34 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
             {"tiers", tiers},
             {"kernels", rows},
             {"warnings", p.warnings}};
+  {
+    const ContextFigures& c = p.context;
+    json cj = {{"measured", c.measured}};
+    if (!c.reason.empty()) cj["reason"] = c.reason;
+    if (c.pass_time_s > 0) {
+      cj.update({{"activities", c.activities}, {"stand_ins", c.stand_ins}, {"traced_span_s", c.traced_span_s}, {"pass_duration_s", c.pass_time_s},
+                 {"pass_energy_j", c.pass_energy_j}, {"pass_energy_half_width_j", c.pass_energy_half_width_j},
+                 {"isolated_duration_s", c.isolated_time_s}, {"isolated_energy_j", c.isolated_energy_j}, {"gap_duration_s", c.gap_time_s},
+                 {"gap_power_w", c.gap_power_w}, {"temperature_c", c.temperature_c}});
+    }
+    j["context"] = cj;
+  }
+  if (!p.phases.empty()) {
+    json ph = json::array();
+    for (const PhasePrediction& x : p.phases) {
+      json e = {{"phase", x.name}, {"ranges", x.ranges}, {"activities", x.activities}, {"traced_duration_s", x.traced_time_s},
+                {"traced_gpu_duration_s", x.traced_gpu_s}, {"gap_duration_s", x.gap_time_s}, {"predicted_duration_s", x.predicted_time_s},
+                {"kernel_energy_j", x.kernel_energy_j}, {"gap_energy_j", x.gap_energy_j}, {"predicted_energy_j", x.predicted_energy_j}};
+      if (x.measured_energy_j) {
+        e["measured_energy_j"] = *x.measured_energy_j;
+        e["measured_duration_s"] = *x.measured_time_s;
+        e["energy_error"] = *x.measured_energy_j > 0 ? x.predicted_energy_j / *x.measured_energy_j - 1 : std::nan("");
+        e["duration_error"] = *x.measured_time_s > 0 ? x.predicted_time_s / *x.measured_time_s - 1 : std::nan("");
+      }
+      ph.push_back(e);
+    }
+    j["phases"] = ph;
+  }
   if (p.measured_energy_j) {
     j["comparison"] = {{"measured_run", p.measured_run},
                        {"window", p.measured_window},
@@ -332,7 +569,15 @@ std::string replay_csv(const KernelTable& t, const ReplayPrediction& p) {
 }
 
 std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::size_t top) {
-  std::string out = fmt::format("replay on {}: gaps {:.1f} W (idle {:.1f} W)\n", p.gpu, p.gap_w, p.idle_w);
+  std::string out = fmt::format("replay on {}: gaps {:.1f} W ({}; around a lone tiny kernel {:.1f} W, idle {:.1f} W)\n", p.gpu, p.gap_w,
+                                p.context.measured ? "in context" : "isolated", p.isolated_gap_w, p.idle_w);
+  if (p.context.pass_time_s > 0) {
+    const ContextFigures& c = p.context;
+    out += fmt::format("context replay: {} activities (traced {:.2f} ms) in {:.2f} ms, {:.3f} J ±{:.3f}; isolated kernels {:.2f} ms, {:.3f} J "
+                       "-> gaps {:.2f} ms at {:.1f} W\n",
+                       c.activities, c.traced_span_s * 1e3, c.pass_time_s * 1e3, c.pass_energy_j, c.pass_energy_half_width_j,
+                       c.isolated_time_s * 1e3, c.isolated_energy_j, c.gap_time_s * 1e3, c.gap_power_w);
+  }
   out += fmt::format("\n{:<14} {:>5} {:>8} {:>11} {:>11} {:>11}\n", "tier", "rows", "replayed", "traced ms", "replay ms", "energy J");
   for (const TierPrediction& tp : p.tiers) {
     out += fmt::format("{:<14} {:>5} {:>8} {:>11.3f} {:>11.3f} {:>11.4f}\n", tp.tier, tp.rows, tp.replayed, tp.traced_s * 1e3, tp.predicted_s * 1e3,
@@ -344,6 +589,17 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
   if (p.measured_energy_j) {
     out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J -> time {:+.1f}%, energy {:+.1f}%\n", p.measured_run, p.measured_window,
                        *p.measured_time_s, *p.measured_energy_j, 100 * p.time_error().value_or(0), 100 * p.energy_error().value_or(0));
+  }
+  if (!p.phases.empty()) {
+    out += fmt::format("\n{:<12} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n", "phase", "ranges", "pred s", "meas s", "pred J", "meas J",
+                       "time", "energy");
+    for (const PhasePrediction& x : p.phases) {
+      auto pct = [](double a, const std::optional<double>& b) { return b && *b > 0 ? fmt::format("{:+.1f}%", 100 * (a / *b - 1)) : std::string("-"); };
+      out += fmt::format("{:<12} {:>6} {:>10.4f} {:>10} {:>10.3f} {:>10} {:>8} {:>8}\n", x.name, x.ranges, x.predicted_time_s,
+                         x.measured_time_s ? fmt::format("{:.4f}", *x.measured_time_s) : "-", x.predicted_energy_j,
+                         x.measured_energy_j ? fmt::format("{:.3f}", *x.measured_energy_j) : "-", pct(x.predicted_time_s, x.measured_time_s),
+                         pct(x.predicted_energy_j, x.measured_energy_j));
+    }
   }
   // The rows with the most predicted energy.
   std::vector<std::size_t> order(t.rows.size());

@@ -193,3 +193,210 @@ TEST(ReplayCli, PlanFromAndErrors) {
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--trials"), std::string::npos) << out;
 }
+
+// --- The activity sequence, the context replay and phases ------------------------------------
+
+namespace {
+
+KernelTable table_of(const std::string& path) {
+  static const KernelClassifier classes = KernelClassifier::load(std::string(JOULEPROF_SOURCE_DATA) + "/kernel-classes.tsv").value();
+  static const KernelClassifier tiers = KernelClassifier::load(std::string(JOULEPROF_SOURCE_DATA) + "/replay-tiers.tsv").value();
+  KernelTableOptions o;
+  o.classes = &classes;
+  o.tiers = &tiers;
+  return read_kernel_table({path}, o).value();
+}
+
+// The BLOOM test trace with two record_function ranges added: "first" over the first half of its
+// GPU activity, "second" over the rest.
+std::string bloom_with_phases(int64_t& cut_ns) {
+  json d = json::parse(std::ifstream(std::string(JOULEPROF_REPLAY_DATA) + "/bloom_tiny_forward.json"));
+  double lo = 1e300, hi = 0;
+  for (const json& e : d["traceEvents"]) {
+    if (e.value("cat", "") != "kernel") continue;
+    lo = std::min(lo, e["ts"].get<double>());
+    hi = std::max(hi, e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  const double mid = std::floor((lo + hi) / 2);
+  cut_ns = static_cast<int64_t>(mid * 1000);
+  d["traceEvents"].push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "first"}, {"pid", 1}, {"tid", 1}, {"ts", lo - 5}, {"dur", mid - (lo - 5)}});
+  d["traceEvents"].push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "second"}, {"pid", 1}, {"tid", 1}, {"ts", mid}, {"dur", hi + 5 - mid}});
+  const std::string path = ::testing::TempDir() + "/bloom-phases-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(path) << d.dump();
+  return path;
+}
+
+}  // namespace
+
+TEST(ReplaySequence, ActivitiesAreTheTraceInOrderWithRowsRemapped) {
+  for (const std::string& f : {std::string("/bloom_tiny_forward.json"), std::string("/llama_tiny_generate.json.gz")}) {
+    const KernelTable t = table_of(std::string(JOULEPROF_REPLAY_DATA) + f);
+    ASSERT_EQ(t.activities.size(), t.kernels + t.memcpys + t.memsets) << f;
+    std::vector<int64_t> total(t.rows.size(), 0);
+    std::vector<uint64_t> count(t.rows.size(), 0);
+    for (std::size_t i = 0; i < t.activities.size(); ++i) {
+      const TraceActivity& a = t.activities[i];
+      ASSERT_LT(a.row, t.rows.size());
+      total[a.row] += a.dur_ns;
+      ++count[a.row];
+      if (i > 0 && t.activities[i - 1].device == a.device) {
+        EXPECT_LE(t.activities[i - 1].start_ns, a.start_ns);
+      }
+    }
+    for (std::size_t r = 0; r < t.rows.size(); ++r) {  // after the longest-first sort, each activity still names its row
+      EXPECT_EQ(total[r], t.rows[r].total_ns) << f << " row " << r;
+      EXPECT_EQ(count[r], t.rows[r].count) << f << " row " << r;
+    }
+  }
+}
+
+TEST(ReplaySequence, ContextPlanIsWindowsOfTheTraceWithTheirGaps) {
+  const KernelTable t = bloom();
+  ReplayOptions o;
+  o.context_activities = 40;
+  o.context_windows = 4;
+  const json plan = json::parse(replay_plan_json(t, o));
+  ASSERT_TRUE(plan.contains("context"));
+  const json& c = plan["context"];
+  EXPECT_EQ(c["windows"].size(), 4u);
+  std::size_t n = 0;
+  for (const json& w : c["windows"]) n += w[1].get<std::size_t>();
+  EXPECT_EQ(n, 40u);
+  EXPECT_LE(c["sequence"].size(), 40u);
+  EXPECT_GT(c["traced_span_ns"].get<double>(), 0);
+  int64_t gaps = 0;
+  for (const json& s : c["sequence"]) {
+    const auto row = s[0].get<std::size_t>();
+    ASSERT_LT(row, t.rows.size());
+    EXPECT_GE(s[1].get<int64_t>(), 0);
+    gaps += s[1].get<int64_t>();
+    ASSERT_TRUE(c["rows"].contains(std::to_string(row)));
+    EXPECT_EQ(c["rows"][std::to_string(row)]["row"].get<std::size_t>(), row);
+    EXPECT_GT(c["rows"][std::to_string(row)]["traced_ns"].get<double>(), 0);
+  }
+  EXPECT_LT(gaps, c["traced_span_ns"].get<int64_t>());
+  // The whole trace when asked for more than it has; one window per activity at most.
+  o.context_activities = 1000000;
+  o.context_windows = 1;
+  const json all = json::parse(replay_plan_json(t, o));
+  std::size_t companions = 0;
+  for (const json& s : all["context"]["sequence"]) (void)s, ++companions;
+  EXPECT_LE(companions, t.activities.size());
+  EXPECT_NEAR(all["context"]["traced_span_ns"].get<double>(), static_cast<double>(t.span_ns), 1.0);
+}
+
+TEST(ReplaySequence, GapPowerInContextIsWhatThePassDrewBeyondTheIsolatedKernels) {
+  const KernelTable t = bloom();
+  ReplayOptions o;
+  o.coverage = 1.0;
+  o.max_rows = 1000;
+  o.context_activities = 60;
+  const json plan = json::parse(replay_plan_json(t, o));
+  json out = engine_output(t, plan, 1.0, 300.0, 100.0);
+  // Every activity of the sequence once: isolated sums from the per-call figures (300 W, traced time).
+  json counts = json::object();
+  double iso_s = 0, iso_j = 0;
+  for (const json& s : plan["context"]["sequence"]) {
+    const auto row = s[0].get<std::size_t>();
+    const int before = counts.value(std::to_string(row), 0);
+    counts[std::to_string(row)] = before + 1;
+    iso_s += t.rows[row].mean_ns() * 1e-9;
+    iso_j += 300.0 * t.rows[row].mean_ns() * 1e-9;
+  }
+  const double pass_s = iso_s + 0.004, pass_j = iso_j + 0.004 * 250.0;  // 4 ms of gaps at 250 W
+  out["context"] = {{"status", "ok"}, {"row_counts", counts}, {"stand_ins", 0}, {"pass_time_ns", pass_s * 1e9},
+                    {"pass_energy_j", pass_j}, {"pass_energy_j_half_width", 0.01}, {"traced_span_ns", 5e6}, {"temperature_c", 60}};
+  auto p = predict_from_replay(t, out.dump());
+  ASSERT_TRUE(p) << p.error().message;
+  ASSERT_TRUE(p->context.measured) << p->context.reason;
+  EXPECT_NEAR(p->context.gap_power_w, 250.0, 1e-6);
+  EXPECT_NEAR(p->gap_w, 250.0, 1e-6);
+  EXPECT_NEAR(p->isolated_gap_w, 100.0, 1e-12);
+  EXPECT_NEAR(p->gap_energy_j, 250.0 * static_cast<double>(t.idle_ns()) * 1e-9, 1e-9);
+  const json j = json::parse(replay_json(t, *p));
+  EXPECT_EQ(j["context"]["measured"], true);
+  EXPECT_NEAR(j["gap_power_w"].get<double>(), 250.0, 1e-6);
+  EXPECT_NEAR(j["isolated_gap_power_w"].get<double>(), 100.0, 1e-12);
+  // A pass that drew less than its kernels alone, no gap time left, a skipped or missing context:
+  // the isolated gap power, with a warning that says why.
+  auto fallback = [&](const json& ctx, const std::string& words) {
+    json o2 = out;
+    if (ctx.is_null()) {
+      o2.erase("context");
+    } else {
+      o2["context"] = ctx;
+    }
+    auto q = predict_from_replay(t, o2.dump());
+    ASSERT_TRUE(q) << q.error().message;
+    EXPECT_FALSE(q->context.measured);
+    EXPECT_NE(q->context.reason.find(words), std::string::npos) << q->context.reason;
+    EXPECT_NEAR(q->gap_w, 100.0, 1e-12);
+    bool warned = false;
+    for (const auto& w : q->warnings) warned |= w.find("isolated gap power") != std::string::npos;
+    EXPECT_TRUE(warned);
+  };
+  json less = out["context"];
+  less["pass_energy_j"] = iso_j * 0.5;
+  fallback(less, "drew less");
+  json no_gap = out["context"];
+  no_gap["pass_time_ns"] = iso_s * 1e9;
+  fallback(no_gap, "no gap time");
+  fallback(json{{"status", "skipped"}, {"reason", "graph instantiation failed"}}, "graph instantiation failed");
+  fallback(nullptr, "no context");
+  json bad_row = out["context"];
+  bad_row["row_counts"] = {{"999999", 1}};
+  fallback(bad_row, "not in the kernel table");
+}
+
+TEST(ReplayPhases, PhasesSplitTheActivitiesAndCompareWithTheirWindows) {
+  int64_t cut_ns = 0;
+  const std::string path = bloom_with_phases(cut_ns);
+  const KernelTable t = table_of(path);
+  ASSERT_EQ(t.annotations.size(), 2u);
+  ReplayOptions o;
+  o.coverage = 1.0;
+  o.max_rows = 1000;
+  const json plan = json::parse(replay_plan_json(t, o));
+  auto p = predict_from_replay(t, engine_output(t, plan, 1.0, 300.0, 100.0).dump());
+  ASSERT_TRUE(p);
+  std::vector<std::string> missing;
+  predict_phases(t, *p, {"first", "second", "nowhere"}, missing);
+  ASSERT_EQ(p->phases.size(), 2u);
+  EXPECT_EQ(missing, std::vector<std::string>{"nowhere"});
+  uint64_t first = 0;
+  for (const TraceActivity& a : t.activities) first += a.start_ns < cut_ns ? 1 : 0;
+  EXPECT_EQ(p->phases[0].activities, first);
+  EXPECT_EQ(p->phases[0].activities + p->phases[1].activities, t.activities.size());
+  // Kernels at their traced time and 300 W: each phase's kernel energy is 300 W × its GPU time,
+  // its time is its span; energy = kernels + gaps at the gap power.
+  // Per-call figures are row means: the phases' kernel energies add up to the whole prediction's.
+  EXPECT_NEAR(p->phases[0].kernel_energy_j + p->phases[1].kernel_energy_j, p->kernel_energy_j, 1e-12);
+  for (const PhasePrediction& ph : p->phases) {
+    EXPECT_NEAR(ph.kernel_energy_j, 300.0 * ph.traced_gpu_s, 0.01 * ph.kernel_energy_j);
+    EXPECT_NEAR(ph.predicted_time_s, ph.traced_time_s, 0.01 * ph.traced_time_s);
+    EXPECT_NEAR(ph.predicted_energy_j, ph.kernel_energy_j + ph.gap_time_s * p->gap_w, 1e-12);
+    EXPECT_GT(ph.gap_time_s, 0);
+  }
+  EXPECT_NEAR(p->phases[0].traced_gpu_s + p->phases[1].traced_gpu_s, static_cast<double>(t.gpu_ns()) * 1e-9, 1e-9);
+  // The measured run's windows of the same names (two "second" windows: summed).
+  Measurement m;
+  for (auto [name, t0, t1, e] : {std::tuple<const char*, double, double, double>{"work", 0, 3, 30}, {"first", 0, 1, 10},
+                                 {"second", 1, 2, 8}, {"second", 2, 2.5, 4}}) {
+    WindowResult w;
+    w.name = name;
+    w.t0_s = t0;
+    w.t1_s = t1;
+    w.gpu_energy_j = e;
+    m.windows.push_back(w);
+  }
+  EXPECT_EQ(common_phase_names(t, m, "work"), (std::vector<std::string>{"first", "second"}));
+  compare_phases(*p, m);
+  ASSERT_TRUE(p->phases[1].measured_energy_j);
+  EXPECT_NEAR(*p->phases[1].measured_energy_j, 12.0, 1e-12);
+  EXPECT_NEAR(*p->phases[1].measured_time_s, 1.5, 1e-12);
+  const json j = json::parse(replay_json(t, *p));
+  ASSERT_EQ(j["phases"].size(), 2u);
+  EXPECT_NEAR(j["phases"][0]["energy_error"].get<double>(), p->phases[0].predicted_energy_j / 10.0 - 1, 1e-12);
+  EXPECT_NE(replay_text(t, *p, 5).find("second"), std::string::npos);
+  std::filesystem::remove(path);
+}

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <string>
 #include <thread>
@@ -57,6 +58,15 @@ __global__ void compute_kernel(float* out, int iters) {
   if (a == 12345.0f) out[0] = b;
 }
 
+// The GPU between two traced kernels: one warp waits `ns` on the global timer (the rest idle).
+__global__ void wait_kernel(uint64_t ns) {
+  uint64_t t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 __global__ void tiny_kernel(float* out) {
   if (threadIdx.x == 0 && out[0] == 12345.0f) out[1] = 1.0f;
 }
@@ -85,212 +95,29 @@ struct Matmul {
   float alpha_f = 1, beta_f = 0;
 };
 
-class CudaDevice final : public Device {
+// What a replayed kernel needs: the shared handles of the device.
+struct Ctx {
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  void* scratch = nullptr;
+};
+
+// One unique kernel re-created: its buffers, cuBLASLt descriptors and launch shape.
+class Unit {
  public:
-  ~CudaDevice() override {
-    release();
-    if (lt_ != nullptr) cublasLtDestroy(lt_);
-    for (auto& e : events_) cudaEventDestroy(e);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-    if (workspace_ != nullptr) cudaFree(workspace_);
-    if (scratch_ != nullptr) cudaFree(scratch_);
-  }
+  explicit Unit(const Ctx& c) : c_(c) {}
+  Unit(const Unit&) = delete;
+  Unit& operator=(const Unit&) = delete;
+  ~Unit() { release(); }
 
-  bool init(std::string& error) {
-    cudaDeviceProp p{};
-    if (!ok(cudaGetDeviceProperties(&p, 0), error, "cudaGetDeviceProperties")) return false;
-    name_ = p.name;
-    if (!ok(cudaSetDevice(0), error, "cudaSetDevice")) return false;
-    if (!ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), error, "cudaStreamCreate")) return false;
-    events_.resize(64);
-    for (auto& e : events_) {
-      if (!ok(cudaEventCreate(&e), error, "cudaEventCreate")) return false;
-    }
-    if (cublasLtCreate(&lt_) != CUBLAS_STATUS_SUCCESS) {
-      error = "cublasLtCreate failed";
-      return false;
-    }
-    workspace_bytes_ = 32u << 20;
-    if (!ok(cudaMalloc(&workspace_, workspace_bytes_), error, "cudaMalloc(workspace)")) return false;
-    if (!ok(cudaMalloc(&scratch_, 4096), error, "cudaMalloc")) return false;
-    return true;
-  }
+  const Item& item() const { return item_; }
 
-  std::string name() const override { return name_; }
-  int reps() const override { return reps_; }
-  std::string error() const override {
-    const cudaError_t e = cudaGetLastError();
-    return e == cudaSuccess ? "" : cudaGetErrorString(e);
-  }
-
-  std::string prepare(const Item& item, int reps) override {
+  // Builds the kernel; "" or why it cannot be replayed.
+  std::string build(const Item& item) {
     release();
     item_ = item;
-    std::string why = build();
-    if (!why.empty()) {
-      release();
-      return why;
-    }
-    // Warm-up calls (cuBLASLt's first call, caches), then a graph of reps calls.
-    for (int i = 0; i < 3; ++i) call();
-    if (cudaStreamSynchronize(stream_) != cudaSuccess) return "the replayed kernel failed: " + error();
-    // Time-matched proxies: scale the work to the traced time.
-    if (item_.tier == "proxy_compute" || item_.tier == "proxy_memory") {
-      for (int round = 0; round < 3; ++round) {
-        const double t = time_calls(20) * 1e6;  // ns
-        if (t <= 0) break;
-        const double f = item_.target_ns / t;
-        if (std::fabs(f - 1) < 0.03) break;
-        if (item_.tier == "proxy_compute") {
-          iters_ = std::max(1, static_cast<int>(iters_ * f));
-        } else {
-          words_read_ = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(words_read_) * f));
-          words_write_ = std::min(words_read_, words_write_);
-        }
-      }
-    }
-    if (reps <= 0) {
-      const double per_call_ms = std::max(time_calls(20), 1e-4);
-      reps = static_cast<int>(std::clamp(2.0 / per_call_ms, 1.0, 20000.0));
-    }
-    reps_ = reps;
-    cudaGraph_t g = nullptr;
-    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return "graph capture failed: " + error();
-    for (int i = 0; i < reps_; ++i) call();
-    if (cudaStreamEndCapture(stream_, &g) != cudaSuccess) return "graph capture failed: " + error();
-    if (cudaGraphInstantiate(&exec_, g, 0) != cudaSuccess) {
-      cudaGraphDestroy(g);
-      return "graph instantiation failed: " + error();
-    }
-    cudaGraphDestroy(g);
-    cudaGraphLaunch(exec_, stream_);
-    if (cudaStreamSynchronize(stream_) != cudaSuccess) return "the replayed graph failed: " + error();
-    return "";
-  }
-
-  void launch(int graphs) override {
-    for (int i = 0; i < graphs; ++i) cudaGraphLaunch(exec_, stream_);
-  }
-  void mark(int slot) override { cudaEventRecord(events_[static_cast<size_t>(slot)], stream_); }
-  void synchronize() override { cudaStreamSynchronize(stream_); }
-  bool reached(int slot) override { return cudaEventQuery(events_[static_cast<size_t>(slot)]) != cudaErrorNotReady; }
-  double elapsed_ms(int from, int to) override {
-    float ms = 0;
-    cudaEventElapsedTime(&ms, events_[static_cast<size_t>(from)], events_[static_cast<size_t>(to)]);
-    return ms;
-  }
-
-  void gap_pattern(double seconds, double gap_us) override {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (std::chrono::steady_clock::now() < end) {
-      tiny_kernel<<<1, 32, 0, stream_>>>(static_cast<float*>(scratch_));
-      cudaStreamSynchronize(stream_);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(gap_us);
-      if (gap_us >= 200) std::this_thread::sleep_until(until);
-      while (std::chrono::steady_clock::now() < until) {  // short gaps: a sleep would overshoot them
-      }
-    }
-  }
-
-  void release() override {
-    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-    exec_ = nullptr;
-    for (Matmul& m : mm_) {
-      if (m.desc != nullptr) cublasLtMatmulDescDestroy(m.desc);
-      for (auto l : {m.a, m.b, m.c}) {
-        if (l != nullptr) cublasLtMatrixLayoutDestroy(l);
-      }
-    }
-    mm_.clear();
-    for (void* p : buffers_) cudaFree(p);
-    buffers_.clear();
-    if (host_ != nullptr) cudaFreeHost(host_);
-    host_ = nullptr;
-    mem_in_ = mem_out_ = nullptr;
-    cudaGetLastError();
-  }
-
- private:
-  static bool ok(cudaError_t e, std::string& error, const char* what) {
-    if (e == cudaSuccess) return true;
-    error = std::string(what) + ": " + cudaGetErrorString(e);
-    return false;
-  }
-
-  void* alloc(size_t bytes, std::string& why) {
-    void* p = nullptr;
-    bytes = std::max<size_t>(bytes, 16);
-    const cudaError_t e = cudaMalloc(&p, bytes);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      why = e == cudaErrorMemoryAllocation ? "out of GPU memory for " + std::to_string(bytes >> 20) + " MiB"
-                                           : std::string("cudaMalloc: ") + cudaGetErrorString(e);
-      return nullptr;
-    }
-    buffers_.push_back(p);
-    fill_kernel<<<1024, 256, 0, stream_>>>(static_cast<uint32_t*>(p), bytes / 4, static_cast<uint32_t>(buffers_.size()) * 7919u);
-    return p;
-  }
-
-  // C[M,N] = A[M,K] B[K,N] (row-major, PyTorch's view) as cuBLASLt's column-major C^T = B^T A^T.
-  std::string add_matmul(int64_t m, int64_t n, int64_t k, int64_t batch, bool ta, bool tb, int64_t lda, int64_t ldb, int64_t ldc,
-                         int64_t sa, int64_t sb, int64_t sc, const std::string& dtype, bool accumulate, void* pa = nullptr,
-                         void* pb = nullptr, void* pc = nullptr) {
-    bool type_ok = false;
-    const cudaDataType_t t = cuda_type(dtype, type_ok);
-    if (!type_ok) return "dtype " + dtype + " is not replayed (bf16, fp16, fp32, fp64 are)";
-    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return "empty GEMM";
-    lda = std::max(lda, ta ? m : k);
-    ldb = std::max(ldb, tb ? k : n);
-    ldc = std::max(ldc, n);
-    const size_t es = type_size(dtype);
-    std::string why;
-    const int64_t a_elems = batch > 1 ? std::max(sa, (ta ? k : m) * lda) * batch : (ta ? k : m) * lda;
-    const int64_t b_elems = batch > 1 ? std::max(sb, (tb ? n : k) * ldb) * batch : (tb ? n : k) * ldb;
-    const int64_t c_elems = batch > 1 ? std::max(sc, m * ldc) * batch : m * ldc;
-    if (pa == nullptr && (pa = alloc(static_cast<size_t>(a_elems) * es, why)) == nullptr) return why;
-    if (pb == nullptr && (pb = alloc(static_cast<size_t>(b_elems) * es, why)) == nullptr) return why;
-    if (pc == nullptr && (pc = alloc(static_cast<size_t>(c_elems) * es, why)) == nullptr) return why;
-    Matmul mm;
-    mm.pa = pb;  // cuBLASLt's A is our B^T
-    mm.pb = pa;
-    mm.pc = pc;
-    const bool f64 = dtype == "fp64";
-    const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-    mm.scale_type = f64 ? CUDA_R_64F : CUDA_R_32F;
-    mm.beta = accumulate ? 1 : 0;
-    mm.beta_f = static_cast<float>(mm.beta);
-    if (cublasLtMatmulDescCreate(&mm.desc, compute, mm.scale_type) != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmulDescCreate failed";
-    const cublasOperation_t op_a = tb ? CUBLAS_OP_T : CUBLAS_OP_N;  // B row-major [K,N] is column-major N x K
-    const cublasOperation_t op_b = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasLtMatmulDescSetAttribute(mm.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a);
-    cublasLtMatmulDescSetAttribute(mm.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b);
-    // Column-major layouts: A' = (tb ? K x N : N x K) ld ldb; B' = (ta ? M x K : K x M) ld lda; C' = N x M ld ldc.
-    auto layout = [&](cublasLtMatrixLayout_t& l, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
-      cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld);
-      if (batch > 1) {
-        const int32_t bc = static_cast<int32_t>(batch);
-        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc);
-        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
-      }
-    };
-    layout(mm.a, static_cast<uint64_t>(tb ? k : n), static_cast<uint64_t>(tb ? n : k), ldb, sb > 0 ? sb : k * n);
-    layout(mm.b, static_cast<uint64_t>(ta ? m : k), static_cast<uint64_t>(ta ? k : m), lda, sa > 0 ? sa : m * k);
-    layout(mm.c, static_cast<uint64_t>(n), static_cast<uint64_t>(m), ldc, sc > 0 ? sc : m * n);
-    cublasLtMatmulPreference_t pref = nullptr;
-    cublasLtMatmulPreferenceCreate(&pref);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_, sizeof workspace_bytes_);
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt_, mm.desc, mm.a, mm.b, mm.c, mm.c, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    mm_.push_back(mm);  // destroyed by release() whatever happens next
-    if (s != CUBLAS_STATUS_SUCCESS || found == 0) return "cuBLASLt has no algorithm for this GEMM (status " + std::to_string(static_cast<int>(s)) + ")";
-    mm_.back().algo = result.algo;
-    return "";
-  }
-
-  std::string build() {
     iters_ = 1000;
     words_read_ = words_write_ = 0;
     std::string why;
@@ -324,7 +151,11 @@ class CudaDevice final : public Device {
       const size_t n = std::max<uint64_t>(it.bytes, 1);
       if ((mem_out_ = alloc(n, why)) == nullptr) return why;
       if (it.copy_kind == "HtoD" || it.copy_kind == "DtoH") {
-        if (cudaMallocHost(&host_, n) != cudaSuccess) return "cannot allocate pinned host memory: " + error();
+        if (cudaMallocHost(&host_, n) != cudaSuccess) {
+          cudaGetLastError();
+          host_ = nullptr;
+          return "cannot allocate pinned host memory";
+        }
       } else if (it.copy_kind == "DtoD") {
         if ((mem_in_ = alloc(n, why)) == nullptr) return why;
       } else if (it.copy_kind != "set") {
@@ -359,59 +190,159 @@ class CudaDevice final : public Device {
       iters_ = 1000;
       return "";
     }
+    if (it.tier == "wait") return "";
     if (it.tier == "warmup") {
       return add_matmul(8192, 8192, 8192, 1, false, true, 8192, 8192, 8192, 0, 0, 0, "bf16", false);
     }
     return "tier " + it.tier + " is not replayed";
   }
 
+  // Time-matched proxies: scales the work to the traced time (`time_ms(n)`: ms per call of n calls).
+  template <class TimeCalls>
+  void match_time(TimeCalls time_ms) {
+    if (item_.tier != "proxy_compute" && item_.tier != "proxy_memory") return;
+    for (int round = 0; round < 3; ++round) {
+      const double t = time_ms(20) * 1e6;  // ns
+      if (t <= 0) break;
+      const double f = item_.target_ns / t;
+      if (std::fabs(f - 1) < 0.03) break;
+      if (item_.tier == "proxy_compute") {
+        iters_ = std::max(1, static_cast<int>(iters_ * f));
+      } else {
+        words_read_ = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(words_read_) * f));
+        words_write_ = std::min(words_read_, words_write_);
+      }
+    }
+  }
+
   void call() {
     const Item& it = item_;
+    cudaStream_t st = c_.stream;
     if (it.tier == "gemm" || it.tier == "warmup") {
       run_matmul(mm_[0]);
     } else if (it.tier == "attention") {
       run_matmul(mm_[0]);
-      memory_kernel<<<launch_[0], launch_[1], 0, stream_>>>(static_cast<const uint4*>(mem_in_), static_cast<uint4*>(mem_out_), words_read_,
-                                                             words_write_);
+      memory_kernel<<<launch_[0], launch_[1], 0, st>>>(static_cast<const uint4*>(mem_in_), static_cast<uint4*>(mem_out_), words_read_,
+                                                        words_write_);
       run_matmul(mm_[1]);
     } else if (it.tier == "copy") {
       const size_t n = std::max<uint64_t>(it.bytes, 1);
-      if (it.copy_kind == "HtoD") cudaMemcpyAsync(mem_out_, host_, n, cudaMemcpyHostToDevice, stream_);
-      else if (it.copy_kind == "DtoH") cudaMemcpyAsync(host_, mem_out_, n, cudaMemcpyDeviceToHost, stream_);
-      else if (it.copy_kind == "DtoD") cudaMemcpyAsync(mem_out_, mem_in_, n, cudaMemcpyDeviceToDevice, stream_);
-      else cudaMemsetAsync(mem_out_, 0, n, stream_);
+      if (it.copy_kind == "HtoD") cudaMemcpyAsync(mem_out_, host_, n, cudaMemcpyHostToDevice, st);
+      else if (it.copy_kind == "DtoH") cudaMemcpyAsync(host_, mem_out_, n, cudaMemcpyDeviceToHost, st);
+      else if (it.copy_kind == "DtoD") cudaMemcpyAsync(mem_out_, mem_in_, n, cudaMemcpyDeviceToDevice, st);
+      else cudaMemsetAsync(mem_out_, 0, n, st);
     } else if (it.tier == "other" || it.tier == "proxy_memory") {
-      memory_kernel<<<dim3(grid_[0], grid_[1], grid_[2]), dim3(block_[0], block_[1], block_[2]), 0, stream_>>>(
+      memory_kernel<<<dim3(grid_[0], grid_[1], grid_[2]), dim3(block_[0], block_[1], block_[2]), 0, st>>>(
           static_cast<const uint4*>(mem_in_), static_cast<uint4*>(mem_out_), words_read_, words_write_);
     } else if (it.tier == "proxy_compute") {
-      compute_kernel<<<dim3(grid_[0], grid_[1], grid_[2]), dim3(block_[0], block_[1], block_[2]), 0, stream_>>>(
-          static_cast<float*>(scratch_), iters_);
+      compute_kernel<<<dim3(grid_[0], grid_[1], grid_[2]), dim3(block_[0], block_[1], block_[2]), 0, st>>>(static_cast<float*>(c_.scratch),
+                                                                                                          iters_);
+    } else if (it.tier == "wait") {
+      wait_kernel<<<1, 32, 0, st>>>(static_cast<uint64_t>(std::max(0.0, it.target_ns)));
     }
+  }
+
+  void release() {
+    for (Matmul& m : mm_) {
+      if (m.desc != nullptr) cublasLtMatmulDescDestroy(m.desc);
+      for (auto l : {m.a, m.b, m.c}) {
+        if (l != nullptr) cublasLtMatrixLayoutDestroy(l);
+      }
+    }
+    mm_.clear();
+    for (void* p : buffers_) cudaFree(p);
+    buffers_.clear();
+    if (host_ != nullptr) cudaFreeHost(host_);
+    host_ = nullptr;
+    mem_in_ = mem_out_ = nullptr;
+    cudaGetLastError();
+  }
+
+ private:
+  void* alloc(size_t bytes, std::string& why) {
+    void* p = nullptr;
+    bytes = std::max<size_t>(bytes, 16);
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      why = e == cudaErrorMemoryAllocation ? "out of GPU memory for " + std::to_string(bytes >> 20) + " MiB"
+                                           : std::string("cudaMalloc: ") + cudaGetErrorString(e);
+      return nullptr;
+    }
+    buffers_.push_back(p);
+    fill_kernel<<<1024, 256, 0, c_.stream>>>(static_cast<uint32_t*>(p), bytes / 4, static_cast<uint32_t>(buffers_.size()) * 7919u);
+    return p;
+  }
+
+  // C[M,N] = A[M,K] B[K,N] (row-major, PyTorch's view) as cuBLASLt's column-major C^T = B^T A^T.
+  std::string add_matmul(int64_t m, int64_t n, int64_t k, int64_t batch, bool ta, bool tb, int64_t lda, int64_t ldb, int64_t ldc,
+                         int64_t sa, int64_t sb, int64_t sc, const std::string& dtype, bool accumulate) {
+    bool type_ok = false;
+    const cudaDataType_t t = cuda_type(dtype, type_ok);
+    if (!type_ok) return "dtype " + dtype + " is not replayed (bf16, fp16, fp32, fp64 are)";
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return "empty GEMM";
+    lda = std::max(lda, ta ? m : k);
+    ldb = std::max(ldb, tb ? k : n);
+    ldc = std::max(ldc, n);
+    const size_t es = type_size(dtype);
+    std::string why;
+    const int64_t a_elems = batch > 1 ? std::max(sa, (ta ? k : m) * lda) * batch : (ta ? k : m) * lda;
+    const int64_t b_elems = batch > 1 ? std::max(sb, (tb ? n : k) * ldb) * batch : (tb ? n : k) * ldb;
+    const int64_t c_elems = batch > 1 ? std::max(sc, m * ldc) * batch : m * ldc;
+    void* pa = alloc(static_cast<size_t>(a_elems) * es, why);
+    if (pa == nullptr) return why;
+    void* pb = alloc(static_cast<size_t>(b_elems) * es, why);
+    if (pb == nullptr) return why;
+    void* pc = alloc(static_cast<size_t>(c_elems) * es, why);
+    if (pc == nullptr) return why;
+    Matmul mm;
+    mm.pa = pb;  // cuBLASLt's A is our B^T
+    mm.pb = pa;
+    mm.pc = pc;
+    const bool f64 = dtype == "fp64";
+    const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    mm.scale_type = f64 ? CUDA_R_64F : CUDA_R_32F;
+    mm.beta = accumulate ? 1 : 0;
+    mm.beta_f = static_cast<float>(mm.beta);
+    if (cublasLtMatmulDescCreate(&mm.desc, compute, mm.scale_type) != CUBLAS_STATUS_SUCCESS) return "cublasLtMatmulDescCreate failed";
+    const cublasOperation_t op_a = tb ? CUBLAS_OP_T : CUBLAS_OP_N;  // B row-major [K,N] is column-major N x K
+    const cublasOperation_t op_b = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(mm.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a);
+    cublasLtMatmulDescSetAttribute(mm.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b);
+    // Column-major layouts: A' = (tb ? K x N : N x K) ld ldb; B' = (ta ? M x K : K x M) ld lda; C' = N x M ld ldc.
+    auto layout = [&](cublasLtMatrixLayout_t& l, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
+      cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld);
+      if (batch > 1) {
+        const int32_t bc = static_cast<int32_t>(batch);
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc);
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+      }
+    };
+    layout(mm.a, static_cast<uint64_t>(tb ? k : n), static_cast<uint64_t>(tb ? n : k), ldb, sb > 0 ? sb : k * n);
+    layout(mm.b, static_cast<uint64_t>(ta ? m : k), static_cast<uint64_t>(ta ? k : m), lda, sa > 0 ? sa : m * k);
+    layout(mm.c, static_cast<uint64_t>(n), static_cast<uint64_t>(m), ldc, sc > 0 ? sc : m * n);
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulPreferenceCreate(&pref);
+    size_t ws = c_.workspace_bytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(c_.lt, mm.desc, mm.a, mm.b, mm.c, mm.c, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    mm_.push_back(mm);  // destroyed by release() whatever happens next
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) return "cuBLASLt has no algorithm for this GEMM (status " + std::to_string(static_cast<int>(st)) + ")";
+    mm_.back().algo = result.algo;
+    return "";
   }
 
   void run_matmul(const Matmul& m) {
     const void* alpha = m.scale_type == CUDA_R_64F ? static_cast<const void*>(&m.alpha) : static_cast<const void*>(&m.alpha_f);
     const void* beta = m.scale_type == CUDA_R_64F ? static_cast<const void*>(&m.beta) : static_cast<const void*>(&m.beta_f);
-    cublasLtMatmul(lt_, m.desc, alpha, m.pa, m.a, m.pb, m.b, beta, m.pc, m.c, m.pc, m.c, &m.algo, workspace_, workspace_bytes_, stream_);
+    cublasLtMatmul(c_.lt, m.desc, alpha, m.pa, m.a, m.pb, m.b, beta, m.pc, m.c, m.pc, m.c, &m.algo, c_.workspace, c_.workspace_bytes,
+                   c_.stream);
   }
 
-  double time_calls(int n) {  // ms per call
-    cudaEventRecord(events_[62], stream_);
-    for (int i = 0; i < n; ++i) call();
-    cudaEventRecord(events_[63], stream_);
-    cudaEventSynchronize(events_[63]);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, events_[62], events_[63]);
-    return ms / n;
-  }
-
-  std::string name_;
-  cudaStream_t stream_ = nullptr;
-  std::vector<cudaEvent_t> events_;
-  cublasLtHandle_t lt_ = nullptr;
-  void* workspace_ = nullptr;
-  size_t workspace_bytes_ = 0;
-  void* scratch_ = nullptr;
+  const Ctx& c_;
   Item item_;
   std::vector<Matmul> mm_;
   std::vector<void*> buffers_;
@@ -421,7 +352,194 @@ class CudaDevice final : public Device {
   size_t words_read_ = 0, words_write_ = 0;
   int grid_[3] = {1, 1, 1}, block_[3] = {128, 1, 1}, launch_[2] = {1, 128};
   int iters_ = 1000;
+};
+
+class CudaDevice final : public Device {
+ public:
+  ~CudaDevice() override {
+    release();
+    if (c_.lt != nullptr) cublasLtDestroy(c_.lt);
+    for (auto& e : events_) cudaEventDestroy(e);
+    if (c_.stream != nullptr) cudaStreamDestroy(c_.stream);
+    if (c_.workspace != nullptr) cudaFree(c_.workspace);
+    if (c_.scratch != nullptr) cudaFree(c_.scratch);
+  }
+
+  bool init(std::string& error) {
+    cudaDeviceProp p{};
+    if (!ok(cudaGetDeviceProperties(&p, 0), error, "cudaGetDeviceProperties")) return false;
+    name_ = p.name;
+    if (!ok(cudaSetDevice(0), error, "cudaSetDevice")) return false;
+    if (!ok(cudaStreamCreateWithFlags(&c_.stream, cudaStreamNonBlocking), error, "cudaStreamCreate")) return false;
+    events_.resize(64);
+    for (auto& e : events_) {
+      if (!ok(cudaEventCreate(&e), error, "cudaEventCreate")) return false;
+    }
+    if (cublasLtCreate(&c_.lt) != CUBLAS_STATUS_SUCCESS) {
+      error = "cublasLtCreate failed";
+      return false;
+    }
+    c_.workspace_bytes = 32u << 20;
+    if (!ok(cudaMalloc(&c_.workspace, c_.workspace_bytes), error, "cudaMalloc(workspace)")) return false;
+    if (!ok(cudaMalloc(&c_.scratch, 4096), error, "cudaMalloc")) return false;
+    return true;
+  }
+
+  std::string name() const override { return name_; }
+  int reps() const override { return reps_; }
+  double node_latency_ns() const override { return node_latency_ns_; }
+  std::string error() const override {
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? "" : cudaGetErrorString(e);
+  }
+
+  std::string prepare(const Item& item, int reps) override {
+    release();
+    units_.push_back(std::make_unique<Unit>(c_));
+    Unit& u = *units_.back();
+    std::string why = u.build(item);
+    if (!why.empty()) {
+      release();
+      return why;
+    }
+    // Warm-up calls (cuBLASLt's first call, caches), then a graph of reps calls.
+    for (int i = 0; i < 3; ++i) u.call();
+    if (cudaStreamSynchronize(c_.stream) != cudaSuccess) return "the replayed kernel failed: " + error();
+    u.match_time([&](int n) { return time_calls(u, n); });
+    if (reps <= 0) {
+      const double per_call_ms = std::max(time_calls(u, 20), 1e-4);
+      reps = static_cast<int>(std::clamp(2.0 / per_call_ms, 1.0, 20000.0));
+    }
+    reps_ = reps;
+    return capture([&] {
+      for (int i = 0; i < reps_; ++i) u.call();
+    });
+  }
+
+  std::string prepare_sequence(const std::vector<Item>& items, const std::vector<Step>& steps, std::vector<std::string>& why) override {
+    release();
+    why.assign(items.size(), "");
+    // The graph's own latency between two dependent nodes: a graph of waits of 0 ns.
+    {
+      Item w;
+      w.tier = "wait";
+      units_.push_back(std::make_unique<Unit>(c_));
+      units_.back()->build(w);
+      Unit& u = *units_.back();
+      if (auto e = capture([&] {
+            for (int i = 0; i < 500; ++i) u.call();
+          });
+          !e.empty()) {
+        return e;
+      }
+      mark(62);
+      launch(4);
+      mark(63);
+      synchronize();
+      node_latency_ns_ = elapsed_ms(62, 63) * 1e6 / 2000.0;
+      release();
+    }
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      units_.push_back(std::make_unique<Unit>(c_));
+      Unit& u = *units_.back();
+      why[i] = u.build(items[i]);
+      if (why[i].empty()) {
+        u.call();
+        if (cudaStreamSynchronize(c_.stream) != cudaSuccess) why[i] = "the replayed kernel failed: " + error();
+      }
+      if (!why[i].empty()) {  // a wait of its traced time stands in
+        Item w;
+        w.tier = "wait";
+        w.target_ns = items[i].target_ns;
+        u.build(w);
+        continue;
+      }
+      u.match_time([&](int n) { return time_calls(u, n); });
+    }
+    return capture([&] {
+      for (const Step& s : steps) {
+        const double g = static_cast<double>(s.gap_ns) - node_latency_ns_;
+        if (g >= 500) {
+          wait_kernel<<<1, 32, 0, c_.stream>>>(static_cast<uint64_t>(g));
+        }
+        units_[static_cast<std::size_t>(s.unit)]->call();
+      }
+    });
+  }
+
+  void launch(int graphs) override {
+    for (int i = 0; i < graphs; ++i) cudaGraphLaunch(exec_, c_.stream);
+  }
+  void mark(int slot) override { cudaEventRecord(events_[static_cast<size_t>(slot)], c_.stream); }
+  void synchronize() override { cudaStreamSynchronize(c_.stream); }
+  bool reached(int slot) override { return cudaEventQuery(events_[static_cast<size_t>(slot)]) != cudaErrorNotReady; }
+  double elapsed_ms(int from, int to) override {
+    float ms = 0;
+    cudaEventElapsedTime(&ms, events_[static_cast<size_t>(from)], events_[static_cast<size_t>(to)]);
+    return ms;
+  }
+
+  void gap_pattern(double seconds, double gap_us) override {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      tiny_kernel<<<1, 32, 0, c_.stream>>>(static_cast<float*>(c_.scratch));
+      cudaStreamSynchronize(c_.stream);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(gap_us);
+      if (gap_us >= 200) std::this_thread::sleep_until(until);
+      while (std::chrono::steady_clock::now() < until) {  // short gaps: a sleep would overshoot them
+      }
+    }
+  }
+
+  void release() override {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    exec_ = nullptr;
+    units_.clear();
+    cudaGetLastError();
+  }
+
+ private:
+  static bool ok(cudaError_t e, std::string& error, const char* what) {
+    if (e == cudaSuccess) return true;
+    error = std::string(what) + ": " + cudaGetErrorString(e);
+    return false;
+  }
+
+  template <class Body>
+  std::string capture(Body body) {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    exec_ = nullptr;
+    cudaGraph_t g = nullptr;
+    if (cudaStreamBeginCapture(c_.stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return "graph capture failed: " + error();
+    body();
+    if (cudaStreamEndCapture(c_.stream, &g) != cudaSuccess) return "graph capture failed: " + error();
+    if (cudaGraphInstantiate(&exec_, g, 0) != cudaSuccess) {
+      cudaGraphDestroy(g);
+      exec_ = nullptr;
+      return "graph instantiation failed: " + error();
+    }
+    cudaGraphDestroy(g);
+    cudaGraphLaunch(exec_, c_.stream);
+    if (cudaStreamSynchronize(c_.stream) != cudaSuccess) return "the replayed graph failed: " + error();
+    return "";
+  }
+
+  double time_calls(Unit& u, int n) {  // ms per call
+    cudaEventRecord(events_[62], c_.stream);
+    for (int i = 0; i < n; ++i) u.call();
+    cudaEventRecord(events_[63], c_.stream);
+    cudaEventSynchronize(events_[63]);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, events_[62], events_[63]);
+    return ms / n;
+  }
+
+  std::string name_;
+  Ctx c_;
+  std::vector<cudaEvent_t> events_;
+  std::vector<std::unique_ptr<Unit>> units_;
   int reps_ = 1;
+  double node_latency_ns_ = 0;
   cudaGraphExec_t exec_ = nullptr;
 };
 

@@ -6,11 +6,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace jouleprof::replay {
 
 struct Item {
-  std::string tier;  ///< gemm | attention | copy | other | proxy_compute | proxy_memory | gap | warmup
+  std::string tier;  ///< gemm | attention | copy | other | proxy_compute | proxy_memory | wait | warmup
   // gemm (row-major, as PyTorch: C[M,N] = A[M,K] B[K,N])
   int64_t m = 0, n = 0, k = 0, batch = 1, lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
   bool trans_a = false, trans_b = false, accumulate = false;
@@ -24,7 +25,13 @@ struct Item {
   // memory-bound kernels and proxies
   uint64_t bytes_read = 0, bytes_written = 0;
   int grid[3] = {1, 1, 1}, block[3] = {128, 1, 1};
-  double target_ns = 0;  ///< time-matched proxies: the traced mean time
+  double target_ns = 0;  ///< time-matched proxies and waits: the traced mean time
+};
+
+/// One entry of a context sequence: a unit (index into the units given) after a gap.
+struct Step {
+  int unit = 0;
+  int64_t gap_ns = 0;
 };
 
 class Device {
@@ -37,6 +44,12 @@ class Device {
   /// Returns "" or why it cannot be replayed (out of memory, unsupported dtype ...).
   virtual std::string prepare(const Item& item, int reps) = 0;
   virtual int reps() const = 0;
+  /// Builds every unit (failures: `why[i]` non-empty, that unit becomes a wait of its target_ns)
+  /// and one graph of the sequence: a wait kernel for each gap (less the graph's own per-node
+  /// latency, measured here), then the unit's call. Returns "" or why no graph was made.
+  virtual std::string prepare_sequence(const std::vector<Item>& units, const std::vector<Step>& steps, std::vector<std::string>& why) = 0;
+  /// The graph's own latency per wait node (ns), as measured by prepare_sequence.
+  virtual double node_latency_ns() const = 0;
   /// Enqueues `graphs` graph launches (asynchronous).
   virtual void launch(int graphs) = 0;
   /// Records event `slot` (0..63) on the stream.

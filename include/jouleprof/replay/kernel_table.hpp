@@ -55,6 +55,21 @@ struct KernelRow {
   double mean_ns() const { return count > 0 ? static_cast<double>(total_ns) / static_cast<double>(count) : 0; }
 };
 
+/// One GPU activity of the trace, in order: the sequence a context replay re-creates and the
+/// phases are cut from.
+struct TraceActivity {
+  uint32_t row = 0;     ///< index into KernelTable::rows
+  uint32_t device = 0;  ///< (rank << 8) | device
+  int64_t start_ns = 0, dur_ns = 0;
+};
+
+/// A `record_function` / user annotation range of the trace (Kineto `user_annotation`).
+struct TraceRange {
+  std::string name;
+  int rank = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
 struct KernelTable {
   std::string format;  ///< kineto | jouleprof
   std::vector<std::string> files;
@@ -68,6 +83,8 @@ struct KernelTable {
   int devices = 0;      ///< distinct (rank, device) pairs with GPU activity
   uint64_t events = 0, bytes = 0;  ///< trace events and (uncompressed) bytes read
   std::vector<std::string> warnings;
+  std::vector<TraceActivity> activities;  ///< every GPU activity, by start time per device
+  std::vector<TraceRange> annotations;    ///< user annotation ranges (record_function), by start
   int64_t gpu_ns() const { return kernel_ns + memcpy_ns + memset_ns; }
   int64_t idle_ns() const { return span_ns - busy_ns; }
 };

@@ -25,6 +25,20 @@ struct ReplayOptions {
   double warmup_s = 3;          ///< warm-up GEMM before the first kernel (stable temperature)
   double gap_s = 1;             ///< measuring the power of the GPU between kernels
   double gap_us = 0;            ///< ... as a tiny kernel every gap_us (0: the trace's mean gap, 10 µs – 1 ms)
+  // Per-kernel repeatability: kernels ≥ ci_min_ns whose energy CI half-width exceeds ci_target
+  // after the short trials are measured again in trials of long_trial_s, until the target or
+  // max_trials or row_cap_s.
+  double ci_target = 0.02;
+  double ci_min_ns = 10e3;
+  double long_trial_s = 1.0;
+  int max_trials = 8;
+  double row_cap_s = 10;
+  // The context replay: this many activities of the busiest device, in `context_windows` evenly
+  // spread windows, re-created in trace order with the traced gaps (one CUDA graph).
+  std::size_t context_activities = 4000;
+  int context_windows = 4;
+  double context_trial_s = 1.0;
+  int context_trials = 3;
 };
 
 /// The plan for jouleprof-replay (JSON): one item per replayed row, and why the others are not.
@@ -52,11 +66,39 @@ struct TierPrediction {
   double energy_at_traced_time_j = 0;  ///< diagnostic: replayed power × traced time
 };
 
+/// The context replay (the trace's own kernel sequence with its gaps, one CUDA graph): what it
+/// drew beyond the same kernels measured in isolation is the power of the gaps between them.
+struct ContextFigures {
+  bool measured = false;
+  std::string reason;                  ///< why there is no in-context gap power
+  std::size_t activities = 0, stand_ins = 0;
+  double traced_span_s = 0;            ///< the windows' traced span
+  double pass_time_s = 0;              ///< one pass of the sequence, replayed
+  double pass_energy_j = 0, pass_energy_half_width_j = 0;
+  double isolated_time_s = 0, isolated_energy_j = 0;  ///< Σ per-call isolated figures of its activities
+  double gap_time_s = 0, gap_power_w = 0;             ///< (pass − isolated) time, and energy / time
+  double temperature_c = 0;
+};
+
+/// Predicted vs measured for one phase (the trace's record_function ranges of that name; the
+/// measured run's marker windows of that name).
+struct PhasePrediction {
+  std::string name;
+  std::size_t ranges = 0;
+  uint64_t activities = 0;
+  double traced_time_s = 0, traced_gpu_s = 0, gap_time_s = 0;
+  double predicted_time_s = 0, predicted_energy_j = 0, kernel_energy_j = 0, gap_energy_j = 0;
+  std::optional<double> measured_time_s, measured_energy_j;
+};
+
 struct ReplayPrediction {
   std::string gpu;
   std::vector<RowPrediction> rows;  ///< by the table's row index
   std::vector<TierPrediction> tiers;
-  double idle_w = 0, gap_w = 0;
+  double idle_w = 0, gap_w = 0;      ///< gap_w: the power the gaps are predicted at (in context when measured)
+  double isolated_gap_w = 0;          ///< the gaps' power around a tiny kernel (no neighbours)
+  ContextFigures context;
+  std::vector<PhasePrediction> phases;
   double traced_time_s = 0, traced_gpu_s = 0, gap_time_s = 0;
   double predicted_gpu_s = 0, predicted_time_s = 0;
   double kernel_energy_j = 0, gap_energy_j = 0, predicted_energy_j = 0;
@@ -78,6 +120,18 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
 
 /// Compares with a measured run: its window `window` (e.g. "work", bracketing the traced work).
 Result<void> compare_with_measurement(ReplayPrediction& p, const Measurement& m, const std::string& label, const std::string& window);
+
+/// Per-phase predictions: for each name, the trace's annotation ranges of that name (an activity
+/// belongs to the range its start falls in: end each range with a synchronize, as the marker
+/// windows are) — their span, the predicted time and energy of the activities in them and of
+/// their gaps. Names without a range are reported in `missing`.
+void predict_phases(const KernelTable& t, ReplayPrediction& p, const std::vector<std::string>& names, std::vector<std::string>& missing);
+
+/// The measured run's windows of each phase's name (summed) next to the phase prediction.
+void compare_phases(ReplayPrediction& p, const Measurement& m);
+
+/// Names that are both an annotation of the trace and a window of the measured run (except `skip`).
+std::vector<std::string> common_phase_names(const KernelTable& t, const Measurement& m, const std::string& skip);
 
 /// {schema "jouleprof.replay", schema_version, trace totals, prediction, tiers, kernels, comparison}
 std::string replay_json(const KernelTable& t, const ReplayPrediction& p);

@@ -63,6 +63,32 @@ def main():
     ids = torch.randint(0, config.vocab_size, (args.batch, args.prompt), device="cuda")
     mark = Markers()
 
+    # Phases of the traced generate: the first forward is the prefill, the rest the decode. Each
+    # phase is a record_function range in the trace AND a marker window of the same name, both
+    # ending after a synchronize, so `jouleprof replay` can compare them phase by phase.
+    phase = dict(active=False, calls=0, decode=None)
+    if args.work == "generate":
+        forward = model.forward
+
+        def phased_forward(*a, **k):
+            if not phase["active"]:
+                return forward(*a, **k)
+            phase["calls"] += 1
+            if phase["calls"] > 1:
+                return forward(*a, **k)
+            torch.cuda.synchronize()
+            mark(f"begin prefill t={time.time():.6f}")
+            with torch.profiler.record_function("prefill"):
+                out = forward(*a, **k)
+                torch.cuda.synchronize()
+            mark(f"end prefill t={time.time():.6f}")
+            mark(f"begin decode t={time.time():.6f}")
+            phase["decode"] = torch.profiler.record_function("decode")
+            phase["decode"].__enter__()
+            return out
+
+        model.forward = phased_forward
+
     def work():
         if args.work == "generate":
             model.generate(ids, max_new_tokens=args.gen, min_new_tokens=args.gen, do_sample=False,
@@ -82,8 +108,13 @@ def main():
         torch.cuda.synchronize()
         t0 = time.time()
         mark(f"begin work t={t0:.6f}")
+        phase["active"] = True
         work()
         torch.cuda.synchronize()
+        if phase["decode"] is not None:
+            phase["decode"].__exit__(None, None, None)
+            mark(f"end decode t={time.time():.6f}")
+        phase["active"] = False
         t1 = time.time()
         mark(f"end work t={t1:.6f}")
         if prof:

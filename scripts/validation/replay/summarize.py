@@ -18,7 +18,7 @@ for name in ("llama", "bloom"):
     if c:
         print(f"time   predicted {c['predicted_duration_s']:.4f} s  measured {c['measured_duration_s']:.4f} s  error {100*c['duration_error']:+.2f}%")
         print(f"energy predicted {c['predicted_energy_j']:.3f} J  measured {c['measured_energy_j']:.3f} J  error {100*c['energy_error']:+.2f}%")
-    print(f"kernels {p["kernel_energy_j"]:.3f} J over {p['predicted_gpu_duration_s']*1e3:.2f} ms (traced {p['traced_gpu_duration_s']*1e3:.2f} ms); "
+    print(f"kernels {p['kernel_energy_j']:.3f} J over {p['predicted_gpu_duration_s']*1e3:.2f} ms (traced {p['traced_gpu_duration_s']*1e3:.2f} ms); "
           f"gaps {p['gap_energy_j']:.3f} J over {p['gap_duration_s']*1e3:.2f} ms")
     print("| tier | rows | replayed | extrapolated | traced ms | replayed ms | predicted J | J at traced time |")
     print("|---|---|---|---|---|---|---|---|")
@@ -35,6 +35,23 @@ for name in ("llama", "bloom"):
     off = [k for k in ks if k.get("time_off_by_more_than_10_percent")]
     share = sum(k["count"] * k["traced_mean_s"] for k in off) / max(sum(k["count"] * k["traced_mean_s"] for k in ks), 1e-12)
     print(f"time check: {len(off)} of {len(ks)} replayed rows > 10% off their traced time ({100*share:.1f}% of replayed traced time)")
+    cx = r.get("context", {})
+    if cx.get("pass_duration_s"):
+        print(f"context: {cx['activities']} activities ({cx['stand_ins']} stand-ins), traced {cx['traced_span_s']*1e3:.2f} ms, "
+              f"replayed {cx['pass_duration_s']*1e3:.2f} ms, {cx['pass_energy_j']:.3f} J +- {cx['pass_energy_half_width_j']:.3f}; "
+              f"isolated kernels {cx['isolated_duration_s']*1e3:.2f} ms {cx['isolated_energy_j']:.3f} J; "
+              f"gaps {cx['gap_duration_s']*1e3:.2f} ms at {cx['gap_power_w']:.1f} W (isolated gap power {r.get('isolated_gap_power_w', 0):.1f} W)")
+    elif cx:
+        print(f"context: not measured: {cx.get('reason')}")
+    if r.get("phases"):
+        print("| phase | ranges | predicted s | measured s | time error | predicted J | measured J | energy error |")
+        print("|---|---|---|---|---|---|---|---|")
+        for ph in r["phases"]:
+            ms, mj = ph.get("measured_duration_s"), ph.get("measured_energy_j")
+            te = "-" if ms is None else "%+.1f%%" % (100 * ph["duration_error"])
+            ee = "-" if mj is None else "%+.1f%%" % (100 * ph["energy_error"])
+            print("| %s | %d | %.4f | %s | %s | %.3f | %s | %s |" % (ph["phase"], ph["ranges"], ph["predicted_duration_s"],
+                  "-" if ms is None else "%.4f" % ms, te, ph["predicted_energy_j"], "-" if mj is None else "%.3f" % mj, ee))
     for w in r.get("warnings", []):
         print("warning:", w)
 bp = os.path.join(out, "bench.json")
