@@ -26,6 +26,11 @@ for step in ${@:-bloom llama}; do
   case $step in
     llama) NAME=llama; ARGS="--model llama-3.2-1b --work generate --batch 4 --prompt 256 --gen 64" ;;
     bloom) NAME=bloom; ARGS="--model bloom-560m --work forward --batch 4 --prompt 512 --forwards 50" ;;
+    tiny)  # small committed test data: a two-layer Llama generate with its prefill/decode ranges and windows
+      say "tiny: llama-tiny generate with phases"
+      timeout 120 "$JP" measure --idle 0.5 --json "$OUT/tinyphases.measured.json" -- python3 $PY --model llama-tiny --work generate \
+        --batch 1 --prompt 16 --gen 4 --trace "$OUT/tinyphases.json.gz" 2>&1 | tail -5 | tee -a "$LOG"
+      continue ;;
     bench)
       say "import benchmark"
       timeout 300 "$BIN/jouleprof_kineto_bench" --size-gb 1.0 --template tests/data/replay/llama_tiny_generate.json.gz \
@@ -42,10 +47,11 @@ for step in ${@:-bloom llama}; do
     --keep-measurements "$OUT/${NAME}_engine.json" --json "$OUT/${NAME}_replay.json" 2>"$OUT/${NAME}_replay.err" | tee -a "$LOG"
   tail -8 "$OUT/${NAME}_replay.err" | tee -a "$LOG"
   gpu_state
+  python3 scripts/validation/replay/summarize.py "$OUT" 2>&1 | tee -a "$LOG"
+  # Each model's results in one archive as soon as it is done (a later step cut short loses only itself).
+  (cd "$OUT" && tar czf "$NAME.tgz" ${NAME}_*.json ${NAME}_replay.err && rm -f ${NAME}_*.json ${NAME}_replay.err)
   python3 scripts/validation/replay/slim_trace.py "/tmp/${NAME}.json.gz" "/tmp/${NAME}_slim.json.gz" &&
-    (cd "$OUT" && split -b 15000000 -d -a 1 "/tmp/${NAME}_slim.json.gz" "${NAME}_trace.part") && ls -la "$OUT" | tee -a "$LOG"
+    (cd "$OUT" && split -b 15000000 -d -a 1 "/tmp/${NAME}_slim.json.gz" "${NAME}_trace.part")
+  ls -la "$OUT" | tee -a "$LOG"
 done
-say "summary"
-python3 scripts/validation/replay/summarize.py "$OUT" 2>&1 | tee -a "$LOG"
-(cd "$OUT" && tar czf results.tgz --exclude='*.part*' --exclude=results.tgz --exclude=runs.db . && rm -f ./*.json ./*.err ./*.txt)
-ls -la "$OUT"
+rm -f "$OUT/runs.db"

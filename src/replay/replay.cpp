@@ -65,8 +65,9 @@ json item_json(const KernelRow& r, std::size_t row, std::string& why) {
 }
 
 // The context sequence: `context_activities` activities of the device with the most, in
-// `context_windows` contiguous windows spread evenly over the trace (so a generate's prefill and
-// decode both appear), each with the traced gap before it (start minus the latest end so far).
+// `context_windows` contiguous windows spread evenly over the trace, each with the traced gap
+// before it (start minus the latest end so far) and its start-to-start time from the previous one
+// (the engine launches at those times, as the traced program did).
 // Rows a single GPU cannot re-create (collectives ...) stand in as a wait of their traced time.
 json context_plan(const KernelTable& t, const ReplayOptions& o, const std::map<std::size_t, std::size_t>& with) {
   if (t.activities.empty() || o.context_activities == 0 || o.context_windows < 1) return nullptr;
@@ -90,13 +91,15 @@ json context_plan(const KernelTable& t, const ReplayOptions& o, const std::map<s
     const std::size_t share0 = first + n * w / windows, share1 = first + n * (w + 1) / windows;
     const std::size_t mid = (share0 + share1) / 2;
     const std::size_t a = std::max(share0, mid >= per / 2 ? mid - per / 2 : share0), b = std::min(share1, a + per);
-    int64_t latest_end = t.activities[a].start_ns;
+    int64_t latest_end = t.activities[a].start_ns, prev_start = -1;
     for (std::size_t i = a; i < b; ++i) {
       const TraceActivity& x = t.activities[i];
       const int64_t gap = std::max<int64_t>(0, x.start_ns - latest_end);
       latest_end = std::max(latest_end, x.start_ns + x.dur_ns);
       if (with.count(x.row) != 0) continue;  // inside its op call's primary row's replay
-      seq.push_back({x.row, gap});
+      // [row, gap before it, start-to-start time since the previous entry (a window's first: 0)]
+      seq.push_back({x.row, gap, prev_start < 0 ? 0 : x.start_ns - prev_start});
+      prev_start = x.start_ns;
       const std::string key = std::to_string(x.row);
       if (!specs.contains(key)) {
         std::string why;
@@ -148,9 +151,10 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     }
     const double calls = n.get<double>();
     c.activities += static_cast<std::size_t>(calls);
-    const RowPrediction& r = p.rows[row];
-    c.isolated_time_s += calls * r.time_ns * 1e-9;
-    c.isolated_energy_j += calls * r.energy_j;
+    const RowPrediction& r = p.rows[row];  // the engine's own figures: the pass ran the same stand-ins
+    const bool replayed = r.status == "replayed";
+    c.isolated_time_s += calls * (replayed ? r.replayed_time_ns : r.time_ns) * 1e-9;
+    c.isolated_energy_j += calls * (replayed ? r.replayed_energy_j : r.energy_j);
   }
   c.stand_ins = x.value("stand_ins", std::size_t{0});  // waits: part of the gap time
   c.activities += c.stand_ins;
@@ -257,6 +261,8 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
     }
     r.status = "replayed";
     r.reason.clear();
+    const KernelRow& k = t.rows[row];
+    r.proxy = !((k.tier == "gemm" && k.gemm) || k.tier == "copy");
     r.time_ns = number(it, "time_ns");
     r.time_half_width_ns = number(it, "time_ns_half_width");
     r.power_w = number(it, "power_w");
@@ -265,6 +271,8 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
     if (it.contains("trial_power_w")) r.trial_power_w = it["trial_power_w"].get<std::vector<double>>();
     if (it.contains("trial_time_ns")) r.trial_time_ns = it["trial_time_ns"].get<std::vector<double>>();
     if (!std::isfinite(r.time_ns) || !std::isfinite(r.energy_j)) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " lacks time/energy");
+    r.replayed_time_ns = r.time_ns;
+    r.replayed_energy_j = r.energy_j;
   }
   // The replay's own time stands for the op call's other GEMM rows (its companions): compare the
   // call's replayed time with the traced time of all its kernels.
@@ -301,6 +309,10 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
       ++tp.replayed;
       const double traced = r.traced_ns + companion_traced_ns[static_cast<int>(i)];
       r.time_off = traced > 0 && std::fabs(r.time_ns / traced - 1) > 0.10;
+      if (r.proxy) {  // a stand-in's time is not the traced kernel's: its power at the traced time
+        r.time_ns = r.traced_ns;
+        r.energy_j = r.power_w * r.traced_ns * 1e-9;
+      }
     } else if (r.status == "extrapolated") {
       ++tp.extrapolated;
       ++extrapolated;
@@ -314,6 +326,7 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
       r.energy_j = 0;
     }
     tp.predicted_s += n * r.time_ns * 1e-9;
+    tp.replayed_s += n * (r.status == "replayed" ? r.replayed_time_ns : r.time_ns) * 1e-9;
     tp.energy_j += n * r.energy_j;
     tp.energy_at_traced_time_j += static_cast<double>(k.total_ns) * 1e-9 * (r.status == "with_row" ? p.rows[static_cast<std::size_t>(r.with_row)].power_w : r.power_w);
   }
@@ -471,9 +484,12 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
     const RowPrediction& r = p.rows[i];
     json j = {{"row", i},           {"name", k.name},          {"tier", k.tier},          {"class", k.kclass},
               {"op", k.op},         {"count", k.count},        {"status", r.status},      {"traced_mean_s", r.traced_ns * 1e-9},
-              {"replayed_mean_s", r.time_ns * 1e-9},           {"power_w", r.power_w},    {"energy_per_call_j", r.energy_j},
+              {"predicted_mean_s", r.time_ns * 1e-9},          {"power_w", r.power_w},    {"energy_per_call_j", r.energy_j},
               {"energy_j", r.energy_j * static_cast<double>(k.count)}};
     if (r.status == "replayed") {
+      j["replayed_mean_s"] = r.replayed_time_ns * 1e-9;
+      j["replayed_energy_per_call_j"] = r.replayed_energy_j;
+      j["proxy"] = r.proxy;
       j["replayed_time_half_width_s"] = r.time_half_width_ns * 1e-9;
       j["energy_per_call_half_width_j"] = r.energy_half_width_j;
       j["time_off_by_more_than_10_percent"] = r.time_off;
@@ -489,7 +505,8 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
   for (const TierPrediction& tp : p.tiers) {
     tiers.push_back({{"tier", tp.tier}, {"rows", tp.rows}, {"replayed_rows", tp.replayed}, {"extrapolated_rows", tp.extrapolated},
                      {"count", tp.count}, {"traced_duration_s", tp.traced_s}, {"predicted_duration_s", tp.predicted_s},
-                     {"predicted_energy_j", tp.energy_j}, {"energy_at_traced_time_j", tp.energy_at_traced_time_j}});
+                     {"predicted_energy_j", tp.energy_j}, {"energy_at_traced_time_j", tp.energy_at_traced_time_j},
+                     {"replayed_duration_s", tp.replayed_s}});
   }
   json j = {{"schema", "jouleprof.replay"},
             {"schema_version", 1},
@@ -613,7 +630,7 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
     const KernelRow& k = t.rows[i];
     const std::string name = k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name;
     out += fmt::format("{:<10} {:>6} {:>10.2f} {:>10.2f} {:>8.1f} {:>10.4f} {:>7}  {}{}{}\n", k.tier, k.count, r.traced_ns * 1e-3, r.time_ns * 1e-3,
-                       r.power_w, e(i), r.status == "replayed" && r.energy_j > 0 ? fmt::format("{:.1f}", 100 * r.energy_half_width_j / r.energy_j) : "-",
+                       r.power_w, e(i), r.status == "replayed" && r.replayed_energy_j > 0 ? fmt::format("{:.1f}", 100 * r.energy_half_width_j / r.replayed_energy_j) : "-",
                        name, r.status == "replayed" ? "" : " [" + r.status + "]", r.time_off ? " [time >10% off]" : "");
   }
   for (const std::string& w : p.warnings) out += "warning: " + w + "\n";
@@ -635,6 +652,21 @@ void print_replay_section(const std::string& text, std::ostream& out) {
     out << fmt::format("  measured {:.4f} s, {:.3f} J ({} window '{}'): time {:+.1f}%, energy {:+.1f}%\n", c.value("measured_duration_s", 0.0),
                        c.value("measured_energy_j", 0.0), c.value("measured_run", std::string()), c.value("window", std::string()),
                        100 * c.value("duration_error", 0.0), 100 * c.value("energy_error", 0.0));
+  }
+  if (j.contains("context") && j["context"].value("measured", false)) {
+    const json& c = j["context"];
+    out << fmt::format("  gaps in context: {:.1f} W (context replay of {} activities: {:.2f} ms, {:.3f} J; isolated gap power {:.1f} W)\n",
+                       j.value("gap_power_w", 0.0), c.value("activities", 0), 1e3 * c.value("pass_duration_s", 0.0), c.value("pass_energy_j", 0.0),
+                       j.value("isolated_gap_power_w", 0.0));
+  }
+  for (const json& ph : j.value("phases", json::array())) {
+    out << fmt::format("  phase {:<10} predicted {:.4f} s, {:.3f} J", ph.value("phase", std::string()), ph.value("predicted_duration_s", 0.0),
+                       ph.value("predicted_energy_j", 0.0));
+    if (ph.contains("measured_energy_j")) {
+      out << fmt::format("; measured {:.4f} s, {:.3f} J: time {:+.1f}%, energy {:+.1f}%", ph.value("measured_duration_s", 0.0),
+                         ph.value("measured_energy_j", 0.0), 100 * ph.value("duration_error", 0.0), 100 * ph.value("energy_error", 0.0));
+    }
+    out << "\n";
   }
   for (const json& t : j.value("tiers", json::array())) {
     out << fmt::format("  {:<14} {:>4} rows {:>4} replayed  traced {:>9.3f} ms  replayed {:>9.3f} ms  {:>10.4f} J\n", t.value("tier", std::string()),

@@ -400,3 +400,52 @@ TEST(ReplayPhases, PhasesSplitTheActivitiesAndCompareWithTheirWindows) {
   EXPECT_NE(replay_text(t, *p, 5).find("second"), std::string::npos);
   std::filesystem::remove(path);
 }
+
+// A real two-layer Llama generate traced on the GPU machine with its prefill/decode ranges, and
+// the measured run of it with the windows of the same names: the CLI finds the phases itself.
+TEST(ReplayCli, PhasesFromARealTraceAndItsMeasuredRun) {
+  const std::string cli = JOULEPROF_CLI;
+  const std::string data = JOULEPROF_REPLAY_DATA;
+  const std::string trace = data + "/llama_tiny_phases.json.gz", measured = data + "/llama_tiny_phases.measured.json";
+  const std::string dir = ::testing::TempDir();
+  const std::string plan_file = dir + "/phases-plan.json", out_file = dir + "/phases-out.json";
+  int rc = 0;
+  std::string out = sh(cli + " replay " + trace + " --plan " + plan_file, rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json plan = json::parse(std::ifstream(plan_file));
+  ASSERT_TRUE(plan.contains("context"));
+  EXPECT_EQ(plan["context"]["sequence"][0].size(), 3u);  // row, gap, start-to-start time
+  const KernelTable t = table_of(trace);
+  ASSERT_EQ(t.annotations.size(), 2u);
+  std::ofstream(out_file) << engine_output(t, plan, 1.0, 200.0, 90.0).dump();
+  out = sh(cli + " replay " + trace + " --from " + out_file + " --measured " + measured + " --no-store -q --json -", rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json j = json::parse(out);
+  ASSERT_EQ(j["phases"].size(), 2u);
+  EXPECT_EQ(j["phases"][0]["phase"], "prefill");
+  EXPECT_EQ(j["phases"][1]["phase"], "decode");
+  const json m = json::parse(std::ifstream(measured));
+  for (const json& ph : j["phases"]) {
+    double e = 0;
+    for (const json& w : m["windows"]) e += w["name"] == ph["phase"] ? w["gpu_energy_j"].get<double>() : 0.0;
+    EXPECT_NEAR(ph["measured_energy_j"].get<double>(), e, 1e-9);
+    EXPECT_NEAR(ph["energy_error"].get<double>(), ph["predicted_energy_j"].get<double>() / e - 1, 1e-9);
+    EXPECT_GT(ph["activities"].get<int>(), 0);
+  }
+  // The decode range holds most activities; prefill + decode ≤ all (generate's set-up is outside both).
+  EXPECT_GT(j["phases"][1]["activities"].get<int>(), j["phases"][0]["activities"].get<int>());
+  EXPECT_LE(j["phases"][0]["activities"].get<uint64_t>() + j["phases"][1]["activities"].get<uint64_t>(), t.activities.size());
+  EXPECT_EQ(j["context"]["measured"], false);  // no context replay in this engine output: said so
+  // A named phase the trace lacks: a warning, the others still predicted.
+  out = sh(cli + " replay " + trace + " --from " + out_file + " --phase decode --phase verify --no-store -q --json -", rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json k = json::parse(out);
+  ASSERT_EQ(k["phases"].size(), 1u);
+  bool warned = false;
+  for (const json& w : k["warnings"]) warned |= w.get<std::string>().find("'verify'") != std::string::npos;
+  EXPECT_TRUE(warned) << k["warnings"].dump();
+  // Range errors in words.
+  out = sh(cli + " replay " + trace + " --from " + out_file + " --context-activities 0 --no-store", rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--context-activities"), std::string::npos) << out;
+}

@@ -229,6 +229,45 @@ TEST(ReportHtml, TraceSectionChartsAndTables) {
   EXPECT_TRUE(trace_breakdown_chart(r, 0, {}).option_json.empty());
 }
 
+TEST(ReportHtml, ReplaySectionPredictedVsMeasuredPerTierAndPhase) {
+  auto m = make_synthetic_measurement();
+  const std::string evil = "<script>alert(1)</script>";
+  json rp = {{"schema", "jouleprof.replay"},
+             {"replay_gpu", "NVIDIA H100 80GB HBM3"},
+             {"gap_power_w", 231.5},
+             {"isolated_gap_power_w", 135.9},
+             {"idle_power_w", 70},
+             {"prediction", {{"predicted_duration_s", 1.134}, {"predicted_energy_j", 461.25}, {"gap_duration_s", 0.485}, {"gap_energy_j", 112.3}}},
+             {"comparison", {{"measured_run", evil}, {"window", "work"}, {"measured_duration_s", 1.164}, {"measured_energy_j", 473.9},
+                             {"duration_error", -0.0258}, {"energy_error", -0.0267}}},
+             {"context", {{"measured", true}, {"activities", 4000}, {"pass_duration_s", 0.12}, {"pass_energy_j", 50.0},
+                          {"isolated_duration_s", 0.07}, {"isolated_energy_j", 38.0}}},
+             {"tiers", json::array({json{{"tier", "gemm"}, {"rows", 8}, {"replayed_rows", 7}, {"extrapolated_rows", 1},
+                                         {"traced_duration_s", 0.2231}, {"predicted_duration_s", 0.2242}, {"predicted_energy_j", 147.087}}})},
+             {"phases", json::array({json{{"phase", "prefill"}, {"ranges", 1}, {"predicted_duration_s", 0.05}, {"measured_duration_s", 0.052},
+                                          {"duration_error", -0.0385}, {"predicted_energy_j", 20.0}, {"measured_energy_j", 21.0},
+                                          {"energy_error", -0.0476}},
+                                     json{{"phase", "decode"}, {"ranges", 1}, {"predicted_duration_s", 2.0}, {"predicted_energy_j", 280.0}}})}};
+  m.sections["replay"] = rp.dump();
+  const ReportRun r{"replay run", 1, &m};
+  if (!charting_library_js().ok()) GTEST_SKIP() << "no charting library (JOULEPROF_WEB_DIR)";
+  auto html = render_html_report({r});
+  ASSERT_TRUE(html.ok()) << html.error().message;
+  EXPECT_NE(html->find("Replay prediction"), std::string::npos);
+  EXPECT_NE(html->find("<td>gemm</td><td>8</td><td>7</td><td>1</td><td>223.1</td><td>224.2</td><td>147.1</td>"), std::string::npos);
+  EXPECT_NE(html->find("<td>error</td><td>-2.6%</td><td>-2.7%</td>"), std::string::npos);
+  EXPECT_NE(html->find("<td>prefill</td><td>1</td><td>0.05</td><td>0.052</td><td>-3.9%</td><td>20</td><td>21</td><td>-4.8%</td>"),
+            std::string::npos);
+  EXPECT_NE(html->find("<td>decode</td><td>1</td><td>2</td><td>–</td><td>–</td>"), std::string::npos);  // no measured window
+  EXPECT_NE(html->find("in context"), std::string::npos);
+  EXPECT_EQ(html->find(evil), std::string::npos);
+  // A section that is not a replay result (or not JSON) adds no replay view and no error.
+  m.sections["replay"] = "{not json";
+  auto plain = render_html_report({r});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->find("Replay prediction"), std::string::npos);
+}
+
 TEST(ReportHtml, LongRunStaysSmall) {
   if (!charting_library_js().ok()) GTEST_SKIP() << "charting library not installed";
   SyntheticSpec s;

@@ -380,16 +380,15 @@ int main(int argc, char** argv) {
   }
   out["items"] = items;
 
-  // 3. The context replay: the trace's own sequence with its gaps as one graph, repeated for
-  // trials of ≥ context trial_s; energy per pass from the power samples (as the items), the
-  // energy counter as a cross-check.
+  // 3. The context replay: the trace's own sequence re-launched from the host at the traced
+  // start-to-start times (so the gaps, the launch traffic and the host-bound stretches are as in
+  // the traced program), repeated for trials of ≥ context trial_s; energy per pass from the power
+  // samples, as for the items.
   if (plan.contains("context")) {
     const json& cp = plan["context"];
     json cx = {{"traced_span_ns", cp.value("traced_span_ns", 0.0)}};
     std::vector<jouleprof::replay::Item> units;
     std::map<int, int> unit_of_row;
-    json row_counts = json::object();
-    std::size_t stand_ins = 0;
     std::vector<jouleprof::replay::Step> steps;
     for (const auto& [key, spec] : cp["rows"].items()) {
       unit_of_row[std::stoi(key)] = static_cast<int>(units.size());
@@ -397,99 +396,105 @@ int main(int argc, char** argv) {
       if (it.target_ns <= 0) it.target_ns = spec.value("traced_ns", 0.0);
       units.push_back(it);
     }
-    for (const json& st : cp["sequence"]) {
-      const int row = st[0].get<int>();
-      steps.push_back({unit_of_row.at(row), st[1].get<int64_t>()});
-    }
+    for (const json& st : cp["sequence"]) steps.push_back({unit_of_row.at(st[0].get<int>()), st[2].get<int64_t>()});
     std::vector<std::string> why;
     progress(fmt::format("context: {} activities of {} rows", steps.size(), units.size()));
-    const std::string err = dev->prepare_sequence(units, steps, why);
-    json failed = json::array();
-    std::map<int, bool> is_wait;
-    for (const auto& [row, u] : unit_of_row) {
-      const bool w = units[static_cast<std::size_t>(u)].tier == "wait" || !why[static_cast<std::size_t>(u)].empty();
-      is_wait[u] = w;
-      if (!why[static_cast<std::size_t>(u)].empty()) failed.push_back({{"row", row}, {"reason", why[static_cast<std::size_t>(u)]}});
-    }
+    const std::string seq_err = dev->prepare_units(units, why);
+    json failed = json::array(), row_counts = json::object();
     std::vector<int> row_of_unit(units.size(), -1);
-    for (const auto& [row, u] : unit_of_row) row_of_unit[static_cast<std::size_t>(u)] = row;
+    std::vector<bool> is_wait(units.size(), false);
+    for (const auto& [row, u] : unit_of_row) {
+      const auto ui = static_cast<std::size_t>(u);
+      row_of_unit[ui] = row;
+      is_wait[ui] = units[ui].tier == "wait" || !why[ui].empty();
+      if (!why[ui].empty()) failed.push_back({{"row", row}, {"reason", why[ui]}});
+    }
+    std::size_t stand_ins = 0;
     for (const auto& stp : steps) {
-      const int row = row_of_unit[static_cast<std::size_t>(stp.unit)];
-      if (is_wait[stp.unit]) {
+      const auto ui = static_cast<std::size_t>(stp.unit);
+      if (is_wait[ui]) {
         ++stand_ins;
-      } else {
-        const std::string k = std::to_string(row);
-        const int before = row_counts.value(k, 0);
-        row_counts[k] = before + 1;
+        continue;
       }
+      const std::string k = std::to_string(row_of_unit[ui]);
+      const int before = row_counts.value(k, 0);
+      row_counts[k] = before + 1;
     }
     cx["row_counts"] = row_counts;
     cx["stand_ins"] = stand_ins;
     cx["stand_in_rows"] = failed;
-    cx["node_latency_ns"] = dev->node_latency_ns();
-    if (!err.empty()) {
+    if (!seq_err.empty()) {
       cx["status"] = "skipped";
-      cx["reason"] = err;
+      cx["reason"] = seq_err;
     } else {
-      dev->mark(0);
-      dev->launch(1);
-      dev->mark(1);
-      dev->synchronize();
-      const double pass_ms = std::max(dev->elapsed_ms(0, 1), 1e-3);
+      using clk = std::chrono::steady_clock;
+      double last_drain = meter.now();
+      // One pass: each step launched delta after the previous launch (the host spins), at once
+      // when the host is behind.
+      auto pass = [&] {
+        auto prev = clk::now();
+        for (const auto& stp : steps) {
+          const auto at = prev + std::chrono::nanoseconds(stp.delta_ns);
+          auto now = clk::now();
+          while (now < at) now = clk::now();
+          dev->call_unit(stp.unit);
+          prev = now;
+          if (meter.now() - last_drain > 0.05) {  // the driver's sample ring
+            meter.drain();
+            last_drain = meter.now();
+          }
+        }
+      };
+      auto run_for = [&](double seconds) {
+        int n = 0;
+        const auto end = clk::now() + std::chrono::duration<double>(seconds);
+        while (n == 0 || clk::now() < end) {
+          pass();
+          ++n;
+        }
+        return n;
+      };
       const int ctrials = cp.value("trials", 3);
       const double ctrial_s = cp.value("trial_s", 1.0);
-      const int n_settle = std::max(1, static_cast<int>(std::ceil(settle_s * 1e3 / pass_ms)));
-      const int n_trial = std::max(1, static_cast<int>(std::ceil(ctrial_s * 1e3 / pass_ms)));
+      run_for(settle_s);
+      dev->synchronize();
       meter.drain();
       const auto temp = meter.read(Metric::temperature_c);
       const double t_host0 = meter.now();
       dev->mark(0);
-      dev->launch(n_settle);
-      dev->mark(1);
+      std::vector<int> passes;
       for (int k = 0; k < ctrials; ++k) {
-        dev->launch(n_trial);
-        dev->mark(k + 2);
+        passes.push_back(run_for(ctrial_s));
+        dev->mark(k + 1);
       }
-      std::vector<double> counter(static_cast<std::size_t>(ctrials) + 1, std::nan(""));
-      int next = 0;
-      double last_drain = meter.now();
-      while (next <= ctrials) {
-        if (dev->reached(next + 1)) {
-          counter[static_cast<std::size_t>(next)] = meter.counter_j().value_or(std::nan(""));
-          ++next;
-          continue;
-        }
-        sleep_s(0.001);
-        if (meter.now() - last_drain > 0.05) {
-          meter.drain();
-          last_drain = meter.now();
-        }
+      while (!dev->reached(ctrials)) {
+        sleep_s(0.01);
+        meter.drain();
       }
       dev->synchronize();
       sleep_s(0.06);
       meter.drain();
-      std::vector<double> pass_ns, pass_j, pass_counter_j, power;
+      std::vector<double> pass_ns, pass_j, power;
       for (int k = 0; k < ctrials; ++k) {
-        const double a = t_host0 + dev->elapsed_ms(0, k + 1) / 1e3, b = t_host0 + dev->elapsed_ms(0, k + 2) / 1e3;
-        const double t = dev->elapsed_ms(k + 1, k + 2) * 1e6 / n_trial;
+        const double a = t_host0 + dev->elapsed_ms(0, k) / 1e3, b = t_host0 + dev->elapsed_ms(0, k + 1) / 1e3;
+        const double t = dev->elapsed_ms(k, k + 1) * 1e6 / passes[static_cast<std::size_t>(k)];
         const auto [pw, ns] = meter.mean(a + skip_s, b - skip_s);
         if (ns == 0) continue;
         pass_ns.push_back(t);
         power.push_back(pw);
         pass_j.push_back(pw * t * 1e-9);
-        pass_counter_j.push_back((counter[static_cast<std::size_t>(k) + 1] - counter[static_cast<std::size_t>(k)]) / n_trial);
       }
-      if (auto e = dev->error(); !e.empty() || pass_j.size() < 2) {
+      if (auto cuda_err = dev->error(); !cuda_err.empty() || pass_j.size() < 2) {
         cx["status"] = "skipped";
-        cx["reason"] = !e.empty() ? "CUDA error: " + e : "fewer than two trials had power samples";
+        cx["reason"] = !cuda_err.empty() ? "CUDA error: " + cuda_err : "fewer than two trials had power samples";
       } else {
-        const Stat t = stat(pass_ns), e = stat(pass_j), c = stat(pass_counter_j), pw = stat(power);
-        cx.update({{"status", "ok"}, {"passes_per_trial", n_trial}, {"pass_time_ns", t.mean}, {"pass_time_ns_half_width", t.half_width},
-                   {"pass_energy_j", e.mean}, {"pass_energy_j_half_width", e.half_width}, {"pass_energy_counter_j", c.mean},
-                   {"power_w", pw.mean}, {"trial_power_w", power}, {"trial_pass_energy_j", pass_j}});
+        const Stat t = stat(pass_ns), e = stat(pass_j), pw = stat(power);
+        cx.update({{"status", "ok"}, {"passes", passes}, {"pass_time_ns", t.mean}, {"pass_time_ns_half_width", t.half_width},
+                   {"pass_energy_j", e.mean}, {"pass_energy_j_half_width", e.half_width}, {"power_w", pw.mean}, {"trial_power_w", power},
+                   {"trial_pass_energy_j", pass_j}});
         if (temp) cx["temperature_c"] = *temp;
-        progress(fmt::format("context: pass {:.2f} ms (traced {:.2f} ms), {:.3f} J (counter {:.3f} J), {:.1f} W", t.mean / 1e6,
-                             cp.value("traced_span_ns", 0.0) / 1e6, e.mean, c.mean, pw.mean));
+        progress(fmt::format("context: pass {:.2f} ms (traced {:.2f} ms), {:.3f} J, {:.1f} W", t.mean / 1e6, cp.value("traced_span_ns", 0.0) / 1e6,
+                             e.mean, pw.mean));
       }
     }
     out["context"] = cx;

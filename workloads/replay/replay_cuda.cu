@@ -112,8 +112,6 @@ class Unit {
   Unit& operator=(const Unit&) = delete;
   ~Unit() { release(); }
 
-  const Item& item() const { return item_; }
-
   // Builds the kernel; "" or why it cannot be replayed.
   std::string build(const Item& item) {
     release();
@@ -387,7 +385,6 @@ class CudaDevice final : public Device {
 
   std::string name() const override { return name_; }
   int reps() const override { return reps_; }
-  double node_latency_ns() const override { return node_latency_ns_; }
   std::string error() const override {
     const cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? "" : cudaGetErrorString(e);
@@ -416,29 +413,9 @@ class CudaDevice final : public Device {
     });
   }
 
-  std::string prepare_sequence(const std::vector<Item>& items, const std::vector<Step>& steps, std::vector<std::string>& why) override {
+  std::string prepare_units(const std::vector<Item>& items, std::vector<std::string>& why) override {
     release();
     why.assign(items.size(), "");
-    // The graph's own latency between two dependent nodes: a graph of waits of 0 ns.
-    {
-      Item w;
-      w.tier = "wait";
-      units_.push_back(std::make_unique<Unit>(c_));
-      units_.back()->build(w);
-      Unit& u = *units_.back();
-      if (auto e = capture([&] {
-            for (int i = 0; i < 500; ++i) u.call();
-          });
-          !e.empty()) {
-        return e;
-      }
-      mark(62);
-      launch(4);
-      mark(63);
-      synchronize();
-      node_latency_ns_ = elapsed_ms(62, 63) * 1e6 / 2000.0;
-      release();
-    }
     for (std::size_t i = 0; i < items.size(); ++i) {
       units_.push_back(std::make_unique<Unit>(c_));
       Unit& u = *units_.back();
@@ -456,16 +433,11 @@ class CudaDevice final : public Device {
       }
       u.match_time([&](int n) { return time_calls(u, n); });
     }
-    return capture([&] {
-      for (const Step& s : steps) {
-        const double g = static_cast<double>(s.gap_ns) - node_latency_ns_;
-        if (g >= 500) {
-          wait_kernel<<<1, 32, 0, c_.stream>>>(static_cast<uint64_t>(g));
-        }
-        units_[static_cast<std::size_t>(s.unit)]->call();
-      }
-    });
+    if (cudaStreamSynchronize(c_.stream) != cudaSuccess) return "building the sequence's kernels failed: " + error();
+    return "";
   }
+
+  void call_unit(int u) override { units_[static_cast<std::size_t>(u)]->call(); }
 
   void launch(int graphs) override {
     for (int i = 0; i < graphs; ++i) cudaGraphLaunch(exec_, c_.stream);
@@ -539,7 +511,6 @@ class CudaDevice final : public Device {
   std::vector<cudaEvent_t> events_;
   std::vector<std::unique_ptr<Unit>> units_;
   int reps_ = 1;
-  double node_latency_ns_ = 0;
   cudaGraphExec_t exec_ = nullptr;
 };
 

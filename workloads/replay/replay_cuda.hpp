@@ -28,10 +28,11 @@ struct Item {
   double target_ns = 0;  ///< time-matched proxies and waits: the traced mean time
 };
 
-/// One entry of a context sequence: a unit (index into the units given) after a gap.
+/// One entry of a context sequence: a unit (index into the units given), launched `delta_ns`
+/// after the previous entry's launch (the traced start-to-start time).
 struct Step {
   int unit = 0;
-  int64_t gap_ns = 0;
+  int64_t delta_ns = 0;
 };
 
 class Device {
@@ -44,12 +45,11 @@ class Device {
   /// Returns "" or why it cannot be replayed (out of memory, unsupported dtype ...).
   virtual std::string prepare(const Item& item, int reps) = 0;
   virtual int reps() const = 0;
-  /// Builds every unit (failures: `why[i]` non-empty, that unit becomes a wait of its target_ns)
-  /// and one graph of the sequence: a wait kernel for each gap (less the graph's own per-node
-  /// latency, measured here), then the unit's call. Returns "" or why no graph was made.
-  virtual std::string prepare_sequence(const std::vector<Item>& units, const std::vector<Step>& steps, std::vector<std::string>& why) = 0;
-  /// The graph's own latency per wait node (ns), as measured by prepare_sequence.
-  virtual double node_latency_ns() const = 0;
+  /// Builds every unit of a context sequence (failures: `why[i]` non-empty, that unit becomes a
+  /// wait kernel of its target_ns). Returns "" or why the sequence cannot be replayed.
+  virtual std::string prepare_units(const std::vector<Item>& units, std::vector<std::string>& why) = 0;
+  /// Enqueues one call of unit `u` (asynchronous, as the traced program launched it).
+  virtual void call_unit(int u) = 0;
   /// Enqueues `graphs` graph launches (asynchronous).
   virtual void launch(int graphs) = 0;
   /// Records event `slot` (0..63) on the stream.

@@ -48,13 +48,17 @@ struct RowPrediction {
   std::string status;       ///< replayed | with_row | extrapolated
   std::string reason;       ///< why not replayed (cutoff, skipped by the engine ...)
   int with_row = -1;        ///< GEMM rows of one op call: the row whose replay includes this one
-  double time_ns = 0;       ///< per call (replayed; else the traced mean)
+  double time_ns = 0;       ///< per call as predicted (the replay's for faithful rows; else the traced mean)
   double time_half_width_ns = 0;
   double power_w = 0;
   double energy_j = 0;      ///< per call
   double energy_half_width_j = 0;
   double traced_ns = 0;     ///< traced mean per call
   bool time_off = false;    ///< replayed time more than 10% from the traced time
+  /// The replay is a proxy, not the traced operation (memory-bound stand-ins, unfused attention,
+  /// time-matched proxies): its power is used with the traced time.
+  bool proxy = false;
+  double replayed_time_ns = 0, replayed_energy_j = 0;  ///< the engine's own per-call figures
   std::vector<double> trial_power_w, trial_time_ns;  ///< the engine's trials
 };
 
@@ -63,6 +67,7 @@ struct TierPrediction {
   uint64_t count = 0;
   int rows = 0, replayed = 0, extrapolated = 0;
   double traced_s = 0, predicted_s = 0, energy_j = 0;
+  double replayed_s = 0;               ///< diagnostic: Σ count × the engine's own time (stand-ins' too)
   double energy_at_traced_time_j = 0;  ///< diagnostic: replayed power × traced time
 };
 

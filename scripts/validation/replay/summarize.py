@@ -20,15 +20,15 @@ for name in ("llama", "bloom"):
         print(f"energy predicted {c['predicted_energy_j']:.3f} J  measured {c['measured_energy_j']:.3f} J  error {100*c['energy_error']:+.2f}%")
     print(f"kernels {p['kernel_energy_j']:.3f} J over {p['predicted_gpu_duration_s']*1e3:.2f} ms (traced {p['traced_gpu_duration_s']*1e3:.2f} ms); "
           f"gaps {p['gap_energy_j']:.3f} J over {p['gap_duration_s']*1e3:.2f} ms")
-    print("| tier | rows | replayed | extrapolated | traced ms | replayed ms | predicted J | J at traced time |")
+    print("| tier | rows | replayed | extrapolated | traced ms | replayed ms | predicted ms | predicted J |")
     print("|---|---|---|---|---|---|---|---|")
     for t in r["tiers"]:
         print(f"| {t['tier']} | {t['rows']} | {t['replayed_rows']} | {t['extrapolated_rows']} | {t['traced_duration_s']*1e3:.3f} | "
-              f"{t['predicted_duration_s']*1e3:.3f} | {t['predicted_energy_j']:.4f} | {t.get('energy_at_traced_time_j', float('nan')):.4f} |")
-    print(f"| gaps | | | | {p['gap_duration_s']*1e3:.3f} | {p['gap_duration_s']*1e3:.3f} | {p['gap_energy_j']:.4f} | {p['gap_energy_j']:.4f} |")
+              f"{t.get('replayed_duration_s', float('nan'))*1e3:.3f} | {t['predicted_duration_s']*1e3:.3f} | {t['predicted_energy_j']:.4f} |")
+    print(f"| gaps | | | | {p['gap_duration_s']*1e3:.3f} | {p['gap_duration_s']*1e3:.3f} | {p['gap_duration_s']*1e3:.3f} | {p['gap_energy_j']:.4f} |")
     ks = [k for k in r["kernels"] if k["status"] == "replayed"]
-    long = [k for k in ks if k["replayed_mean_s"] >= 10e-6 and k["energy_per_call_j"] > 0]
-    hw = sorted(100 * k["energy_per_call_half_width_j"] / k["energy_per_call_j"] for k in long)
+    long = [k for k in ks if k["replayed_mean_s"] >= 10e-6 and k["replayed_energy_per_call_j"] > 0]
+    hw = sorted(100 * k["energy_per_call_half_width_j"] / k["replayed_energy_per_call_j"] for k in long)
     if hw:
         print(f"repeatability: {len(long)} replayed kernels >= 10 us: CI half-width median {hw[len(hw)//2]:.2f}%, max {hw[-1]:.2f}%, "
               f"{sum(1 for x in hw if x <= 2)} of {len(hw)} <= 2%")
