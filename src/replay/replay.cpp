@@ -595,7 +595,7 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
                        c.activities, c.traced_span_s * 1e3, c.pass_time_s * 1e3, c.pass_energy_j, c.pass_energy_half_width_j,
                        c.isolated_time_s * 1e3, c.isolated_energy_j, c.gap_time_s * 1e3, c.gap_power_w);
   }
-  out += fmt::format("\n{:<14} {:>5} {:>8} {:>11} {:>11} {:>11}\n", "tier", "rows", "replayed", "traced ms", "replay ms", "energy J");
+  out += fmt::format("\n{:<14} {:>5} {:>8} {:>11} {:>11} {:>11}\n", "tier", "rows", "replayed", "traced ms", "pred ms", "energy J");
   for (const TierPrediction& tp : p.tiers) {
     out += fmt::format("{:<14} {:>5} {:>8} {:>11.3f} {:>11.3f} {:>11.4f}\n", tp.tier, tp.rows, tp.replayed, tp.traced_s * 1e3, tp.predicted_s * 1e3,
                        tp.energy_j);
