@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
+#include "jouleprof/core/interned.hpp"
 #include "jouleprof/core/timebase.hpp"
 
 namespace jouleprof {
@@ -22,11 +23,12 @@ struct Activity {
   uint32_t context = 0, stream = 0, correlation = 0;
   int64_t start_ns = 0, end_ns = 0;  ///< CUPTI timestamps
   double t0_s = 0, t1_s = 0;         ///< run time base (after align_trace)
-  std::string name;          ///< demangled kernel name, "memcpy DtoD", NVTX range name
-  std::string domain;        ///< NVTX domain
-  std::string path;          ///< kernels: enclosing NVTX push/pop ranges of the launching thread, "a/b/c"
-  std::string phase;         ///< kernels: enclosing NVTX start/end range or measure phase
-  std::string kclass;        ///< kernels/copies: class from the rules (kernel_classes.hpp)
+  // Names and paths repeat millions of times in a long trace: each is kept once (interned.hpp).
+  Interned name;             ///< demangled kernel name, "memcpy DtoD", NVTX range name
+  Interned domain;           ///< NVTX domain
+  Interned path;             ///< kernels: enclosing NVTX push/pop ranges of the launching thread, "a/b/c"
+  Interned phase;            ///< kernels: enclosing NVTX start/end range or measure phase
+  Interned kclass;           ///< kernels/copies: class from the rules (kernel_classes.hpp)
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   uint32_t registers = 0, static_shared_bytes = 0, dynamic_shared_bytes = 0, graph_id = 0;
   uint64_t bytes = 0;
