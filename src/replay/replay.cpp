@@ -485,9 +485,9 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
     json j = {{"row", i},           {"name", k.name},          {"tier", k.tier},          {"class", k.kclass},
               {"op", k.op},         {"count", k.count},        {"status", r.status},      {"traced_mean_s", r.traced_ns * 1e-9},
               {"predicted_mean_s", r.time_ns * 1e-9},          {"power_w", r.power_w},    {"energy_per_call_j", r.energy_j},
+              {"replayed_mean_s", (r.status == "replayed" ? r.replayed_time_ns : r.time_ns) * 1e-9},
               {"energy_j", r.energy_j * static_cast<double>(k.count)}};
     if (r.status == "replayed") {
-      j["replayed_mean_s"] = r.replayed_time_ns * 1e-9;
       j["replayed_energy_per_call_j"] = r.replayed_energy_j;
       j["proxy"] = r.proxy;
       j["replayed_time_half_width_s"] = r.time_half_width_ns * 1e-9;

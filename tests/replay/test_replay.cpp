@@ -449,3 +449,43 @@ TEST(ReplayCli, PhasesFromARealTraceAndItsMeasuredRun) {
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--context-activities"), std::string::npos) << out;
 }
+
+// Faithful rows (GEMMs with their shapes, copies) count with their replayed time; stand-ins (memory
+// proxies, unfused attention, time-matched proxies) with their traced time at their replayed power.
+TEST(Replay, StandInsKeepTheTracedTimeAtTheirReplayedPower) {
+  const KernelTable t = bloom();
+  ReplayOptions o;
+  o.coverage = 1.0;
+  o.max_rows = 1000;
+  const json plan = json::parse(replay_plan_json(t, o));
+  auto p = predict_from_replay(t, engine_output(t, plan, 0.5, 400.0, 100.0).dump());
+  ASSERT_TRUE(p) << p.error().message;
+  std::size_t faithful = 0, proxies = 0;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const RowPrediction& r = p->rows[i];
+    if (r.status != "replayed") continue;
+    const KernelRow& k = t.rows[i];
+    EXPECT_NEAR(r.replayed_time_ns, 0.5 * k.mean_ns(), 1e-9);
+    if ((k.tier == "gemm" && k.gemm) || k.tier == "copy") {
+      ++faithful;
+      EXPECT_FALSE(r.proxy);
+      EXPECT_NEAR(r.time_ns, 0.5 * k.mean_ns(), 1e-9);
+    } else {
+      ++proxies;
+      EXPECT_TRUE(r.proxy);
+      EXPECT_NEAR(r.time_ns, k.mean_ns(), 1e-9);
+      EXPECT_NEAR(r.energy_j, 400.0 * k.mean_ns() * 1e-9, 1e-15);
+      EXPECT_TRUE(r.time_off);  // the stand-in's own time is still checked against the trace
+    }
+  }
+  EXPECT_GT(faithful, 0u);
+  EXPECT_GT(proxies, 0u);
+  const json j = json::parse(replay_json(t, *p));
+  double replayed = 0, predicted = 0;
+  for (const json& tier : j["tiers"]) {
+    replayed += tier["replayed_duration_s"].get<double>();
+    predicted += tier["predicted_duration_s"].get<double>();
+  }
+  EXPECT_LT(replayed, predicted);
+  EXPECT_NEAR(predicted, p->predicted_gpu_s, 1e-12);
+}
