@@ -3,6 +3,8 @@
 // and a pass over the score matrix; copies/sets with cudaMemcpyAsync/cudaMemsetAsync (pinned
 // host memory: a graph cannot capture pageable copies); the rest as a memory-bound kernel with
 // the traced launch shape moving the op's bytes; time-matched proxies where shapes are unknown.
+// Each re-created kernel is a Unit: one at a time for the isolated measurements, all of a context
+// sequence's at once for its replay.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
