@@ -108,6 +108,11 @@ class App:
         self.grid = grid
         self.sm = {}
 
+    def curve_pt(self):
+        if "pt" not in self.sm:
+            self.sm["pt"] = ({f: interp(self.cl, self.lnP, f) for f in self.grid}, {f: interp(self.cl, self.lnT, f) for f in self.grid})
+        return self.sm["pt"]
+
     def curve(self, how):  # ln E on the grid (held ends), smoothed on own clocks first
         if how not in self.sm:
             g = smooth(self.cl, self.lnE, how)
@@ -117,6 +122,9 @@ class App:
     def raw_features(self, pref, extra):
         a = self.probe["a"]
         x = list(a) + [self.probe["P"] / pref]
+        if extra:  # memory-boundness: dram / (dram + fp) at the probe
+            dram, fp = a[extra[0]], a[extra[1]]
+            x.append(dram / (dram + fp + 1e-3))
         return x
 
 
@@ -174,75 +182,107 @@ def main():
     order, data, act = load(args.file)
     grid = sorted({p["f"] for a in order for p in data[a]})
     apps = [App(a, data[a], grid, args.probes) for a in order]
-    nf = len(act) + 1
     D = DESIGNS[args.design]
+    extra = (act.index("dram_active"), act.index("fp_active")) if D.get("physics") else None
+    nf = len(act) + 1 + (1 if extra else 0)
     total, within, lines = 0.0, 0, []
     for h, held in enumerate(apps):
         train = [a for a in apps if a is not held]
         pref = max(max(p for p in [math.exp(v) for v in a.lnP]) for a in train)
-        raw = [a.raw_features(pref, D.get("extra")) for a in train]
+        raw = [a.raw_features(pref, extra) for a in train]
         mean = [sum(r[i] for r in raw) / len(raw) for i in range(nf)]
         sc = [math.sqrt(sum((r[i] - mean[i]) ** 2 for r in raw) / len(raw)) or 1.0 for i in range(nf)]
         std = lambda r: [(r[i] - mean[i]) / sc[i] for i in range(nf)]
         pool = [(std(r), a) for r, a in zip(raw, train)]
-        metrics = {"all": [1.0] * nf, "activity": [1.0] * (nf - 1) + [0.0], "power": [0.0] * (nf - 1) + [1.0]}
-        cands = list(itertools.product(D["k"], D["metric"], D["smooth"], D["rule"]))
+        na = len(act)
+        metrics = {"all": [1.0] * nf, "activity": [1.0] * na + [0.0] * (nf - na), "power": [0.0] * na + [1.0] + [0.0] * (nf - na - 1)}
+        if extra:
+            metrics["physics"] = [0.0] * na + [1.0, 1.0]
+        keys = ["k", "metric", "smooth", "rule", "tilt", "lam", "weighting"]
+        defaults = dict(tilt=[False], lam=[0.0], weighting=["idw"])
+        cands = [dict(zip(keys, v)) for v in itertools.product(*[D.get(kk, defaults.get(kk)) for kk in keys])]
 
-        def probe_term(target, mode, scale):
-            # distance in the probes' measured ln E ratios (2+ probes): a neighbour whose curve
-            # rises between the probes as the target's did is closer
-            if target is None or len(target.probe_idx) < 2 or mode == "none": return None
-            f0 = target.cl[target.probe_idx[0]]
-            obs = [(target.cl[i], target.lnE[i] - target.lnE[target.probe_idx[0]]) for i in target.probe_idx[1:]]
+        def probe_term(target, lam):
+            # 2+ probes: a neighbour whose ln P and ln T change between the probes as the
+            # target's did is closer (residuals in units of 1%)
+            if lam == 0 or len(target.probe_idx) < 2: return None
+            i0 = target.probe_idx[0]
+            f0 = target.cl[i0]
+            obs = [(target.cl[i], target.lnP[i] - target.lnP[i0], target.lnT[i] - target.lnT[i0]) for i in target.probe_idx[1:]]
             def term(app):
-                c = app.curve("none")
-                return scale * sum(((c[f] - c[f0]) - o) ** 2 for f, o in obs) / 0.01 ** 2
+                cp, ct = app.curve_pt()
+                return lam * sum(((cp[f] - cp[f0]) - op) ** 2 + ((ct[f] - ct[f0]) - ot) ** 2 for f, op, ot in obs) / 0.01 ** 2
             return term
 
-        def run(target, x, pool_, cand):
-            k, metric, how, rule = cand[:4]
-            pm = probe_term(target, D.get("probe_dist", "none"), D.get("probe_scale", 1.0))
-            nb, w = neighbours(x, pool_, k, metrics[metric], pm)
-            return decide(target.cl, nb, w, how, rule, target.cl[target.anchor])
+        def predict_lnE(target, x, pool_, c):
+            """(chosen clock, predicted ln E/E0 at the target's clocks)."""
+            nb, w = neighbours(x, pool_, c["k"], metrics[c["metric"]], probe_term(target, c["lam"]))
+            if c["weighting"] == "uniform": w = [1 / len(nb)] * len(nb)
+            how = c["smooth"]
+            f0 = target.cl[target.anchor]
+            pred = {f: sum(ww * (n.curve(how)[f] - n.curve(how)[f0]) for n, ww in zip(nb, w)) for f in target.cl}
+            if c["tilt"] and len(target.probe_idx) > 1:
+                # the product's correction: c1 phi + c2 phi^2 through the further probes (ln E)
+                i0 = target.probe_idx[0]
+                pts = [(math.log(target.cl[i] / f0), target.lnE[i] - target.lnE[i0] - pred[target.cl[i]]) for i in target.probe_idx[1:]]
+                if len(pts) == 1:
+                    c1, c2 = pts[0][1] / pts[0][0], 0.0
+                else:
+                    (a1, r1), (a2, r2) = pts
+                    det = a1 * a2 * a2 - a2 * a1 * a1
+                    c1 = (r1 * a2 * a2 - r2 * a1 * a1) / det
+                    c2 = (a1 * r2 - a2 * r1) / det
+                pred = {f: v + c1 * math.log(f / f0) + c2 * math.log(f / f0) ** 2 for f, v in pred.items()}
+            return nb, w, pred
 
-        def inner_score(cand):
+        def run(target, x, pool_, c):
+            nb, w, pred = predict_lnE(target, x, pool_, c)
+            if c["rule"] == "lnE" or c["tilt"]:
+                return min(target.cl, key=lambda f: pred[f])
+            return decide(target.cl, nb, w, c["smooth"], c["rule"], None)
+
+        def inner_score(c):
             s = 0.0
             for j, (xj, aj) in enumerate(pool):
                 rest = pool[:j] + pool[j + 1:]
                 if D["criterion"] == "regret":
-                    s += regret(aj, run(aj, xj, rest, cand))
-                else:  # energy MAPE of the curve (the current product rule)
-                    k, metric, how, rule = cand
-                    nb, w = neighbours(xj, rest, k, metrics[metric])
-                    f0 = aj.cl[aj.anchor]
-                    e = 0
-                    for m, f in enumerate(aj.cl):
-                        pred = sum(ww * (n.curve(how)[f] - n.curve(how)[f0]) for n, ww in zip(nb, w))
-                        e += abs(math.exp(pred - (aj.lnE[m] - aj.lnE[aj.anchor])) - 1)
+                    s += regret(aj, run(aj, xj, rest, c))
+                else:  # energy MAPE of the curve (the product's rule)
+                    _, _, pred = predict_lnE(aj, xj, rest, c)
+                    e = sum(abs(math.exp(pred[f] - (aj.lnE[m] - aj.lnE[aj.anchor])) - 1) for m, f in enumerate(aj.cl))
                     s += e / len(aj.cl)
             return s
-        scored = [(inner_score(c), i, c) for i, c in enumerate(cands) if c[0] < len(train)]
-        best = min(scored)[2]
-        f = run(held, std(held.raw_features(pref, None)), pool, best)
+        scored = [(inner_score(c), i, c) for i, c in enumerate(cands) if c["k"] < len(train)]
+        best = min(scored, key=lambda t: (t[0], t[1]))[2]
+        f = run(held, std(held.raw_features(pref, extra)), pool, best)
         r = regret(held, f)
         total += r; within += r <= 0.02
-        lines.append(f"{held.name:10s} chose {f:6.0f} opt {held.cl[held.E.index(min(held.E))]:6.0f} excess {100*r:6.2f}%  {best}")
+        lines.append(f"{held.name:10s} chose {f:6.0f} opt {held.cl[held.E.index(min(held.E))]:6.0f} excess {100*r:6.2f}%  {tuple(v for kk, v in best.items() if kk in ('k','metric','smooth','rule','tilt','lam','weighting'))}")
     print("\n".join(lines))
     print(f"{args.design} probes={args.probes}: mean excess {100*total/len(apps):.2f}%  within 2%: {within}/{len(apps)}")
 
 
 K = [1, 2, 3, 4, 6, 8]
+M3 = ["all", "activity", "power"]
+SM = ["none", "ma3", "ma6", "poly4"]
 DESIGNS = {
     # the product's knn today: energy-MAPE inner criterion, k x distance, ln E mean of raw curves
-    "baseline": dict(k=K, metric=["all", "activity", "power"], smooth=["none"], rule=["lnE"], criterion="mape"),
+    # (with 2+ probes the product's tilt correction)
+    "baseline": dict(k=K, metric=M3, smooth=["none"], rule=["lnE"], tilt=[True], criterion="mape"),
     # inner criterion = the decision's own regret on the training applications
-    "regret-crit": dict(k=K, metric=["all", "activity", "power"], smooth=["none"], rule=["lnE"], criterion="regret"),
+    "regret-crit": dict(k=K, metric=M3, smooth=["none"], rule=["lnE"], tilt=[True], criterion="regret"),
     # + smoothing of the neighbours' curves, chosen inside
-    "smooth": dict(k=K, metric=["all", "activity", "power"], smooth=["none", "ma3", "ma6", "poly4"], rule=["lnE"], criterion="regret"),
+    "smooth": dict(k=K, metric=M3, smooth=SM, rule=["lnE"], tilt=[True], criterion="regret"),
     # + choice rule chosen inside
-    "rules": dict(k=K, metric=["all", "activity", "power"], smooth=["none", "ma3", "ma6", "poly4"], rule=["lnE", "regret", "optclock"], criterion="regret"),
-    "rules-mape": dict(k=K, metric=["all", "activity", "power"], smooth=["none", "ma3", "ma6", "poly4"], rule=["lnE", "regret", "optclock"], criterion="mape"),
-    "probe-dist": dict(k=K, metric=["all", "activity", "power"], smooth=["none", "ma3", "ma6", "poly4"], rule=["lnE", "regret", "optclock"], criterion="regret", probe_dist="lnE"),
+    "rules": dict(k=K, metric=M3, smooth=SM, rule=["lnE", "regret", "optclock"], tilt=[True], criterion="regret"),
+    # the same candidates chosen by energy MAPE (MAPE does not depend on the rule: the first, lnE, stays)
+    "rules-mape": dict(k=K, metric=M3, smooth=SM, rule=["lnE", "regret", "optclock"], tilt=[True], criterion="mape"),
+    # (added after the five above had run) physically-informed distance: memory-boundness and probe power
+    "physics": dict(k=K, metric=M3 + ["physics"], smooth=SM, rule=["lnE"], tilt=[True], criterion="mape", physics=True),
+    # wider k and uniform weights
+    "wide": dict(k=K + [12, 20], metric=M3, smooth=SM, rule=["lnE"], tilt=[True], weighting=["idw", "uniform"], criterion="mape"),
+    # 2+ probes: neighbours also by the probes' measured ratios; tilt on or off, chosen inside
+    "probe-match": dict(k=K, metric=M3, smooth=SM, rule=["lnE"], tilt=[False, True], lam=[0.0, 0.1, 1.0, 10.0], criterion="mape"),
 }
 
 if __name__ == "__main__":
