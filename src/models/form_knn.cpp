@@ -98,10 +98,10 @@ std::vector<double> raw_features(const std::vector<double>& activity, double pow
 class Knn final : public FormImpl {
  public:
   Knn(double pref, std::pair<int, int> mem, std::vector<std::string> mem_names, std::vector<double> mean, std::vector<double> scale,
-      std::vector<TrainCurve> curves, int k, std::vector<double> weight, std::string smoothing)
+      std::vector<TrainCurve> curves, int k, std::vector<double> weight, std::string smooth_p, std::string smooth_t)
       : pref_(pref), mem_(mem), mem_names_(std::move(mem_names)), mean_(std::move(mean)), scale_(std::move(scale)),
         curves_(std::move(curves)), k_(k), weight_(std::move(weight)) {
-    set_smoothing(std::move(smoothing));
+    set_smoothing(std::move(smooth_p), std::move(smooth_t));
   }
 
   std::vector<double> standardise(const std::vector<double>& raw) const {
@@ -172,11 +172,12 @@ class Knn final : public FormImpl {
   }
   void set_k(int k) { k_ = k; }
   void set_weight(std::vector<double> w) { weight_ = std::move(w); }
-  void set_smoothing(std::string how) {
-    smoothing_ = std::move(how);
+  void set_smoothing(std::string p, std::string t) {
+    smooth_p_ = std::move(p);
+    smooth_t_ = std::move(t);
     for (auto& c : curves_) {
-      c.sP = smooth(c.clocks, c.gP, smoothing_);
-      c.sT = smooth(c.clocks, c.gT, smoothing_);
+      c.sP = smooth(c.clocks, c.gP, smooth_p_);
+      c.sT = smooth(c.clocks, c.gT, smooth_t_);
     }
   }
 
@@ -188,7 +189,7 @@ class Knn final : public FormImpl {
     return {{"rule", "inverse-distance weighted mean of the k nearest training curves (ln P/P0, ln T/T0), smoothed"},
             {"features", "activity at the probe..., probe power / power_ref_w[, dram/(dram+fp)]; standardised by feature_mean/feature_scale"},
             {"memory_boundness_columns", mem_names_},
-            {"k", k_}, {"feature_weight", weight_}, {"smoothing", smoothing_}, {"selection", inner_},
+            {"k", k_}, {"feature_weight", weight_}, {"power_smoothing", smooth_p_}, {"time_smoothing", smooth_t_}, {"selection", inner_},
             {"power_ref_w", pref_}, {"feature_mean", mean_}, {"feature_scale", scale_}, {"curves", cs}};
   }
   nlohmann::json inner_ = nlohmann::json::array();  ///< the inner cross-validation's energy MAPE per candidate
@@ -201,7 +202,7 @@ class Knn final : public FormImpl {
   std::vector<TrainCurve> curves_;
   int k_;
   std::vector<double> weight_;  ///< per feature in the distance: 1 or 0
-  std::string smoothing_;
+  std::string smooth_p_, smooth_t_;
 };
 
 }  // namespace
@@ -259,8 +260,12 @@ Result<std::unique_ptr<FormImpl>> fit_knn(const FitContext& c) {
   }
   // One model per smoothing (the curves smoothed once each); every candidate scored the same way.
   std::vector<std::unique_ptr<Knn>> by_smoothing;
-  for (const auto& how : kSmoothings)
-    by_smoothing.push_back(std::make_unique<Knn>(pref, mem, mem_names, mean, scale, curves, 1, metrics.front().second, how));
+  std::vector<std::pair<std::string, std::string>> smoothings;
+  for (const auto& sp : kSmoothings)
+    for (const auto& st : kSmoothings) {
+      smoothings.emplace_back(sp, st);
+      by_smoothing.push_back(std::make_unique<Knn>(pref, mem, mem_names, mean, scale, curves, 1, metrics.front().second, sp, st));
+    }
   nlohmann::json selection = nlohmann::json::array();
   double best = 1e300;
   int best_k = 1;
@@ -268,11 +273,11 @@ Result<std::unique_ptr<FormImpl>> fit_knn(const FitContext& c) {
   for (int k : kCandidatesK) {
     if (static_cast<std::size_t>(k) >= c.sweeps.size()) break;
     for (std::size_t mi = 0; mi < metrics.size(); ++mi)
-      for (std::size_t si = 0; si < kSmoothings.size(); ++si) {
+      for (std::size_t si = 0; si < smoothings.size(); ++si) {
         Knn& knn = *by_smoothing[si];
         knn.set_weight(metrics[mi].second);
         const double e = knn.inner_energy_mape(k, anchors);
-        selection.push_back({{"k", k}, {"distance", metrics[mi].first}, {"smoothing", kSmoothings[si]}, {"energy_mape_pct", e}});
+        selection.push_back({{"k", k}, {"distance", metrics[mi].first}, {"power_smoothing", smoothings[si].first}, {"time_smoothing", smoothings[si].second}, {"energy_mape_pct", e}});
         if (e < best) {
           best = e;
           best_k = k;
@@ -317,12 +322,13 @@ Result<std::unique_ptr<FormImpl>> load_knn(const nlohmann::json& p, const ModelI
     }
     const int k = p.at("k").get<int>();
     auto weight = p.value("feature_weight", std::vector<double>(nf, 1.0));
-    const auto smoothing = p.value("smoothing", std::string("none"));
-    if (std::find(kSmoothings.begin(), kSmoothings.end(), smoothing) == kSmoothings.end())
-      return make_error(Errc::parse, "knn model: unknown smoothing '" + smoothing + "'");
+    const auto sp = p.value("power_smoothing", std::string("none")), st = p.value("time_smoothing", std::string("none"));
+    for (const auto& s : {sp, st})
+      if (std::find(kSmoothings.begin(), kSmoothings.end(), s) == kSmoothings.end())
+        return make_error(Errc::parse, "knn model: unknown smoothing '" + s + "'");
     if (curves.empty() || k < 1 || weight.size() != nf) return make_error(Errc::parse, "knn model: no curves, k < 1 or wrong feature_weight");
     return std::unique_ptr<FormImpl>(new Knn(p.at("power_ref_w").get<double>(), mem, std::move(mem_names), std::move(mean), std::move(scale),
-                                             std::move(curves), k, std::move(weight), smoothing));
+                                             std::move(curves), k, std::move(weight), sp, st));
   } catch (const std::exception& e) {
     return make_error(Errc::parse, std::string("knn model parameters: ") + e.what());
   }
