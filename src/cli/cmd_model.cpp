@@ -30,7 +30,6 @@ Result<md::FitOptions> fit_options(const ModelFlags& f) {
   o.form = *form;
   o.max_clock_mhz = f.max_clock;
   o.probe_clock_mhz = f.data.probe.probe_clock_mhz;
-  o.probes = f.data.probe.probes;
   o.ridge = f.ridge;
   o.xgb_rounds = f.xgb_rounds;
   o.gpu = f.data.gpu;
@@ -202,8 +201,6 @@ Runner add_model(CLI::App& app) {
   fit->add_option("-o,--output", f->output, "model file to write")->required();
   checked(fit->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);
   checked(fit->add_option("--probe-clock", f->data.probe.probe_clock_mhz, "training probe clock (default: each application's highest)"), kClockRange);
-  fit->add_option("--probes", f->data.probe.probes, "probe runs the model will be given, 1-3 (knn tunes its choice of neighbours for them)")
-      ->check(CLI::Range(1, 3))->capture_default_str();
   checked(fit->add_option("--ridge", f->ridge, "poly/ensemble: L2 penalty (0: chosen by inner leave-one-application-out)"), kRidgeRange)->capture_default_str();
   checked(fit->add_option("--xgb-rounds", f->xgb_rounds, "xgboost: boosting rounds"), kRoundsRange)->capture_default_str();
   f->out.add(fit);

@@ -1,7 +1,6 @@
 // The strategy interface behind Model: one implementation per form (form_*.cpp).
 #pragma once
 
-#include <array>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -46,20 +45,8 @@ class FormImpl {
   /// Power (W) and time (s) at `clocks` for a workload probed once (`probe`).
   virtual void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
                        std::vector<double>& time_s) const = 0;
-  /// The same from 1-3 probes (probes[0] anchors). By default the further probes tilt the curve
-  /// by c1 phi + c2 phi^2 in log space, phi = ln(f/f0), so that it passes through them.
-  virtual void predict_probes(const std::vector<Probe>& probes, const std::vector<double>& clocks, std::vector<double>& power_w,
-                              std::vector<double>& time_s) const;
   virtual nlohmann::json params() const = 0;
 };
-
-/// The tilt (c1, c2) through log residuals r_k at phi_k = ln(f_k/f0) of 1 or 2 further probes
-/// (c2 = 0 with one): the correction of predict_probes.
-std::array<double, 2> probe_tilt(const std::vector<double>& phi, const std::vector<double>& r);
-
-/// Indices into s.points of n probes: the anchor, then the clocks nearest 75% and 55% of it (the
-/// probes `--probes N` takes); fewer when the sweep has fewer clocks.
-std::vector<std::size_t> probe_indices(const AppSweep& s, int n);
 
 Result<std::unique_ptr<FormImpl>> fit_fgcs(const FitContext& c);
 Result<std::unique_ptr<FormImpl>> fit_poly(const FitContext& c);

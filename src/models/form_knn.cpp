@@ -63,7 +63,6 @@ struct TrainCurve {
   std::vector<double> x;             ///< standardised features
   std::vector<double> clocks, gP, gT;  ///< measured ln P/P(anchor), ln T/T(anchor)
   std::vector<double> sP, sT;          ///< the same, smoothed (what predictions use)
-  std::vector<std::size_t> probes;     ///< the inner pass's probe indices (anchor first)
   /// g at clock f: linear between measured clocks, the end value held beyond them.
   double at(const std::vector<double>& g, double f) const {
     const auto& c = clocks;
@@ -96,11 +95,6 @@ std::vector<double> raw_features(const std::vector<double>& activity, double pow
   return x;
 }
 
-/// A further probe's measured ln P and ln T relative to the first probe's.
-struct Observed {
-  double clock_mhz, dlnP, dlnT;
-};
-
 class Knn final : public FormImpl {
  public:
   Knn(double pref, std::pair<int, int> mem, std::vector<std::string> mem_names, std::vector<double> mean, std::vector<double> scale,
@@ -117,21 +111,13 @@ class Knn final : public FormImpl {
   }
 
   /// Predicts with k neighbours among curves_, leaving out index `skip` (inner cross-validation).
-  /// Further probes (`obs`) add lambda_ x their squared misfit, in units of 1%, to the distance:
-  /// a neighbour whose power and time changed between the probe clocks as the workload's did is nearer.
-  void predict_k(const std::vector<double>& x, double f0, const std::vector<Observed>& obs, const std::vector<double>& clocks, int k,
-                 std::size_t skip, std::vector<double>& lnP, std::vector<double>& lnT) const {
+  void predict_k(const std::vector<double>& x, double f0, const std::vector<double>& clocks, int k, std::size_t skip,
+                 std::vector<double>& lnP, std::vector<double>& lnT) const {
     std::vector<std::pair<double, std::size_t>> d;
     for (std::size_t j = 0; j < curves_.size(); ++j) {
       if (j == skip) continue;
-      const TrainCurve& c = curves_[j];
       double s = 0;
-      for (std::size_t i = 0; i < x.size(); ++i) s += weight_[i] * (x[i] - c.x[i]) * (x[i] - c.x[i]);
-      if (lambda_ > 0)
-        for (const auto& o : obs) {
-          const double mp = c.at(c.sP, o.clock_mhz) - c.at(c.sP, f0) - o.dlnP, mt = c.at(c.sT, o.clock_mhz) - c.at(c.sT, f0) - o.dlnT;
-          s += lambda_ * (mp * mp + mt * mt) / 1e-4;
-        }
+      for (std::size_t i = 0; i < x.size(); ++i) s += weight_[i] * (x[i] - curves_[j].x[i]) * (x[i] - curves_[j].x[i]);
       d.emplace_back(std::sqrt(s), j);
     }
     const auto n = std::min(d.size(), static_cast<std::size_t>(k));
@@ -154,7 +140,7 @@ class Knn final : public FormImpl {
   void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
                std::vector<double>& time_s) const override {
     std::vector<double> lnP, lnT;
-    predict_k(standardise(raw_features(probe.activity, probe.power_w, pref_, mem_)), probe.clock_mhz, {}, clocks, k_,
+    predict_k(standardise(raw_features(probe.activity, probe.power_w, pref_, mem_)), probe.clock_mhz, clocks, k_,
               curves_.size(), lnP, lnT);
     power_w.clear();
     time_s.clear();
@@ -164,63 +150,16 @@ class Knn final : public FormImpl {
     }
   }
 
-  void predict_probes(const std::vector<Probe>& probes, const std::vector<double>& clocks, std::vector<double>& power_w,
-                      std::vector<double>& time_s) const override {
-    const Probe& p0 = probes.front();
-    std::vector<Observed> obs;
-    std::vector<double> all = clocks;
-    for (std::size_t k = 1; k < probes.size(); ++k) {
-      obs.push_back({probes[k].clock_mhz, std::log(probes[k].power_w / p0.power_w), std::log(probes[k].time_s / p0.time_s)});
-      all.push_back(probes[k].clock_mhz);
-    }
-    std::vector<double> lnP, lnT;
-    predict_k(standardise(raw_features(p0.activity, p0.power_w, pref_, mem_)), p0.clock_mhz, obs, all, k_, curves_.size(), lnP, lnT);
-    tilt_through(obs, p0.clock_mhz, all, clocks.size(), lnP, lnT);
-    power_w.clear();
-    time_s.clear();
-    for (std::size_t m = 0; m < clocks.size(); ++m) {
-      power_w.push_back(p0.power_w * std::exp(lnP[m]));
-      time_s.push_back(p0.time_s * std::exp(lnT[m]));
-    }
-  }
-
-  /// With tilt_, corrects lnP/lnT (predicted at `clocks`, whose entries from `first_probe` on are
-  /// the further probes' clocks, in obs order) to pass through the further probes.
-  void tilt_through(const std::vector<Observed>& obs, double f0, const std::vector<double>& clocks, std::size_t first_probe,
-                    std::vector<double>& lnP, std::vector<double>& lnT) const {
-    if (!tilt_ || obs.empty()) return;
-    std::vector<double> phi, rP, rT;
-    for (std::size_t k = 0; k < obs.size(); ++k) {
-      phi.push_back(std::log(obs[k].clock_mhz / f0));
-      rP.push_back(obs[k].dlnP - lnP[first_probe + k]);
-      rT.push_back(obs[k].dlnT - lnT[first_probe + k]);
-    }
-    const auto cP = probe_tilt(phi, rP), cT = probe_tilt(phi, rT);
-    for (std::size_t m = 0; m < clocks.size(); ++m) {
-      const double f = std::log(clocks[m] / f0);
-      lnP[m] += cP[0] * f + cP[1] * f * f;
-      lnT[m] += cT[0] * f + cT[1] * f * f;
-    }
-  }
-
-  /// Energy MAPE (%) of every training curve predicted from its own probes (c.probes, measured)
-  /// by the others with k neighbours, against its measured (unsmoothed) curve.
-  double inner_energy_mape(int k) const {
+  /// Energy MAPE (%) of every training curve predicted from its anchor by the others with k
+  /// neighbours, against its measured (unsmoothed) curve.
+  double inner_energy_mape(int k, const std::vector<double>& anchors) const {
     double s = 0;
     std::size_t n = 0;
-    std::vector<double> lnP, lnT, clocks;
+    std::vector<double> lnP, lnT;
     for (std::size_t j = 0; j < curves_.size(); ++j) {
       const TrainCurve& c = curves_[j];
-      const std::size_t a = c.probes.front();
-      std::vector<Observed> obs;
-      clocks = c.clocks;
-      for (std::size_t q = 1; q < c.probes.size(); ++q) {
-        obs.push_back({c.clocks[c.probes[q]], c.gP[c.probes[q]] - c.gP[a], c.gT[c.probes[q]] - c.gT[a]});
-        clocks.push_back(c.clocks[c.probes[q]]);
-      }
-      predict_k(c.x, c.clocks[a], obs, clocks, k, j, lnP, lnT);
-      tilt_through(obs, c.clocks[a], clocks, c.clocks.size(), lnP, lnT);
-      const double e0 = c.gP[a] + c.gT[a];
+      predict_k(c.x, anchors[j], c.clocks, k, j, lnP, lnT);
+      const double e0 = c.at(c.gP, anchors[j]) + c.at(c.gT, anchors[j]);
       double sj = 0;
       for (std::size_t m = 0; m < c.clocks.size(); ++m) {
         const double meas = c.gP[m] + c.gT[m] - e0;  // measured ln E(f)/E(f0)
@@ -230,10 +169,6 @@ class Knn final : public FormImpl {
       ++n;
     }
     return n ? 100 * s / static_cast<double>(n) : 0;
-  }
-  void set_probe_use(double lambda, bool tilt) {
-    lambda_ = lambda;
-    tilt_ = tilt;
   }
   void set_k(int k) { k_ = k; }
   void set_weight(std::vector<double> w) { weight_ = std::move(w); }
@@ -254,8 +189,7 @@ class Knn final : public FormImpl {
     return {{"rule", "inverse-distance weighted mean of the k nearest training curves (ln P/P0, ln T/T0), smoothed"},
             {"features", "activity at the probe..., probe power / power_ref_w[, dram/(dram+fp)]; standardised by feature_mean/feature_scale"},
             {"memory_boundness_columns", mem_names_},
-            {"k", k_}, {"feature_weight", weight_}, {"power_smoothing", smooth_p_}, {"time_smoothing", smooth_t_},
-            {"probe_match_weight", lambda_}, {"tilt_through_probes", tilt_}, {"selection", inner_},
+            {"k", k_}, {"feature_weight", weight_}, {"power_smoothing", smooth_p_}, {"time_smoothing", smooth_t_}, {"selection", inner_},
             {"power_ref_w", pref_}, {"feature_mean", mean_}, {"feature_scale", scale_}, {"curves", cs}};
   }
   nlohmann::json inner_ = nlohmann::json::array();  ///< the inner cross-validation's energy MAPE per candidate
@@ -269,8 +203,6 @@ class Knn final : public FormImpl {
   int k_;
   std::vector<double> weight_;  ///< per feature in the distance: 1 or 0
   std::string smooth_p_, smooth_t_;
-  double lambda_ = 0;  ///< weight of the further probes' misfit in the distance
-  bool tilt_ = true;   ///< the curve is tilted through the further probes
 };
 
 }  // namespace
@@ -296,6 +228,7 @@ Result<std::unique_ptr<FormImpl>> fit_knn(const FitContext& c) {
     for (std::size_t i = 0; i < nf; ++i) scale[i] += (r[i] - mean[i]) * (r[i] - mean[i]) / static_cast<double>(raw.size());
   for (auto& v : scale) v = v > 1e-24 ? std::sqrt(v) : 1.0;
   std::vector<TrainCurve> curves;
+  std::vector<double> anchors;
   for (std::size_t j = 0; j < c.sweeps.size(); ++j) {
     const auto& s = c.sweeps[j];
     TrainCurve tc;
@@ -307,7 +240,7 @@ Result<std::unique_ptr<FormImpl>> fit_knn(const FitContext& c) {
       tc.gP.push_back(std::log(p.power_w / a.power_w));
       tc.gT.push_back(std::log(p.time_s / a.time_s));
     }
-    tc.probes = probe_indices(s, c.options.probes);
+    anchors.push_back(a.clock_mhz);
     curves.push_back(std::move(tc));
   }
   // Candidate distances: every feature, the activity only, the probe power only, and the probe
@@ -333,44 +266,29 @@ Result<std::unique_ptr<FormImpl>> fit_knn(const FitContext& c) {
       smoothings.emplace_back(sp, st);
       by_smoothing.push_back(std::make_unique<Knn>(pref, mem, mem_names, mean, scale, curves, 1, metrics.front().second, sp, st));
     }
-  // Further probes (a model tuned for --probes 2|3): their misfit's weight in the distance and
-  // whether the curve is tilted through them are chosen too.
-  std::vector<std::pair<double, bool>> probe_uses{{0.0, true}};
-  if (c.options.probes > 1)
-    probe_uses = {{0.0, false}, {0.0, true}, {0.1, false}, {0.1, true}, {1.0, false}, {1.0, true}, {10.0, false}, {10.0, true}};
   nlohmann::json selection = nlohmann::json::array();
   double best = 1e300;
   int best_k = 1;
-  std::size_t best_m = 0, best_s = 0, best_u = 0;
+  std::size_t best_m = 0, best_s = 0;
   for (int k : kCandidatesK) {
     if (static_cast<std::size_t>(k) >= c.sweeps.size()) break;
     for (std::size_t mi = 0; mi < metrics.size(); ++mi)
-      for (std::size_t si = 0; si < smoothings.size(); ++si)
-        for (std::size_t ui = 0; ui < probe_uses.size(); ++ui) {
-          Knn& knn = *by_smoothing[si];
-          knn.set_weight(metrics[mi].second);
-          knn.set_probe_use(probe_uses[ui].first, probe_uses[ui].second);
-          const double e = knn.inner_energy_mape(k);
-          nlohmann::json row{{"k", k}, {"distance", metrics[mi].first}, {"power_smoothing", smoothings[si].first},
-                             {"time_smoothing", smoothings[si].second}, {"energy_mape_pct", e}};
-          if (c.options.probes > 1) {
-            row["probe_match_weight"] = probe_uses[ui].first;
-            row["tilt_through_probes"] = probe_uses[ui].second;
-          }
-          selection.push_back(std::move(row));
-          if (e < best) {
-            best = e;
-            best_k = k;
-            best_m = mi;
-            best_s = si;
-            best_u = ui;
-          }
+      for (std::size_t si = 0; si < smoothings.size(); ++si) {
+        Knn& knn = *by_smoothing[si];
+        knn.set_weight(metrics[mi].second);
+        const double e = knn.inner_energy_mape(k, anchors);
+        selection.push_back({{"k", k}, {"distance", metrics[mi].first}, {"power_smoothing", smoothings[si].first}, {"time_smoothing", smoothings[si].second}, {"energy_mape_pct", e}});
+        if (e < best) {
+          best = e;
+          best_k = k;
+          best_m = mi;
+          best_s = si;
         }
+      }
   }
   auto knn = std::move(by_smoothing[best_s]);
   knn->set_k(best_k);
   knn->set_weight(metrics[best_m].second);
-  knn->set_probe_use(probe_uses[best_u].first, probe_uses[best_u].second);
   knn->inner_ = std::move(selection);
   return std::unique_ptr<FormImpl>(std::move(knn));
 }
@@ -409,12 +327,8 @@ Result<std::unique_ptr<FormImpl>> load_knn(const nlohmann::json& p, const ModelI
       if (std::find(kSmoothings.begin(), kSmoothings.end(), s) == kSmoothings.end())
         return make_error(Errc::parse, "knn model: unknown smoothing '" + s + "'");
     if (curves.empty() || k < 1 || weight.size() != nf) return make_error(Errc::parse, "knn model: no curves, k < 1 or wrong feature_weight");
-    const double lambda = p.value("probe_match_weight", 0.0);
-    if (!(lambda >= 0)) return make_error(Errc::parse, "knn model: probe_match_weight must be >= 0");
-    auto knn = std::make_unique<Knn>(p.at("power_ref_w").get<double>(), mem, std::move(mem_names), std::move(mean), std::move(scale),
-                                     std::move(curves), k, std::move(weight), sp, st);
-    knn->set_probe_use(lambda, p.value("tilt_through_probes", true));
-    return std::unique_ptr<FormImpl>(std::move(knn));
+    return std::unique_ptr<FormImpl>(new Knn(p.at("power_ref_w").get<double>(), mem, std::move(mem_names), std::move(mean), std::move(scale),
+                                             std::move(curves), k, std::move(weight), sp, st));
   } catch (const std::exception& e) {
     return make_error(Errc::parse, std::string("knn model parameters: ") + e.what());
   }

@@ -75,65 +75,6 @@ std::vector<AppSweep> sweeps_of(const Dataset& d, const std::vector<int>& column
   return out;
 }
 
-std::array<double, 2> probe_tilt(const std::vector<double>& phi, const std::vector<double>& r) {
-  std::array<double, 2> c{0, 0};
-  const auto m = static_cast<Eigen::Index>(phi.size());
-  if (m == 0) return c;
-  Eigen::MatrixXd A(m, m);
-  Eigen::VectorXd b(m);
-  for (Eigen::Index k = 0; k < m; ++k) {
-    A(k, 0) = phi[static_cast<std::size_t>(k)];
-    if (m > 1) A(k, 1) = phi[static_cast<std::size_t>(k)] * phi[static_cast<std::size_t>(k)];
-    b(k) = r[static_cast<std::size_t>(k)];
-  }
-  const Eigen::VectorXd s = A.colPivHouseholderQr().solve(b);
-  for (Eigen::Index j = 0; j < s.size() && j < 2; ++j) c[static_cast<std::size_t>(j)] = s(j);
-  return c;
-}
-
-std::vector<std::size_t> probe_indices(const AppSweep& s, int n) {
-  std::vector<std::size_t> chosen{s.anchor};
-  const double f0 = s.points[s.anchor].clock_mhz;
-  for (double frac : {0.75, 0.55}) {
-    if (static_cast<int>(chosen.size()) >= n) break;
-    std::size_t best = s.points.size();
-    double dist = 1e300;
-    for (std::size_t i = 0; i < s.points.size(); ++i) {
-      if (std::find(chosen.begin(), chosen.end(), i) != chosen.end()) continue;
-      const double dd = std::abs(s.points[i].clock_mhz - frac * f0);
-      if (dd < dist) {
-        dist = dd;
-        best = i;
-      }
-    }
-    if (best == s.points.size()) break;
-    chosen.push_back(best);
-  }
-  return chosen;
-}
-
-void FormImpl::predict_probes(const std::vector<Probe>& probes, const std::vector<double>& clocks, std::vector<double>& power_w,
-                              std::vector<double>& time_s) const {
-  const Probe& p0 = probes.front();
-  std::vector<double> all = clocks;
-  for (std::size_t k = 1; k < probes.size(); ++k) all.push_back(probes[k].clock_mhz);
-  predict(p0, all, power_w, time_s);
-  std::vector<double> phi, rP, rT;
-  for (std::size_t k = 1; k < probes.size(); ++k) {
-    phi.push_back(std::log(probes[k].clock_mhz / p0.clock_mhz));
-    rP.push_back(std::log(probes[k].power_w / power_w[clocks.size() + k - 1]));
-    rT.push_back(std::log(probes[k].time_s / time_s[clocks.size() + k - 1]));
-  }
-  const auto cP = probe_tilt(phi, rP), cT = probe_tilt(phi, rT);
-  power_w.resize(clocks.size());
-  time_s.resize(clocks.size());
-  for (std::size_t i = 0; i < clocks.size(); ++i) {
-    const double f = std::log(clocks[i] / p0.clock_mhz);
-    power_w[i] *= std::exp(cP[0] * f + cP[1] * f * f);
-    time_s[i] *= std::exp(cT[0] * f + cT[1] * f * f);
-  }
-}
-
 }  // namespace detail
 
 Model::Model(ModelInfo info, std::shared_ptr<const detail::FormImpl> impl) : info_(std::move(info)), impl_(std::move(impl)) {}
@@ -289,17 +230,40 @@ Result<std::vector<Point>> Model::predict(const std::vector<Probe>& probes, cons
     if (!(p.clock_mhz > 0 && p.power_w > 0 && p.time_s > 0))
       return make_error(Errc::invalid_argument, "a probe needs a clock, power and time > 0");
   }
-  for (std::size_t k = 1; k < probes.size(); ++k)
-    for (std::size_t j = 0; j < k; ++j)
-      if (std::abs(std::log(probes[k].clock_mhz / probes[j].clock_mhz)) < 1e-6) return make_error(Errc::invalid_argument, "probe clocks must differ");
+  const Probe& p0 = probes.front();
+  std::vector<double> all = clocks;
+  for (std::size_t k = 1; k < probes.size(); ++k) all.push_back(probes[k].clock_mhz);
   std::vector<double> P, T;
-  impl_->predict_probes(probes, clocks, P, T);
+  impl_->predict(p0, all, P, T);
+  // Further probes: measured vs predicted at their clocks corrects the curve by c1 phi + c2 phi^2,
+  // phi = ln(f / f0) (zero at the first probe, so the anchor stays exact).
+  std::vector<double> cP(2, 0.0), cT(2, 0.0);
+  if (probes.size() > 1) {
+    const std::size_t m = probes.size() - 1;
+    Eigen::MatrixXd A(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(m));
+    Eigen::VectorXd rP(static_cast<Eigen::Index>(m)), rT(static_cast<Eigen::Index>(m));
+    for (std::size_t k = 0; k < m; ++k) {
+      const double phi = std::log(probes[k + 1].clock_mhz / p0.clock_mhz);
+      if (std::abs(phi) < 1e-6) return make_error(Errc::invalid_argument, "probe clocks must differ");
+      const auto i = static_cast<Eigen::Index>(k);
+      A(i, 0) = phi;
+      if (m > 1) A(i, 1) = phi * phi;
+      rP(i) = std::log(probes[k + 1].power_w / P[clocks.size() + k]);
+      rT(i) = std::log(probes[k + 1].time_s / T[clocks.size() + k]);
+    }
+    const Eigen::VectorXd sP = A.colPivHouseholderQr().solve(rP), sT = A.colPivHouseholderQr().solve(rT);
+    for (Eigen::Index j = 0; j < sP.size(); ++j) {
+      cP[static_cast<std::size_t>(j)] = sP(j);
+      cT[static_cast<std::size_t>(j)] = sT(j);
+    }
+  }
   std::vector<Point> out;
   for (std::size_t i = 0; i < clocks.size(); ++i) {
+    const double phi = std::log(clocks[i] / p0.clock_mhz);
     Point pt;
     pt.clock_mhz = clocks[i];
-    pt.power_w = P[i];
-    pt.time_s = T[i];
+    pt.power_w = P[i] * std::exp(cP[0] * phi + cP[1] * phi * phi);
+    pt.time_s = T[i] * std::exp(cT[0] * phi + cT[1] * phi * phi);
     if (!std::isfinite(pt.power_w) || !std::isfinite(pt.time_s))
       return make_error(Errc::invalid_argument, fmt::format("the model gives no finite prediction at {:g} MHz", clocks[i]));
     out.push_back(pt);
@@ -331,7 +295,7 @@ std::string Model::to_json() const {
                    {"applications", i.training_applications},
                    {"created_utc", i.created_utc},
                    {"tool_version", i.tool_version}};
-  j["options"] = {{"probes", i.options.probes}, {"ridge", i.options.ridge}, {"xgb_rounds", i.options.xgb_rounds}, {"xgb_depth", i.options.xgb_depth}, {"xgb_eta", i.options.xgb_eta}};
+  j["options"] = {{"ridge", i.options.ridge}, {"xgb_rounds", i.options.xgb_rounds}, {"xgb_depth", i.options.xgb_depth}, {"xgb_eta", i.options.xgb_eta}};
   j["params"] = impl_->params();
   return j.dump(1);
 }
@@ -367,7 +331,6 @@ Result<Model> Model::from_json(const std::string& text, const std::string& sourc
       i.options.outliers.activity_abs = r.value("activity_abs", 0.05);
       i.options.outliers.activity_rel = r.value("activity_rel", 0.15);
     }
-    if (j.contains("options")) i.options.probes = j.at("options").value("probes", 1);
     if (!(i.max_clock_mhz > 0)) return make_error(Errc::parse, source + ": max_clock_mhz must be > 0");
     auto impl = load_form(i.form, j.at("params"), i);
     if (!impl) return make_error(impl.error().code, source + ": " + impl.error().message);

@@ -31,9 +31,24 @@ Result<std::vector<Probe>> select_probes(const Dataset& d, const std::string& ap
   for (const auto& sw : sweeps)
     if (sw.application == app) s = &sw;
   if (!s) return make_error(Errc::invalid_argument, app + ": no clock without outliers to probe");
-  const auto chosen = detail::probe_indices(*s, opt.probes);
-  if (static_cast<int>(chosen.size()) < opt.probes)
-    return make_error(Errc::invalid_argument, app + ": too few clocks for " + std::to_string(opt.probes) + " probes");
+  std::vector<std::size_t> chosen{s->anchor};
+  const double f0 = s->points[s->anchor].clock_mhz;
+  for (double frac : {0.75, 0.55}) {
+    if (static_cast<int>(chosen.size()) >= opt.probes) break;
+    std::size_t best = s->points.size();
+    double dist = 1e300;
+    for (std::size_t i = 0; i < s->points.size(); ++i) {
+      if (std::find(chosen.begin(), chosen.end(), i) != chosen.end()) continue;
+      const double dd = std::abs(s->points[i].clock_mhz - frac * f0);
+      if (dd < dist) {
+        dist = dd;
+        best = i;
+      }
+    }
+    if (best == s->points.size())
+      return make_error(Errc::invalid_argument, app + ": too few clocks for " + std::to_string(opt.probes) + " probes");
+    chosen.push_back(best);
+  }
   std::vector<Probe> out;
   for (auto i : chosen) {
     const auto& p = s->points[i];
@@ -148,9 +163,7 @@ Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo
     test.rows.clear();
     for (const auto& r : d.rows)
       (std::find(held.begin(), held.end(), r.application) != held.end() ? test : train).rows.push_back(r);
-    FitOptions tuned = fo;
-    tuned.probes = po.probes;  // knn tunes its inner pass for the probes it will be given
-    auto m = fit(std::move(train), tuned);
+    auto m = fit(std::move(train), fo);
     if (!m) return make_error(m.error().code, "fit without " + held.front() + (held.size() > 1 ? " ..." : "") + ": " + m.error().message);
     auto curves = predict_curves(*m, std::move(test), po);
     if (!curves) return curves.error();

@@ -28,7 +28,6 @@ struct FitOptions {
   Form form = Form::poly;
   double max_clock_mhz = 0;    ///< 0: the highest clock in the training data
   double probe_clock_mhz = 0;  ///< training anchor; 0: each application's highest clock
-  int probes = 1;              ///< probe runs the model will be given (1-3): knn's inner pass is tuned for them
   double ridge = 0;            ///< poly: L2 penalty (x mean diagonal); 0: chosen by leave-one-application-out over the training data
   int xgb_rounds = 400;
   int xgb_depth = 4;
