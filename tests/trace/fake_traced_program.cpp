@@ -1,16 +1,20 @@
 // Stand-in for a CUDA program under `jouleprof trace` in CI (no GPU): writes the per-process trace
 // file the injection library would, with kernels of two classes alternating every 100 ms on the
 // wall clock while it sleeps through them.
-//   jouleprof_fake_traced SECONDS [--no-end] [--corrupt] [--layers N]
+//   jouleprof_fake_traced SECONDS [--no-end] [--corrupt] [--layers N] [--period-us P] [--no-sleep]
 //   --no-end   exit without the End record (as a killed process leaves its file)
 //   --corrupt  append a damaged record after the good ones
 //   --layers N each kernel also inside an NVTX range model.layers.K.{self_attn|mlp}, K cycling
 //              over N layers (as jouleprof.torch.annotate gives a Hugging Face model)
+//   --period-us P  a kernel every P microseconds (default 100000), busy 90% of it
+//   --no-sleep     write the file at once instead of sleeping through SECONDS (for timing
+//              the processing of long runs: bench/trace)
 #include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -50,7 +54,11 @@ int main(int argc, char** argv) {
   const double seconds = std::atof(argv[1]);
   bool end = true, corrupt = false;
   int layers = 0;
+  int64_t period_ns = 100000000;
+  bool sleep = true;
   for (int i = 2; i < argc; ++i) {
+    sleep &= std::strcmp(argv[i], "--no-sleep") != 0;
+    if (std::strcmp(argv[i], "--period-us") == 0 && i + 1 < argc) period_ns = std::max<int64_t>(1000, std::atoll(argv[++i]) * 1000);
     end &= std::strcmp(argv[i], "--no-end") != 0;
     corrupt |= std::strcmp(argv[i], "--corrupt") == 0;
     if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) layers = std::atoi(argv[++i]);
@@ -75,10 +83,10 @@ int main(int argc, char** argv) {
   }
   const int64_t t0 = now_ns();
   uint32_t corr = 1;
-  for (int64_t t = t0; t < t0 + static_cast<int64_t>(seconds * 1e9); t += 100000000, ++corr) {
+  for (int64_t t = t0; t < t0 + static_cast<int64_t>(seconds * 1e9); t += period_ns, ++corr) {
     KernelRecord k{};
     k.start_ns = static_cast<uint64_t>(t);
-    k.end_ns = static_cast<uint64_t>(t + 90000000);
+    k.end_ns = static_cast<uint64_t>(t + period_ns * 9 / 10);
     k.stream = 7;
     k.correlation = corr;
     k.grid_x = 132;
@@ -103,7 +111,7 @@ int main(int argc, char** argv) {
     add(RecordType::marker, &start, sizeof(start));
     add(RecordType::marker, &stop, sizeof(stop));
   }
-  usleep(static_cast<useconds_t>(seconds * 1e6));
+  if (sleep) usleep(static_cast<useconds_t>(seconds * 1e6));
   ClockRecord ce{static_cast<uint64_t>(now_ns()), now_ns(), 100, clock_end, 0};
   add(RecordType::clock, &ce, sizeof(ce));
   if (corrupt) {

@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=0, help="repeat generate() until this long has passed (overrides --reps)")
     ap.add_argument("--json")
     a = ap.parse_args()
     model = build()
@@ -51,17 +52,19 @@ def main():
             import jouleprof.torch as jt
             handle = jt.annotate(model, depth=4)
         times = []
-        for _ in range(a.reps):
+        start = time.perf_counter()
+        while (len(times) < a.reps) if a.seconds <= 0 else (time.perf_counter() - start < a.seconds):
             t0 = time.perf_counter()
             model.generate(ids, **kw)
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
         if handle is not None:
             handle.finish()
+    reps = len(times)
     times.sort()
-    res = {"annotate": a.annotate, "traced": "CUDA_INJECTION64_PATH" in os.environ, "reps": a.reps,
+    res = {"annotate": a.annotate, "traced": "CUDA_INJECTION64_PATH" in os.environ, "reps": reps,
            "prompt": a.prompt, "gen": a.gen, "batch": a.batch, "generate_s": times,
-           "median_s": times[len(times) // 2], "tokens": a.reps * a.batch * (a.prompt + a.gen)}
+           "median_s": times[len(times) // 2], "tokens": reps * a.batch * (a.prompt + a.gen)}
     print("hf_generate " + json.dumps(res), flush=True)
     if a.json:
         json.dump(res, open(a.json, "w"))
