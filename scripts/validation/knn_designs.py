@@ -237,7 +237,7 @@ def main():
 
         def run(target, x, pool_, c):
             nb, w, pred = predict_lnE(target, x, pool_, c)
-            if c["rule"] == "lnE" or c["tilt"]:
+            if c["rule"] == "lnE" or (c["tilt"] and len(target.probe_idx) > 1):
                 return min(target.cl, key=lambda f: pred[f])
             return decide(target.cl, nb, w, c["smooth"], c["rule"], None)
 
