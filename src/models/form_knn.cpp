@@ -7,9 +7,11 @@
 //   clocks, or a quartic in f), interpolated linearly in f between them,
 //   w_j proportional to 1 / (distance_j + eps) over the k nearest.
 // k, the distance (every feature, the activity only, the probe power only, or probe power +
-// memory-boundness) and the smoothing are chosen at fit time by a leave-one-application-out pass
-// over the TRAINING applications only (energy MAPE of each training application predicted from its
-// own probe by the others, against its measured, unsmoothed curve), so a held-out workload never
+// memory-boundness) and the smoothings of power and of time (each separately: where neighbours share
+// a real feature of their time curves, smoothing it away loses it) are chosen at fit time by a
+// leave-one-application-out pass over the TRAINING applications only (energy MAPE of each training
+// application predicted from its own probe by the others, against its measured, unsmoothed curve,
+// averaged over applications), so a held-out workload never
 // influences them. The smoothing keeps a neighbour's 1-3% dips between clocks (run-to-run noise)
 // from deciding where the predicted minimum falls. The model file holds the measured training
 // curves; the smoothing is applied when it is loaded.
