@@ -291,6 +291,12 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
       }
       if (name == o.method) {
         std::unordered_map<std::string, GroupRow> k_, p_, l_, c_, ph_;
+        // A path's groups, worked out once per distinct path (the regexes per activity dominated
+        // long traces).
+        struct PathGroups {
+          std::string shown, layer, component;
+        };
+        std::unordered_map<std::string, PathGroups> path_groups;
         for (std::size_t k = 0; k < idx.size(); ++k) {
           const Activity& a = t.activities[idx[k]];
           const double e = by_class_items ? 0.0 : at.item_j[k];
@@ -303,12 +309,19 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
             ++r.count;
           };
           add(k_, a.name);
-          const std::string path = a.path.empty() ? "(no range)" : truncate_path(a.path, o.path_depth);
-          add(p_, path);
+          auto pg = path_groups.find(a.path);
+          if (pg == path_groups.end()) {
+            PathGroups pgs{a.path.empty() ? "(no range)" : truncate_path(a.path, o.path_depth), "", ""};
+            if (!a.path.empty()) {
+              pgs.layer = layer_of_path(a.path);
+              pgs.component = component_of_path(a.path);
+            }
+            pg = path_groups.emplace(a.path, std::move(pgs)).first;
+          }
+          add(p_, pg->second.shown);
           if (!a.path.empty()) {
-            const std::string layer = layer_of_path(a.path);
-            if (!layer.empty()) add(l_, layer);
-            add(c_, component_of_path(a.path));
+            if (!pg->second.layer.empty()) add(l_, pg->second.layer);
+            add(c_, pg->second.component);
           }
           add(ph_, phase_of(a));
           if (row_of[idx[k]] < row_energy.size()) row_energy[row_of[idx[k]]] += e;

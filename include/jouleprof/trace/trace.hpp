@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
+#include "jouleprof/core/interned.hpp"
 #include "jouleprof/core/timebase.hpp"
 
 namespace jouleprof {
@@ -22,11 +23,12 @@ struct Activity {
   uint32_t context = 0, stream = 0, correlation = 0;
   int64_t start_ns = 0, end_ns = 0;  ///< CUPTI timestamps
   double t0_s = 0, t1_s = 0;         ///< run time base (after align_trace)
-  std::string name;          ///< demangled kernel name, "memcpy DtoD", NVTX range name
-  std::string domain;        ///< NVTX domain
-  std::string path;          ///< kernels: enclosing NVTX push/pop ranges of the launching thread, "a/b/c"
-  std::string phase;         ///< kernels: enclosing NVTX start/end range or measure phase
-  std::string kclass;        ///< kernels/copies: class from the rules (kernel_classes.hpp)
+  // Names and paths repeat millions of times in a long trace: each is kept once (interned.hpp).
+  Interned name;             ///< demangled kernel name, "memcpy DtoD", NVTX range name
+  Interned domain;           ///< NVTX domain
+  Interned path;             ///< kernels: enclosing NVTX push/pop ranges of the launching thread, "a/b/c"
+  Interned phase;            ///< kernels: enclosing NVTX start/end range or measure phase
+  Interned kclass;           ///< kernels/copies: class from the rules (kernel_classes.hpp)
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   uint32_t registers = 0, static_shared_bytes = 0, dynamic_shared_bytes = 0, graph_id = 0;
   uint64_t bytes = 0;
@@ -57,6 +59,7 @@ struct ProcessTrace {
   uint64_t records = 0;  ///< activity records read
   uint64_t dropped = 0;  ///< records CUPTI reported dropped
   std::vector<std::string> notes;  ///< errors/warnings the injection library wrote
+  bool records_stopped = false;    ///< another CUPTI client took the records before the end (format.hpp)
   std::string damage;    ///< "corrupt record at offset N: ..." / "truncated at offset N"
   std::vector<ClockPair> clocks;
   /// An API call's record: a launch (which CPU thread launched which correlation id, when) or an
@@ -87,7 +90,7 @@ struct TraceData {
     uint64_t assigned = 0, checked = 0, agreed = 0;
   } range_assignment;
   uint64_t dropped() const;
-  bool complete() const;  ///< every process ended normally, undamaged, nothing dropped
+  bool complete() const;  ///< every process ended normally, undamaged, nothing dropped or taken
 };
 
 /// Reads one per-process file into `into`. A damaged or cut-off file keeps what precedes the
