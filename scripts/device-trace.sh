@@ -2,7 +2,7 @@
 # `jouleprof trace` validation on the GPU machine, in one call (docs/validation/trace.md).
 # Binaries built here (scripts/build-device.sh-style, `device` preset) and carried in .devbuild/trace:
 # jouleprof, libjouleprof_inject.so, jouleprof-twoclass, jouleprof-llm.
-#   scripts/device-trace.sh STEP...   steps: sanity accuracy overhead hf engine long longhf tp
+#   scripts/device-trace.sh STEP...   steps: sanity accuracy overhead hf engine long longhf profiler tp
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -66,6 +66,9 @@ for step in "$@"; do
     longhf)
       # The dropped-records run: HF Llama generate with the NVTX hooks (~30k kernels/s) for LONG_RUN_S.
       run "${LONG_S:-900}" "$JP" trace --idle 1 --no-store --top 5 --json "$OUT/longhf.json" -- python3 "$HF" --annotate --seconds "${LONG_RUN_S:-600}" ;;
+    profiler)
+      # A program that runs torch.profiler (CUPTI) inside its run: detected and reported.
+      run 120 "$JP" trace --idle 0 --no-store --top 3 --json "$OUT/profiler.json" -- python3 scripts/validation/trace/with_profiler.py ;;
     tp)
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       run 300 "$JP" trace --idle 2 --top 8 --json "$OUT/tp.json" -- \

@@ -11,7 +11,7 @@ BIN=${BIN:-build/ci/bin/jouleprof}
 mkdir -p "$OUT"
 for file in mean_fp_data_21_apps fgcs_predicted_21_apps; do
   for form in fgcs poly xgboost knn ensemble; do
-    for probes in 1 2; do
+    for probes in 1 2 3; do
       echo "== $file $form probes=$probes"
       "$BIN" model validate --data "$DATA/$file.csv" --form "$form" --split loao --probes "$probes" --gpu V100 \
         --objective energy,edp,ed2p,slowdown:5 --json "$OUT/$file.$form.probes$probes.json"

@@ -26,6 +26,7 @@ struct DataFlags {
   std::string gpu;
   bool no_outliers = false;
   double outlier_power_tol = 0.15;
+  double outlier_time_tol = 0;
 
   void add(CLI::App* c, bool probes) {
     c->add_option("--data", data, "CSV file: one row per (application, clock[, repeat]) (docs/models.md)");
@@ -47,6 +48,8 @@ struct DataFlags {
     c->add_flag("--no-outliers", no_outliers, "keep every row (default: rows far from their neighbouring clocks are outliers)");
     checked(c->add_option("--outlier-power-tol", outlier_power_tol, "relative power departure that makes a row an outlier"),
             DoubleRange{.min = 0, .max = 100, .min_exclusive = true})->capture_default_str();
+    checked(c->add_option("--outlier-time-tol", outlier_time_tol, "relative run-time departure that makes a row an outlier (0: run time not checked)"),
+            DoubleRange{.min = 0, .max = 100})->capture_default_str();
     if (probes) {
       checked(c->add_option("--probe-clock", probe.probe_clock_mhz, "clock (MHz) of the probe run each application is predicted from (default: its highest)"),
               DoubleRange{.min = 0, .max = 100000});
@@ -67,6 +70,7 @@ struct DataFlags {
     models::OutlierRule r;
     r.enabled = !no_outliers;
     r.power_tol = outlier_power_tol;
+    r.time_tol = outlier_time_tol;
     return r;
   }
 };

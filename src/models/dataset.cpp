@@ -231,6 +231,17 @@ std::size_t flag_outliers(Dataset& d, const OutlierRule& rule) {
         r.outlier = true;
         r.outlier_reason = buf;
       }
+      if (rule.time_tol > 0 && !r.outlier) {
+        std::vector<double> t;
+        for (auto k : nb) t.push_back(d.rows[k].time_s);
+        const double mt = median(t);
+        if (std::abs(r.time_s / mt - 1) > rule.time_tol) {
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "run time %.2f s vs %.2f s at neighbouring clocks", r.time_s, mt);
+          r.outlier = true;
+          r.outlier_reason = buf;
+        }
+      }
       for (std::size_t a = 0; a < d.activity.size() && !r.outlier; ++a) {
         std::vector<double> v;
         for (auto k : nb) v.push_back(d.rows[k].activity[a]);

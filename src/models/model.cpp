@@ -290,6 +290,7 @@ std::string Model::to_json() const {
                     {{"enabled", i.options.outliers.enabled},
                      {"window", i.options.outliers.window},
                      {"power_tol", i.options.outliers.power_tol},
+                     {"time_tol", i.options.outliers.time_tol},
                      {"activity_abs", i.options.outliers.activity_abs},
                      {"activity_rel", i.options.outliers.activity_rel}}},
                    {"applications", i.training_applications},
@@ -328,6 +329,7 @@ Result<Model> Model::from_json(const std::string& text, const std::string& sourc
       i.options.outliers.enabled = r.value("enabled", true);
       i.options.outliers.window = r.value("window", 3);
       i.options.outliers.power_tol = r.value("power_tol", 0.15);
+      i.options.outliers.time_tol = r.value("time_tol", 0.0);
       i.options.outliers.activity_abs = r.value("activity_abs", 0.05);
       i.options.outliers.activity_rel = r.value("activity_rel", 0.15);
     }

@@ -36,7 +36,7 @@ uint64_t TraceData::dropped() const {
 
 bool TraceData::complete() const {
   for (const auto& p : processes) {
-    if (!p.ended || p.signal != 0 || !p.damage.empty() || p.dropped != 0) return false;
+    if (!p.ended || p.signal != 0 || !p.damage.empty() || p.dropped != 0 || p.records_stopped) return false;
   }
   return true;
 }
@@ -263,7 +263,10 @@ Result<void> read_trace_file(const std::string& path, TraceData& into) {
         p.clocks.push_back({c.cupti_ns, c.realtime_ns, c.half_bracket_ns});
         break;
       }
-      case RecordType::note: p.notes.emplace_back(payload); break;
+      case RecordType::note:
+        p.notes.emplace_back(payload);
+        p.records_stopped |= payload == kRecordsStoppedNote;
+        break;
       case RecordType::command: {
         std::size_t s = 0;
         while (s < payload.size()) {

@@ -66,3 +66,23 @@ TEST(ModelsDataset, OutlierRowsAreFlaggedByNeighbours) {
   off.enabled = false;
   EXPECT_EQ(md::flag_outliers(*d, off), 0u);
 }
+
+TEST(ModelsDataset, RunTimeOutliersOnlyWhenAsked) {
+  // One run 20% shorter than its neighbouring clocks (a logging glitch): kept by the default rule
+  // (run time not checked), an outlier with --outlier-time-tol 0.15.
+  std::string csv = kHeader;
+  for (int f = 500; f <= 1400; f += 50)
+    csv += "x," + std::to_string(f) + ",0.5,0.2," + std::to_string(50.0 + f * 0.1) + "," + (f == 700 ? "1.6" : "2") + "\n";
+  auto d = md::parse_csv(csv, {});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(md::flag_outliers(*d, {}), 0u);
+  md::OutlierRule with_time;
+  with_time.time_tol = 0.15;
+  EXPECT_EQ(md::flag_outliers(*d, with_time), 1u);
+  for (const auto& r : d->rows) {
+    EXPECT_EQ(r.outlier, r.clock_mhz == 700) << r.clock_mhz;
+    if (r.outlier) {
+      EXPECT_NE(r.outlier_reason.find("run time"), std::string::npos);
+    }
+  }
+}

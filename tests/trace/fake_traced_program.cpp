@@ -7,6 +7,8 @@
 //   --layers N each kernel also inside an NVTX range model.layers.K.{self_attn|mlp}, K cycling
 //              over N layers (as jouleprof.torch.annotate gives a Hugging Face model)
 //   --period-us P  a kernel every P microseconds (default 100000), busy 90% of it
+//   --records-stopped  the note the injection library writes when another CUPTI client took its
+//              records (format.hpp kRecordsStoppedNote)
 //   --no-sleep     write the file at once instead of sleeping through SECONDS (for timing
 //              the processing of long runs: bench/trace)
 #include <time.h>
@@ -52,7 +54,7 @@ int main(int argc, char** argv) {
   const char* dir = std::getenv(kDirEnv);
   if (dir == nullptr || argc < 2) return 2;
   const double seconds = std::atof(argv[1]);
-  bool end = true, corrupt = false;
+  bool end = true, corrupt = false, stopped = false;
   int layers = 0;
   int64_t period_ns = 100000000;
   bool sleep = true;
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--period-us") == 0 && i + 1 < argc) period_ns = std::max<int64_t>(1000, std::atoll(argv[++i]) * 1000);
     end &= std::strcmp(argv[i], "--no-end") != 0;
     corrupt |= std::strcmp(argv[i], "--corrupt") == 0;
+    stopped |= std::strcmp(argv[i], "--records-stopped") == 0;
     if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) layers = std::atoi(argv[++i]);
   }
   FileHeader h{};
@@ -112,6 +115,7 @@ int main(int argc, char** argv) {
     add(RecordType::marker, &stop, sizeof(stop));
   }
   if (sleep) usleep(static_cast<useconds_t>(seconds * 1e6));
+  if (stopped) add(RecordType::note, kRecordsStoppedNote, static_cast<uint32_t>(std::strlen(kRecordsStoppedNote)));
   ClockRecord ce{static_cast<uint64_t>(now_ns()), now_ns(), 100, clock_end, 0};
   add(RecordType::clock, &ce, sizeof(ce));
   if (corrupt) {

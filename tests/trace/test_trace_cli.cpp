@@ -88,6 +88,19 @@ TEST(TraceCli, CutOffTraceKeepsRecordsAndMarksTheRunIncomplete) {
   EXPECT_NE(r.out.find("INCOMPLETE"), std::string::npos);
 }
 
+// The injection library's exit probe found that another CUPTI client (torch.profiler) took the
+// records: the run is incomplete and says why.
+TEST(TraceCli, RecordsTakenByAnotherCuptiClientMarkTheRunIncomplete) {
+  Env e;
+  auto r = e.run({"--json", e.dir + "/r.json", "--no-store", "--", JOULEPROF_FAKE_TRACED, "0.5", "--records-stopped"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"));
+  EXPECT_FALSE(j["trace"]["complete"].get<bool>());
+  EXPECT_GT(j["trace"]["activities"].get<int>(), 0);
+  EXPECT_NE((r.out + r.err).find("another CUPTI client"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("INCOMPLETE"), std::string::npos) << r.out;
+}
+
 TEST(TraceCli, ProgramWithoutCudaGivesAWarningNotAFailure) {
   Env e;
   auto r = e.run({"--no-store", "--", "/bin/true"});

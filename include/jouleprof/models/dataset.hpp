@@ -80,6 +80,7 @@ Result<Dataset> read_store(const StoreSource& src);
 struct OutlierRule {
   int window = 3;
   double power_tol = 0.15;
+  double time_tol = 0;  ///< relative run-time departure that makes a row an outlier; 0: run time not checked
   double activity_abs = 0.05;
   double activity_rel = 0.15;
   bool enabled = true;

@@ -32,6 +32,14 @@ inline constexpr const char* kLaunchesEnv = "JOULEPROF_TRACE_LAUNCHES"; ///< "1"
 /// id of cuDriverGetVersion.
 inline constexpr uint32_t kAnchorDriverCbid = 2;
 
+/// The note the injection library writes at exit when its probe (one anchor call, then a forced
+/// flush) did not come back to its buffers: another CUPTI client in the process (torch.profiler's
+/// Kineto, Nsight) registered its own buffers or disabled the activity kinds, and the records after
+/// that went to it. The reader marks the process's trace incomplete.
+inline constexpr const char* kRecordsStoppedNote =
+    "error: CUPTI's activity records stopped reaching jouleprof: another CUPTI client in this process (e.g. "
+    "torch.profiler) took the activity buffers or disabled the kinds; kernels after that point are missing";
+
 struct FileHeader {
   char magic[8];
   uint32_t version;

@@ -59,6 +59,7 @@ struct ProcessTrace {
   uint64_t records = 0;  ///< activity records read
   uint64_t dropped = 0;  ///< records CUPTI reported dropped
   std::vector<std::string> notes;  ///< errors/warnings the injection library wrote
+  bool records_stopped = false;    ///< another CUPTI client took the records before the end (format.hpp)
   std::string damage;    ///< "corrupt record at offset N: ..." / "truncated at offset N"
   std::vector<ClockPair> clocks;
   /// An API call's record: a launch (which CPU thread launched which correlation id, when) or an
@@ -89,7 +90,7 @@ struct TraceData {
     uint64_t assigned = 0, checked = 0, agreed = 0;
   } range_assignment;
   uint64_t dropped() const;
-  bool complete() const;  ///< every process ended normally, undamaged, nothing dropped
+  bool complete() const;  ///< every process ended normally, undamaged, nothing dropped or taken
 };
 
 /// Reads one per-process file into `into`. A damaged or cut-off file keeps what precedes the

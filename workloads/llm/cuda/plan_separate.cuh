@@ -14,7 +14,19 @@ class SeparatePlan : public DecodePlan<T> {
  public:
   explicit SeparatePlan(CudaEngine<T>& e) : e_(e) {}
   PlanKind kind() const override { return PlanKind::separate; }
-  Result<bool> prepare(bool) override { return true; }
+  Result<bool> prepare(bool) override {
+    // The driver's own L1/shared split for the GEMV kernels (the cluster plan sets another).
+    if (e_.fused_) {
+      for (auto f : {e_.gemv_fn(false), e_.gemv_fn(true)}) {
+        if (auto err = cudaFuncSetAttribute(reinterpret_cast<const void*>(f), cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            cudaSharedmemCarveoutDefault);
+            err != cudaSuccess) {
+          return make_error(Errc::vendor, std::string("cudaFuncSetAttribute(carveout): ") + cudaGetErrorString(err));
+        }
+      }
+    }
+    return true;
+  }
   std::string describe() const override { return "separate kernels: " + e_.describe_separate(); }
   void enqueue_step(bool advance) override {
     e_.stamping_ = advance;
