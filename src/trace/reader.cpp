@@ -164,9 +164,12 @@ Result<void> read_trace_file(const std::string& path, TraceData& into) {
         a.correlation = k.correlation;
         a.start_ns = static_cast<int64_t>(k.start_ns);
         a.end_ns = static_cast<int64_t>(k.end_ns);
-        auto dn = demangled.find(k.name_id);  // demangled once per name
-        if (dn == demangled.end()) dn = demangled.emplace(k.name_id, Interned(demangle(str(k.name_id).str()))).first;
-        a.name = dn->second;
+        if (auto dn = demangled.find(k.name_id); dn != demangled.end()) {
+          a.name = dn->second;  // demangled once per name
+        } else {
+          a.name = Interned(demangle(str(k.name_id).str()));
+          if (strings.count(k.name_id) != 0) demangled.emplace(k.name_id, a.name);
+        }
         a.grid[0] = k.grid_x, a.grid[1] = k.grid_y, a.grid[2] = k.grid_z;
         a.block[0] = k.block_x, a.block[1] = k.block_y, a.block[2] = k.block_z;
         a.registers = k.registers;
