@@ -10,10 +10,30 @@
 
 #include "jouleprof/core/units.hpp"
 #include "jouleprof/report/assets.hpp"
+#include "jouleprof/report/section_views.hpp"
+#include "html_parts.hpp"
 #include "jouleprof/store/compare.hpp"
 
 namespace jouleprof {
+
+namespace html {
+
+std::string num(double v, int prec) { return fmt::format("{:.{}g}", v, prec); }
+std::string opt_num(const std::optional<double>& v, const char* unit, int prec) { return v ? num(*v, prec) + unit : "–"; }
+
+void chart_div(std::string& h, const ChartSpec& c) {
+  if (c.option_json.empty()) return;
+  h += fmt::format("<div class=\"chart\" id=\"{}\" data-title=\"{}\" style=\"height:{}px\"></div>\n", html_escape(c.id),
+                   html_escape(c.title), c.height_px);
+}
+
+}  // namespace html
+
 namespace {
+
+using html::chart_div;
+using html::num;
+using html::opt_num;
 
 std::string iso_utc(int64_t ns) {
   const auto t = static_cast<std::time_t>(ns / 1000000000);
@@ -24,10 +44,6 @@ std::string iso_utc(int64_t ns) {
   return buf;
 }
 
-std::string num(double v, int prec = 4) { return fmt::format("{:.{}g}", v, prec); }
-std::string opt_num(const std::optional<double>& v, const char* unit = "", int prec = 4) {
-  return v ? num(*v, prec) + unit : "–";
-}
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string s;
@@ -43,12 +59,6 @@ std::string tags_html(const std::map<std::string, std::string>& tags) {
 
 std::string pm(const Summary& s, int prec = 4) {
   return s.n >= 2 ? num(s.mean, prec) + " ± " + num(s.ci95_half_width, 2) : num(s.mean, prec);
-}
-
-void chart_div(std::string& h, const ChartSpec& c) {
-  if (c.option_json.empty()) return;
-  h += fmt::format("<div class=\"chart\" id=\"{}\" data-title=\"{}\" style=\"height:{}px\"></div>\n", html_escape(c.id),
-                   html_escape(c.title), c.height_px);
 }
 
 void runs_table(std::string& h, const std::vector<ReportRun>& runs) {
@@ -97,95 +107,6 @@ void compare_table(std::string& h, const std::vector<ReportRun>& runs, const std
     h += "</tr>\n";
   }
   h += "</tbody></table>\n";
-}
-
-void bench_table(std::string& h, const std::vector<BenchPoint>& pts) {
-  h += "<table class=\"data\"><thead><tr><th>run</th><th>model</th><th>dtype</th><th>batch</th><th>prompt</th><th>gen</th>"
-       "<th>variant</th><th>prefill tok/s</th><th>prefill mJ/token</th><th>above idle</th><th>W</th><th>decode tok/s</th>"
-       "<th>ms/step</th><th>decode mJ/token</th><th>above idle</th><th>W</th><th>status</th></tr></thead><tbody>\n";
-  auto mj = [](const std::optional<double>& v) { return v ? num(*v * 1e3) : std::string("–"); };
-  for (const BenchPoint& p : pts) {
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                     "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>\n",
-                     html_escape(p.run), html_escape(p.model), html_escape(p.dtype), p.batch, num(p.prompt, 6), p.gen,
-                     html_escape(p.variant), opt_num(p.prefill_tokens_per_s, "", 6), mj(p.prefill_j_per_token),
-                     mj(p.prefill_above_idle_j_per_token), opt_num(p.prefill_mean_power_w), opt_num(p.decode_tokens_per_s, "", 6),
-                     opt_num(p.decode_ms_per_step), mj(p.decode_j_per_token), mj(p.decode_above_idle_j_per_token),
-                     opt_num(p.decode_mean_power_w), html_escape(p.status), p.simulated ? " <span class=\"sim\">simulated</span>" : "");
-  }
-  h += "</tbody></table>\n";
-}
-
-// A `jouleprof trace` table (by class, component, kernel …) of one GPU: its first `top` rows.
-void trace_table(std::string& h, const nlohmann::json& rows, const char* what, std::size_t top) {
-  if (!rows.is_array() || rows.empty()) return;
-  h += fmt::format("<table class=\"data\"><thead><tr><th>{}</th><th>energy (J)</th><th>share</th><th>busy (ms)</th>"
-                   "<th>count</th><th>mean W above idle</th><th>± (J)</th></tr></thead><tbody>\n", what);
-  std::size_t n = 0;
-  for (const auto& r : rows) {
-    if (n++ >= top) break;
-    const bool below = r.value("below_resolution", false);
-    h += fmt::format("<tr><td>{}</td><td>{}{}</td><td>{:.1f}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     html_escape(r.value("key", std::string("?"))), num(r.value("energy_j", 0.0)),
-                     below ? " <small title=\"below the sensor's resolution\">(below resolution)</small>" : "",
-                     100 * r.value("share", 0.0), num(1e3 * r.value("busy_s", 0.0)), r.value("count", 0),
-                     num(r.value("mean_power_above_idle_w", 0.0)), num(r.value("uncertainty_j", 0.0), 2));
-  }
-  h += "</tbody></table>\n";
-}
-
-// `jouleprof replay` runs (the "replay" section, docs/replay.md): the prediction against the
-// measured run, the gaps' power, and the per-tier and per-phase tables.
-void replay_tables(std::string& h, const nlohmann::json& r) {
-  auto pct = [](const nlohmann::json& j, const char* k) {
-    return j.contains(k) && j[k].is_number() ? fmt::format("{:+.1f}%", 100 * j[k].get<double>()) : std::string("–");
-  };
-  auto val = [](const nlohmann::json& j, const char* k, int digits = 4) {
-    return j.contains(k) && j[k].is_number() ? num(j[k].get<double>(), digits) : std::string("–");
-  };
-  const nlohmann::json p = r.value("prediction", nlohmann::json::object());
-  const nlohmann::json c = r.value("comparison", nlohmann::json::object());
-  const nlohmann::json cx = r.value("context", nlohmann::json::object());
-  h += "<table class=\"data\"><thead><tr><th></th><th>duration (s)</th><th>GPU energy (J)</th></tr></thead><tbody>\n";
-  h += fmt::format("<tr><td>predicted</td><td>{}</td><td>{}</td></tr>\n", val(p, "predicted_duration_s", 5), val(p, "predicted_energy_j", 5));
-  if (!c.empty()) {
-    h += fmt::format("<tr><td>measured ({}, window {})</td><td>{}</td><td>{}</td></tr>\n", html_escape(c.value("measured_run", std::string())),
-                     html_escape(c.value("window", std::string())), val(c, "measured_duration_s", 5), val(c, "measured_energy_j", 5));
-    h += fmt::format("<tr><td>error</td><td>{}</td><td>{}</td></tr>\n", pct(c, "duration_error"), pct(c, "energy_error"));
-  }
-  h += "</tbody></table>\n";
-  h += fmt::format("<p><small>Replayed on {}; gaps {} s at {} W ({}), around a lone tiny kernel {} W, idle {} W.", html_escape(r.value("replay_gpu", std::string("?"))),
-                   val(p, "gap_duration_s"), val(r, "gap_power_w"), cx.value("measured", false) ? "in context" : "isolated",
-                   val(r, "isolated_gap_power_w"), val(r, "idle_power_w"));
-  if (cx.contains("pass_duration_s")) {
-    h += fmt::format(" Context replay: {} activities in {} ms, {} J; the same kernels in isolation {} ms, {} J.", cx.value("activities", 0),
-                     num(1e3 * cx.value("pass_duration_s", 0.0)), val(cx, "pass_energy_j"), num(1e3 * cx.value("isolated_duration_s", 0.0)),
-                     val(cx, "isolated_energy_j"));
-  } else if (cx.contains("reason")) {
-    h += " No context replay: " + html_escape(cx.value("reason", std::string())) + ".";
-  }
-  h += "</small></p>\n<h3>Per tier (predicted)</h3>\n<table class=\"data\"><thead><tr><th>tier</th><th>rows</th><th>replayed</th><th>extrapolated</th>"
-       "<th>traced (ms)</th><th>predicted (ms)</th><th>predicted (J)</th></tr></thead><tbody>\n";
-  for (const auto& t : r.value("tiers", nlohmann::json::array())) {
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(t.value("tier", std::string())),
-                     t.value("rows", 0), t.value("replayed_rows", 0), t.value("extrapolated_rows", 0), num(1e3 * t.value("traced_duration_s", 0.0)),
-                     num(1e3 * t.value("predicted_duration_s", 0.0)), val(t, "predicted_energy_j"));
-  }
-  h += fmt::format("<tr><td>gaps</td><td></td><td></td><td></td><td>{}</td><td>{}</td><td>{}</td></tr>\n", num(1e3 * p.value("gap_duration_s", 0.0)),
-                   num(1e3 * p.value("gap_duration_s", 0.0)), val(p, "gap_energy_j"));
-  h += "</tbody></table>\n";
-  const nlohmann::json phases = r.value("phases", nlohmann::json::array());
-  if (phases.is_array() && !phases.empty()) {
-    h += "<h3>Per phase (predicted vs measured)</h3>\n<table class=\"data\"><thead><tr><th>phase</th><th>ranges</th><th>predicted (s)</th>"
-         "<th>measured (s)</th><th>time error</th><th>predicted (J)</th><th>measured (J)</th><th>energy error</th></tr></thead><tbody>\n";
-    for (const auto& ph : phases) {
-      h += fmt::format("<tr class=\"phase\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       html_escape(ph.value("phase", std::string())), ph.value("ranges", 0), val(ph, "predicted_duration_s", 5),
-                       val(ph, "measured_duration_s", 5), pct(ph, "duration_error"), val(ph, "predicted_energy_j", 5), val(ph, "measured_energy_j", 5),
-                       pct(ph, "energy_error"));
-    }
-    h += "</tbody></table>\n";
-  }
 }
 
 void windows_table(std::string& h, const Measurement& m) {
@@ -350,21 +271,8 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
   runs_table(body, runs);
   body += "</section>\n";
 
-  // `bench llm` configurations: scaling with prompt length, batch and model size.
-  if (const std::vector<BenchPoint> bench = bench_points(runs); !bench.empty()) {
-    body += "<section id=\"bench\"><h2>LLM benchmark</h2>\n<p><small>jouleprof bench llm: energy per token (prefill over "
-            "the prompt tokens, decode per generated token; above idle dashed) and tokens per second along each swept "
-            "dimension, one line per combination of the other values (docs/bench-llm.md).</small></p>\n";
-    bench_table(body, bench);
-    for (BenchAxis a : bench_axes(bench)) {
-      specs.push_back(bench_energy_chart(bench, a, o.charts));
-      chart_div(body, specs.back());
-      specs.push_back(bench_throughput_chart(bench, a, o.charts));
-      chart_div(body, specs.back());
-    }
-    specs.push_back(bench_components_chart(bench, o.charts));
-    chart_div(body, specs.back());
-    body += "</section>\n";
+  for (const SectionView& v : section_views()) {
+    if (v.place == SectionView::Place::after_runs) v.render(runs, o, body, specs);
   }
 
   body += "<section><h2>Power</h2>\n<p><small>Phases and windows shaded, run starts and each GPU's idle baseline "
@@ -397,42 +305,8 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
       body += "</section>\n";
     }
   }
-  // `jouleprof trace` runs: where the energy went, by kernel class, layer, component and kernel.
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    auto it = runs[i].m->sections.find("trace");
-    if (it == runs[i].m->sections.end()) continue;
-    const nlohmann::json t = nlohmann::json::parse(it->second, nullptr, false);
-    if (!t.is_object() || !t.contains("gpus") || !t["gpus"].is_array()) continue;
-    body += "<section id=\"trace-" + std::to_string(i) + "\"><h2>Kernels and layers — " + html_escape(runs[i].label) +
-            "</h2>\n<p><small>jouleprof trace: the measured energy attributed to the kernels (method named per GPU; "
-            "attributed + idle/static + unattributed = measured), grouped by kernel class, NVTX layer and component "
-            "(docs/trace.md). Figures below the sensor's resolution are marked.</small></p>\n";
-    specs.push_back(trace_breakdown_chart(runs[i], i, o.charts));
-    chart_div(body, specs.back());
-    if (ChartSpec layers = trace_layers_chart(runs[i], i, o.charts); !layers.option_json.empty()) {
-      specs.push_back(layers);
-      chart_div(body, specs.back());
-    }
-    for (const auto& g : t["gpus"]) {
-      body += fmt::format("<h3>GPU {} — method {}</h3>\n", g.value("gpu", 0), html_escape(g.value("table_method", std::string("split"))));
-      trace_table(body, g.value("by_class", nlohmann::json::array()), "class", 20);
-      trace_table(body, g.value("by_component", nlohmann::json::array()), "component", 20);
-      trace_table(body, g.value("by_kernel", nlohmann::json::array()), "kernel (top 15)", 15);
-    }
-    body += "</section>\n";
-  }
-
-  // `jouleprof replay` runs: the prediction against the measured run, per tier and per phase.
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    auto it = runs[i].m->sections.find("replay");
-    if (it == runs[i].m->sections.end()) continue;
-    const nlohmann::json rp = nlohmann::json::parse(it->second, nullptr, false);
-    if (!rp.is_object() || !rp.contains("prediction")) continue;
-    body += "<section id=\"replay-" + std::to_string(i) + "\"><h2>Replay prediction — " + html_escape(runs[i].label) +
-            "</h2>\n<p><small>jouleprof replay: each unique kernel of a trace measured in isolation; predicted = Σ count × "
-            "per-call figures + the trace's gaps at the gaps' power in context (docs/replay.md).</small></p>\n";
-    replay_tables(body, rp);
-    body += "</section>\n";
+  for (const SectionView& v : section_views()) {
+    if (v.place == SectionView::Place::after_summaries) v.render(runs, o, body, specs);
   }
 
   for (std::size_t i = 0; i < runs.size(); ++i) {
