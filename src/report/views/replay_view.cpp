@@ -9,9 +9,7 @@
 namespace jouleprof {
 namespace {
 
-using html::chart_div;
 using html::num;
-using html::opt_num;
 
 // `jouleprof replay` runs (the "replay" section, docs/replay.md): the prediction against the
 // measured run, the gaps' power, and the per-tier and per-phase tables.
@@ -71,7 +69,6 @@ void replay_tables(std::string& h, const nlohmann::json& r) {
 
 /// A "Replay prediction" section per replay run.
 void render_replay_view(const std::vector<ReportRun>& runs, const ReportOptions& /*o*/, std::string& body, std::vector<ChartSpec>& /*specs*/) {
-  // `jouleprof replay` runs: the prediction against the measured run, per tier and per phase.
   for (std::size_t i = 0; i < runs.size(); ++i) {
     auto it = runs[i].m->sections.find("replay");
     if (it == runs[i].m->sections.end()) continue;

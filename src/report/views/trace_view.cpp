@@ -12,7 +12,6 @@ namespace {
 
 using html::chart_div;
 using html::num;
-using html::opt_num;
 
 // A `jouleprof trace` table (by class, component, kernel …) of one GPU: its first `top` rows.
 void trace_table(std::string& h, const nlohmann::json& rows, const char* what, std::size_t top) {
@@ -36,7 +35,6 @@ void trace_table(std::string& h, const nlohmann::json& rows, const char* what, s
 
 /// A "Kernels and layers" section per traced run.
 void render_trace_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs) {
-  // `jouleprof trace` runs: where the energy went, by kernel class, layer, component and kernel.
   for (std::size_t i = 0; i < runs.size(); ++i) {
     auto it = runs[i].m->sections.find("trace");
     if (it == runs[i].m->sections.end()) continue;
