@@ -1,5 +1,7 @@
 #include "jouleprof/models/dataset.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -222,35 +224,27 @@ std::size_t flag_outliers(Dataset& d, const OutlierRule& rule) {
       for (int j = std::max(0, i - rule.window); j <= std::min(n - 1, i + rule.window); ++j)
         if (j != i) nb.push_back(idx[static_cast<std::size_t>(j)]);
       Row& r = d.rows[idx[static_cast<std::size_t>(i)]];
-      std::vector<double> p;
-      for (auto k : nb) p.push_back(d.rows[k].power_w);
-      const double mp = median(p);
-      if (std::abs(r.power_w / mp - 1) > rule.power_tol) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "power %.1f W vs %.1f W at neighbouring clocks", r.power_w, mp);
+      auto neighbours_median = [&](auto value_of) {
+        std::vector<double> v;
+        for (auto k : nb) v.push_back(value_of(d.rows[k]));
+        return median(v);
+      };
+      auto mark = [&](std::string reason) {
         r.outlier = true;
-        r.outlier_reason = buf;
+        r.outlier_reason = std::move(reason);
+      };
+      const double mp = neighbours_median([](const Row& x) { return x.power_w; });
+      if (std::abs(r.power_w / mp - 1) > rule.power_tol) {
+        mark(fmt::format("power {:.1f} W vs {:.1f} W at neighbouring clocks", r.power_w, mp));
       }
       if (rule.time_tol > 0 && !r.outlier) {
-        std::vector<double> t;
-        for (auto k : nb) t.push_back(d.rows[k].time_s);
-        const double mt = median(t);
-        if (std::abs(r.time_s / mt - 1) > rule.time_tol) {
-          char buf[96];
-          std::snprintf(buf, sizeof buf, "run time %.2f s vs %.2f s at neighbouring clocks", r.time_s, mt);
-          r.outlier = true;
-          r.outlier_reason = buf;
-        }
+        const double mt = neighbours_median([](const Row& x) { return x.time_s; });
+        if (std::abs(r.time_s / mt - 1) > rule.time_tol) mark(fmt::format("run time {:.2f} s vs {:.2f} s at neighbouring clocks", r.time_s, mt));
       }
       for (std::size_t a = 0; a < d.activity.size() && !r.outlier; ++a) {
-        std::vector<double> v;
-        for (auto k : nb) v.push_back(d.rows[k].activity[a]);
-        const double m = median(v);
+        const double m = neighbours_median([a](const Row& x) { return x.activity[a]; });
         if (std::abs(r.activity[a] - m) > rule.activity_abs + rule.activity_rel * m) {
-          char buf[128];
-          std::snprintf(buf, sizeof buf, "%s %.3f vs %.3f at neighbouring clocks", d.activity[a].c_str(), r.activity[a], m);
-          r.outlier = true;
-          r.outlier_reason = buf;
+          mark(fmt::format("{} {:.3f} vs {:.3f} at neighbouring clocks", d.activity[a], r.activity[a], m));
         }
       }
       if (r.outlier) ++marked;
