@@ -53,6 +53,15 @@ const char* blas_str(cublasStatus_t s) {
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
+/// Sets the kernels' preferred L1/shared split (a cudaSharedmemCarveout value or a percentage).
+template <typename... Kernel>
+Result<void> set_carveout(int carveout, Kernel... kernels) {
+  for (const void* k : {reinterpret_cast<const void*>(kernels)...}) {
+    JP_CK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
+  }
+  return {};
+}
+
 template <typename T>
 struct TypeInfo;
 template <>

@@ -112,13 +112,7 @@ Result<bool> ClusterPlan<T>::prepare(bool by_default) {
       // The cluster kernel and the GEMV kernels it alternates with under PDL get one L1/shared
       // split (all shared): with the driver's choice per kernel the SMs switched between them and
       // lost the overlap (H100, 2026-11-26: 3B 363.5 -> 377.4 tok/s, 8B 176.0 -> 178.4).
-      for (auto f : {reinterpret_cast<const void*>(fn()), reinterpret_cast<const void*>(e.gemv_fn(false)),
-                     reinterpret_cast<const void*>(e.gemv_fn(true))}) {
-        if (auto err = cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-            err != cudaSuccess) {
-          return make_error(Errc::vendor, std::string("cudaFuncSetAttribute(carveout): ") + cudaGetErrorString(err));
-        }
-      }
+      if (auto r = set_carveout(cudaSharedmemCarveoutMaxShared, fn(), e.gemv_fn(false), e.gemv_fn(true)); !r) return r.error();
       return true;
     }
   }

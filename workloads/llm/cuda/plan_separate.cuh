@@ -17,13 +17,7 @@ class SeparatePlan : public DecodePlan<T> {
   Result<bool> prepare(bool) override {
     // The driver's own L1/shared split for the GEMV kernels (the cluster plan sets another).
     if (e_.fused_) {
-      for (auto f : {e_.gemv_fn(false), e_.gemv_fn(true)}) {
-        if (auto err = cudaFuncSetAttribute(reinterpret_cast<const void*>(f), cudaFuncAttributePreferredSharedMemoryCarveout,
-                                            cudaSharedmemCarveoutDefault);
-            err != cudaSuccess) {
-          return make_error(Errc::vendor, std::string("cudaFuncSetAttribute(carveout): ") + cudaGetErrorString(err));
-        }
-      }
+      if (auto r = set_carveout(cudaSharedmemCarveoutDefault, e_.gemv_fn(false), e_.gemv_fn(true)); !r) return r.error();
     }
     return true;
   }
