@@ -6,9 +6,9 @@ namespace jouleprof {
 
 const std::vector<SectionView>& section_views() {
   static const std::vector<SectionView> views = {
-      {"llm", SectionView::Place::after_runs, &render_bench_view},
-      {"trace", SectionView::Place::after_summaries, &render_trace_view},
-      {"replay", SectionView::Place::after_summaries, &render_replay_view},
+      {SectionView::Place::after_runs, &render_bench_view},       // "llm"
+      {SectionView::Place::after_summaries, &render_trace_view},  // "trace"
+      {SectionView::Place::after_summaries, &render_replay_view},  // "replay"
   };
   return views;
 }

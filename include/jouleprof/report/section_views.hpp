@@ -1,7 +1,7 @@
 // The report's views of producers' result sections (`bench llm`'s "llm", `trace`'s "trace",
-// `replay`'s "replay"): one entry per section key in one table (src/report/section_views.cpp), so
-// that the report's generic code names none of them. A new producer's view: a render function
-// in src/report/views/ and one entry in the table.
+// `replay`'s "replay"): one entry per view in one table (src/report/section_views.cpp), so that the
+// report's generic code names none of them; each view finds its own section in the runs. A new
+// producer's view: a render function in src/report/views/ and one entry in the table.
 #pragma once
 
 #include <string>
@@ -12,7 +12,6 @@
 namespace jouleprof {
 
 struct SectionView {
-  const char* section;  ///< the key in Measurement::sections
   /// Where the view goes: after the runs table (sweeps that compare configurations), or after the
   /// power, comparison and repeat summaries (per-run breakdowns).
   enum class Place { after_runs, after_summaries } place;
