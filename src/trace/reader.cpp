@@ -5,10 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/trace/format.hpp"
 #include "jouleprof/trace/trace.hpp"
 
@@ -90,14 +91,10 @@ const char* memcpy_kind_name(uint32_t copy_kind) {
 }
 
 Result<void> read_trace_file(const std::string& path, TraceData& into) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(Errc::not_found, "cannot open trace file " + path);
-  // One read of the whole file (a character-wise stream copy was a sixth of a long trace's processing).
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  std::string data(size > 0 ? static_cast<std::size_t>(size) : 0, '\0');
-  if (size > 0 && !in.read(data.data(), size)) return make_error(Errc::io, "cannot read trace file " + path);
+  // Whatever size the traced program's records came to (a long run writes gigabytes).
+  auto file = read_text_file(path, std::numeric_limits<std::size_t>::max());
+  if (!file) return file.error();
+  const std::string& data = *file;
   if (data.size() < sizeof(FileHeader) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return make_error(Errc::parse, path + ": not a jouleprof trace file (bad magic at offset 0)");
   }
