@@ -12,6 +12,7 @@
 
 #include "jouleprof/trace/format.hpp"
 #include "jouleprof/trace/trace.hpp"
+#include "intervals.hpp"
 
 #ifndef JOULEPROF_SOURCE_DATA_DIR
 #define JOULEPROF_SOURCE_DATA_DIR ""
@@ -386,20 +387,9 @@ Result<void> import_jouleprof(const std::string& path, int rank, KernelTable& t)
     ++t.events;
   }
   for (auto& [dev, iv] : intervals) {
-    std::sort(iv.begin(), iv.end());
-    int64_t busy = 0, c0 = iv.front().first, c1 = iv.front().second, last = 0;
-    for (const auto& [s, e] : iv) {
-      if (s > c1) {
-        busy += c1 - c0;
-        c0 = s;
-        c1 = e;
-      } else {
-        c1 = std::max(c1, e);
-      }
-      last = std::max(last, e);
-    }
-    t.busy_ns += busy + (c1 - c0);
-    t.span_ns += last - iv.front().first;
+    const replay_detail::BusySpan b = replay_detail::busy_and_span(iv);
+    t.busy_ns += b.busy_ns;
+    t.span_ns += b.span_ns;
     ++t.devices;
   }
   return {};

@@ -27,6 +27,7 @@
 
 #include "jouleprof/replay/kernel_table.hpp"
 #include "jouleprof/trace/trace.hpp"
+#include "intervals.hpp"
 
 namespace jouleprof {
 namespace {
@@ -839,21 +840,9 @@ void Importer::finish() {
     parts_[pi]->annotations = {};
   }
   for (auto& [dev, iv] : intervals) {
-    std::sort(iv.begin(), iv.end());
-    int64_t busy = 0, cur0 = iv.front().first, cur1 = iv.front().second, last = 0;
-    for (const auto& [a, b] : iv) {
-      if (a > cur1) {
-        busy += cur1 - cur0;
-        cur0 = a;
-        cur1 = b;
-      } else {
-        cur1 = std::max(cur1, b);
-      }
-      last = std::max(last, b);
-    }
-    busy += cur1 - cur0;
-    t_.busy_ns += busy;
-    t_.span_ns += last - iv.front().first;
+    const replay_detail::BusySpan b = replay_detail::busy_and_span(iv);
+    t_.busy_ns += b.busy_ns;
+    t_.span_ns += b.span_ns;
     ++t_.devices;
   }
   if (shapes) t_.shapes = true;

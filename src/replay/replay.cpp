@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "intervals.hpp"
+
 namespace jouleprof {
 namespace {
 
@@ -421,20 +423,7 @@ void predict_phases(const KernelTable& t, ReplayPrediction& p, const std::vector
       busy[a.device].emplace_back(a.start_ns, a.start_ns + a.dur_ns);
     }
     double busy_s = 0;
-    for (auto& [dev, iv] : busy) {
-      std::sort(iv.begin(), iv.end());
-      int64_t c0 = iv.front().first, c1 = iv.front().second, sum = 0;
-      for (const auto& [a, b] : iv) {
-        if (a > c1) {
-          sum += c1 - c0;
-          c0 = a;
-          c1 = b;
-        } else {
-          c1 = std::max(c1, b);
-        }
-      }
-      busy_s += static_cast<double>(sum + c1 - c0) * 1e-9;
-    }
+    for (auto& [dev, iv] : busy) busy_s += static_cast<double>(replay_detail::busy_and_span(iv).busy_ns) * 1e-9;
     for (const TraceRange* r : ranges) ph.traced_time_s += static_cast<double>(r->end_ns - r->start_ns) * 1e-9;
     ph.gap_time_s = std::max(0.0, ph.traced_time_s - busy_s);
     const double scale = ph.traced_gpu_s > 0 ? predicted_gpu_ns * 1e-9 / ph.traced_gpu_s : 1.0;
