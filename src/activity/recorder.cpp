@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -84,37 +85,73 @@ class Recorder final : public ActivityRecorder {
 
 }  // namespace
 
+const std::vector<std::string>& activity_source_names() {
+  static const std::vector<std::string> names{"auto", "dcgm", "gpm", "utilization", "cupti-pm"};
+  return names;
+}
+
+namespace {
+
+// One GPU's source under `auto` or a named one; `t.note` collects why better ones were not used.
+// An error only when a named source is missing.
+Result<std::unique_ptr<activity::Source>> choose_source(GpuSensor& gpu, std::size_t g, const TimeBase& tb,
+                                                       const ActivityOptions& o, ActivityTimeline& t,
+                                                       std::optional<Result<std::shared_ptr<activity::DcgmSession>>>& dcgm) {
+  const std::string& want = o.source;
+  auto missing = [&](const std::string& why) {
+    return make_error(Errc::unavailable, "GPU " + std::to_string(g) + ": --metrics-source " + want + ": " + why);
+  };
+  auto add_note = [&](const std::string& n) { t.note += (t.note.empty() ? "" : "; ") + n; };
+  if (want == "cupti-pm") {
+    if (gpu.info().simulated) return missing("the simulated GPU has no performance counters");
+    auto pm = activity::open_cupti_pm({o.cupti_library, o.cuda_library}, gpu.info(), tb, o.period_s, t.note);
+    if (!pm) return missing(pm.error().message);
+    return std::move(*pm);
+  }
+  if (gpu.info().simulated) {
+    if (want == "gpm" || want == "dcgm") return missing("the simulated GPU has none");
+    t.note = "GPM: the simulated GPU has none (its utilization is used)";
+    return activity::open_utilization(gpu, o.period_s);
+  }
+  if (want == "auto" || want == "dcgm") {
+    if (!dcgm) dcgm = activity::connect_dcgm(o.dcgm_library, o.dcgm_host);
+    Result<std::unique_ptr<activity::Source>> src =
+        *dcgm ? activity::open_dcgm(**dcgm, static_cast<unsigned>(gpu.info().index), o.period_s) : dcgm->error();
+    if (src) return src;
+    if (want == "dcgm") return missing(src.error().message);
+    add_note("DCGM: " + src.error().message);
+  }
+  if (want == "auto" || want == "gpm") {
+    auto gpm = activity::open_gpm(o.nvml_library, static_cast<unsigned>(gpu.info().index));
+    if (gpm) return gpm;
+    if (want == "gpm") return missing(gpm.error().message);
+    add_note("GPM: " + gpm.error().message);
+  }
+  if (!gpu.supports(Metric::gpu_util_pct))
+    return make_error(Errc::unavailable, "GPU " + std::to_string(g) + ": no activity source (" +
+                                             (t.note.empty() ? "" : t.note + "; ") + "utilization not supported)");
+  return activity::open_utilization(gpu, o.period_s);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ActivityRecorder>> ActivityRecorder::start(GpuSet& gpus, const TimeBase& tb, const ActivityOptions& o) {
-  if (o.source != "auto" && o.source != "gpm" && o.source != "utilization")
-    return make_error(Errc::invalid_argument, "--metrics-source must be auto, gpm or utilization, not '" + o.source + "'");
+  const auto& names = activity_source_names();
+  if (std::find(names.begin(), names.end(), o.source) == names.end())
+    return make_error(Errc::invalid_argument, "--metrics-source must be one of auto, dcgm, gpm, utilization, cupti-pm, not '" + o.source + "'");
   if (!(o.period_s >= 0.1 && o.period_s <= 60)) return make_error(Errc::invalid_argument, "--metrics-period must be 100 to 60000 ms");
   std::vector<std::unique_ptr<activity::Source>> sources;
   std::vector<ActivityTimeline> timelines;
+  std::optional<Result<std::shared_ptr<activity::DcgmSession>>> dcgm;  // connected once, for every GPU
   for (std::size_t g = 0; g < gpus.gpus.size(); ++g) {
-    GpuSensor& gpu = *gpus.gpus[g];
     ActivityTimeline t;
     t.gpu = static_cast<int>(g);
-    std::unique_ptr<activity::Source> src;
-    if (o.source != "utilization") {
-      if (gpu.info().simulated) {
-        t.note = "GPM: the simulated GPU has none (its utilization is used)";
-      } else {
-        auto gpm = activity::open_gpm(o.nvml_library, static_cast<unsigned>(gpu.info().index));
-        if (gpm) src = std::move(*gpm);
-        else t.note = "GPM: " + gpm.error().message;
-      }
-      if (!src && o.source == "gpm")
-        return make_error(Errc::unavailable, "GPU " + std::to_string(g) + ": --metrics-source gpm: " + t.note.substr(5));
-    }
-    if (!src) {
-      if (!gpu.supports(Metric::gpu_util_pct))
-        return make_error(Errc::unavailable, "GPU " + std::to_string(g) + ": no activity source (" +
-                                                 (t.note.empty() ? "" : t.note + "; ") + "utilization not supported)");
-      src = activity::open_utilization(gpu, o.period_s);
-    }
-    t.source = src->name();
-    t.metrics = src->metrics();
-    sources.push_back(std::move(src));
+    auto src = choose_source(*gpus.gpus[g], g, tb, o, t, dcgm);
+    if (!src) return src.error();
+    t.source = (*src)->name();
+    t.metrics = (*src)->metrics();
+    t.definitions = (*src)->definitions();
+    sources.push_back(std::move(*src));
     timelines.push_back(std::move(t));
   }
   return std::unique_ptr<ActivityRecorder>(new Recorder(tb, o.period_s, std::move(sources), std::move(timelines)));
@@ -142,6 +179,7 @@ std::string activity_section_json(const std::vector<ActivityTimeline>& timelines
   for (const auto& t : timelines) {
     json g = {{"gpu", t.gpu},         {"source", t.source},       {"note", t.note},
               {"metrics", t.metrics}, {"windows", t.values.size()}, {"errors", t.errors}};
+    if (!t.definitions.empty()) g["definitions"] = t.definitions;
     json t0 = json::array(), t1 = json::array(), v = json::array();
     for (std::size_t i = 0; i < t.values.size(); ++i) {
       t0.push_back(t.t0_s[i]);

@@ -193,10 +193,12 @@ Runner add_measure(CLI::App& app) {
   c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else "
                                "$XDG_DATA_HOME/jouleprof/runs.db, else ~/.local/share/jouleprof/runs.db)");
   c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
-  c->add_flag("--metrics", f->metrics, "also record activity metrics (SM, tensor, FP, DRAM busy) per window: NVML GPM, "
-                                      "else NVML utilization; the result's \"activity\" section (docs/models.md)");
-  c->add_option("--metrics-source", f->metrics_source, "activity source: auto, gpm or utilization")
-      ->check(CLI::IsMember({"auto", "gpm", "utilization"}))->capture_default_str();
+  c->add_flag("--metrics", f->metrics, "also record activity metrics (SM, tensor, FP, DRAM busy) per window: DCGM "
+                                      "profiling fields, else NVML GPM, else NVML utilization; the result's \"activity\" section (docs/models.md)");
+  c->add_option("--metrics-source", f->metrics_source,
+                "activity source: auto (dcgm, else gpm, else utilization), dcgm, gpm, utilization, or cupti-pm "
+                "(CUPTI PM sampling; never chosen by auto: it holds the GPU's counters)")
+      ->check(CLI::IsMember(activity_source_names()))->capture_default_str();
   checked(c->add_option("--metrics-period-ms", f->metrics_period_ms, "activity window length"),
           DoubleRange{.min = 100, .max = 60000})->capture_default_str();
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
