@@ -8,8 +8,10 @@
 //                                   one needs 2 passes
 //   JOULEPROF_FAKE_CUPTI_NEEDS_CONTEXT=1  Enable answers NOT_INITIALIZED until a context is current
 //   JOULEPROF_FAKE_CUPTI_CLOCK_OFFSET_S   added to every sample timestamp (a GPU clock off the host's)
+//   JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES    a counter data image holds at most this many samples
 #include <time.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -217,7 +219,9 @@ JP_EXPORT CUptiResult cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params
 JP_EXPORT CUptiResult cuptiPmSamplingGetCounterDataSize(CUpti_PmSampling_GetCounterDataSize_Params* p) {
   FAKE_ENTER("cuptiPmSamplingGetCounterDataSize");
   if (p->pPmSamplingObject == nullptr || p->numMetrics != p->pPmSamplingObject->config.size() || p->maxSamples == 0) return 1;
-  p->counterDataSize = sizeof(ImageHeader) + p->maxSamples * record_bytes(p->numMetrics);
+  size_t n = p->maxSamples;
+  if (const char* cap = std::getenv("JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES")) n = std::min<size_t>(n, std::strtoul(cap, nullptr, 10));
+  p->counterDataSize = sizeof(ImageHeader) + n * record_bytes(p->numMetrics);
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingCounterDataImageInitialize(CUpti_PmSampling_CounterDataImage_Initialize_Params* p) {

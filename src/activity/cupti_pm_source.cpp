@@ -159,7 +159,7 @@ class CuptiPm final : public Source {
   // not seen yet; a full image is re-initialized and decoding continues.
   Result<std::optional<Window>> poll(double now_s) override {
     std::vector<PmSample> samples;
-    for (int round = 0; round < 8; ++round) {
+    for (int round = 0; round < 64; ++round) {  // bounded: what is left waits for the next poll
       auto dd = JP_PARAMS(CUpti_PmSampling_DecodeData_Params, overflow);
       dd.pPmSamplingObject = object_;
       dd.pCounterDataImage = data_.data();
@@ -181,7 +181,7 @@ class CuptiPm final : public Source {
         samples.push_back(std::move(*s));
       }
       consumed_ = info.numCompletedSamples;
-      const bool full = dd.decodeStopReason == kDecodeStopReasonCounterDataFull || info.numCompletedSamples >= max_samples_;
+      const bool full = dd.decodeStopReason == kDecodeStopReasonCounterDataFull || info.numCompletedSamples >= info.numTotalSamples;
       if (!full) break;
       if (auto r = reset_data(); !r) return r.error();
     }

@@ -17,15 +17,17 @@ const char* kLoaded = "idle_w 100\ntdp_w 700\nat 0.5 constant 600\n";
 
 TEST(CliMetrics, GpmTimelinesWithTheirSourceAndPerRunMeans) {
   const std::string json = out("metrics-gpm.json");
+  auto e = fake_env(kLoaded);
+  e.push_back("JOULEPROF_DCGM_LIB=/nonexistent/libdcgm.so.4");  // no DCGM: auto's first choice is missing
   auto r = run_cli({"measure", "--idle", "0.6", "--metrics", "--metrics-period-ms", "100", "--no-store", "-q", "--json", json,
                     "--", "sleep", "0.8"},
-                   fake_env(kLoaded));
+                   e);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = load_json(json);
   ASSERT_TRUE(j.contains("activity")) << j.dump().substr(0, 400);
   const auto& g = j["activity"]["gpus"][0];
   EXPECT_EQ(g["source"], "nvml-gpm");
-  EXPECT_EQ(g["note"], "");
+  EXPECT_EQ(g["note"], "DCGM: no DCGM library (/nonexistent/libdcgm.so.4)");
   EXPECT_EQ(g["metrics"][0], "sm_active");
   EXPECT_GE(g["windows"].get<int>(), 8);
   EXPECT_EQ(g["values"].size(), g["t0_s"].size());
