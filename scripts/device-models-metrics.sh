@@ -30,6 +30,12 @@ while time.time() - t < 4:
     for _ in range(50): y.copy_(x)
     torch.cuda.synchronize()
 if m: open(m, "w").write("end copy\n")'
+# First a short cupti-pm run naming each CUPTI call on stderr (if one crashes, the last line names it).
+say "cupti-pm trace: JOULEPROF_CUPTI_PM_TRACE=1 measure -- sleep 1"
+JOULEPROF_CUPTI_PM_TRACE=1 timeout 30 $BIN/jouleprof measure --metrics --metrics-source cupti-pm --metrics-period-ms 200 --idle 0 \
+  --no-store -q --json "$OUT/trace_cupti-pm.json" -- sleep 1 >"$OUT/trace.txt" 2>&1
+echo "rc=$? calls $(grep -c '^cupti-pm:' "$OUT/trace.txt")" | tee -a "$LOG"
+grep -v '^cupti-pm: cupti\(ProfilerHostEvaluateToGpuValues\|PmSamplingCounterDataGetSampleInfo\)$' "$OUT/trace.txt" | uniq -c | tail -30 | tee -a "$LOG"
 for S in $SOURCES; do
   M="$BIN/jouleprof measure --metrics --metrics-source $S --metrics-period-ms 200 --idle 1 --no-store -q"
   run 40 $M --json "$OUT/gemm_$S.json" -- "$BIN/jouleprof-burn" --seconds 4 --phases
@@ -56,7 +62,7 @@ say summary
 python3 - "$OUT" "$SOURCES" <<'PY' | tee -a "$LOG"
 import json, sys, os
 out, sources = sys.argv[1], sys.argv[2].split()
-names = [f"{w}_{s}" for w in ["gemm", "copy", "decode"] for s in sources] + ["hold_cupti-pm", "second_cupti-pm", "beside_gpm", "auto"]
+names = ["trace_cupti-pm"] + [f"{w}_{s}" for w in ["gemm", "copy", "decode"] for s in sources] + ["hold_cupti-pm", "second_cupti-pm", "beside_gpm", "auto"]
 for name in names:
     p = os.path.join(out, name + ".json")
     if not os.path.exists(p): print(name, "no result"); continue

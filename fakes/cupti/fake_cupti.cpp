@@ -1,12 +1,12 @@
 // A fake libcupti.so: the PM-sampling and profiler-host entry points the cupti-pm activity source
 // calls (and the CUDA driver calls it makes), so the source's open → poll → stop path and its
-// error paths run without a GPU. Samples are made on the host clock every sampling interval from
+// error paths run without a GPU. Every call on the device side answers CUPTI_ERROR_NOT_INITIALIZED
+// unless the calling thread has a CUDA context current (the source must set it on each thread). Samples are made on the host clock every sampling interval from
 // Start to Stop; each metric has a fixed value (kValues). Environment:
 //   JOULEPROF_FAKE_CUPTI_FAIL       "symbol:code[,symbol:code]" — those calls return that CUptiResult
 //                                   (or CUresult for cu* symbols)
 //   JOULEPROF_FAKE_CUPTI_MULTIPASS  comma-separated substrings: a metric set with a name containing
 //                                   one needs 2 passes
-//   JOULEPROF_FAKE_CUPTI_NEEDS_CONTEXT=1  Enable answers NOT_INITIALIZED until a context is current
 //   JOULEPROF_FAKE_CUPTI_CLOCK_OFFSET_S   added to every sample timestamp (a GPU clock off the host's)
 //   JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES    a counter data image holds at most this many samples
 #include <time.h>
@@ -62,7 +62,7 @@ struct ImageHeader {
 size_t record_bytes(size_t n) { return 2 * sizeof(uint64_t) + n * sizeof(double); }
 
 std::mutex mu;
-bool context_current = false;
+thread_local bool context_current = false;
 
 std::vector<std::string> env_list(const char* name) {
   std::vector<std::string> out;
@@ -103,6 +103,10 @@ uint64_t* record(uint8_t* image, const ImageHeader& h, size_t i) {
   std::lock_guard<std::mutex> lock(mu);                  \
   if (const int rc = injected(call); rc != 0) return rc; \
   if (p == nullptr) return 1 /* INVALID_PARAMETER */;
+// Device-side calls: a context must be current on this thread.
+#define FAKE_ENTER_DEVICE(call) \
+  FAKE_ENTER(call)              \
+  if (!context_current) return 15 /* NOT_INITIALIZED */;
 
 }  // namespace
 
@@ -121,17 +125,17 @@ JP_EXPORT CUptiResult cuptiGetResultString(CUptiResult rc, const char** s) {
   return 0;
 }
 JP_EXPORT CUptiResult cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params* p) {
-  FAKE_ENTER("cuptiProfilerInitialize");
+  FAKE_ENTER_DEVICE("cuptiProfilerInitialize");
   return 0;
 }
 JP_EXPORT CUptiResult cuptiDeviceGetChipName(CUpti_Device_GetChipName_Params* p) {
-  FAKE_ENTER("cuptiDeviceGetChipName");
+  FAKE_ENTER_DEVICE("cuptiDeviceGetChipName");
   if (p->deviceIndex != 0) return 1;
   p->pChipName = "FAKE100";
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingGetCounterAvailability(CUpti_PmSampling_GetCounterAvailability_Params* p) {
-  FAKE_ENTER("cuptiPmSamplingGetCounterAvailability");
+  FAKE_ENTER_DEVICE("cuptiPmSamplingGetCounterAvailability");
   if (p->pCounterAvailabilityImage == nullptr) {
     p->counterAvailabilityImageSize = 64;
     return 0;
@@ -194,19 +198,18 @@ JP_EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(CUpti_Profiler_Host_GetNum
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params* p) {
-  FAKE_ENTER("cuptiPmSamplingEnable");
+  FAKE_ENTER_DEVICE("cuptiPmSamplingEnable");
   if (p->deviceIndex != 0) return 1;
-  if (std::getenv("JOULEPROF_FAKE_CUPTI_NEEDS_CONTEXT") != nullptr && !context_current) return 15;
   p->pPmSamplingObject = new CUpti_PmSampling_Object{p->deviceIndex, {}, 0, false, 0, 0, 0};
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingDisable(CUpti_PmSampling_Object_Params* p) {
-  FAKE_ENTER("cuptiPmSamplingDisable");
+  FAKE_ENTER_DEVICE("cuptiPmSamplingDisable");
   delete p->pPmSamplingObject;
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params* p) {
-  FAKE_ENTER("cuptiPmSamplingSetConfig");
+  FAKE_ENTER_DEVICE("cuptiPmSamplingSetConfig");
   auto* o = p->pPmSamplingObject;
   if (o == nullptr || p->pConfig == nullptr || p->samplingInterval == 0 || p->triggerMode != kTriggerModeGpuTimeInterval) return 1;
   o->config = config_names(p->pConfig, p->configSize);
@@ -234,7 +237,7 @@ JP_EXPORT CUptiResult cuptiPmSamplingCounterDataImageInitialize(CUpti_PmSampling
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingStart(CUpti_PmSampling_Object_Params* p) {
-  FAKE_ENTER("cuptiPmSamplingStart");
+  FAKE_ENTER_DEVICE("cuptiPmSamplingStart");
   auto* o = p->pPmSamplingObject;
   if (o == nullptr || o->interval_ns == 0 || o->started) return 1;
   o->started = true;
@@ -242,7 +245,7 @@ JP_EXPORT CUptiResult cuptiPmSamplingStart(CUpti_PmSampling_Object_Params* p) {
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingStop(CUpti_PmSampling_Object_Params* p) {
-  FAKE_ENTER("cuptiPmSamplingStop");
+  FAKE_ENTER_DEVICE("cuptiPmSamplingStop");
   auto* o = p->pPmSamplingObject;
   if (o == nullptr || !o->started) return 1;
   o->started = false;
@@ -250,7 +253,7 @@ JP_EXPORT CUptiResult cuptiPmSamplingStop(CUpti_PmSampling_Object_Params* p) {
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params* p) {
-  FAKE_ENTER("cuptiPmSamplingDecodeData");
+  FAKE_ENTER_DEVICE("cuptiPmSamplingDecodeData");
   auto* o = p->pPmSamplingObject;
   ImageHeader* h = header(p->pCounterDataImage, p->counterDataImageSize);
   if (o == nullptr || h == nullptr || o->start_ns == 0) return 1;
@@ -317,11 +320,12 @@ JP_EXPORT CUresult cuDeviceGetByPCIBusId(int* dev, const char* bus) {
   return 0;
 }
 JP_EXPORT CUresult cuGetErrorString(CUresult rc, const char** s) {
-  *s = rc == 100 ? "no CUDA-capable device is detected" : rc == 101 ? "invalid device ordinal" : "unknown error";
+  *s = rc == 100 ? "no CUDA-capable device is detected" : rc == 101 ? "invalid device ordinal" : rc == 2 ? "out of memory" : "unknown error";
   return 0;
 }
 JP_EXPORT CUresult cuDevicePrimaryCtxRetain(CUctx_st** ctx, int dev) {
   static CUctx_st the_context;
+  if (const int rc = injected("cuDevicePrimaryCtxRetain"); rc != 0) return rc;
   if (ctx == nullptr || dev != 0) return 1;
   *ctx = &the_context;
   return 0;

@@ -15,10 +15,11 @@ std::vector<std::string> candidates(const std::string& given, const char* env, s
   return defaults;
 }
 
-// The first candidate that opens; "" and the loader's reasons when none does.
+// The first candidate that opens; "" and the loader's reasons when none does. Global, as if
+// linked: CUPTI's profiler loads libnvperf_* that resolve CUPTI's and the driver's symbols.
 void* open_first(const std::vector<std::string>& names, std::string& loaded, std::string& why) {
   for (const std::string& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
       loaded = n;
       return h;
     }
