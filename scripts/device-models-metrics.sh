@@ -4,7 +4,7 @@
 # once per activity source in $SOURCES (default: cupti-pm and gpm, side by side), whether two
 # clients can hold the PM-sampling counters at once, whether GPM still answers while PM sampling
 # runs, and whether DCGM is there. Clocks and limits are NOT changed. Binaries carried in $BIN
-# (jouleprof, jouleprof-burn, jouleprof-llm); PMPROBE=1 also runs workloads/pmprobe's probe.
+# (jouleprof, jouleprof-burn, jouleprof-llm, and pmprobe from workloads/pmprobe when there).
 # Logs and JSON under $OUT.
 set -u
 cd "$(dirname "$0")/.."
@@ -57,7 +57,15 @@ wait $HOLD; echo "hold rc=$? $(cat "$OUT/hold.txt")" | tee -a "$LOG"
 say "dcgm: $(ls /usr/lib/x86_64-linux-gnu/libdcgm.so* 2>/dev/null | head -3 | tr '\n' ' ') nv-hostengine: $(command -v nv-hostengine || echo none)"
 run 20 $BIN/jouleprof measure --metrics --metrics-source dcgm --idle 0 --no-store -q -- true
 run 20 $BIN/jouleprof measure --metrics --idle 0 --no-store -q --json "$OUT/auto.json" -- sleep 0.5
-[ "${PMPROBE:-0}" = 1 ] && run 60 "$BIN/pmprobe"
+# The probe (workloads/pmprobe, if carried in $BIN) sampling while a burn runs in another process.
+if [ -x "$BIN/pmprobe" ]; then
+  say "pmprobe --external 2.5 beside jouleprof-burn --seconds 5 (another process)"
+  "$BIN/jouleprof-burn" --seconds 5 >"$OUT/burn_bg.txt" 2>&1 &
+  BURN=$!
+  sleep 1.5
+  run 30 "$BIN/pmprobe" --external 2.5
+  wait $BURN; echo "burn rc=$? $(tail -1 "$OUT/burn_bg.txt")" | tee -a "$LOG"
+fi
 say summary
 python3 - "$OUT" "$SOURCES" <<'PY' | tee -a "$LOG"
 import json, sys, os

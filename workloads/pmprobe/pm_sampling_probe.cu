@@ -2,6 +2,8 @@
 // (issue 19: "whether CUPTI PM sampling works in that VM"). It lists the PM-sampling metrics the
 // chip offers, configures those of a candidate list that are accepted, samples a bf16 cuBLAS
 // GEMM load for ~2 s, decodes the samples and prints each metric's mean over them.
+// With `--external SECONDS` it runs no load of its own and samples for that long: whether PM
+// sampling sees another process's kernels.
 // Build (on the device): nvcc -O2 -o pmprobe pm_sampling_probe.cu -lcupti -lcublas -lcuda
 // Prints "PM_SAMPLING: works" or "PM_SAMPLING: fails at <call>: <CUPTI message>"; exit 0 / 1.
 #include <cublas_v2.h>
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -48,7 +51,8 @@ void host_free(CUpti_Profiler_Host_Object* h) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const double external_s = argc == 3 && std::strcmp(argv[1], "--external") == 0 ? std::atof(argv[2]) : 0;
   if (cudaFree(nullptr) != cudaSuccess) {
     std::printf("PM_SAMPLING: fails at cudaFree(0): no CUDA device\n");
     return 1;
@@ -174,7 +178,7 @@ int main() {
   ds.pPmSamplingObject = en.pPmSamplingObject;
   ds.pMetricNames = metrics.data();
   ds.numMetrics = metrics.size();
-  ds.maxSamples = 1000;
+  ds.maxSamples = 2000;
   TRY(cuptiPmSamplingGetCounterDataSize, ds);
   std::vector<uint8_t> data(ds.counterDataSize);
   CUpti_PmSampling_CounterDataImage_Initialize_Params di{CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
@@ -199,7 +203,10 @@ int main() {
   TRY(cuptiPmSamplingStart, st);
   const auto t0 = std::chrono::steady_clock::now();
   int gemms = 0;
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2)) {
+  while (external_s > 0 && std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(external_s)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  while (external_s == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2)) {
     for (int i = 0; i < 10; ++i, ++gemms)
       cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
                    CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -208,7 +215,8 @@ int main() {
   CUpti_PmSampling_Stop_Params sp{CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
   sp.pPmSamplingObject = en.pPmSamplingObject;
   TRY(cuptiPmSamplingStop, sp);
-  std::printf("load: %d GEMMs %dx%dx%d bf16 in 2 s\n", gemms, n, n, n);
+  if (external_s > 0) std::printf("load: none of its own, sampled %g s\n", external_s);
+  else std::printf("load: %d GEMMs %dx%dx%d bf16 in 2 s\n", gemms, n, n, n);
   CUpti_PmSampling_DecodeData_Params dd{CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE};
   dd.pPmSamplingObject = en.pPmSamplingObject;
   dd.pCounterDataImage = data.data();
