@@ -117,6 +117,7 @@ JP_EXPORT CUptiResult cuptiGetResultString(CUptiResult rc, const char** s) {
                                                 {1, "CUPTI_ERROR_INVALID_PARAMETER"},
                                                 {8, "CUPTI_ERROR_OUT_OF_MEMORY"},
                                                 {15, "CUPTI_ERROR_NOT_INITIALIZED"},
+                                                {26, "CUPTI_ERROR_HARDWARE_BUSY"},
                                                 {27, "CUPTI_ERROR_NOT_SUPPORTED"},
                                                 {35, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"},
                                                 {999, "CUPTI_ERROR_UNKNOWN"}};

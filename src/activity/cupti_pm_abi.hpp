@@ -14,6 +14,7 @@ namespace jouleprof::cupti {
 using CUptiResult = int;  ///< enum CUptiResult
 inline constexpr CUptiResult kSuccess = 0;
 inline constexpr CUptiResult kErrorOutOfMemory = 8;
+inline constexpr CUptiResult kErrorHardwareBusy = 26;
 inline constexpr CUptiResult kErrorNotSupported = 27;
 inline constexpr CUptiResult kErrorInsufficientPrivileges = 35;
 inline constexpr CUptiResult kErrorVirtualizedInsufficientPrivileges = 40;

@@ -32,6 +32,10 @@ P params(size_t size) {
 std::string hint(CUptiResult rc) {
   if (rc == kErrorInsufficientPrivileges || rc == kErrorVirtualizedInsufficientPrivileges)
     return " — GPU performance counters need root, or the driver option NVreg_RestrictProfilingToAdminUsers=0";
+  // Seen on the H100 when a second client asked while jouleprof's cupti-pm held the counters.
+  if (rc == kErrorHardwareBusy)
+    return " — the GPU's performance counters are held by another client (a profiler, DCGM profiling, another jouleprof "
+           "--metrics-source cupti-pm)";
   return " — the counters may be held by another profiler (Nsight, DCGM profiling, another jouleprof)";
 }
 

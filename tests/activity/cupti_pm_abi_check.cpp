@@ -70,6 +70,7 @@ static_assert(CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL == ours::kTrigger
 static_assert(CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST == ours::kAppendModeKeepOldest);
 static_assert(CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL == ours::kDecodeStopReasonCounterDataFull);
 static_assert(CUPTI_ERROR_OUT_OF_MEMORY == ours::kErrorOutOfMemory);
+static_assert(CUPTI_ERROR_HARDWARE_BUSY == ours::kErrorHardwareBusy);
 static_assert(CUPTI_ERROR_NOT_SUPPORTED == ours::kErrorNotSupported);
 static_assert(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES == ours::kErrorInsufficientPrivileges);
 static_assert(CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES == ours::kErrorVirtualizedInsufficientPrivileges);

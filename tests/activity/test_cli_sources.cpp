@@ -124,6 +124,14 @@ TEST(CuptiPmSource, CountersRefusedIsOneLineAndExit3) {
   r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
               env({"JOULEPROF_FAKE_CUPTI_FAIL=cuptiPmSamplingSetConfig:27"}));
   EXPECT_NE(r.err.find("held by another profiler"), std::string::npos) << r.err;
+  // What a second client got on the H100 while a cupti-pm measurement held the counters.
+  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+              env({"JOULEPROF_FAKE_CUPTI_FAIL=cuptiPmSamplingGetCounterAvailability:26"}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cuptiPmSamplingGetCounterAvailability failed: CUPTI_ERROR_HARDWARE_BUSY (26) — the GPU's performance "
+                       "counters are held by another client"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(CuptiPmSource, NoCuptiOrNoDriverIsOneLineAndExit3) {
