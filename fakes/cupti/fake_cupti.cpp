@@ -1,14 +1,17 @@
 // A fake libcupti.so: the PM-sampling and profiler-host entry points the cupti-pm activity source
 // calls (and the CUDA driver calls it makes), so the source's open → poll → stop path and its
 // error paths run without a GPU. Every call on the device side answers CUPTI_ERROR_NOT_INITIALIZED
-// unless the calling thread has a CUDA context current (the source must set it on each thread). Samples are made on the host clock every sampling interval from
-// Start to Stop; each metric has a fixed value (kValues). Environment:
-//   JOULEPROF_FAKE_CUPTI_FAIL       "symbol:code[,symbol:code]" — those calls return that CUptiResult
+// unless the calling thread has a CUDA context current (the source must set it on each thread).
+// Samples are made on the host clock every sampling interval from Start to Stop; each metric has a
+// fixed value (kValues). Environment:
+//   JOULEPROF_FAKE_CUPTI_FAIL       "symbol:code[,symbol:code]" — those calls return that
+//   CUptiResult
 //                                   (or CUresult for cu* symbols)
 //   JOULEPROF_FAKE_CUPTI_MULTIPASS  comma-separated substrings: a metric set with a name containing
 //                                   one needs 2 passes
-//   JOULEPROF_FAKE_CUPTI_CLOCK_OFFSET_S   added to every sample timestamp (a GPU clock off the host's)
-//   JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES    a counter data image holds at most this many samples
+//   JOULEPROF_FAKE_CUPTI_CLOCK_OFFSET_S   added to every sample timestamp (a GPU clock off the
+//   host's) JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES    a counter data image holds at most this many
+//   samples
 #include <time.h>
 
 #include <algorithm>
@@ -59,7 +62,9 @@ constexpr uint32_t kMagic = 0x4a50504d;  // "JPPM"
 struct ImageHeader {
   uint32_t magic, max_samples, num_metrics, count;
 };
-size_t record_bytes(size_t n) { return 2 * sizeof(uint64_t) + n * sizeof(double); }
+size_t record_bytes(size_t n) {
+  return 2 * sizeof(uint64_t) + n * sizeof(double);
+}
 
 std::mutex mu;
 thread_local bool context_current = false;
@@ -77,7 +82,8 @@ std::vector<std::string> env_list(const char* name) {
 int injected(const char* call) {
   for (const auto& item : env_list("JOULEPROF_FAKE_CUPTI_FAIL")) {
     const auto colon = item.find(':');
-    if (colon != std::string::npos && item.substr(0, colon) == call) return std::atoi(item.c_str() + colon + 1);
+    if (colon != std::string::npos && item.substr(0, colon) == call)
+      return std::atoi(item.c_str() + colon + 1);
   }
   return 0;
 }
@@ -135,7 +141,8 @@ JP_EXPORT CUptiResult cuptiDeviceGetChipName(CUpti_Device_GetChipName_Params* p)
   p->pChipName = "FAKE100";
   return 0;
 }
-JP_EXPORT CUptiResult cuptiPmSamplingGetCounterAvailability(CUpti_PmSampling_GetCounterAvailability_Params* p) {
+JP_EXPORT CUptiResult
+cuptiPmSamplingGetCounterAvailability(CUpti_PmSampling_GetCounterAvailability_Params* p) {
   FAKE_ENTER_DEVICE("cuptiPmSamplingGetCounterAvailability");
   if (p->pCounterAvailabilityImage == nullptr) {
     p->counterAvailabilityImageSize = 64;
@@ -146,8 +153,9 @@ JP_EXPORT CUptiResult cuptiPmSamplingGetCounterAvailability(CUpti_PmSampling_Get
 }
 JP_EXPORT CUptiResult cuptiProfilerHostInitialize(CUpti_Profiler_Host_Initialize_Params* p) {
   FAKE_ENTER("cuptiProfilerHostInitialize");
-  if (p->profilerType != kProfilerTypePmSampling || p->pChipName == nullptr || std::strcmp(p->pChipName, "FAKE100") != 0 ||
-      p->pCounterAvailabilityImage == nullptr || p->pCounterAvailabilityImage[0] != 0xA5)
+  if (p->profilerType != kProfilerTypePmSampling || p->pChipName == nullptr ||
+      std::strcmp(p->pChipName, "FAKE100") != 0 || p->pCounterAvailabilityImage == nullptr ||
+      p->pCounterAvailabilityImage[0] != 0xA5)
     return 1;
   p->pHostObject = new CUpti_Profiler_Host_Object;
   return 0;
@@ -157,7 +165,8 @@ JP_EXPORT CUptiResult cuptiProfilerHostDeinitialize(CUpti_Profiler_Host_Deinitia
   delete p->pHostObject;
   return 0;
 }
-JP_EXPORT CUptiResult cuptiProfilerHostConfigAddMetrics(CUpti_Profiler_Host_ConfigAddMetrics_Params* p) {
+JP_EXPORT CUptiResult
+cuptiProfilerHostConfigAddMetrics(CUpti_Profiler_Host_ConfigAddMetrics_Params* p) {
   FAKE_ENTER("cuptiProfilerHostConfigAddMetrics");
   if (p->pHostObject == nullptr || !p->pHostObject->metrics.empty()) return 1;
   for (size_t i = 0; i < p->numMetrics; ++i) {
@@ -174,23 +183,27 @@ std::string config_text(const CUpti_Profiler_Host_Object& h) {
 }
 std::vector<std::string> config_names(const uint8_t* img, size_t size) {
   std::vector<std::string> names;
-  std::stringstream ss(std::string(reinterpret_cast<const char*>(img), strnlen(reinterpret_cast<const char*>(img), size)));
+  std::stringstream ss(std::string(reinterpret_cast<const char*>(img),
+                                   strnlen(reinterpret_cast<const char*>(img), size)));
   for (std::string line; std::getline(ss, line);) names.push_back(line);
   return names;
 }
-JP_EXPORT CUptiResult cuptiProfilerHostGetConfigImageSize(CUpti_Profiler_Host_GetConfigImageSize_Params* p) {
+JP_EXPORT CUptiResult
+cuptiProfilerHostGetConfigImageSize(CUpti_Profiler_Host_GetConfigImageSize_Params* p) {
   FAKE_ENTER("cuptiProfilerHostGetConfigImageSize");
   p->configImageSize = config_text(*p->pHostObject).size() + 1;
   return 0;
 }
-JP_EXPORT CUptiResult cuptiProfilerHostGetConfigImage(CUpti_Profiler_Host_GetConfigImage_Params* p) {
+JP_EXPORT CUptiResult
+cuptiProfilerHostGetConfigImage(CUpti_Profiler_Host_GetConfigImage_Params* p) {
   FAKE_ENTER("cuptiProfilerHostGetConfigImage");
   const std::string t = config_text(*p->pHostObject);
   if (p->configImageSize < t.size() + 1) return 1;
   std::memcpy(p->pConfigImage, t.c_str(), t.size() + 1);
   return 0;
 }
-JP_EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params* p) {
+JP_EXPORT CUptiResult
+cuptiProfilerHostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params* p) {
   FAKE_ENTER("cuptiProfilerHostGetNumOfPasses");
   p->numOfPasses = 1;
   for (const auto& n : config_names(p->pConfigImage, p->configImageSize))
@@ -212,7 +225,9 @@ JP_EXPORT CUptiResult cuptiPmSamplingDisable(CUpti_PmSampling_Object_Params* p) 
 JP_EXPORT CUptiResult cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params* p) {
   FAKE_ENTER_DEVICE("cuptiPmSamplingSetConfig");
   auto* o = p->pPmSamplingObject;
-  if (o == nullptr || p->pConfig == nullptr || p->samplingInterval == 0 || p->triggerMode != kTriggerModeGpuTimeInterval) return 1;
+  if (o == nullptr || p->pConfig == nullptr || p->samplingInterval == 0 ||
+      p->triggerMode != kTriggerModeGpuTimeInterval)
+    return 1;
   o->config = config_names(p->pConfig, p->configSize);
   for (const auto& sub : env_list("JOULEPROF_FAKE_CUPTI_MULTIPASS"))
     for (const auto& n : o->config)
@@ -220,19 +235,25 @@ JP_EXPORT CUptiResult cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params
   o->interval_ns = p->samplingInterval;
   return 0;
 }
-JP_EXPORT CUptiResult cuptiPmSamplingGetCounterDataSize(CUpti_PmSampling_GetCounterDataSize_Params* p) {
+JP_EXPORT CUptiResult
+cuptiPmSamplingGetCounterDataSize(CUpti_PmSampling_GetCounterDataSize_Params* p) {
   FAKE_ENTER("cuptiPmSamplingGetCounterDataSize");
-  if (p->pPmSamplingObject == nullptr || p->numMetrics != p->pPmSamplingObject->config.size() || p->maxSamples == 0) return 1;
+  if (p->pPmSamplingObject == nullptr || p->numMetrics != p->pPmSamplingObject->config.size() ||
+      p->maxSamples == 0)
+    return 1;
   size_t n = p->maxSamples;
-  if (const char* cap = std::getenv("JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES")) n = std::min<size_t>(n, std::strtoul(cap, nullptr, 10));
+  if (const char* cap = std::getenv("JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES"))
+    n = std::min<size_t>(n, std::strtoul(cap, nullptr, 10));
   p->counterDataSize = sizeof(ImageHeader) + n * record_bytes(p->numMetrics);
   return 0;
 }
-JP_EXPORT CUptiResult cuptiPmSamplingCounterDataImageInitialize(CUpti_PmSampling_CounterDataImage_Initialize_Params* p) {
+JP_EXPORT CUptiResult
+cuptiPmSamplingCounterDataImageInitialize(CUpti_PmSampling_CounterDataImage_Initialize_Params* p) {
   FAKE_ENTER("cuptiPmSamplingCounterDataImageInitialize");
   const size_t n = p->pPmSamplingObject->config.size();
   if (p->pCounterData == nullptr || p->counterDataSize < sizeof(ImageHeader)) return 1;
-  ImageHeader h{kMagic, static_cast<uint32_t>((p->counterDataSize - sizeof(ImageHeader)) / record_bytes(n)),
+  ImageHeader h{kMagic,
+                static_cast<uint32_t>((p->counterDataSize - sizeof(ImageHeader)) / record_bytes(n)),
                 static_cast<uint32_t>(n), 0};
   std::memcpy(p->pCounterData, &h, sizeof(h));
   return 0;
@@ -269,19 +290,23 @@ JP_EXPORT CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Para
     ++h->count;
     ++o->emitted;
   }
-  p->decodeStopReason = o->emitted < due ? kDecodeStopReasonCounterDataFull : 2 /* END_OF_RECORDS */;
+  p->decodeStopReason =
+      o->emitted < due ? kDecodeStopReasonCounterDataFull : 2 /* END_OF_RECORDS */;
   p->overflow = 0;
   return 0;
 }
-JP_EXPORT CUptiResult cuptiPmSamplingGetCounterDataInfo(CUpti_PmSampling_GetCounterDataInfo_Params* p) {
+JP_EXPORT CUptiResult
+cuptiPmSamplingGetCounterDataInfo(CUpti_PmSampling_GetCounterDataInfo_Params* p) {
   FAKE_ENTER("cuptiPmSamplingGetCounterDataInfo");
-  const ImageHeader* h = header(const_cast<uint8_t*>(p->pCounterDataImage), p->counterDataImageSize);
+  const ImageHeader* h =
+      header(const_cast<uint8_t*>(p->pCounterDataImage), p->counterDataImageSize);
   if (h == nullptr) return 1;
   p->numTotalSamples = h->max_samples;
   p->numPopulatedSamples = p->numCompletedSamples = h->count;
   return 0;
 }
-JP_EXPORT CUptiResult cuptiPmSamplingCounterDataGetSampleInfo(CUpti_PmSampling_CounterData_GetSampleInfo_Params* p) {
+JP_EXPORT CUptiResult
+cuptiPmSamplingCounterDataGetSampleInfo(CUpti_PmSampling_CounterData_GetSampleInfo_Params* p) {
   FAKE_ENTER("cuptiPmSamplingCounterDataGetSampleInfo");
   auto* img = const_cast<uint8_t*>(p->pCounterDataImage);
   const ImageHeader* h = header(img, p->counterDataImageSize);
@@ -291,7 +316,8 @@ JP_EXPORT CUptiResult cuptiPmSamplingCounterDataGetSampleInfo(CUpti_PmSampling_C
   p->endTimestamp = r[1];
   return 0;
 }
-JP_EXPORT CUptiResult cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Params* p) {
+JP_EXPORT CUptiResult
+cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Params* p) {
   FAKE_ENTER("cuptiProfilerHostEvaluateToGpuValues");
   auto* img = const_cast<uint8_t*>(p->pCounterDataImage);
   const ImageHeader* h = header(img, p->counterDataImageSize);
@@ -316,12 +342,16 @@ JP_EXPORT CUresult cuInit(unsigned int flags) {
 JP_EXPORT CUresult cuDeviceGetByPCIBusId(int* dev, const char* bus) {
   std::lock_guard<std::mutex> lock(mu);
   if (const int rc = injected("cuDeviceGetByPCIBusId"); rc != 0) return rc;
-  if (dev == nullptr || bus == nullptr || std::strcmp(bus, "0000:18:00.0") != 0) return 101;  // CUDA_ERROR_INVALID_DEVICE
+  if (dev == nullptr || bus == nullptr || std::strcmp(bus, "0000:18:00.0") != 0)
+    return 101;  // CUDA_ERROR_INVALID_DEVICE
   *dev = 0;
   return 0;
 }
 JP_EXPORT CUresult cuGetErrorString(CUresult rc, const char** s) {
-  *s = rc == 100 ? "no CUDA-capable device is detected" : rc == 101 ? "invalid device ordinal" : rc == 2 ? "out of memory" : "unknown error";
+  *s = rc == 100   ? "no CUDA-capable device is detected"
+       : rc == 101 ? "invalid device ordinal"
+       : rc == 2   ? "out of memory"
+                   : "unknown error";
   return 0;
 }
 JP_EXPORT CUresult cuDevicePrimaryCtxRetain(CUctx_st** ctx, int dev) {
@@ -336,13 +366,17 @@ JP_EXPORT CUresult cuCtxSetCurrent(CUctx_st* ctx) {
   context_current = ctx != nullptr;
   return 0;
 }
-JP_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return dev == 0 ? 0 : 1; }
+JP_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+  return dev == 0 ? 0 : 1;
+}
 
 // Each export's signature matches the source's table (cupti_pm_entry_points.def).
-#define JP_CUPTI_PM(member, params, sym) \
-  static_assert(std::is_same_v<decltype(&sym), CUptiResult(*) params>, #sym " differs from the table");
-#define JP_CUDA_DRV(member, params, sym) \
-  static_assert(std::is_same_v<decltype(&sym), CUresult(*) params>, #sym " differs from the table");
+#define JP_CUPTI_PM(member, params, sym)                               \
+  static_assert(std::is_same_v<decltype(&sym), CUptiResult(*) params>, \
+                #sym " differs from the table");
+#define JP_CUDA_DRV(member, params, sym)                                                      \
+  static_assert(std::is_same_v<decltype(&sym), CUresult(*) params>, #sym " differs from the " \
+                                                                         "table");
 #include "cupti_pm_entry_points.def"
 #undef JP_CUPTI_PM
 #undef JP_CUDA_DRV

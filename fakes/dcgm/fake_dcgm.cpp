@@ -22,8 +22,9 @@ using namespace jouleprof::dcgm;
 
 namespace {
 
-const std::map<unsigned short, double> kValues{{kFieldSmActive, 0.7},     {kFieldSmOccupancy, 0.3}, {kFieldTensorActive, 0.5},
-                                               {kFieldDramActive, 0.4},   {kFieldFp64Active, 0.0},  {kFieldFp32Active, 0.1},
+const std::map<unsigned short, double> kValues{{kFieldSmActive, 0.7},     {kFieldSmOccupancy, 0.3},
+                                               {kFieldTensorActive, 0.5}, {kFieldDramActive, 0.4},
+                                               {kFieldFp64Active, 0.0},   {kFieldFp32Active, 0.1},
                                                {kFieldFp16Active, 0.05}};
 constexpr dcgmHandle_t kHandle = 0x4a50;
 
@@ -49,7 +50,9 @@ long long now_us() {
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<long long>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
 }
-bool ready(dcgmHandle_t h) { return initialized && connected && h == kHandle; }
+bool ready(dcgmHandle_t h) {
+  return initialized && connected && h == kHandle;
+}
 
 }  // namespace
 
@@ -82,16 +85,25 @@ JP_EXPORT dcgmReturn_t dcgmDisconnect(dcgmHandle_t h) {
 }
 JP_EXPORT const char* errorString(dcgmReturn_t rc) {
   switch (rc) {
-    case kOk: return "Success";
-    case kBadParam: return "Bad parameter passed to function";
-    case kNotSupported: return "This request is not supported";
-    case kConnectionNotValid: return "Connection to the host engine is not valid any longer";
-    case kInUse: return "The requested operation could not be completed because the affected resource is in use.";
-    case kProfilingNotSupported: return "Profiling is not supported for this group of GPUs or GPU";
-    default: return "Unknown error";
+    case kOk:
+      return "Success";
+    case kBadParam:
+      return "Bad parameter passed to function";
+    case kNotSupported:
+      return "This request is not supported";
+    case kConnectionNotValid:
+      return "Connection to the host engine is not valid any longer";
+    case kInUse:
+      return "The requested operation could not be completed because the affected resource is in "
+             "use.";
+    case kProfilingNotSupported:
+      return "Profiling is not supported for this group of GPUs or GPU";
+    default:
+      return "Unknown error";
   }
 }
-JP_EXPORT dcgmReturn_t dcgmGroupCreate(dcgmHandle_t h, int type, const char* name, dcgmGpuGrp_t* id) {
+JP_EXPORT dcgmReturn_t dcgmGroupCreate(dcgmHandle_t h, int type, const char* name,
+                                       dcgmGpuGrp_t* id) {
   std::lock_guard<std::mutex> l(mu);
   if (!ready(h) || type != kGroupEmpty || name == nullptr || id == nullptr) return kBadParam;
   *id = next_id++;
@@ -105,12 +117,14 @@ JP_EXPORT dcgmReturn_t dcgmGroupDestroy(dcgmHandle_t h, dcgmGpuGrp_t id) {
 JP_EXPORT dcgmReturn_t dcgmGroupAddDevice(dcgmHandle_t h, dcgmGpuGrp_t id, unsigned gpu) {
   std::lock_guard<std::mutex> l(mu);
   const char* n = std::getenv("JOULEPROF_FAKE_DCGM_GPUS");
-  if (!ready(h) || groups.count(id) == 0 || gpu >= static_cast<unsigned>(n != nullptr ? std::atoi(n) : 1)) return kBadParam;
+  if (!ready(h) || groups.count(id) == 0 ||
+      gpu >= static_cast<unsigned>(n != nullptr ? std::atoi(n) : 1))
+    return kBadParam;
   groups[id].push_back(gpu);
   return kOk;
 }
-JP_EXPORT dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t h, int n, const unsigned short* ids, const char* name,
-                                            dcgmFieldGrp_t* id) {
+JP_EXPORT dcgmReturn_t dcgmFieldGroupCreate(dcgmHandle_t h, int n, const unsigned short* ids,
+                                            const char* name, dcgmFieldGrp_t* id) {
   std::lock_guard<std::mutex> l(mu);
   if (!ready(h) || n <= 0 || ids == nullptr || name == nullptr || id == nullptr) return kBadParam;
   for (int i = 0; i < n; ++i)
@@ -123,10 +137,11 @@ JP_EXPORT dcgmReturn_t dcgmFieldGroupDestroy(dcgmHandle_t h, dcgmFieldGrp_t id) 
   std::lock_guard<std::mutex> l(mu);
   return ready(h) && field_groups.erase(id) == 1 ? kOk : kBadParam;
 }
-JP_EXPORT dcgmReturn_t dcgmWatchFields(dcgmHandle_t h, dcgmGpuGrp_t g, dcgmFieldGrp_t f, long long every_us, double keep_s,
-                                       int keep_samples) {
+JP_EXPORT dcgmReturn_t dcgmWatchFields(dcgmHandle_t h, dcgmGpuGrp_t g, dcgmFieldGrp_t f,
+                                       long long every_us, double keep_s, int keep_samples) {
   std::lock_guard<std::mutex> l(mu);
-  if (!ready(h) || groups.count(g) == 0 || field_groups.count(f) == 0 || every_us <= 0 || keep_s < 0 || keep_samples < 0)
+  if (!ready(h) || groups.count(g) == 0 || field_groups.count(f) == 0 || every_us <= 0 ||
+      keep_s < 0 || keep_samples < 0)
     return kBadParam;
   if (mode() == "counters-busy") return kInUse;
   if (mode() == "no-profiling") return kProfilingNotSupported;
@@ -137,7 +152,8 @@ JP_EXPORT dcgmReturn_t dcgmUnwatchFields(dcgmHandle_t h, dcgmGpuGrp_t g, dcgmFie
   std::lock_guard<std::mutex> l(mu);
   return ready(h) && watches.erase({g, f}) == 1 ? kOk : kBadParam;
 }
-JP_EXPORT dcgmReturn_t dcgmGetValuesSince(dcgmHandle_t h, dcgmGpuGrp_t g, dcgmFieldGrp_t f, long long since, long long* next,
+JP_EXPORT dcgmReturn_t dcgmGetValuesSince(dcgmHandle_t h, dcgmGpuGrp_t g, dcgmFieldGrp_t f,
+                                          long long since, long long* next,
                                           FieldValueEnumeration cb, void* user) {
   std::lock_guard<std::mutex> l(mu);
   const auto it = watches.find({g, f});

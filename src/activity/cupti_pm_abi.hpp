@@ -22,13 +22,17 @@ inline constexpr CUptiResult kErrorVirtualizedInsufficientPrivileges = 40;
 struct CUpti_PmSampling_Object;
 struct CUpti_Profiler_Host_Object;
 
-inline constexpr int kProfilerTypePmSampling = 1;             ///< CUPTI_PROFILER_TYPE_PM_SAMPLING
-inline constexpr int kTriggerModeGpuTimeInterval = 1;         ///< CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL
-inline constexpr int kAppendModeKeepOldest = 0;               ///< ..._HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST
-inline constexpr int kDecodeStopReasonCounterDataFull = 1;    ///< ..._DECODE_STOP_REASON_COUNTER_DATA_FULL
+// CUPTI_PROFILER_TYPE_PM_SAMPLING, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL,
+// CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST,
+// CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL
+inline constexpr int kProfilerTypePmSampling = 1;
+inline constexpr int kTriggerModeGpuTimeInterval = 1;
+inline constexpr int kAppendModeKeepOldest = 0;
+inline constexpr int kDecodeStopReasonCounterDataFull = 1;
 
 /// CUPTI_PROFILER_STRUCT_SIZE: each params struct's structSize is the end of its last field.
-#define JP_CUPTI_STRUCT_SIZE(type, last) (offsetof(type, last) + sizeof(static_cast<type*>(nullptr)->last))
+#define JP_CUPTI_STRUCT_SIZE(type, last) \
+  (offsetof(type, last) + sizeof(static_cast<type*>(nullptr)->last))
 
 struct CUpti_Profiler_Initialize_Params {
   size_t structSize;
@@ -162,7 +166,8 @@ struct CUpti_PmSampling_CounterData_GetSampleInfo_Params {
   const uint8_t* pCounterDataImage;
   size_t counterDataImageSize;
   size_t sampleIndex;
-  uint64_t startTimestamp;  ///< ns, CLOCK_REALTIME like every CUPTI timestamp (docs/ARCHITECTURE.md)
+  uint64_t
+      startTimestamp;  ///< ns, CLOCK_REALTIME like every CUPTI timestamp (docs/ARCHITECTURE.md)
   uint64_t endTimestamp;
 };
 

@@ -9,7 +9,8 @@
 namespace jouleprof::cupti {
 namespace {
 
-std::vector<std::string> candidates(const std::string& given, const char* env, std::vector<std::string> defaults) {
+std::vector<std::string> candidates(const std::string& given, const char* env,
+                                    std::vector<std::string> defaults) {
   if (!given.empty()) return {given};
   if (const char* e = std::getenv(env); e != nullptr && e[0] != '\0') return {e};
   return defaults;
@@ -32,51 +33,61 @@ void* open_first(const std::vector<std::string>& names, std::string& loaded, std
 Result<PmApi> load(const std::string& cupti_library, const std::string& cuda_library) {
   PmApi api;
   std::string why;
-  void* cupti = open_first(candidates(cupti_library, "JOULEPROF_CUPTI_LIB", {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}),
+  void* cupti = open_first(candidates(cupti_library, "JOULEPROF_CUPTI_LIB",
+                                      {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}),
                            api.cupti_library, why);
   if (cupti == nullptr) return make_error(Errc::unavailable, "cannot load CUPTI (" + why + ")");
   why.clear();
-  void* cuda = open_first(candidates(cuda_library, "JOULEPROF_CUDA_LIB", {"libcuda.so.1"}), api.cuda_library, why);
-  if (cuda == nullptr) return make_error(Errc::unavailable, "cannot load the CUDA driver (" + why + ")");
+  void* cuda = open_first(candidates(cuda_library, "JOULEPROF_CUDA_LIB", {"libcuda.so.1"}),
+                          api.cuda_library, why);
+  if (cuda == nullptr)
+    return make_error(Errc::unavailable, "cannot load the CUDA driver (" + why + ")");
   std::string missing;
-#define JP_CUPTI_PM(member, params, sym)                                         \
-  api.member = reinterpret_cast<decltype(api.member)>(dlsym(cupti, #sym));       \
+#define JP_CUPTI_PM(member, params, sym)                                   \
+  api.member = reinterpret_cast<decltype(api.member)>(dlsym(cupti, #sym)); \
   if (api.member == nullptr) missing += std::string(missing.empty() ? "" : ", ") + #sym;
-#define JP_CUDA_DRV(member, params, sym)                                         \
+#define JP_CUDA_DRV(member, params, sym)                                          \
   api.cu##member = reinterpret_cast<decltype(api.cu##member)>(dlsym(cuda, #sym)); \
   if (api.cu##member == nullptr) missing += std::string(missing.empty() ? "" : ", ") + #sym;
 #include "cupti_pm_entry_points.def"
 #undef JP_CUPTI_PM
 #undef JP_CUDA_DRV
   if (!missing.empty())
-    return make_error(Errc::unavailable, api.cupti_library + " has no PM sampling (CUDA 12.6 or later is needed): missing " + missing);
+    return make_error(Errc::unavailable,
+                      api.cupti_library +
+                          " has no PM sampling (CUDA 12.6 or later is needed): missing " + missing);
   return api;  // the handles stay open for the process's life
 }
 
 }  // namespace
 
-Result<const PmApi*> load_pm_api(const std::string& cupti_library, const std::string& cuda_library) {
-  // One table per process; a failed load is retried by the next caller (it may name another library).
+Result<const PmApi*> load_pm_api(const std::string& cupti_library,
+                                 const std::string& cuda_library) {
+  // One table per process; a failed load is retried by the next caller (it may name another
+  // library).
   static std::mutex mu;
   static const PmApi* loaded = nullptr;
   std::lock_guard<std::mutex> l(mu);
   if (loaded != nullptr) return loaded;
   auto api = load(cupti_library, cuda_library);
   if (!api) return api.error();
-  loaded = new PmApi(std::move(*api));  // never freed: CUPTI's profiler state lives as long as the process
+  loaded = new PmApi(
+      std::move(*api));  // never freed: CUPTI's profiler state lives as long as the process
   return loaded;
 }
 
 std::string PmApi::describe(const char* call, CUptiResult rc) const {
   const char* text = nullptr;
   if (GetResultString != nullptr) GetResultString(rc, &text);
-  return std::string(call) + " failed: " + (text != nullptr ? text : "unknown error") + " (" + std::to_string(rc) + ")";
+  return std::string(call) + " failed: " + (text != nullptr ? text : "unknown error") + " (" +
+         std::to_string(rc) + ")";
 }
 
 std::string PmApi::describe_cuda(const char* call, CUresult rc) const {
   const char* text = nullptr;
   if (cuGetErrorString != nullptr) cuGetErrorString(rc, &text);
-  return std::string(call) + " failed: " + (text != nullptr ? text : "unknown error") + " (" + std::to_string(rc) + ")";
+  return std::string(call) + " failed: " + (text != nullptr ? text : "unknown error") + " (" +
+         std::to_string(rc) + ")";
 }
 
 }  // namespace jouleprof::cupti

@@ -24,6 +24,7 @@ struct PmApi {
 /// libcupti.so.13, .12, libcupti.so) and the driver from `cuda_library` (empty:
 /// $JOULEPROF_CUDA_LIB, else libcuda.so.1). Loaded once and kept for the process's life (CUPTI's
 /// profiler state is per process); Errc::unavailable when a library or a symbol is missing.
-Result<const PmApi*> load_pm_api(const std::string& cupti_library = "", const std::string& cuda_library = "");
+Result<const PmApi*> load_pm_api(const std::string& cupti_library = "",
+                                 const std::string& cuda_library = "");
 
 }  // namespace jouleprof::cupti

@@ -31,12 +31,15 @@ P params(size_t size) {
 // Why PM sampling may refuse: said once, after CUPTI's own words.
 std::string hint(CUptiResult rc) {
   if (rc == kErrorInsufficientPrivileges || rc == kErrorVirtualizedInsufficientPrivileges)
-    return " — GPU performance counters need root, or the driver option NVreg_RestrictProfilingToAdminUsers=0";
+    return " — GPU performance counters need root, or the driver option "
+           "NVreg_RestrictProfilingToAdminUsers=0";
   // Seen on the H100 when a second client asked while jouleprof's cupti-pm held the counters.
   if (rc == kErrorHardwareBusy)
-    return " — the GPU's performance counters are held by another client (a profiler, DCGM profiling, another jouleprof "
+    return " — the GPU's performance counters are held by another client (a profiler, DCGM "
+           "profiling, another jouleprof "
            "--metrics-source cupti-pm)";
-  return " — the counters may be held by another profiler (Nsight, DCGM profiling, another jouleprof)";
+  return " — the counters may be held by another profiler (Nsight, DCGM profiling, another "
+         "jouleprof)";
 }
 
 // Every CUPTI and driver call goes through here: with $JOULEPROF_CUPTI_PM_TRACE set, its name is
@@ -60,7 +63,9 @@ class Context {
     if (ctx_ != nullptr) call("cuDevicePrimaryCtxRelease", api_.cuPrimaryCtxRelease, device_);
   }
   Result<void> retain() {
-    if (const CUresult rc = call("cuDevicePrimaryCtxRetain", api_.cuPrimaryCtxRetain, &ctx_, device_); rc != kCudaSuccess) {
+    if (const CUresult rc =
+            call("cuDevicePrimaryCtxRetain", api_.cuPrimaryCtxRetain, &ctx_, device_);
+        rc != kCudaSuccess) {
       ctx_ = nullptr;
       return make_error(Errc::unavailable, api_.describe_cuda("cuDevicePrimaryCtxRetain", rc));
     }
@@ -81,7 +86,8 @@ class Context {
 // A host object (metric names → config images, counter data → values) for one chip.
 class Host {
  public:
-  Host(const PmApi& api, const std::string& chip, const std::vector<uint8_t>& avail) : api_(api), chip_(chip), avail_(avail) {
+  Host(const PmApi& api, const std::string& chip, const std::vector<uint8_t>& avail)
+      : api_(api), chip_(chip), avail_(avail) {
     auto p = JP_PARAMS(CUpti_Profiler_Host_Initialize_Params, pHostObject);
     p.profilerType = kProfilerTypePmSampling;
     p.pChipName = chip_.c_str();
@@ -107,16 +113,20 @@ class Host {
     am.pHostObject = obj_;
     am.ppMetricNames = cnames_.data();
     am.numMetrics = cnames_.size();
-    if (call("cuptiProfilerHostConfigAddMetrics", api_.HostConfigAddMetrics, &am) != kSuccess) return {};
+    if (call("cuptiProfilerHostConfigAddMetrics", api_.HostConfigAddMetrics, &am) != kSuccess)
+      return {};
     auto cs = JP_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, configImageSize);
     cs.pHostObject = obj_;
-    if (call("cuptiProfilerHostGetConfigImageSize", api_.HostGetConfigImageSize, &cs) != kSuccess || cs.configImageSize == 0) return {};
+    if (call("cuptiProfilerHostGetConfigImageSize", api_.HostGetConfigImageSize, &cs) != kSuccess ||
+        cs.configImageSize == 0)
+      return {};
     std::vector<uint8_t> img(cs.configImageSize);
     auto ci = JP_PARAMS(CUpti_Profiler_Host_GetConfigImage_Params, pConfigImage);
     ci.pHostObject = obj_;
     ci.configImageSize = img.size();
     ci.pConfigImage = img.data();
-    if (call("cuptiProfilerHostGetConfigImage", api_.HostGetConfigImage, &ci) != kSuccess) return {};
+    if (call("cuptiProfilerHostGetConfigImage", api_.HostGetConfigImage, &ci) != kSuccess)
+      return {};
     return img;
   }
 
@@ -136,14 +146,21 @@ std::size_t passes_of(const PmApi& api, std::vector<uint8_t> image) {
   auto np = JP_PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, numOfPasses);
   np.configImageSize = image.size();
   np.pConfigImage = image.data();
-  return call("cuptiProfilerHostGetNumOfPasses", api.HostGetNumOfPasses, &np) == kSuccess ? np.numOfPasses : 0;
+  return call("cuptiProfilerHostGetNumOfPasses", api.HostGetNumOfPasses, &np) == kSuccess
+             ? np.numOfPasses
+             : 0;
 }
 
 class CuptiPm final : public Source {
  public:
-  CuptiPm(const PmApi& api, const TimeBase& tb, std::unique_ptr<Context> ctx, PmPlan plan, std::unique_ptr<Host> host,
-          uint32_t max_samples)
-      : api_(api), tb_(tb), ctx_(std::move(ctx)), plan_(std::move(plan)), host_(std::move(host)), max_samples_(max_samples) {
+  CuptiPm(const PmApi& api, const TimeBase& tb, std::unique_ptr<Context> ctx, PmPlan plan,
+          std::unique_ptr<Host> host, uint32_t max_samples)
+      : api_(api),
+        tb_(tb),
+        ctx_(std::move(ctx)),
+        plan_(std::move(plan)),
+        host_(std::move(host)),
+        max_samples_(max_samples) {
     for (const auto& m : plan_.metrics) names_.push_back(m.name);
     for (const auto& n : plan_.cupti) cnames_.push_back(n.c_str());
   }
@@ -170,7 +187,8 @@ class CuptiPm final : public Source {
     auto en = JP_PARAMS(CUpti_PmSampling_Enable_Params, pPmSamplingObject);
     en.deviceIndex = static_cast<size_t>(device);
     CUptiResult rc = call("cuptiPmSamplingEnable", api_.Enable, &en);
-    if (rc != kSuccess) return make_error(Errc::unavailable, api_.describe("cuptiPmSamplingEnable", rc) + hint(rc));
+    if (rc != kSuccess)
+      return make_error(Errc::unavailable, api_.describe("cuptiPmSamplingEnable", rc) + hint(rc));
     object_ = en.pPmSamplingObject;
     auto sc = JP_PARAMS(CUpti_PmSampling_SetConfig_Params, hwBufferAppendMode);
     sc.pPmSamplingObject = object_;
@@ -181,7 +199,8 @@ class CuptiPm final : public Source {
     sc.triggerMode = kTriggerModeGpuTimeInterval;
     sc.hwBufferAppendMode = kAppendModeKeepOldest;
     if ((rc = call("cuptiPmSamplingSetConfig", api_.SetConfig, &sc)) != kSuccess)
-      return make_error(Errc::unavailable, api_.describe("cuptiPmSamplingSetConfig", rc) + hint(rc));
+      return make_error(Errc::unavailable,
+                        api_.describe("cuptiPmSamplingSetConfig", rc) + hint(rc));
     auto ds = JP_PARAMS(CUpti_PmSampling_GetCounterDataSize_Params, counterDataSize);
     ds.pPmSamplingObject = object_;
     ds.pMetricNames = cnames_.data();
@@ -212,14 +231,17 @@ class CuptiPm final : public Source {
       dd.counterDataImageSize = data_.size();
       const CUptiResult rc = call("cuptiPmSamplingDecodeData", api_.DecodeData, &dd);
       if (rc != kSuccess) {
-        if (rc == kErrorOutOfMemory) return make_error(Errc::vendor, "PM sampling hardware buffer overflowed: samples lost");
+        if (rc == kErrorOutOfMemory)
+          return make_error(Errc::vendor, "PM sampling hardware buffer overflowed: samples lost");
         return make_error(Errc::vendor, api_.describe("cuptiPmSamplingDecodeData", rc));
       }
       if (dd.overflow) overflowed_ = true;
       auto info = JP_PARAMS(CUpti_PmSampling_GetCounterDataInfo_Params, numCompletedSamples);
       info.pCounterDataImage = data_.data();
       info.counterDataImageSize = data_.size();
-      if (const CUptiResult r = call("cuptiPmSamplingGetCounterDataInfo", api_.GetCounterDataInfo, &info); r != kSuccess)
+      if (const CUptiResult r =
+              call("cuptiPmSamplingGetCounterDataInfo", api_.GetCounterDataInfo, &info);
+          r != kSuccess)
         return make_error(Errc::vendor, api_.describe("cuptiPmSamplingGetCounterDataInfo", r));
       for (std::size_t i = consumed_; i < info.numCompletedSamples; ++i) {
         auto s = sample(i);
@@ -227,7 +249,8 @@ class CuptiPm final : public Source {
         samples.push_back(std::move(*s));
       }
       consumed_ = info.numCompletedSamples;
-      const bool full = dd.decodeStopReason == kDecodeStopReasonCounterDataFull || info.numCompletedSamples >= info.numTotalSamples;
+      const bool full = dd.decodeStopReason == kDecodeStopReasonCounterDataFull ||
+                        info.numCompletedSamples >= info.numTotalSamples;
       if (!full) break;
       if (auto r = reset_data(); !r) return r.error();
     }
@@ -235,12 +258,16 @@ class CuptiPm final : public Source {
       overflowed_ = false;
       return make_error(Errc::vendor, "PM sampling hardware buffer overflowed: samples lost");
     }
-    auto w = pm_window(plan_, samples, [this](uint64_t ns) { return tb_.from_realtime_ns(static_cast<int64_t>(ns)); });
+    auto w = pm_window(plan_, samples, [this](uint64_t ns) {
+      return tb_.from_realtime_ns(static_cast<int64_t>(ns));
+    });
     if (!w) return std::optional<Window>{};
-    // The samples' GPU timestamps must fall on the host's clock; if not, the windows would be misplaced.
+    // The samples' GPU timestamps must fall on the host's clock; if not, the windows would be
+    // misplaced.
     if (w->t1_s > now_s + 1.0 || w->t0_s < started_s_ - 1.0)
-      return make_error(Errc::vendor, "PM sample timestamps are off the host clock (a window at " + std::to_string(w->t0_s) +
-                                          " s, polled at " + std::to_string(now_s) + " s): samples dropped");
+      return make_error(Errc::vendor, "PM sample timestamps are off the host clock (a window at " +
+                                          std::to_string(w->t0_s) + " s, polled at " +
+                                          std::to_string(now_s) + " s): samples dropped");
     return w;
   }
 
@@ -250,8 +277,11 @@ class CuptiPm final : public Source {
     di.pPmSamplingObject = object_;
     di.counterDataSize = data_.size();
     di.pCounterData = data_.data();
-    if (const CUptiResult rc = call("cuptiPmSamplingCounterDataImageInitialize", api_.CounterDataImageInitialize, &di); rc != kSuccess)
-      return make_error(Errc::vendor, api_.describe("cuptiPmSamplingCounterDataImageInitialize", rc));
+    if (const CUptiResult rc =
+            call("cuptiPmSamplingCounterDataImageInitialize", api_.CounterDataImageInitialize, &di);
+        rc != kSuccess)
+      return make_error(Errc::vendor,
+                        api_.describe("cuptiPmSamplingCounterDataImageInitialize", rc));
     consumed_ = 0;
     return {};
   }
@@ -261,7 +291,9 @@ class CuptiPm final : public Source {
     si.pCounterDataImage = data_.data();
     si.counterDataImageSize = data_.size();
     si.sampleIndex = i;
-    if (const CUptiResult rc = call("cuptiPmSamplingCounterDataGetSampleInfo", api_.GetSampleInfo, &si); rc != kSuccess)
+    if (const CUptiResult rc =
+            call("cuptiPmSamplingCounterDataGetSampleInfo", api_.GetSampleInfo, &si);
+        rc != kSuccess)
       return make_error(Errc::vendor, api_.describe("cuptiPmSamplingCounterDataGetSampleInfo", rc));
     PmSample s{si.startTimestamp, si.endTimestamp, std::vector<double>(cnames_.size(), 0.0)};
     auto ev = JP_PARAMS(CUpti_Profiler_Host_EvaluateToGpuValues_Params, pMetricValues);
@@ -272,7 +304,9 @@ class CuptiPm final : public Source {
     ev.ppMetricNames = cnames_.data();
     ev.numMetrics = cnames_.size();
     ev.pMetricValues = s.raw.data();
-    if (const CUptiResult rc = call("cuptiProfilerHostEvaluateToGpuValues", api_.HostEvaluateToGpuValues, &ev); rc != kSuccess)
+    if (const CUptiResult rc =
+            call("cuptiProfilerHostEvaluateToGpuValues", api_.HostEvaluateToGpuValues, &ev);
+        rc != kSuccess)
       return make_error(Errc::vendor, api_.describe("cuptiProfilerHostEvaluateToGpuValues", rc));
     return s;
   }
@@ -301,54 +335,72 @@ std::string cuda_bus_id(const std::string& nvml) {
 
 }  // namespace
 
-Result<std::unique_ptr<Source>> open_cupti_pm(const PmOptions& o, const GpuInfo& gpu, const TimeBase& tb, double period_s,
+Result<std::unique_ptr<Source>> open_cupti_pm(const PmOptions& o, const GpuInfo& gpu,
+                                              const TimeBase& tb, double period_s,
                                               std::string& note) {
   auto loaded = load_pm_api(o.cupti_library, o.cuda_library);
   if (!loaded) return loaded.error();
   const PmApi& api = **loaded;
-  if (const CUresult rc = call("cuInit", api.cuInit, 0u); rc != kCudaSuccess) return make_error(Errc::unavailable, api.describe_cuda("cuInit", rc));
+  if (const CUresult rc = call("cuInit", api.cuInit, 0u); rc != kCudaSuccess)
+    return make_error(Errc::unavailable, api.describe_cuda("cuInit", rc));
   int device = -1;
-  if (const CUresult rc = call("cuDeviceGetByPCIBusId", api.cuDeviceGetByPCIBusId, &device, cuda_bus_id(gpu.pci_bus_id).c_str()); rc != kCudaSuccess)
-    return make_error(Errc::unavailable, api.describe_cuda(("cuDeviceGetByPCIBusId(" + gpu.pci_bus_id + ")").c_str(), rc) +
-                                             " — is the GPU hidden by CUDA_VISIBLE_DEVICES?");
+  if (const CUresult rc = call("cuDeviceGetByPCIBusId", api.cuDeviceGetByPCIBusId, &device,
+                               cuda_bus_id(gpu.pci_bus_id).c_str());
+      rc != kCudaSuccess)
+    return make_error(
+        Errc::unavailable,
+        api.describe_cuda(("cuDeviceGetByPCIBusId(" + gpu.pci_bus_id + ")").c_str(), rc) +
+            " — is the GPU hidden by CUDA_VISIBLE_DEVICES?");
   auto ctx = std::make_unique<Context>(api, device);
   if (auto r = ctx->retain(); !r) return r.error();
   auto init = JP_PARAMS(CUpti_Profiler_Initialize_Params, pPriv);
-  if (const CUptiResult rc = call("cuptiProfilerInitialize", api.ProfilerInitialize, &init); rc != kSuccess)
+  if (const CUptiResult rc = call("cuptiProfilerInitialize", api.ProfilerInitialize, &init);
+      rc != kSuccess)
     return make_error(Errc::unavailable, api.describe("cuptiProfilerInitialize", rc) + hint(rc));
   auto chip = JP_PARAMS(CUpti_Device_GetChipName_Params, pChipName);
   chip.deviceIndex = static_cast<size_t>(device);
-  if (const CUptiResult rc = call("cuptiDeviceGetChipName", api.DeviceGetChipName, &chip); rc != kSuccess)
+  if (const CUptiResult rc = call("cuptiDeviceGetChipName", api.DeviceGetChipName, &chip);
+      rc != kSuccess)
     return make_error(Errc::unavailable, api.describe("cuptiDeviceGetChipName", rc));
   auto av = JP_PARAMS(CUpti_PmSampling_GetCounterAvailability_Params, pCounterAvailabilityImage);
   av.deviceIndex = static_cast<size_t>(device);
-  if (const CUptiResult rc = call("cuptiPmSamplingGetCounterAvailability", api.GetCounterAvailability, &av); rc != kSuccess)
-    return make_error(Errc::unavailable, api.describe("cuptiPmSamplingGetCounterAvailability", rc) + hint(rc));
+  if (const CUptiResult rc =
+          call("cuptiPmSamplingGetCounterAvailability", api.GetCounterAvailability, &av);
+      rc != kSuccess)
+    return make_error(Errc::unavailable,
+                      api.describe("cuptiPmSamplingGetCounterAvailability", rc) + hint(rc));
   std::vector<uint8_t> avail(av.counterAvailabilityImageSize);
   av.pCounterAvailabilityImage = avail.data();
-  if (const CUptiResult rc = call("cuptiPmSamplingGetCounterAvailability", api.GetCounterAvailability, &av); rc != kSuccess)
-    return make_error(Errc::unavailable, api.describe("cuptiPmSamplingGetCounterAvailability", rc) + hint(rc));
+  if (const CUptiResult rc =
+          call("cuptiPmSamplingGetCounterAvailability", api.GetCounterAvailability, &av);
+      rc != kSuccess)
+    return make_error(Errc::unavailable,
+                      api.describe("cuptiPmSamplingGetCounterAvailability", rc) + hint(rc));
 
   // A fresh host object per candidate set: one that was given metrics cannot be given others.
   CUptiResult host_rc = kSuccess;
   const std::string chip_name = chip.pChipName;
-  const PmPlan plan = plan_pm_metrics(pm_metric_choices(), [&](const std::vector<std::string>& names) -> std::size_t {
-    Host h(api, chip_name, avail);
-    if (h.status() != kSuccess) {
-      host_rc = h.status();
-      return 0;
-    }
-    return passes_of(api, h.config(names));
-  });
-  if (host_rc != kSuccess) return make_error(Errc::unavailable, api.describe("cuptiProfilerHostInitialize", host_rc));
+  const PmPlan plan = plan_pm_metrics(pm_metric_choices(),
+                                      [&](const std::vector<std::string>& names) -> std::size_t {
+                                        Host h(api, chip_name, avail);
+                                        if (h.status() != kSuccess) {
+                                          host_rc = h.status();
+                                          return 0;
+                                        }
+                                        return passes_of(api, h.config(names));
+                                      });
+  if (host_rc != kSuccess)
+    return make_error(Errc::unavailable, api.describe("cuptiProfilerHostInitialize", host_rc));
   if (plan.metrics.empty())
     return make_error(Errc::unsupported, "no activity metric can be PM-sampled on " + chip_name);
   auto host = std::make_unique<Host>(api, chip_name, avail);
   std::vector<uint8_t> config = host->config(plan.cupti);
   if (host->status() != kSuccess || config.empty())
-    return make_error(Errc::vendor, "CUPTI refused the metric set it had accepted (" + chip_name + ")");
+    return make_error(Errc::vendor,
+                      "CUPTI refused the metric set it had accepted (" + chip_name + ")");
   // Room for four windows of samples between polls (a late poll must not lose any).
-  const auto max_samples = static_cast<uint32_t>(std::max(256.0, 4 * period_s * 1e9 / static_cast<double>(kSamplingIntervalNs)));
+  const auto max_samples = static_cast<uint32_t>(
+      std::max(256.0, 4 * period_s * 1e9 / static_cast<double>(kSamplingIntervalNs)));
   auto src = std::make_unique<CuptiPm>(api, tb, std::move(ctx), plan, std::move(host), max_samples);
   if (auto r = src->begin(device, std::move(config)); !r) return r.error();
   note.clear();

@@ -8,14 +8,14 @@
 
 namespace jouleprof::dcgm {
 
-using dcgmReturn_t = int;  ///< enum dcgmReturn_t
-inline constexpr dcgmReturn_t kOk = 0;                        ///< DCGM_ST_OK
-inline constexpr dcgmReturn_t kBadParam = -1;                 ///< DCGM_ST_BADPARAM
-inline constexpr dcgmReturn_t kNotSupported = -6;             ///< DCGM_ST_NOT_SUPPORTED
-inline constexpr dcgmReturn_t kConnectionNotValid = -21;      ///< DCGM_ST_CONNECTION_NOT_VALID
-inline constexpr dcgmReturn_t kRequiresRoot = -29;            ///< DCGM_ST_REQUIRES_ROOT
-inline constexpr dcgmReturn_t kInUse = -34;                   ///< DCGM_ST_IN_USE
-inline constexpr dcgmReturn_t kProfilingNotSupported = -36;   ///< DCGM_ST_PROFILING_NOT_SUPPORTED
+using dcgmReturn_t = int;                                    ///< enum dcgmReturn_t
+inline constexpr dcgmReturn_t kOk = 0;                       ///< DCGM_ST_OK
+inline constexpr dcgmReturn_t kBadParam = -1;                ///< DCGM_ST_BADPARAM
+inline constexpr dcgmReturn_t kNotSupported = -6;            ///< DCGM_ST_NOT_SUPPORTED
+inline constexpr dcgmReturn_t kConnectionNotValid = -21;     ///< DCGM_ST_CONNECTION_NOT_VALID
+inline constexpr dcgmReturn_t kRequiresRoot = -29;           ///< DCGM_ST_REQUIRES_ROOT
+inline constexpr dcgmReturn_t kInUse = -34;                  ///< DCGM_ST_IN_USE
+inline constexpr dcgmReturn_t kProfilingNotSupported = -36;  ///< DCGM_ST_PROFILING_NOT_SUPPORTED
 
 using dcgmHandle_t = uintptr_t;
 using dcgmGpuGrp_t = uintptr_t;
@@ -52,9 +52,11 @@ struct dcgmFieldValue_v1 {
   } value;
 };
 /// MAKE_DCGM_VERSION(dcgmFieldValue_v1, 1)
-inline constexpr unsigned int kFieldValueVersion1 = static_cast<unsigned int>(sizeof(dcgmFieldValue_v1) | (1u << 24));
+inline constexpr unsigned int kFieldValueVersion1 =
+    static_cast<unsigned int>(sizeof(dcgmFieldValue_v1) | (1u << 24));
 
 /// dcgmFieldValueEnumeration_f: called with each GPU's new values; non-zero stops the enumeration.
-using FieldValueEnumeration = int (*)(unsigned int gpuId, dcgmFieldValue_v1* values, int numValues, void* userData);
+using FieldValueEnumeration = int (*)(unsigned int gpuId, dcgmFieldValue_v1* values, int numValues,
+                                      void* userData);
 
 }  // namespace jouleprof::dcgm

@@ -20,7 +20,8 @@ struct DcgmApi {
 #undef JP_DCGM
   std::string describe(const char* call, dcgmReturn_t rc) const {
     const char* text = ErrorString != nullptr ? ErrorString(rc) : nullptr;
-    return std::string(call) + " failed: " + (text != nullptr ? text : "unknown error") + " (" + std::to_string(rc) + ")";
+    return std::string(call) + " failed: " + (text != nullptr ? text : "unknown error") + " (" +
+           std::to_string(rc) + ")";
   }
 };
 
@@ -43,12 +44,12 @@ class DcgmSession {
 
 const std::array<DcgmField, 7>& dcgm_fields() {
   static const std::array<DcgmField, 7> f{{{"sm_active", kFieldSmActive},
-                                          {"sm_occupancy", kFieldSmOccupancy},
-                                          {"tensor_active", kFieldTensorActive},
-                                          {"dram_active", kFieldDramActive},
-                                          {"fp64_active", kFieldFp64Active},
-                                          {"fp32_active", kFieldFp32Active},
-                                          {"fp16_active", kFieldFp16Active}}};
+                                           {"sm_occupancy", kFieldSmOccupancy},
+                                           {"tensor_active", kFieldTensorActive},
+                                           {"dram_active", kFieldDramActive},
+                                           {"fp64_active", kFieldFp64Active},
+                                           {"fp32_active", kFieldFp32Active},
+                                           {"fp16_active", kFieldFp16Active}}};
   return f;
 }
 
@@ -64,7 +65,8 @@ Window dcgm_window(const std::vector<DcgmValue>& values, double t0_s, double t1_
       }
   }
   Window w{t0_s, t1_s, {}};
-  for (std::size_t k = 0; k < fields.size(); ++k) w.values.push_back(n[k] > 0 ? sum[k] / n[k] : -1.0);
+  for (std::size_t k = 0; k < fields.size(); ++k)
+    w.values.push_back(n[k] > 0 ? sum[k] / n[k] : -1.0);
   return w;
 }
 
@@ -96,7 +98,8 @@ class Dcgm final : public Source {
         [](unsigned int, dcgmFieldValue_v1* v, int n, void* user) {
           auto* out = static_cast<std::vector<DcgmValue>*>(user);
           for (int i = 0; i < n; ++i)
-            out->push_back({v[i].fieldId, v[i].status, v[i].fieldType == kFieldTypeDouble ? v[i].value.dbl : -1.0});
+            out->push_back({v[i].fieldId, v[i].status,
+                            v[i].fieldType == kFieldTypeDouble ? v[i].value.dbl : -1.0});
           return 0;
         },
         &values);
@@ -104,7 +107,8 @@ class Dcgm final : public Source {
     since_ = next;
     const double t0 = last_t_;
     last_t_ = now_s;
-    if (t0 < 0) return std::optional<Window>{};  // the watch has just started: nothing to average yet
+    if (t0 < 0)
+      return std::optional<Window>{};  // the watch has just started: nothing to average yet
     return std::optional<Window>(dcgm_window(values, t0, now_s));
   }
 
@@ -125,10 +129,13 @@ std::string pick(const std::string& given, const char* env, const char* fallback
 
 }  // namespace
 
-Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library, const std::string& host) {
+Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library,
+                                                  const std::string& host) {
   std::vector<std::string> names;
-  if (const std::string l = pick(library, "JOULEPROF_DCGM_LIB", ""); !l.empty()) names = {l};
-  else names = {"libdcgm.so.4", "libdcgm.so.3"};
+  if (const std::string l = pick(library, "JOULEPROF_DCGM_LIB", ""); !l.empty())
+    names = {l};
+  else
+    names = {"libdcgm.so.4", "libdcgm.so.3"};
   void* lib = nullptr;
   std::string tried;
   for (const auto& n : names) {
@@ -138,7 +145,7 @@ Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library, co
   if (lib == nullptr) return make_error(Errc::unavailable, "no DCGM library (" + tried + ")");
   DcgmApi api;
   std::string missing;
-#define JP_DCGM(member, ret, params, sym)                                 \
+#define JP_DCGM(member, ret, params, sym)                                \
   api.member = reinterpret_cast<decltype(api.member)>(dlsym(lib, #sym)); \
   if (api.member == nullptr) missing += std::string(missing.empty() ? "" : ", ") + #sym;
 #include "dcgm_entry_points.def"
@@ -158,36 +165,46 @@ Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library, co
     const std::string why = api.describe("dcgmConnect", rc);
     api.Shutdown();
     dlclose(lib);
-    return make_error(Errc::unavailable, "no DCGM host engine at " + addr + " (" + why + "; start nv-hostengine)");
+    return make_error(Errc::unavailable,
+                      "no DCGM host engine at " + addr + " (" + why + "; start nv-hostengine)");
   }
   return std::make_shared<DcgmSession>(api, h, lib);
 }
 
-Result<std::unique_ptr<Source>> open_dcgm(std::shared_ptr<DcgmSession> s, unsigned gpu_id, double period_s) {
+Result<std::unique_ptr<Source>> open_dcgm(std::shared_ptr<DcgmSession> s, unsigned gpu_id,
+                                          double period_s) {
   const DcgmApi& api = s->api;
   const std::string tag = "jouleprof-" + std::to_string(::getpid()) + "-" + std::to_string(gpu_id);
   dcgmGpuGrp_t group = 0;
-  if (const dcgmReturn_t rc = api.GroupCreate(s->handle, kGroupEmpty, tag.c_str(), &group); rc != kOk)
+  if (const dcgmReturn_t rc = api.GroupCreate(s->handle, kGroupEmpty, tag.c_str(), &group);
+      rc != kOk)
     return make_error(Errc::vendor, api.describe("dcgmGroupCreate", rc));
   if (const dcgmReturn_t rc = api.GroupAddDevice(s->handle, group, gpu_id); rc != kOk) {
     api.GroupDestroy(s->handle, group);
-    return make_error(Errc::unavailable, api.describe(("dcgmGroupAddDevice(GPU " + std::to_string(gpu_id) + ")").c_str(), rc));
+    return make_error(
+        Errc::unavailable,
+        api.describe(("dcgmGroupAddDevice(GPU " + std::to_string(gpu_id) + ")").c_str(), rc));
   }
   std::vector<unsigned short> ids;
   for (const auto& f : dcgm_fields()) ids.push_back(f.id);
   dcgmFieldGrp_t fields = 0;
-  if (const dcgmReturn_t rc = api.FieldGroupCreate(s->handle, static_cast<int>(ids.size()), ids.data(), tag.c_str(), &fields);
+  if (const dcgmReturn_t rc = api.FieldGroupCreate(s->handle, static_cast<int>(ids.size()),
+                                                   ids.data(), tag.c_str(), &fields);
       rc != kOk) {
     api.GroupDestroy(s->handle, group);
     return make_error(Errc::vendor, api.describe("dcgmFieldGroupCreate", rc));
   }
   // Twice per window, at least every 100 ms (DCGM's profiling floor); kept a minute.
   const auto every_us = static_cast<long long>(std::max(0.1, period_s / 2) * 1e6);
-  if (const dcgmReturn_t rc = api.WatchFields(s->handle, group, fields, every_us, 60.0, 0); rc != kOk) {
+  if (const dcgmReturn_t rc = api.WatchFields(s->handle, group, fields, every_us, 60.0, 0);
+      rc != kOk) {
     api.FieldGroupDestroy(s->handle, fields);
     api.GroupDestroy(s->handle, group);
     std::string why = api.describe("dcgmWatchFields", rc);
-    if (rc == kInUse) why += " — the profiling counters are held by another client (a profiler, or jouleprof --metrics-source cupti-pm)";
+    if (rc == kInUse)
+      why +=
+          " — the profiling counters are held by another client (a profiler, or jouleprof "
+          "--metrics-source cupti-pm)";
     if (rc == kProfilingNotSupported) why += " — this GPU has no DCGM profiling fields";
     return make_error(Errc::unavailable, why);
   }

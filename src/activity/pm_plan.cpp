@@ -17,7 +17,8 @@ const std::vector<PmMetricChoice>& pm_metric_choices() {
       {"dram_active", {{{"dram__throughput.avg.pct_of_peak_sustained_elapsed"}}}},
       // DCGM's occupancy is per elapsed cycle; the per-active-cycle one is the fallback.
       {"sm_occupancy",
-       {{{"sm__warps_active.avg.pct_of_peak_sustained_elapsed"}}, {{"sm__warps_active.avg.pct_of_peak_sustained_active"}}}},
+       {{{"sm__warps_active.avg.pct_of_peak_sustained_elapsed"}},
+        {{"sm__warps_active.avg.pct_of_peak_sustained_active"}}}},
       {"fp32_active", {{{"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"}}}},
       {"fp16_active", {{{"sm__pipe_fp16_cycles_active.avg.pct_of_peak_sustained_elapsed"}}}},
       {"fp64_active", {{{"sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed"}}}},
@@ -56,7 +57,8 @@ PmPlan plan_pm_metrics(const std::vector<PmMetricChoice>& choices,
       worst = std::max(worst, p);
     }
     if (!taken)
-      plan.left_out.push_back(c.name + (worst > 1 ? " (" + std::to_string(worst) + " passes)" : " (not offered)"));
+      plan.left_out.push_back(
+          c.name + (worst > 1 ? " (" + std::to_string(worst) + " passes)" : " (not offered)"));
   }
   return plan;
 }
@@ -87,7 +89,8 @@ std::optional<Window> pm_window(const PmPlan& plan, const std::vector<PmSample>&
   }
   if (!any) return std::nullopt;
   Window w{to_run_s(first), to_run_s(last), {}};
-  for (std::size_t k = 0; k < sum.size(); ++k) w.values.push_back(weight[k] > 0 ? sum[k] / weight[k] : -1.0);
+  for (std::size_t k = 0; k < sum.size(); ++k)
+    w.values.push_back(weight[k] > 0 ? sum[k] / weight[k] : -1.0);
   return w;
 }
 

@@ -20,7 +20,7 @@ struct PmFormula {
   double scale = 0.01;  ///< CUPTI's pct_of_peak metrics are percent
 };
 struct PmMetricChoice {
-  std::string name;  ///< as the models call it (DCGM profiling field names)
+  std::string name;                     ///< as the models call it (DCGM profiling field names)
   std::vector<PmFormula> alternatives;  ///< first that fits wins
 };
 /// The activity metrics in priority order (the first ones are what the models need most).
@@ -33,8 +33,8 @@ struct PmPlan {
     double scale = 1;
   };
   std::vector<Metric> metrics;
-  std::vector<std::string> cupti;      ///< the CUPTI metric names to configure, each once
-  std::vector<std::string> left_out;   ///< "fp64_active (3 passes)"
+  std::vector<std::string> cupti;     ///< the CUPTI metric names to configure, each once
+  std::vector<std::string> left_out;  ///< "fp64_active (3 passes)"
 };
 
 /// Greedy, in priority order: each metric's first alternative with which the whole set still

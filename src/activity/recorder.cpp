@@ -108,7 +108,7 @@ Result<std::unique_ptr<activity::Source>> choose_source(GpuSensor& gpu, std::siz
     if (!pm) return missing(pm.error().message);
     return std::move(*pm);
   }
-  if (gpu.info().simulated) {
+  if (gpu.info().simulated && want != "utilization") {
     if (want == "gpm" || want == "dcgm") return missing("the simulated GPU has none");
     t.note = "GPM: the simulated GPU has none (its utilization is used)";
     return activity::open_utilization(gpu, o.period_s);

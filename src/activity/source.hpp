@@ -34,12 +34,14 @@ Result<std::unique_ptr<Source>> open_gpm(const std::string& nvml_library, unsign
 std::unique_ptr<Source> open_utilization(GpuSensor& gpu, double period_s);
 
 struct PmOptions {
-  std::string cupti_library, cuda_library;  ///< empty: $JOULEPROF_CUPTI_LIB / $JOULEPROF_CUDA_LIB, else the sonames
+  std::string cupti_library,
+      cuda_library;  ///< empty: $JOULEPROF_CUPTI_LIB / $JOULEPROF_CUDA_LIB, else the sonames
 };
 /// CUPTI PM sampling on this GPU (found by its PCI bus id), started now. `note` says which
 /// activity metrics did not fit in one pass. Errc::unavailable with CUPTI's reason when CUPTI,
 /// the driver or the counters are not to be had.
-Result<std::unique_ptr<Source>> open_cupti_pm(const PmOptions& o, const GpuInfo& gpu, const TimeBase& tb, double period_s,
+Result<std::unique_ptr<Source>> open_cupti_pm(const PmOptions& o, const GpuInfo& gpu,
+                                              const TimeBase& tb, double period_s,
                                               std::string& note);
 
 /// A connection to a DCGM host engine, shared by the GPUs' sources.
@@ -47,8 +49,10 @@ class DcgmSession;
 /// Loads libdcgm (`library`; empty: $JOULEPROF_DCGM_LIB, else libdcgm.so.4, .3) and connects to
 /// the host engine at `host` (empty: $JOULEPROF_DCGM_HOST, else 127.0.0.1). Errc::unavailable
 /// when the library or the host engine is missing.
-Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library, const std::string& host);
+Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library,
+                                                  const std::string& host);
 /// Watches the profiling fields of the GPU with this DCGM id (DCGM numbers GPUs as NVML does).
-Result<std::unique_ptr<Source>> open_dcgm(std::shared_ptr<DcgmSession> session, unsigned gpu_id, double period_s);
+Result<std::unique_ptr<Source>> open_dcgm(std::shared_ptr<DcgmSession> session, unsigned gpu_id,
+                                          double period_s);
 
 }  // namespace jouleprof::activity

@@ -11,7 +11,9 @@ using jp_test::run_cli;
 
 namespace {
 
-std::string out(const std::string& name) { return (jp_test::temp_dir() / name).string(); }
+std::string out(const std::string& name) {
+  return (jp_test::temp_dir() / name).string();
+}
 
 const char* kScenario = "idle_w 100\ntdp_w 700\nat 0.2 constant 600\n";
 
@@ -25,12 +27,13 @@ std::vector<std::string> env(std::vector<std::string> extra = {}) {
   return e;
 }
 
-nlohmann::json measure_gpu0(const std::string& source, const std::vector<std::string>& e, const std::string& name,
-                            const char* seconds = "0.6") {
+nlohmann::json measure_gpu0(const std::string& source, const std::vector<std::string>& e,
+                            const std::string& name, const char* seconds = "0.6") {
   const std::string json = out(name);
-  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", source, "--metrics-period-ms", "100", "--no-store",
-                    "-q", "--json", json, "--", "sleep", seconds},
-                   e);
+  auto r = run_cli(
+      {"measure", "--idle", "0", "--metrics", "--metrics-source", source, "--metrics-period-ms",
+       "100", "--no-store", "-q", "--json", json, "--", "sleep", seconds},
+      e);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return {};
   return load_json(json)["activity"]["gpus"][0];
@@ -38,7 +41,10 @@ nlohmann::json measure_gpu0(const std::string& source, const std::vector<std::st
 
 double run_mean(const nlohmann::json& g, const std::string& metric) {
   for (const auto& w : g["window_means"])
-    if (w["kind"] == "run") return w["mean"].value(metric, nlohmann::json(-1.0)).is_null() ? -2.0 : w["mean"][metric].get<double>();
+    if (w["kind"] == "run")
+      return w["mean"].value(metric, nlohmann::json(-1.0)).is_null()
+                 ? -2.0
+                 : w["mean"][metric].get<double>();
   return -3.0;
 }
 
@@ -48,7 +54,8 @@ TEST(CuptiPmSource, SamplesDecodeIntoWindowsOnTheRunTimeBase) {
   const auto g = measure_gpu0("cupti-pm", env({"JOULEPROF_FAKE_CUPTI_MULTIPASS=fp64"}), "pm.json");
   ASSERT_FALSE(g.is_null());
   EXPECT_EQ(g["source"], "cupti-pm");
-  EXPECT_EQ(g["metrics"], nlohmann::json({"sm_active", "tensor_active", "dram_active", "sm_occupancy", "fp32_active", "fp16_active"}));
+  EXPECT_EQ(g["metrics"], nlohmann::json({"sm_active", "tensor_active", "dram_active",
+                                          "sm_occupancy", "fp32_active", "fp16_active"}));
   EXPECT_EQ(g["note"], "not PM-sampled in one pass on FAKE100: fp64_active (2 passes)");
   // The fake chip has no pct form of sm__cycles_active: the counter ratio is used.
   EXPECT_EQ(g["definitions"][0], "sm__cycles_active.avg / sm__cycles_elapsed.avg");
@@ -71,7 +78,8 @@ TEST(CuptiPmSource, SamplesDecodeIntoWindowsOnTheRunTimeBase) {
 }
 
 TEST(CuptiPmSource, AutoNeverChoosesIt) {
-  const auto g = measure_gpu0("auto", env({"JOULEPROF_FAKE_DCGM_MODE=no-hostengine"}), "auto-nopm.json", "0.3");
+  const auto g = measure_gpu0("auto", env({"JOULEPROF_FAKE_DCGM_MODE=no-hostengine"}),
+                              "auto-nopm.json", "0.3");
   ASSERT_FALSE(g.is_null());
   EXPECT_EQ(g["source"], "nvml-gpm");
 }
@@ -80,14 +88,16 @@ TEST(CuptiPmSource, ACounterDataImageFilledBetweenPollsIsDrainedAndReset) {
   // The fake's image holds 5 samples, a 300 ms window has 30: each poll decodes, drains and
   // re-initializes the image six times, and no sample is lost.
   const std::string json = out("pm-full.json");
-  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--metrics-period-ms", "300",
-                    "--no-store", "-q", "--json", json, "--", "sleep", "1.0"},
-                   env({"JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES=5"}));
+  auto r = run_cli(
+      {"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--metrics-period-ms",
+       "300", "--no-store", "-q", "--json", json, "--", "sleep", "1.0"},
+      env({"JOULEPROF_FAKE_CUPTI_IMAGE_SAMPLES=5"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto g = load_json(json)["activity"]["gpus"][0];
   EXPECT_TRUE(g["errors"].empty()) << g["errors"];
   double covered = 0;
-  for (std::size_t i = 0; i < g["t0_s"].size(); ++i) covered += g["t1_s"][i].get<double>() - g["t0_s"][i].get<double>();
+  for (std::size_t i = 0; i < g["t0_s"].size(); ++i)
+    covered += g["t1_s"][i].get<double>() - g["t0_s"][i].get<double>();
   EXPECT_GT(covered, 0.95);
   EXPECT_NEAR(run_mean(g, "tensor_active"), 0.6, 1e-9);
 }
@@ -95,74 +105,103 @@ TEST(CuptiPmSource, ACounterDataImageFilledBetweenPollsIsDrainedAndReset) {
 TEST(CuptiPmSource, WithoutAContextThereIsNoPmSampling) {
   // The fake answers device-side calls only on a thread with a context current: the main path
   // above (polls on the recorder's thread) shows the source sets it; here it cannot be had.
-  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm",
+                    "--no-store", "--", "true"},
                    env({"JOULEPROF_FAKE_CUPTI_FAIL=cuDevicePrimaryCtxRetain:2"}));
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("cuDevicePrimaryCtxRetain failed: out of memory (2)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cuDevicePrimaryCtxRetain failed: out of memory (2)"), std::string::npos)
+      << r.err;
 }
 
 TEST(CuptiPmSource, TracingNamesEachCall) {
-  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "-q", "--", "sleep", "0.2"},
+  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm",
+                    "--no-store", "-q", "--", "sleep", "0.2"},
                    env({"JOULEPROF_CUPTI_PM_TRACE=1"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* c : {"cupti-pm: cuInit\n", "cupti-pm: cuptiPmSamplingEnable\n", "cupti-pm: cuptiPmSamplingDecodeData\n",
-                        "cupti-pm: cuptiPmSamplingStop\n", "cupti-pm: cuptiPmSamplingDisable\n"})
+  for (const char* c : {"cupti-pm: cuInit\n", "cupti-pm: cuptiPmSamplingEnable\n",
+                        "cupti-pm: cuptiPmSamplingDecodeData\n", "cupti-pm: cuptiPmSamplingStop\n",
+                        "cupti-pm: cuptiPmSamplingDisable\n"})
     EXPECT_NE(r.err.find(c), std::string::npos) << c << r.err;
 }
 
 TEST(CuptiPmSource, CountersRefusedIsOneLineAndExit3) {
-  for (const char* fail : {"cuptiPmSamplingEnable:35", "cuptiPmSamplingSetConfig:27", "cuptiPmSamplingGetCounterAvailability:27"}) {
-    auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+  for (const char* fail : {"cuptiPmSamplingEnable:35", "cuptiPmSamplingSetConfig:27",
+                           "cuptiPmSamplingGetCounterAvailability:27"}) {
+    auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm",
+                      "--no-store", "--", "true"},
                      env({std::string("JOULEPROF_FAKE_CUPTI_FAIL=") + fail}));
     EXPECT_EQ(r.exit_code, 3) << fail << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.err.rfind("jouleprof: error: GPU 0: --metrics-source cupti-pm: cuptiPmSampling", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.rfind("jouleprof: error: GPU 0: --metrics-source cupti-pm: cuptiPmSampling", 0),
+              0u)
+        << r.err;
   }
-  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm",
+                    "--no-store", "--", "true"},
                    env({"JOULEPROF_FAKE_CUPTI_FAIL=cuptiPmSamplingEnable:35"}));
-  EXPECT_NE(r.err.find("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35) — GPU performance counters need root"), std::string::npos) << r.err;
-  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+  EXPECT_NE(
+      r.err.find("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (35) — GPU performance counters need root"),
+      std::string::npos)
+      << r.err;
+  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store",
+               "--", "true"},
               env({"JOULEPROF_FAKE_CUPTI_FAIL=cuptiPmSamplingSetConfig:27"}));
   EXPECT_NE(r.err.find("held by another profiler"), std::string::npos) << r.err;
   // What a second client got on the H100 while a cupti-pm measurement held the counters.
-  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store",
+               "--", "true"},
               env({"JOULEPROF_FAKE_CUPTI_FAIL=cuptiPmSamplingGetCounterAvailability:26"}));
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("cuptiPmSamplingGetCounterAvailability failed: CUPTI_ERROR_HARDWARE_BUSY (26) — the GPU's performance "
+  EXPECT_NE(r.err.find("cuptiPmSamplingGetCounterAvailability failed: CUPTI_ERROR_HARDWARE_BUSY "
+                       "(26) — the GPU's performance "
                        "counters are held by another client"),
             std::string::npos)
       << r.err;
 }
 
 TEST(CuptiPmSource, NoCuptiOrNoDriverIsOneLineAndExit3) {
-  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm",
+                    "--no-store", "--", "true"},
                    env({"JOULEPROF_CUPTI_LIB=/nonexistent/libcupti.so"}));
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_EQ(r.err.rfind("jouleprof: error: GPU 0: --metrics-source cupti-pm: cannot load CUPTI (", 0), 0u) << r.err;
+  EXPECT_EQ(
+      r.err.rfind("jouleprof: error: GPU 0: --metrics-source cupti-pm: cannot load CUPTI (", 0), 0u)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store",
+               "--", "true"},
               env({"JOULEPROF_FAKE_CUPTI_FAIL=cuInit:100"}));
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("cuInit failed: no CUDA-capable device is detected (100)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cuInit failed: no CUDA-capable device is detected (100)"),
+            std::string::npos)
+      << r.err;
   // A CUPTI without PM sampling (older than CUDA 12.6): the fake NVML is no CUPTI at all.
-  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"},
+  r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store",
+               "--", "true"},
               env({"JOULEPROF_CUPTI_LIB=" JOULEPROF_FAKE_NVML}));
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("has no PM sampling (CUDA 12.6 or later is needed): missing cuptiGetResultString"), std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find("has no PM sampling (CUDA 12.6 or later is needed): missing cuptiGetResultString"),
+      std::string::npos)
+      << r.err;
 }
 
 TEST(CuptiPmSource, TheSimulatedGpuHasNoCounters) {
-  auto r = run_cli({"measure", "--device", "sim", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--no-store", "--", "true"});
+  auto r = run_cli({"measure", "--device", "sim", "--idle", "0", "--metrics", "--metrics-source",
+                    "cupti-pm", "--no-store", "--", "true"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("the simulated GPU has no performance counters"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the simulated GPU has no performance counters"), std::string::npos)
+      << r.err;
 }
 
 TEST(CuptiPmSource, SamplesOffTheHostClockAreErrorsNotMisplacedWindows) {
-  const auto g = measure_gpu0("cupti-pm", env({"JOULEPROF_FAKE_CUPTI_CLOCK_OFFSET_S=30"}), "pm-off.json", "0.3");
+  const auto g = measure_gpu0("cupti-pm", env({"JOULEPROF_FAKE_CUPTI_CLOCK_OFFSET_S=30"}),
+                              "pm-off.json", "0.3");
   ASSERT_FALSE(g.is_null());
   EXPECT_EQ(g["windows"], 0);
   ASSERT_FALSE(g["errors"].empty());
-  EXPECT_NE(g["errors"][0].get<std::string>().find("off the host clock"), std::string::npos) << g["errors"];
+  EXPECT_NE(g["errors"][0].get<std::string>().find("off the host clock"), std::string::npos)
+      << g["errors"];
 }
 
 // --- dcgm ------------------------------------------------------------------------------------
@@ -172,8 +211,9 @@ TEST(DcgmSource, AutoPrefersARunningHostEngine) {
   ASSERT_FALSE(g.is_null());
   EXPECT_EQ(g["source"], "dcgm");
   EXPECT_EQ(g["note"], "");
-  EXPECT_EQ(g["metrics"], nlohmann::json({"sm_active", "sm_occupancy", "tensor_active", "dram_active", "fp64_active", "fp32_active",
-                                          "fp16_active"}));
+  EXPECT_EQ(g["metrics"],
+            nlohmann::json({"sm_active", "sm_occupancy", "tensor_active", "dram_active",
+                            "fp64_active", "fp32_active", "fp16_active"}));
   EXPECT_EQ(g["definitions"][0], "DCGM field 1002");
   EXPECT_GE(g["windows"].get<int>(), 3);
   EXPECT_NEAR(run_mean(g, "sm_active"), 0.7, 1e-9);
@@ -183,22 +223,27 @@ TEST(DcgmSource, AutoPrefersARunningHostEngine) {
 }
 
 TEST(DcgmSource, WithoutAHostEngineAutoFallsBackToGpmAndSaysWhy) {
-  const auto g = measure_gpu0("auto", env({"JOULEPROF_FAKE_DCGM_MODE=no-hostengine"}), "dcgm-none.json", "0.3");
+  const auto g = measure_gpu0("auto", env({"JOULEPROF_FAKE_DCGM_MODE=no-hostengine"}),
+                              "dcgm-none.json", "0.3");
   ASSERT_FALSE(g.is_null());
   EXPECT_EQ(g["source"], "nvml-gpm");
-  EXPECT_EQ(g["note"], "DCGM: no DCGM host engine at 127.0.0.1 (dcgmConnect failed: Connection to the host engine is not valid "
-                       "any longer (-21); start nv-hostengine)");
+  EXPECT_EQ(g["note"],
+            "DCGM: no DCGM host engine at 127.0.0.1 (dcgmConnect failed: Connection to the host "
+            "engine is not valid "
+            "any longer (-21); start nv-hostengine)");
 }
 
 TEST(DcgmSource, WithoutTheLibraryAutoSaysSoBriefly) {
-  const auto g = measure_gpu0("auto", env({"JOULEPROF_DCGM_LIB=/nonexistent/libdcgm.so.4"}), "dcgm-nolib.json", "0.3");
+  const auto g = measure_gpu0("auto", env({"JOULEPROF_DCGM_LIB=/nonexistent/libdcgm.so.4"}),
+                              "dcgm-nolib.json", "0.3");
   ASSERT_FALSE(g.is_null());
   EXPECT_EQ(g["source"], "nvml-gpm");
   EXPECT_EQ(g["note"], "DCGM: no DCGM library (/nonexistent/libdcgm.so.4)");
 }
 
 TEST(DcgmSource, AFieldTheGpuLacksIsNull) {
-  const auto g = measure_gpu0("dcgm", env({"JOULEPROF_FAKE_DCGM_MODE=no-fp64"}), "dcgm-nofp64.json");
+  const auto g =
+      measure_gpu0("dcgm", env({"JOULEPROF_FAKE_DCGM_MODE=no-fp64"}), "dcgm-nofp64.json");
   ASSERT_FALSE(g.is_null());
   EXPECT_EQ(run_mean(g, "fp64_active"), -2.0);  // null in every window mean
   EXPECT_NEAR(run_mean(g, "sm_active"), 0.7, 1e-9);
@@ -209,11 +254,15 @@ TEST(DcgmSource, NamedButMissingIsOneLineAndExit3) {
   struct Case {
     std::string mode, lib, expect;
   };
-  for (const Case& c : {Case{"no-hostengine", JOULEPROF_FAKE_DCGM, "no DCGM host engine at 127.0.0.1"},
-                        Case{"ok", "/nonexistent/libdcgm.so.4", "no DCGM library (/nonexistent/libdcgm.so.4)"},
-                        Case{"counters-busy", JOULEPROF_FAKE_DCGM, "(-34) — the profiling counters are held by another client"},
-                        Case{"no-profiling", JOULEPROF_FAKE_DCGM, "(-36) — this GPU has no DCGM profiling fields"}}) {
-    auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "dcgm", "--no-store", "--", "true"},
+  for (const Case& c :
+       {Case{"no-hostengine", JOULEPROF_FAKE_DCGM, "no DCGM host engine at 127.0.0.1"},
+        Case{"ok", "/nonexistent/libdcgm.so.4", "no DCGM library (/nonexistent/libdcgm.so.4)"},
+        Case{"counters-busy", JOULEPROF_FAKE_DCGM,
+             "(-34) — the profiling counters are held by another client"},
+        Case{"no-profiling", JOULEPROF_FAKE_DCGM,
+             "(-36) — this GPU has no DCGM profiling fields"}}) {
+    auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "dcgm",
+                      "--no-store", "--", "true"},
                      env({"JOULEPROF_FAKE_DCGM_MODE=" + c.mode, "JOULEPROF_DCGM_LIB=" + c.lib}));
     EXPECT_EQ(r.exit_code, 3) << c.mode << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -223,16 +272,19 @@ TEST(DcgmSource, NamedButMissingIsOneLineAndExit3) {
 }
 
 TEST(DcgmSource, AGpuDcgmDoesNotKnowIsAnError) {
-  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "dcgm", "--no-store", "--", "true"},
+  auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", "dcgm", "--no-store",
+                    "--", "true"},
                    env({"JOULEPROF_FAKE_DCGM_GPUS=0"}));
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("dcgmGroupAddDevice(GPU 0) failed: Bad parameter"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dcgmGroupAddDevice(GPU 0) failed: Bad parameter"), std::string::npos)
+      << r.err;
 }
 
 // --- names and the store ----------------------------------------------------------------------
 
 TEST(ActivitySources, AnUnknownNameSuggestsTheClosest) {
-  auto r = run_cli({"measure", "--device", "sim", "--metrics", "--metrics-source", "dcmg", "--", "true"});
+  auto r = run_cli(
+      {"measure", "--device", "sim", "--metrics", "--metrics-source", "dcmg", "--", "true"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("(did you mean dcgm?)"), std::string::npos) << r.err;
 }
@@ -240,8 +292,8 @@ TEST(ActivitySources, AnUnknownNameSuggestsTheClosest) {
 TEST(ActivitySources, TheStoreKeepsEachTimelinesSource) {
   const std::string db = out("sources.db");
   for (const char* source : {"cupti-pm", "dcgm"}) {
-    auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", source, "--metrics-period-ms", "100", "--db", db,
-                      "-q", "--", "sleep", "0.3"},
+    auto r = run_cli({"measure", "--idle", "0", "--metrics", "--metrics-source", source,
+                      "--metrics-period-ms", "100", "--db", db, "-q", "--", "sleep", "0.3"},
                      env());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto show = run_cli({"runs", "show", "last", "--db", db});

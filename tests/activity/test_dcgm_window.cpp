@@ -20,13 +20,14 @@ TEST(DcgmWindow, FieldsMapOntoTheModelsNames) {
 }
 
 TEST(DcgmWindow, MeansPerFieldSkippingBlanksAndErrors) {
-  const std::vector<DcgmValue> v{{dc::kFieldSmActive, dc::kOk, 0.9},
-                                 {dc::kFieldSmActive, dc::kOk, 0.7},
-                                 {dc::kFieldTensorActive, dc::kOk, 0.5},
-                                 {dc::kFieldDramActive, dc::kOk, dc::kFp64Blank + 2},       // not supported
-                                 {dc::kFieldFp64Active, dc::kNotSupported, 0.3},            // status says no
-                                 {dc::kFieldFp32Active, dc::kOk, -0.1},                     // nonsense
-                                 {999, dc::kOk, 0.4}};                                      // not ours
+  const std::vector<DcgmValue> v{
+      {dc::kFieldSmActive, dc::kOk, 0.9},
+      {dc::kFieldSmActive, dc::kOk, 0.7},
+      {dc::kFieldTensorActive, dc::kOk, 0.5},
+      {dc::kFieldDramActive, dc::kOk, dc::kFp64Blank + 2},  // not supported
+      {dc::kFieldFp64Active, dc::kNotSupported, 0.3},       // status says no
+      {dc::kFieldFp32Active, dc::kOk, -0.1},                // nonsense
+      {999, dc::kOk, 0.4}};                                 // not ours
   const Window w = dcgm_window(v, 1.0, 1.5);
   EXPECT_EQ(w.t0_s, 1.0);
   EXPECT_EQ(w.t1_s, 1.5);

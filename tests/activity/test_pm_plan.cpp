@@ -1,5 +1,6 @@
 // CUPTI PM sampling without a GPU: the one-pass metric choice and the samples → window decode,
-// on figures recorded on the H100 (workloads/pmprobe, archive/models-device/2026-11-26/pmprobe.txt).
+// on figures recorded on the H100 (workloads/pmprobe,
+// archive/models-device/2026-11-26/pmprobe.txt).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,17 +15,19 @@ namespace {
 // What the H100 answered in the probe: these metrics fit one pass together; the pct form of
 // sm__cycles_active was not among the candidates, so it is treated as not offered here.
 std::size_t h100_like(const std::vector<std::string>& names) {
-  static const std::set<std::string> offered{"sm__cycles_active.avg",
-                                             "gpc__cycles_elapsed.max",
-                                             "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-                                             "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
-                                             "sm__warps_active.avg.pct_of_peak_sustained_active",
-                                             "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
-                                             "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed"};
+  static const std::set<std::string> offered{
+      "sm__cycles_active.avg",
+      "gpc__cycles_elapsed.max",
+      "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+      "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+      "sm__warps_active.avg.pct_of_peak_sustained_active",
+      "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+      "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed"};
   for (const auto& n : names)
     if (!offered.count(n)) return 0;
   // fp64's pipe counter shares a counter domain with the others on this imagined chip: 2 passes.
-  const bool fp64 = std::count(names.begin(), names.end(), "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed") > 0;
+  const bool fp64 = std::count(names.begin(), names.end(),
+                               "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed") > 0;
   return fp64 && names.size() > 1 ? 2 : 1;
 }
 
@@ -32,11 +35,13 @@ TEST(PmPlan, TakesEachMetricsFirstAlternativeThatKeepsOnePass) {
   const PmPlan p = plan_pm_metrics(pm_metric_choices(), h100_like);
   std::vector<std::string> names;
   for (const auto& m : p.metrics) names.push_back(m.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"sm_active", "tensor_active", "dram_active", "sm_occupancy", "fp32_active"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"sm_active", "tensor_active", "dram_active",
+                                             "sm_occupancy", "fp32_active"}));
   // sm_active: neither the pct form nor sm__cycles_elapsed is offered, so active / gpc elapsed.
   EXPECT_EQ(p.metrics[0].definition, "sm__cycles_active.avg / gpc__cycles_elapsed.max");
   EXPECT_EQ(p.metrics[3].definition, "sm__warps_active.avg.pct_of_peak_sustained_active / 100");
-  EXPECT_EQ(p.left_out, (std::vector<std::string>{"fp16_active (not offered)", "fp64_active (2 passes)"}));
+  EXPECT_EQ(p.left_out,
+            (std::vector<std::string>{"fp16_active (not offered)", "fp64_active (2 passes)"}));
   // Each CUPTI metric configured once, and the indices point at them.
   EXPECT_EQ(std::set<std::string>(p.cupti.begin(), p.cupti.end()).size(), p.cupti.size());
   EXPECT_EQ(p.cupti[static_cast<std::size_t>(p.metrics[0].num)], "sm__cycles_active.avg");
@@ -45,24 +50,33 @@ TEST(PmPlan, TakesEachMetricsFirstAlternativeThatKeepsOnePass) {
 }
 
 TEST(PmPlan, NothingOfferedLeavesEveryMetricOut) {
-  const PmPlan p = plan_pm_metrics(pm_metric_choices(), [](const std::vector<std::string>&) { return std::size_t{0}; });
+  const PmPlan p = plan_pm_metrics(pm_metric_choices(),
+                                   [](const std::vector<std::string>&) { return std::size_t{0}; });
   EXPECT_TRUE(p.metrics.empty());
   EXPECT_TRUE(p.cupti.empty());
   EXPECT_EQ(p.left_out.size(), pm_metric_choices().size());
 }
 
-PmPlan probe_plan() { return plan_pm_metrics(pm_metric_choices(), h100_like); }
+PmPlan probe_plan() {
+  return plan_pm_metrics(pm_metric_choices(), h100_like);
+}
 
 // Raw values in plan.cupti order from the probe's means (bf16 4096³ GEMMs, 10 ms samples).
 std::vector<double> probe_raw(const PmPlan& p, double scale_active = 1) {
   std::vector<double> raw;
   for (const auto& n : p.cupti) {
-    if (n == "sm__cycles_active.avg") raw.push_back(1.52311e7 * scale_active);
-    else if (n == "gpc__cycles_elapsed.max") raw.push_back(1.85884e7);
-    else if (n.rfind("dram__", 0) == 0) raw.push_back(31.1582);
-    else if (n.find("tensor") != std::string::npos) raw.push_back(81.9508);
-    else if (n.find("warps") != std::string::npos) raw.push_back(14.0439);
-    else raw.push_back(0);
+    if (n == "sm__cycles_active.avg")
+      raw.push_back(1.52311e7 * scale_active);
+    else if (n == "gpc__cycles_elapsed.max")
+      raw.push_back(1.85884e7);
+    else if (n.rfind("dram__", 0) == 0)
+      raw.push_back(31.1582);
+    else if (n.find("tensor") != std::string::npos)
+      raw.push_back(81.9508);
+    else if (n.find("warps") != std::string::npos)
+      raw.push_back(14.0439);
+    else
+      raw.push_back(0);
   }
   return raw;
 }
@@ -70,7 +84,9 @@ std::vector<double> probe_raw(const PmPlan& p, double scale_active = 1) {
 TEST(PmWindow, RecordedH100SamplesGiveFractions) {
   const PmPlan p = probe_plan();
   std::vector<PmSample> s;
-  for (uint64_t i = 0; i < 5; ++i) s.push_back({1'000'000'000 + i * 10'000'000, 1'000'000'000 + (i + 1) * 10'000'000, probe_raw(p)});
+  for (uint64_t i = 0; i < 5; ++i)
+    s.push_back(
+        {1'000'000'000 + i * 10'000'000, 1'000'000'000 + (i + 1) * 10'000'000, probe_raw(p)});
   const auto w = pm_window(p, s, [](uint64_t ns) { return static_cast<double>(ns) * 1e-9 - 1.0; });
   ASSERT_TRUE(w);
   EXPECT_DOUBLE_EQ(w->t0_s, 0.0);
@@ -98,14 +114,15 @@ TEST(PmWindow, SamplesAreWeightedByTheirSpan) {
 TEST(PmWindow, AZeroDenominatorOrNoSampleIsNotAValue) {
   const PmPlan p = probe_plan();
   auto raw = probe_raw(p);
-  raw[static_cast<std::size_t>(p.metrics[0].den)] = 0;  // an idle GPU's clock gated: no elapsed cycles
+  raw[static_cast<std::size_t>(p.metrics[0].den)] =
+      0;  // an idle GPU's clock gated: no elapsed cycles
   const auto w = pm_window(p, {{0, 10, raw}}, [](uint64_t ns) { return static_cast<double>(ns); });
   ASSERT_TRUE(w);
   EXPECT_EQ(w->values[0], -1.0);
   EXPECT_NEAR(w->values[1], 0.819508, 1e-12);
   EXPECT_FALSE(pm_window(p, {}, [](uint64_t) { return 0.0; }));
-  EXPECT_FALSE(pm_window(p, {{10, 10, raw}}, [](uint64_t) { return 0.0; }));  // spans no time
-  EXPECT_FALSE(pm_window(p, {{0, 10, {1.0}}}, [](uint64_t) { return 0.0; }));   // too few values
+  EXPECT_FALSE(pm_window(p, {{10, 10, raw}}, [](uint64_t) { return 0.0; }));   // spans no time
+  EXPECT_FALSE(pm_window(p, {{0, 10, {1.0}}}, [](uint64_t) { return 0.0; }));  // too few values
 }
 
 }  // namespace
