@@ -126,3 +126,31 @@ TEST(PmWindow, AZeroDenominatorOrNoSampleIsNotAValue) {
 }
 
 }  // namespace
+
+#ifdef JOULEPROF_HAVE_RAPIDCHECK
+#include <rapidcheck/gtest.h>
+
+// Whatever the samples, a window's value is a weighted mean: between the samples' extremes.
+RC_GTEST_PROP(PmWindowProperty, ValuesLieBetweenTheSamplesExtremes, ()) {
+  const PmPlan p = probe_plan();
+  const auto n = *rc::gen::inRange<std::size_t>(1, 20);
+  std::vector<PmSample> s;
+  double lo = 1e300, hi = -1e300;
+  uint64_t t = *rc::gen::inRange<uint64_t>(0, 1'000'000'000);
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint64_t span = *rc::gen::inRange<uint64_t>(1, 50'000'000);
+    std::vector<double> raw = probe_raw(p);
+    const double tensor_pct = *rc::gen::inRange<int>(0, 10000) / 100.0;
+    for (std::size_t k = 0; k < p.cupti.size(); ++k)
+      if (p.cupti[k].find("tensor") != std::string::npos) raw[k] = tensor_pct;
+    lo = std::min(lo, tensor_pct / 100);
+    hi = std::max(hi, tensor_pct / 100);
+    s.push_back({t, t + span, raw});
+    t += span + *rc::gen::inRange<uint64_t>(0, 5'000'000);
+  }
+  const auto w = pm_window(p, s, [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; });
+  RC_ASSERT(w.has_value());
+  RC_ASSERT(w->t0_s <= w->t1_s);
+  RC_ASSERT(w->values[1] >= lo - 1e-12 && w->values[1] <= hi + 1e-12);
+}
+#endif
