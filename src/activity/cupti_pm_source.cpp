@@ -35,9 +35,8 @@ std::string hint(CUptiResult rc) {
            "NVreg_RestrictProfilingToAdminUsers=0";
   // Seen on the H100 when a second client asked while jouleprof's cupti-pm held the counters.
   if (rc == kErrorHardwareBusy)
-    return " — the GPU's performance counters are held by another client (a profiler, DCGM "
-           "profiling, another jouleprof "
-           "--metrics-source cupti-pm)";
+    return " — the GPU's performance counters are held by another client "
+           "(a profiler, DCGM profiling, another jouleprof --metrics-source cupti-pm)";
   return " — the counters may be held by another profiler (Nsight, DCGM profiling, another "
          "jouleprof)";
 }
@@ -52,8 +51,9 @@ auto call(const char* name, Fn fn, A... a) {
 }
 
 // The GPU's primary CUDA context, retained for the source's life and made current on each thread
-// that calls CUPTI (the open, the recorder's polls, the stop): CUPTI's profiler calls expect one,
-// as in the device probe (workloads/pmprobe) where a context existed before PM sampling began.
+// that calls CUPTI (the open, the recorder's polls, the stop), as in the device probe
+// (workloads/pmprobe), which works. Without one (and with buffers CUPTI points to freed early) the
+// first H100 run crashed; which of the two mattered was not isolated (docs/validation/models.md).
 class Context {
  public:
   Context(const PmApi& api, int device) : api_(api), device_(device) {}

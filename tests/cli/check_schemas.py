@@ -162,7 +162,7 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
     stored = jp("runs", "show", "last", "--db", sdb, "--json", "-", cwd=d)
     stored = stored[0] if isinstance(stored, list) else stored
     check("result.schema.json", stored, "runs show (a sweep point with --metrics)", [
-        ("an unknown activity source", lambda x: x["activity"]["gpus"][0].__setitem__("source", "dcgm"))])
+        ("an unknown activity source", lambda x: x["activity"]["gpus"][0].__setitem__("source", "nvidia-smi"))])
 
     # trace: the result document with its trace section
     Path(d, "fake_inject.so").write_text("not loaded: the fake program writes the trace itself")
