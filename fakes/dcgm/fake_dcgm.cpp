@@ -1,7 +1,8 @@
 // A fake libdcgm.so.4: the entry points the dcgm activity source calls, with a "host engine" in
 // the library that updates each watched field every updateFreq on the host clock, with a fixed
 // value per field (kValues). Environment:
-//   JOULEPROF_FAKE_DCGM_MODE  ok (default) | no-hostengine (dcgmConnect: connection not valid) |
+//   JOULEPROF_FAKE_DCGM_MODE  ok (default) | no-hostengine (dcgmConnect: connection not valid;
+//                             dcgmStartEmbedded works) | no-engine (neither works) |
 //                             counters-busy (dcgmWatchFields: DCGM_ST_IN_USE) |
 //                             no-profiling (dcgmWatchFields: DCGM_ST_PROFILING_NOT_SUPPORTED) |
 //                             no-fp64 (field 1006 comes back blank with DCGM_ST_NOT_SUPPORTED)
@@ -72,9 +73,24 @@ JP_EXPORT dcgmReturn_t dcgmConnect(const char* addr, dcgmHandle_t* h) {
   std::lock_guard<std::mutex> l(mu);
   if (!initialized) return -10;  // DCGM_ST_UNINITIALIZED
   if (addr == nullptr || h == nullptr) return kBadParam;
-  if (mode() == "no-hostengine") return kConnectionNotValid;
+  if (mode() == "no-hostengine" || mode() == "no-engine") return kConnectionNotValid;
   connected = true;
   *h = kHandle;
+  return kOk;
+}
+JP_EXPORT dcgmReturn_t dcgmStartEmbedded(int op_mode, dcgmHandle_t* h) {
+  std::lock_guard<std::mutex> l(mu);
+  if (!initialized) return -10;
+  if (h == nullptr || op_mode != kOperationModeAuto) return kBadParam;
+  if (mode() == "no-engine") return -7;  // DCGM_ST_INIT_ERROR
+  connected = true;
+  *h = kHandle;
+  return kOk;
+}
+JP_EXPORT dcgmReturn_t dcgmStopEmbedded(dcgmHandle_t h) {
+  std::lock_guard<std::mutex> l(mu);
+  if (!ready(h)) return kBadParam;
+  connected = false;
   return kOk;
 }
 JP_EXPORT dcgmReturn_t dcgmDisconnect(dcgmHandle_t h) {
@@ -91,6 +107,8 @@ JP_EXPORT const char* errorString(dcgmReturn_t rc) {
       return "Bad parameter passed to function";
     case kNotSupported:
       return "This request is not supported";
+    case -7:
+      return "DCGM initialization error";
     case kConnectionNotValid:
       return "Connection to the host engine is not valid any longer";
     case kInUse:

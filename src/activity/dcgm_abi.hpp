@@ -20,7 +20,8 @@ inline constexpr dcgmReturn_t kProfilingNotSupported = -36;  ///< DCGM_ST_PROFIL
 using dcgmHandle_t = uintptr_t;
 using dcgmGpuGrp_t = uintptr_t;
 using dcgmFieldGrp_t = uintptr_t;
-inline constexpr int kGroupEmpty = 1;  ///< DCGM_GROUP_EMPTY
+inline constexpr int kGroupEmpty = 1;         ///< DCGM_GROUP_EMPTY
+inline constexpr int kOperationModeAuto = 1;  ///< DCGM_OPERATION_MODE_AUTO (dcgmStartEmbedded)
 
 // Profiling fields (dcgm_fields.h, DCGM_FI_PROF_*): ratios 0..1, doubles.
 inline constexpr unsigned short kFieldSmActive = 1002;      ///< DCGM_FI_PROF_SM_ACTIVE

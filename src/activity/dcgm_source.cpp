@@ -27,9 +27,13 @@ struct DcgmApi {
 
 class DcgmSession {
  public:
-  DcgmSession(DcgmApi a, dcgmHandle_t h, void* lib) : api(a), handle(h), lib_(lib) {}
+  DcgmSession(DcgmApi a, dcgmHandle_t h, void* lib, std::string n)
+      : api(a), handle(h), note(std::move(n)), lib_(lib) {}
   ~DcgmSession() {
-    api.Disconnect(handle);
+    if (note.empty())
+      api.Disconnect(handle);
+    else
+      api.StopEmbedded(handle);
     api.Shutdown();
     dlclose(lib_);
   }
@@ -37,10 +41,15 @@ class DcgmSession {
   DcgmSession& operator=(const DcgmSession&) = delete;
   const DcgmApi api;
   const dcgmHandle_t handle;
+  const std::string note;  ///< "" when connected to a host engine; else why DCGM runs embedded
 
  private:
   void* lib_;
 };
+
+const std::string& dcgm_session_note(const DcgmSession& s) {
+  return s.note;
+}
 
 const std::array<DcgmField, 7>& dcgm_fields() {
   static const std::array<DcgmField, 7> f{{{"sm_active", kFieldSmActive},
@@ -130,7 +139,7 @@ std::string pick(const std::string& given, const char* env, const char* fallback
 }  // namespace
 
 Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library,
-                                                  const std::string& host) {
+                                                  const std::string& host, bool embedded) {
   std::vector<std::string> names;
   if (const std::string l = pick(library, "JOULEPROF_DCGM_LIB", ""); !l.empty())
     names = {l};
@@ -162,13 +171,20 @@ Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library,
   const std::string addr = pick(host, "JOULEPROF_DCGM_HOST", "127.0.0.1");
   dcgmHandle_t h = 0;
   if (const dcgmReturn_t rc = api.Connect(addr.c_str(), &h); rc != kOk) {
-    const std::string why = api.describe("dcgmConnect", rc);
+    std::string why = "no DCGM host engine at " + addr + " (" + api.describe("dcgmConnect", rc);
+    // An engine of our own (DCGM collecting on its own schedule) when none runs.
+    if (embedded) {
+      const dcgmReturn_t erc = api.StartEmbedded(kOperationModeAuto, &h);
+      if (erc == kOk)
+        return std::make_shared<DcgmSession>(api, h, lib,
+                                             "DCGM embedded in jouleprof: " + why + ")");
+      why += "; " + api.describe("dcgmStartEmbedded", erc);
+    }
     api.Shutdown();
     dlclose(lib);
-    return make_error(Errc::unavailable,
-                      "no DCGM host engine at " + addr + " (" + why + "; start nv-hostengine)");
+    return make_error(Errc::unavailable, why + "; start nv-hostengine)");
   }
-  return std::make_shared<DcgmSession>(api, h, lib);
+  return std::make_shared<DcgmSession>(api, h, lib, "");
 }
 
 Result<std::unique_ptr<Source>> open_dcgm(std::shared_ptr<DcgmSession> s, unsigned gpu_id,

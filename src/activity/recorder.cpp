@@ -101,7 +101,9 @@ Result<std::unique_ptr<activity::Source>> choose_source(GpuSensor& gpu, std::siz
   auto missing = [&](const std::string& why) {
     return make_error(Errc::unavailable, "GPU " + std::to_string(g) + ": --metrics-source " + want + ": " + why);
   };
-  auto add_note = [&](const std::string& n) { t.note += (t.note.empty() ? "" : "; ") + n; };
+  auto add_note = [&](const std::string& n) {
+    if (!n.empty()) t.note += (t.note.empty() ? "" : "; ") + n;
+  };
   if (want == "cupti-pm") {
     if (gpu.info().simulated) return missing("the simulated GPU has no performance counters");
     auto pm = activity::open_cupti_pm({o.cupti_library, o.cuda_library}, gpu.info(), tb, o.period_s, t.note);
@@ -114,10 +116,14 @@ Result<std::unique_ptr<activity::Source>> choose_source(GpuSensor& gpu, std::siz
     return activity::open_utilization(gpu, o.period_s);
   }
   if (want == "auto" || want == "dcgm") {
-    if (!dcgm) dcgm = activity::connect_dcgm(o.dcgm_library, o.dcgm_host);
+    // Asked for by name, DCGM may run embedded; `auto` takes only a running host engine.
+    if (!dcgm) dcgm = activity::connect_dcgm(o.dcgm_library, o.dcgm_host, want == "dcgm");
     Result<std::unique_ptr<activity::Source>> src =
         *dcgm ? activity::open_dcgm(**dcgm, static_cast<unsigned>(gpu.info().index), o.period_s) : dcgm->error();
-    if (src) return src;
+    if (src) {
+      add_note(activity::dcgm_session_note(***dcgm));
+      return src;
+    }
     if (want == "dcgm") return missing(src.error().message);
     add_note("DCGM: " + src.error().message);
   }

@@ -47,10 +47,13 @@ Result<std::unique_ptr<Source>> open_cupti_pm(const PmOptions& o, const GpuInfo&
 /// A connection to a DCGM host engine, shared by the GPUs' sources.
 class DcgmSession;
 /// Loads libdcgm (`library`; empty: $JOULEPROF_DCGM_LIB, else libdcgm.so.4, .3) and connects to
-/// the host engine at `host` (empty: $JOULEPROF_DCGM_HOST, else 127.0.0.1). Errc::unavailable
-/// when the library or the host engine is missing.
+/// the host engine at `host` (empty: $JOULEPROF_DCGM_HOST, else 127.0.0.1); with `embedded`, when
+/// none answers, starts DCGM's engine inside this process. Errc::unavailable when the library or
+/// an engine is missing.
 Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library,
-                                                  const std::string& host);
+                                                  const std::string& host, bool embedded);
+/// "" for a host engine; else why DCGM runs embedded (the timeline's note).
+const std::string& dcgm_session_note(const DcgmSession& s);
 /// Watches the profiling fields of the GPU with this DCGM id (DCGM numbers GPUs as NVML does).
 Result<std::unique_ptr<Source>> open_dcgm(std::shared_ptr<DcgmSession> session, unsigned gpu_id,
                                           double period_s);

@@ -241,6 +241,17 @@ TEST(DcgmSource, WithoutTheLibraryAutoSaysSoBriefly) {
   EXPECT_EQ(g["note"], "DCGM: no DCGM library (/nonexistent/libdcgm.so.4)");
 }
 
+TEST(DcgmSource, NamedWithoutAHostEngineItRunsEmbedded) {
+  const auto g =
+      measure_gpu0("dcgm", env({"JOULEPROF_FAKE_DCGM_MODE=no-hostengine"}), "dcgm-embedded.json");
+  ASSERT_FALSE(g.is_null());
+  EXPECT_EQ(g["source"], "dcgm");
+  EXPECT_EQ(g["note"],
+            "DCGM embedded in jouleprof: no DCGM host engine at 127.0.0.1 (dcgmConnect failed: "
+            "Connection to the host engine is not valid any longer (-21))");
+  EXPECT_NEAR(run_mean(g, "sm_active"), 0.7, 1e-9);
+}
+
 TEST(DcgmSource, AFieldTheGpuLacksIsNull) {
   const auto g =
       measure_gpu0("dcgm", env({"JOULEPROF_FAKE_DCGM_MODE=no-fp64"}), "dcgm-nofp64.json");
@@ -255,7 +266,10 @@ TEST(DcgmSource, NamedButMissingIsOneLineAndExit3) {
     std::string mode, lib, expect;
   };
   for (const Case& c :
-       {Case{"no-hostengine", JOULEPROF_FAKE_DCGM, "no DCGM host engine at 127.0.0.1"},
+       {Case{"no-engine", JOULEPROF_FAKE_DCGM,
+             "no DCGM host engine at 127.0.0.1 (dcgmConnect failed: Connection to the host engine "
+             "is not valid any longer (-21); dcgmStartEmbedded failed: DCGM initialization error "
+             "(-7); start nv-hostengine)"},
         Case{"ok", "/nonexistent/libdcgm.so.4", "no DCGM library (/nonexistent/libdcgm.so.4)"},
         Case{"counters-busy", JOULEPROF_FAKE_DCGM,
              "(-34) — the profiling counters are held by another client"},
