@@ -39,6 +39,7 @@ struct SweepFlags {
   double sim_power_w = 450;
   bool no_cpu = false;
   bool metrics = false;  // issue 19: activity metrics per point, for `model fit --sweep`
+  std::string metrics_source = "auto";
 };
 
 std::string self_exe() {
@@ -207,7 +208,7 @@ int run(SweepFlags f) {
   }
   o.measure.sim_active_w = f.sim_power_w;
   o.measure.monitor.sampler.read_cpu = !f.no_cpu;
-  if (f.metrics) o.measure.activity = ActivityOptions{"auto", 0.2, f.spec.nvml_library};
+  if (f.metrics) o.measure.activity = ActivityOptions{f.metrics_source, 0.2, f.spec.nvml_library};
   if (f.spec.command.empty()) o.measure.builtin_command = builtin_command();
   for (const std::string& t : f.tags) {
     const auto eq = t.find('=');
@@ -343,6 +344,8 @@ Runner add_sweep(CLI::App& app) {
   c->add_flag("--progress-off", f->progress_off, "no progress lines")->group("");
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("--metrics", f->metrics, "record activity metrics at every point (measure --metrics): `model fit --sweep` trains on them");
+  c->add_option("--metrics-source", f->metrics_source, "activity source with --metrics (as measure's): auto, dcgm, gpm, utilization, cupti-pm")
+      ->check(CLI::IsMember(activity_source_names()))->capture_default_str();
   c->add_flag("-q,--quiet", f->quiet, "only errors");
   c->add_option("--plan", f->plan, "run a plan file (what --slurm and multi-GPU workers run)")->group("");
   c->add_option("--shard", f->shard, "K/N: run only units u with u mod N = K")->group("")

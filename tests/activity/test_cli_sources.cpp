@@ -317,4 +317,24 @@ TEST(ActivitySources, TheStoreKeepsEachTimelinesSource) {
   }
 }
 
+TEST(ActivitySources, ModelFitReadsASweepsPmSampledActivity) {
+  // sweep --metrics --metrics-source cupti-pm on the fake GPU (its clocks set in the fake), then
+  // model fit --sweep: the seven PM-sampled metrics are read (and left out as constant: the fake's
+  // values do not vary between applications).
+  const std::string db = out("pm-sweep.db"), model = out("pm-sweep.model.json");
+  auto r = run_cli({"sweep", "--gpus", "0", "--clocks", "1980,1410,990", "--runs", "1", "--warmup", "0", "--idle", "0",
+                    "--metrics", "--metrics-source", "cupti-pm", "--sweep-id", "pm", "--param", "app=a,b,c", "--db", db,
+                    "-q", "--", "sleep", "0.2"},
+                   env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto show = run_cli({"runs", "show", "last", "--db", db});
+  EXPECT_NE(show.out.find("GPU 0: cupti-pm, "), std::string::npos) << show.out;
+  auto fit = run_cli({"model", "fit", "--sweep", "pm", "--db", db, "--form", "knn", "--no-outliers", "-o", model});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  const auto m = load_json(model);
+  EXPECT_EQ(m["dropped_activity"], nlohmann::json({"dram_active (constant)", "fp16_active (constant)", "fp32_active (constant)",
+                                                   "fp64_active (constant)", "sm_active (constant)",
+                                                   "sm_occupancy (constant)", "tensor_active (constant)"}));
+}
+
 }  // namespace
