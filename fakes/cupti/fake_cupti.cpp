@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -68,6 +69,7 @@ size_t record_bytes(size_t n) {
 
 std::mutex mu;
 thread_local bool context_current = false;
+bool enabled[8] = {};  ///< a device's PM sampling is held: a second Enable is HARDWARE_BUSY
 
 std::vector<std::string> env_list(const char* name) {
   std::vector<std::string> out;
@@ -137,7 +139,7 @@ JP_EXPORT CUptiResult cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params* 
 }
 JP_EXPORT CUptiResult cuptiDeviceGetChipName(CUpti_Device_GetChipName_Params* p) {
   FAKE_ENTER_DEVICE("cuptiDeviceGetChipName");
-  if (p->deviceIndex != 0) return 1;
+  if (p->deviceIndex >= 8) return 1;
   p->pChipName = "FAKE100";
   return 0;
 }
@@ -213,12 +215,16 @@ cuptiProfilerHostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params* p) {
 }
 JP_EXPORT CUptiResult cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params* p) {
   FAKE_ENTER_DEVICE("cuptiPmSamplingEnable");
-  if (p->deviceIndex != 0) return 1;
+  if (p->deviceIndex >= 8) return 1;
+  if (enabled[p->deviceIndex]) return 26;  // what the H100 answered a second client
+  enabled[p->deviceIndex] = true;
   p->pPmSamplingObject = new CUpti_PmSampling_Object{p->deviceIndex, {}, 0, false, 0, 0, 0};
   return 0;
 }
 JP_EXPORT CUptiResult cuptiPmSamplingDisable(CUpti_PmSampling_Object_Params* p) {
   FAKE_ENTER_DEVICE("cuptiPmSamplingDisable");
+  if (p->pPmSamplingObject == nullptr) return 1;
+  enabled[p->pPmSamplingObject->device] = false;
   delete p->pPmSamplingObject;
   return 0;
 }
@@ -333,7 +339,7 @@ cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Par
   return 0;
 }
 
-// --- the CUDA driver (one device, PCI bus 0x18 as the fake NVML's GPU 0) ---
+// --- the CUDA driver (up to 8 devices, on the fake NVML's PCI buses) ---
 JP_EXPORT CUresult cuInit(unsigned int flags) {
   std::lock_guard<std::mutex> lock(mu);
   if (const int rc = injected("cuInit"); rc != 0) return rc;
@@ -342,9 +348,12 @@ JP_EXPORT CUresult cuInit(unsigned int flags) {
 JP_EXPORT CUresult cuDeviceGetByPCIBusId(int* dev, const char* bus) {
   std::lock_guard<std::mutex> lock(mu);
   if (const int rc = injected("cuDeviceGetByPCIBusId"); rc != 0) return rc;
-  if (dev == nullptr || bus == nullptr || std::strcmp(bus, "0000:18:00.0") != 0)
+  // The fake NVML's GPU i sits on PCI bus 0x18 + i.
+  unsigned b = 0;
+  if (dev == nullptr || bus == nullptr || std::sscanf(bus, "0000:%x:00.0", &b) != 1 || b < 0x18 ||
+      b >= 0x18 + 8)
     return 101;  // CUDA_ERROR_INVALID_DEVICE
-  *dev = 0;
+  *dev = static_cast<int>(b - 0x18);
   return 0;
 }
 JP_EXPORT CUresult cuGetErrorString(CUresult rc, const char** s) {
@@ -357,7 +366,7 @@ JP_EXPORT CUresult cuGetErrorString(CUresult rc, const char** s) {
 JP_EXPORT CUresult cuDevicePrimaryCtxRetain(CUctx_st** ctx, int dev) {
   static CUctx_st the_context;
   if (const int rc = injected("cuDevicePrimaryCtxRetain"); rc != 0) return rc;
-  if (ctx == nullptr || dev != 0) return 1;
+  if (ctx == nullptr || dev < 0 || dev >= 8) return 1;
   *ctx = &the_context;
   return 0;
 }
@@ -367,16 +376,17 @@ JP_EXPORT CUresult cuCtxSetCurrent(CUctx_st* ctx) {
   return 0;
 }
 JP_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
-  return dev == 0 ? 0 : 1;
+  return dev >= 0 && dev < 8 ? 0 : 1;
 }
 
 // Each export's signature matches the source's table (cupti_pm_entry_points.def).
 #define JP_CUPTI_PM(member, params, sym)                               \
   static_assert(std::is_same_v<decltype(&sym), CUptiResult(*) params>, \
                 #sym " differs from the table");
-#define JP_CUDA_DRV(member, params, sym)                                                      \
-  static_assert(std::is_same_v<decltype(&sym), CUresult(*) params>, #sym " differs from the " \
-                                                                         "table");
+#define JP_CUDA_DRV(member, params, sym)                                 \
+  static_assert(std::is_same_v<decltype(&sym), CUresult(*) params>, #sym \
+                " differs from the "                                     \
+                "table");
 #include "cupti_pm_entry_points.def"
 #undef JP_CUPTI_PM
 #undef JP_CUDA_DRV

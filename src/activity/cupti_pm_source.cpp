@@ -353,10 +353,15 @@ Result<std::unique_ptr<Source>> open_cupti_pm(const PmOptions& o, const GpuInfo&
             " — is the GPU hidden by CUDA_VISIBLE_DEVICES?");
   auto ctx = std::make_unique<Context>(api, device);
   if (auto r = ctx->retain(); !r) return r.error();
-  auto init = JP_PARAMS(CUpti_Profiler_Initialize_Params, pPriv);
-  if (const CUptiResult rc = call("cuptiProfilerInitialize", api.ProfilerInitialize, &init);
-      rc != kSuccess)
-    return make_error(Errc::unavailable, api.describe("cuptiProfilerInitialize", rc) + hint(rc));
+  // Once per process (the sources of several GPUs are opened one after the other, on one thread).
+  static bool profiler_initialized = false;
+  if (!profiler_initialized) {
+    auto init = JP_PARAMS(CUpti_Profiler_Initialize_Params, pPriv);
+    if (const CUptiResult rc = call("cuptiProfilerInitialize", api.ProfilerInitialize, &init);
+        rc != kSuccess)
+      return make_error(Errc::unavailable, api.describe("cuptiProfilerInitialize", rc) + hint(rc));
+    profiler_initialized = true;
+  }
   auto chip = JP_PARAMS(CUpti_Device_GetChipName_Params, pChipName);
   chip.deviceIndex = static_cast<size_t>(device);
   if (const CUptiResult rc = call("cuptiDeviceGetChipName", api.DeviceGetChipName, &chip);

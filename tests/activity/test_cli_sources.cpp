@@ -77,6 +77,25 @@ TEST(CuptiPmSource, SamplesDecodeIntoWindowsOnTheRunTimeBase) {
   EXPECT_NEAR(run_mean(g, "fp16_active"), 0.02, 1e-9);
 }
 
+TEST(CuptiPmSource, EachGpuHasItsOwnSampling) {
+  const std::string json = out("pm-2gpu.json");
+  auto e = env();
+  e[1] = "JOULEPROF_FAKE_NVML_SCENARIO=" +
+         jp_test::write_file("scenario2.txt", std::string(kScenario) + "gpus 2\n");
+  auto r = run_cli(
+      {"measure", "--idle", "0", "--metrics", "--metrics-source", "cupti-pm", "--metrics-period-ms",
+       "100", "--no-store", "-q", "--json", json, "--", "sleep", "0.3"},
+      e);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto gpus = load_json(json)["activity"]["gpus"];
+  ASSERT_EQ(gpus.size(), 2u);
+  for (const auto& g : gpus) {
+    EXPECT_EQ(g["source"], "cupti-pm");
+    EXPECT_TRUE(g["errors"].empty()) << g["errors"];
+    EXPECT_NEAR(run_mean(g, "tensor_active"), 0.6, 1e-9);
+  }
+}
+
 TEST(CuptiPmSource, AutoNeverChoosesIt) {
   const auto g = measure_gpu0("auto", env({"JOULEPROF_FAKE_DCGM_MODE=no-hostengine"}),
                               "auto-nopm.json", "0.3");
@@ -322,19 +341,43 @@ TEST(ActivitySources, ModelFitReadsASweepsPmSampledActivity) {
   // model fit --sweep: the seven PM-sampled metrics are read (and left out as constant: the fake's
   // values do not vary between applications).
   const std::string db = out("pm-sweep.db"), model = out("pm-sweep.model.json");
-  auto r = run_cli({"sweep", "--gpus", "0", "--clocks", "1980,1410,990", "--runs", "1", "--warmup", "0", "--idle", "0",
-                    "--metrics", "--metrics-source", "cupti-pm", "--sweep-id", "pm", "--param", "app=a,b,c", "--db", db,
-                    "-q", "--", "sleep", "0.2"},
+  auto r = run_cli({"sweep",
+                    "--gpus",
+                    "0",
+                    "--clocks",
+                    "1980,1410,990",
+                    "--runs",
+                    "1",
+                    "--warmup",
+                    "0",
+                    "--idle",
+                    "0",
+                    "--metrics",
+                    "--metrics-source",
+                    "cupti-pm",
+                    "--sweep-id",
+                    "pm",
+                    "--param",
+                    "app=a,b,c",
+                    "--db",
+                    db,
+                    "-q",
+                    "--",
+                    "sleep",
+                    "0.2"},
                    env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto show = run_cli({"runs", "show", "last", "--db", db});
   EXPECT_NE(show.out.find("GPU 0: cupti-pm, "), std::string::npos) << show.out;
-  auto fit = run_cli({"model", "fit", "--sweep", "pm", "--db", db, "--form", "knn", "--no-outliers", "-o", model});
+  auto fit = run_cli(
+      {"model", "fit", "--sweep", "pm", "--db", db, "--form", "knn", "--no-outliers", "-o", model});
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   const auto m = load_json(model);
-  EXPECT_EQ(m["dropped_activity"], nlohmann::json({"dram_active (constant)", "fp16_active (constant)", "fp32_active (constant)",
-                                                   "fp64_active (constant)", "sm_active (constant)",
-                                                   "sm_occupancy (constant)", "tensor_active (constant)"}));
+  EXPECT_EQ(
+      m["dropped_activity"],
+      nlohmann::json({"dram_active (constant)", "fp16_active (constant)", "fp32_active (constant)",
+                      "fp64_active (constant)", "sm_active (constant)", "sm_occupancy (constant)",
+                      "tensor_active (constant)"}));
 }
 
 }  // namespace
