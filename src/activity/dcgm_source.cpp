@@ -1,6 +1,6 @@
 // DCGM profiling fields from a running DCGM host engine (nv-hostengine): DCGM multiplexes the
 // GPU's performance counters among its clients, so this source may be used while DCGM's exporter
-// runs. One connection for all GPUs; each GPU gets a group and a field group, watched every half
+// runs (on Hopper and later DCGM reads them through NVML GPM). One connection for all GPUs; each GPU gets a group and a field group, watched every half
 // window; each poll takes the values since the last.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -218,9 +218,8 @@ Result<std::unique_ptr<Source>> open_dcgm(std::shared_ptr<DcgmSession> s, unsign
     api.GroupDestroy(s->handle, group);
     std::string why = api.describe("dcgmWatchFields", rc);
     if (rc == kInUse)
-      why +=
-          " — the profiling counters are held by another client (a profiler, or jouleprof "
-          "--metrics-source cupti-pm)";
+      why += " — the profiling counters are held by another client (a profiler; before Hopper also "
+             "jouleprof --metrics-source cupti-pm)";
     if (rc == kProfilingNotSupported) why += " — this GPU has no DCGM profiling fields";
     return make_error(Errc::unavailable, why);
   }
