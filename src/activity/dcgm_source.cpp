@@ -1,7 +1,8 @@
 // DCGM profiling fields from a running DCGM host engine (nv-hostengine): DCGM multiplexes the
 // GPU's performance counters among its clients, so this source may be used while DCGM's exporter
-// runs (on Hopper and later DCGM reads them through NVML GPM). One connection for all GPUs; each GPU gets a group and a field group, watched every half
-// window; each poll takes the values since the last.
+// runs (on Hopper and later DCGM reads them through NVML GPM). One connection for all GPUs; each
+// GPU gets a group and a field group, watched every half window; each poll takes the values since
+// the last.
 #include <dlfcn.h>
 #include <unistd.h>
 
