@@ -2,6 +2,7 @@
 // so the workload's kernels are seen from this process), decoded each poll into one window.
 // Opt-in: the counters are exclusive, so a profiler (Nsight, DCGM profiling) and this source
 // cannot both hold them. The metric set is chosen at open so that it needs one pass (pm_plan.cpp).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -403,9 +404,10 @@ Result<std::unique_ptr<Source>> open_cupti_pm(const PmOptions& o, const GpuInfo&
   if (host->status() != kSuccess || config.empty())
     return make_error(Errc::vendor,
                       "CUPTI refused the metric set it had accepted (" + chip_name + ")");
-  // Room for four windows of samples between polls (a late poll must not lose any).
-  const auto max_samples = static_cast<uint32_t>(
-      std::max(256.0, 4 * period_s * 1e9 / static_cast<double>(kSamplingIntervalNs)));
+  // Room for two windows of samples, at most 2000 (20 s): a poll that finds more drains the
+  // counter data image and decodes again (poll()), so a long window needs no huge image.
+  const auto max_samples = static_cast<uint32_t>(std::clamp(
+      2 * period_s * 1e9 / static_cast<double>(kSamplingIntervalNs), 256.0, 2000.0));
   auto src = std::make_unique<CuptiPm>(api, tb, std::move(ctx), plan, std::move(host), max_samples);
   if (auto r = src->begin(device, std::move(config)); !r) return r.error();
   note.clear();
