@@ -367,6 +367,14 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
   return p;
 }
 
+namespace {
+double window_uncertainty_j(const WindowResult& w) {
+  double u = 0;
+  for (const GpuEnergy& g : w.gpus) u += g.uncertainty_j;
+  return u;
+}
+}  // namespace
+
 Result<void> compare_with_measurement(ReplayPrediction& p, const Measurement& m, const std::string& label, const std::string& window) {
   const WindowResult* w = nullptr;
   std::vector<std::string> names;
@@ -385,6 +393,7 @@ Result<void> compare_with_measurement(ReplayPrediction& p, const Measurement& m,
   p.measured_window = window;
   p.measured_energy_j = w->gpu_energy_j;
   p.measured_time_s = w->duration_s();
+  p.measured_uncertainty_j = window_uncertainty_j(*w);
   return {};
 }
 
@@ -443,6 +452,7 @@ void compare_phases(ReplayPrediction& p, const Measurement& m) {
       any = true;
       e += w.gpu_energy_j;
       d += w.duration_s();
+      ph.measured_uncertainty_j += window_uncertainty_j(w);
       if (!w.complete) p.warnings.push_back("the measured window '" + w.name + "' is incomplete");
     }
     if (any) {
@@ -533,6 +543,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
       if (x.measured_energy_j) {
         e["measured_energy_j"] = *x.measured_energy_j;
         e["measured_duration_s"] = *x.measured_time_s;
+        e["measured_uncertainty_j"] = x.measured_uncertainty_j;
         e["energy_error"] = *x.measured_energy_j > 0 ? x.predicted_energy_j / *x.measured_energy_j - 1 : std::nan("");
         e["duration_error"] = *x.measured_time_s > 0 ? x.predicted_time_s / *x.measured_time_s - 1 : std::nan("");
       }
@@ -544,6 +555,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
     j["comparison"] = {{"measured_run", p.measured_run},
                        {"window", p.measured_window},
                        {"measured_energy_j", *p.measured_energy_j},
+                       {"measured_uncertainty_j", p.measured_uncertainty_j},
                        {"measured_duration_s", *p.measured_time_s},
                        {"predicted_energy_j", p.predicted_energy_j},
                        {"predicted_duration_s", p.predicted_time_s},
@@ -593,8 +605,10 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
   out += fmt::format("\npredicted: {:.4f} s, {:.3f} J (kernels {:.3f} J + gaps {:.3f} J); traced {:.4f} s\n", p.predicted_time_s,
                      p.predicted_energy_j, p.kernel_energy_j, p.gap_energy_j, p.traced_time_s);
   if (p.measured_energy_j) {
-    out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J -> time {:+.1f}%, energy {:+.1f}%\n", p.measured_run, p.measured_window,
-                       *p.measured_time_s, *p.measured_energy_j, 100 * p.time_error().value_or(0), 100 * p.energy_error().value_or(0));
+    out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J ± {:.3f} -> time {:+.1f}%, energy {:+.1f}% (measurement ± {:.1f}%)\n",
+                       p.measured_run, p.measured_window, *p.measured_time_s, *p.measured_energy_j, p.measured_uncertainty_j,
+                       100 * p.time_error().value_or(0), 100 * p.energy_error().value_or(0),
+                       *p.measured_energy_j > 0 ? 100 * p.measured_uncertainty_j / *p.measured_energy_j : 0.0);
   }
   if (!p.phases.empty()) {
     out += fmt::format("\n{:<12} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n", "phase", "ranges", "pred s", "meas s", "pred J", "meas J",
@@ -638,8 +652,8 @@ void print_replay_section(const std::string& text, std::ostream& out) {
                      j.value("gap_power_w", 0.0), j.value("replay_gpu", std::string("?")));
   if (j.contains("comparison")) {
     const json& c = j["comparison"];
-    out << fmt::format("  measured {:.4f} s, {:.3f} J ({} window '{}'): time {:+.1f}%, energy {:+.1f}%\n", c.value("measured_duration_s", 0.0),
-                       c.value("measured_energy_j", 0.0), c.value("measured_run", std::string()), c.value("window", std::string()),
+    out << fmt::format("  measured {:.4f} s, {:.3f} J ± {:.3f} ({} window '{}'): time {:+.1f}%, energy {:+.1f}%\n", c.value("measured_duration_s", 0.0),
+                       c.value("measured_energy_j", 0.0), c.value("measured_uncertainty_j", 0.0), c.value("measured_run", std::string()), c.value("window", std::string()),
                        100 * c.value("duration_error", 0.0), 100 * c.value("energy_error", 0.0));
   }
   if (j.contains("context") && j["context"].value("measured", false)) {

@@ -123,9 +123,13 @@ TEST(Replay, ComparisonWithAMeasuredWindow) {
   w.t0_s = 1.0;
   w.t1_s = 1.0 + p->predicted_time_s * 1.1;
   w.gpu_energy_j = p->predicted_energy_j / 0.9;
+  w.gpus.resize(1);
+  w.gpus[0].uncertainty_j = 0.01 * w.gpu_energy_j;  // the window's own bound travels with the comparison
   m.windows.push_back(w);
   ASSERT_TRUE(compare_with_measurement(*p, m, "run 1", "work"));
   EXPECT_NEAR(*p->energy_error(), -0.1, 1e-9);
+  EXPECT_NEAR(p->measured_uncertainty_j, 0.01 * w.gpu_energy_j, 1e-12);
+  EXPECT_NE(replay_text(t, *p, 5).find("(measurement ± 1.0%)"), std::string::npos);
   EXPECT_NEAR(*p->time_error(), 1 / 1.1 - 1, 1e-9);
   const json j = json::parse(replay_json(t, *p));
   EXPECT_EQ(j["schema"], "jouleprof.replay");
@@ -387,6 +391,8 @@ TEST(ReplayPhases, PhasesSplitTheActivitiesAndCompareWithTheirWindows) {
     w.t0_s = t0;
     w.t1_s = t1;
     w.gpu_energy_j = e;
+    w.gpus.resize(1);
+    w.gpus[0].uncertainty_j = e / 10;
     m.windows.push_back(w);
   }
   EXPECT_EQ(common_phase_names(t, m, "work"), (std::vector<std::string>{"first", "second"}));
@@ -394,6 +400,7 @@ TEST(ReplayPhases, PhasesSplitTheActivitiesAndCompareWithTheirWindows) {
   ASSERT_TRUE(p->phases[1].measured_energy_j);
   EXPECT_NEAR(*p->phases[1].measured_energy_j, 12.0, 1e-12);
   EXPECT_NEAR(*p->phases[1].measured_time_s, 1.5, 1e-12);
+  EXPECT_NEAR(p->phases[1].measured_uncertainty_j, 1.2, 1e-12);  // the windows' bounds summed
   const json j = json::parse(replay_json(t, *p));
   ASSERT_EQ(j["phases"].size(), 2u);
   EXPECT_NEAR(j["phases"][0]["energy_error"].get<double>(), p->phases[0].predicted_energy_j / 10.0 - 1, 1e-12);

@@ -371,7 +371,7 @@ class CudaDevice final : public Device {
     name_ = p.name;
     if (!ok(cudaSetDevice(0), error, "cudaSetDevice")) return false;
     if (!ok(cudaStreamCreateWithFlags(&c_.stream, cudaStreamNonBlocking), error, "cudaStreamCreate")) return false;
-    events_.resize(64);
+    events_.resize(80);  // trial edges 0..61, time_calls 62-63, launch pacing 64..79 (trials.hpp)
     for (auto& e : events_) {
       if (!ok(cudaEventCreate(&e), error, "cudaEventCreate")) return false;
     }

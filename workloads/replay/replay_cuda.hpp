@@ -52,7 +52,7 @@ class Device {
   virtual void call_unit(int u) = 0;
   /// Enqueues `graphs` graph launches (asynchronous).
   virtual void launch(int graphs) = 0;
-  /// Records event `slot` (0..63) on the stream.
+  /// Records event `slot` (0..79) on the stream.
   virtual void mark(int slot) = 0;
   virtual void synchronize() = 0;
   /// True once the work before event `slot` is done (does not block).

@@ -94,6 +94,7 @@ struct PhasePrediction {
   double traced_time_s = 0, traced_gpu_s = 0, gap_time_s = 0;
   double predicted_time_s = 0, predicted_energy_j = 0, kernel_energy_j = 0, gap_energy_j = 0;
   std::optional<double> measured_time_s, measured_energy_j;
+  double measured_uncertainty_j = 0;  ///< the windows' own bounds, summed (`jouleprof measure`)
 };
 
 struct ReplayPrediction {
@@ -112,6 +113,7 @@ struct ReplayPrediction {
   // The comparison (compare_with_measurement).
   std::string measured_run, measured_window;
   std::optional<double> measured_energy_j, measured_time_s;
+  double measured_uncertainty_j = 0;  ///< the window's own bound (`jouleprof measure`: counter resolution, timeline edges)
   std::optional<double> energy_error() const {
     return measured_energy_j && *measured_energy_j > 0 ? std::optional<double>(predicted_energy_j / *measured_energy_j - 1) : std::nullopt;
   }
