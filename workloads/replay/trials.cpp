@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace jouleprof::replay {
 
@@ -14,7 +15,7 @@ CounterTrials counter_trials(const std::vector<EdgeRead>& edges, const CounterRu
   std::vector<bool> late(edges.size(), false);
   for (std::size_t i = 0; i < edges.size(); ++i) {
     const EdgeRead& e = edges[i];
-    const double l = e.read ? std::max(0.0, e.read_s - e.edge_s) : INFINITY;
+    const double l = e.read ? std::max(0.0, e.read_s - e.edge_s) : std::numeric_limits<double>::infinity();
     late[i] = !(l <= rules.max_late_s);
     if (late[i]) ++r.late_reads;
     if (e.read) r.max_late_s = std::max(r.max_late_s, l);
@@ -23,7 +24,7 @@ CounterTrials counter_trials(const std::vector<EdgeRead>& edges, const CounterRu
   for (std::size_t k = 0; k + 1 < edges.size(); ++k) {
     const EdgeRead &a = edges[k], &b = edges[k + 1];
     const double dt = b.read_s - a.read_s;
-    double w = NAN;
+    double w = std::nan("");
     if (late[k] || late[k + 1] || !(dt > 0)) {
       // a late read: the difference is over another interval than the trial's
     } else if (rules.update_s > 0 && dt < rules.min_updates * rules.update_s) {
@@ -79,7 +80,7 @@ void EdgePoller::poll() {
     const auto c = p_.counter_j();
     r.read_s = (before + p_.now()) / 2;
     r.read = c.has_value();
-    r.counter_j = c.value_or(NAN);
+    r.counter_j = c.value_or(std::nan(""));
     ++next_;
   }
   const double t = p_.now();

@@ -41,7 +41,7 @@ struct EdgeRead {
 struct CounterRules {
   double max_late_s = 0.01;    ///< a read more than this after its edge is late
   double update_s = 0;         ///< the counter's update period (0: unknown, taken as resolving)
-  double min_updates = 10;     ///< a trial must span this many updates
+  double min_updates = 8;      ///< a trial must span this many updates (a stale read is off by one update at most)
 };
 
 /// The counter over the trials of a round: power per trial (between the two reads), NaN where
