@@ -34,6 +34,12 @@ std::map<std::size_t, std::size_t> gemm_companions(const KernelTable& t) {
   return with;
 }
 
+// Ops whose B operand is a layer's weight (nn.Linear: mm(input, weight.t()), addmm(bias, input,
+// weight.t()), linear): each layer has its own, read from memory on every call.
+bool b_is_weight(const std::string& op) {
+  return op == "aten::mm" || op == "aten::addmm" || op == "aten::linear" || op == "aten::_addmm_activation";
+}
+
 json item_json(const KernelRow& r, std::size_t row, std::string& why) {
   json j = {{"row", row}, {"grid", {r.grid[0], r.grid[1], r.grid[2]}}, {"block", {r.block[0], r.block[1], r.block[2]}}};
   if (r.tier == "copy") {
@@ -48,7 +54,7 @@ json item_json(const KernelRow& r, std::size_t row, std::string& why) {
     const GemmShape& g = *r.gemm;
     j.update({{"tier", "gemm"}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}, {"trans_a", g.trans_a}, {"trans_b", g.trans_b},
               {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc}, {"stride_a", g.stride_a}, {"stride_b", g.stride_b},
-              {"stride_c", g.stride_c}, {"dtype", g.dtype_a}, {"accumulate", g.accumulate}});
+              {"stride_c", g.stride_c}, {"dtype", g.dtype_a}, {"accumulate", g.accumulate}, {"weight_b", b_is_weight(r.op)}});
   } else if (r.tier == "attention" && r.attention) {
     const AttentionShape& a = *r.attention;
     j.update({{"tier", "attention"}, {"batch", a.batch}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}, {"seq_q", a.seq_q},

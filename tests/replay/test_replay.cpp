@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "jouleprof/replay/replay.hpp"
 
@@ -59,6 +60,24 @@ TEST(Replay, PlanCoversRowsLongestFirst) {
       EXPECT_EQ(it["m"].get<int64_t>(), r.gemm->m);
     }
   }
+}
+
+TEST(Replay, LinearLayersWeightsAreReplayedFromMemory) {
+  // nn.Linear's B operand is its layer's weight (each layer its own: the engine rotates copies
+  // past the L2 cache); bmm/baddbmm multiply activations.
+  const KernelTable t = bloom();
+  ReplayOptions o;
+  o.coverage = 1.0;
+  o.max_rows = 1000;
+  const json plan = json::parse(replay_plan_json(t, o));
+  std::set<std::string> weights, activations;
+  for (const json& it : plan["items"]) {
+    if (it["tier"] != "gemm") continue;
+    const std::string& op = t.rows[it["row"].get<std::size_t>()].op;
+    (it["weight_b"].get<bool>() ? weights : activations).insert(op);
+  }
+  EXPECT_EQ(weights, (std::set<std::string>{"aten::addmm", "aten::mm"}));
+  EXPECT_EQ(activations, (std::set<std::string>{"aten::baddbmm", "aten::bmm"}));
 }
 
 TEST(Replay, PredictionIsCountTimesPerCallPlusGaps) {

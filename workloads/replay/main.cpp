@@ -55,6 +55,7 @@ Item item_of(const json& j) {
   it.trans_a = j.value("trans_a", false);
   it.trans_b = j.value("trans_b", false);
   it.accumulate = j.value("accumulate", false);
+  it.weight_b = j.value("weight_b", false);
   it.dtype = j.value("dtype", "bf16");
   it.heads_q = j.value("heads_q", int64_t{0});
   it.heads_kv = j.value("heads_kv", int64_t{0});

@@ -15,6 +15,7 @@ struct Item {
   // gemm (row-major, as PyTorch: C[M,N] = A[M,K] B[K,N])
   int64_t m = 0, n = 0, k = 0, batch = 1, lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
   bool trans_a = false, trans_b = false, accumulate = false;
+  bool weight_b = false;  ///< B is a layer's weight: copies rotated past the L2 cache, so each call reads it from memory
   std::string dtype;  ///< bf16 fp16 fp32 fp64
   // attention
   int64_t heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
