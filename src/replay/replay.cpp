@@ -150,6 +150,7 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     return c;
   }
   const json counts = x.value("row_counts", json::object());  // a local: items() of a temporary would dangle
+  double isolated_var = 0;
   for (const auto& [key, n] : counts.items()) {
     char* end = nullptr;
     const std::size_t row = std::strtoul(key.c_str(), &end, 10);
@@ -163,6 +164,7 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     const bool replayed = r.status == "replayed";
     c.isolated_time_s += calls * (replayed ? r.replayed_time_ns : r.time_ns) * 1e-9;
     c.isolated_energy_j += calls * (replayed ? r.replayed_energy_j : r.energy_j);
+    if (replayed) isolated_var += std::pow(calls * r.energy_half_width_j, 2);
   }
   c.stand_ins = x.value("stand_ins", std::size_t{0});  // waits: part of the gap time
   c.activities += c.stand_ins;
@@ -173,6 +175,8 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     return c;
   }
   c.gap_power_w = (c.pass_energy_j - c.isolated_energy_j) / c.gap_time_s;
+  const double pass_hw = std::isfinite(c.pass_energy_half_width_j) ? c.pass_energy_half_width_j : 0;
+  c.gap_power_half_width_w = std::sqrt(pass_hw * pass_hw + isolated_var) / c.gap_time_s;
   if (!(c.gap_power_w > 0)) {
     c.reason = fmt::format("the context pass drew less ({:.3f} J) than its kernels in isolation ({:.3f} J)", c.pass_energy_j, c.isolated_energy_j);
     return c;
@@ -359,6 +363,16 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
   p.predicted_time_s = p.gap_time_s + predicted_busy;
   p.gap_energy_j = p.gap_w * p.gap_time_s;
   p.predicted_energy_j = p.kernel_energy_j + p.gap_energy_j;
+  {
+    double var = p.context.measured ? std::pow(p.context.gap_power_half_width_w * p.gap_time_s, 2) : 0;
+    for (std::size_t i = 0; i < p.rows.size(); ++i) {
+      const RowPrediction& r = p.rows[i];
+      if (r.status != "replayed" || !(r.replayed_energy_j > 0)) continue;
+      // A stand-in counts at its traced time: its half-width scales with its predicted energy.
+      var += std::pow(static_cast<double>(t.rows[i].count) * r.energy_half_width_j * r.energy_j / r.replayed_energy_j, 2);
+    }
+    p.predicted_energy_half_width_j = std::sqrt(var);
+  }
   if (extrapolated > 0) {
     double s = 0;
     for (std::size_t i = 0; i < p.rows.size(); ++i) {
@@ -524,7 +538,8 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
             {"prediction",
              {{"traced_duration_s", p.traced_time_s}, {"traced_gpu_duration_s", p.traced_gpu_s}, {"gap_duration_s", p.gap_time_s},
               {"predicted_gpu_duration_s", p.predicted_gpu_s}, {"predicted_duration_s", p.predicted_time_s},
-              {"kernel_energy_j", p.kernel_energy_j}, {"gap_energy_j", p.gap_energy_j}, {"predicted_energy_j", p.predicted_energy_j}}},
+              {"kernel_energy_j", p.kernel_energy_j}, {"gap_energy_j", p.gap_energy_j}, {"predicted_energy_j", p.predicted_energy_j},
+              {"predicted_energy_half_width_j", p.predicted_energy_half_width_j}}},
             {"tiers", tiers},
             {"kernels", rows},
             {"warnings", p.warnings}};
@@ -536,7 +551,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
       cj.update({{"activities", c.activities}, {"stand_ins", c.stand_ins}, {"traced_span_s", c.traced_span_s}, {"pass_duration_s", c.pass_time_s},
                  {"pass_energy_j", c.pass_energy_j}, {"pass_energy_half_width_j", c.pass_energy_half_width_j},
                  {"isolated_duration_s", c.isolated_time_s}, {"isolated_energy_j", c.isolated_energy_j}, {"gap_duration_s", c.gap_time_s},
-                 {"gap_power_w", c.gap_power_w}, {"temperature_c", c.temperature_c}});
+                 {"gap_power_w", c.gap_power_w}, {"gap_power_half_width_w", c.gap_power_half_width_w}, {"temperature_c", c.temperature_c}});
     }
     j["context"] = cj;
   }
@@ -598,9 +613,9 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
   if (p.context.pass_time_s > 0) {
     const ContextFigures& c = p.context;
     out += fmt::format("context replay: {} activities (traced {:.2f} ms) in {:.2f} ms, {:.3f} J ±{:.3f}; isolated kernels {:.2f} ms, {:.3f} J "
-                       "-> gaps {:.2f} ms at {:.1f} W\n",
+                       "-> gaps {:.2f} ms at {:.1f} W ±{:.1f}\n",
                        c.activities, c.traced_span_s * 1e3, c.pass_time_s * 1e3, c.pass_energy_j, c.pass_energy_half_width_j,
-                       c.isolated_time_s * 1e3, c.isolated_energy_j, c.gap_time_s * 1e3, c.gap_power_w);
+                       c.isolated_time_s * 1e3, c.isolated_energy_j, c.gap_time_s * 1e3, c.gap_power_w, c.gap_power_half_width_w);
   }
   out += fmt::format("\n{:<14} {:>5} {:>8} {:>11} {:>11} {:>11}\n", "tier", "rows", "replayed", "traced ms", "pred ms", "energy J");
   for (const TierPrediction& tp : p.tiers) {
@@ -608,13 +623,15 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
                        tp.energy_j);
   }
   out += fmt::format("{:<14} {:>5} {:>8} {:>11.3f} {:>11.3f} {:>11.4f}\n", "gaps", "", "", p.gap_time_s * 1e3, p.gap_time_s * 1e3, p.gap_energy_j);
-  out += fmt::format("\npredicted: {:.4f} s, {:.3f} J (kernels {:.3f} J + gaps {:.3f} J); traced {:.4f} s\n", p.predicted_time_s,
-                     p.predicted_energy_j, p.kernel_energy_j, p.gap_energy_j, p.traced_time_s);
+  out += fmt::format("\npredicted: {:.4f} s, {:.3f} J ± {:.3f} (kernels {:.3f} J + gaps {:.3f} J); traced {:.4f} s\n", p.predicted_time_s,
+                     p.predicted_energy_j, p.predicted_energy_half_width_j, p.kernel_energy_j, p.gap_energy_j, p.traced_time_s);
   if (p.measured_energy_j) {
-    out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J ± {:.3f} -> time {:+.1f}%, energy {:+.1f}% (measurement ± {:.1f}%)\n",
+    out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J ± {:.3f} -> time {:+.1f}%, energy {:+.1f}% (measurement ± {:.1f}%, "
+                       "prediction ± {:.1f}%)\n",
                        p.measured_run, p.measured_window, *p.measured_time_s, *p.measured_energy_j, p.measured_uncertainty_j,
                        100 * p.time_error().value_or(0), 100 * p.energy_error().value_or(0),
-                       *p.measured_energy_j > 0 ? 100 * p.measured_uncertainty_j / *p.measured_energy_j : 0.0);
+                       *p.measured_energy_j > 0 ? 100 * p.measured_uncertainty_j / *p.measured_energy_j : 0.0,
+                       p.predicted_energy_j > 0 ? 100 * p.predicted_energy_half_width_j / p.predicted_energy_j : 0.0);
   }
   if (!p.phases.empty()) {
     out += fmt::format("\n{:<12} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n", "phase", "ranges", "pred s", "meas s", "pred J", "meas J",

@@ -148,7 +148,7 @@ TEST(Replay, ComparisonWithAMeasuredWindow) {
   ASSERT_TRUE(compare_with_measurement(*p, m, "run 1", "work"));
   EXPECT_NEAR(*p->energy_error(), -0.1, 1e-9);
   EXPECT_NEAR(p->measured_uncertainty_j, 0.01 * w.gpu_energy_j, 1e-12);
-  EXPECT_NE(replay_text(t, *p, 5).find("(measurement ± 1.0%)"), std::string::npos);
+  EXPECT_NE(replay_text(t, *p, 5).find("(measurement ± 1.0%, prediction ± "), std::string::npos);
   EXPECT_NEAR(*p->time_error(), 1 / 1.1 - 1, 1e-9);
   const json j = json::parse(replay_json(t, *p));
   EXPECT_EQ(j["schema"], "jouleprof.replay");
@@ -336,6 +336,23 @@ TEST(ReplaySequence, GapPowerInContextIsWhatThePassDrewBeyondTheIsolatedKernels)
   EXPECT_NEAR(p->gap_w, 250.0, 1e-6);
   EXPECT_NEAR(p->isolated_gap_w, 100.0, 1e-12);
   EXPECT_NEAR(p->gap_energy_j, 250.0 * static_cast<double>(t.idle_ns()) * 1e-9, 1e-9);
+  // The prediction's own ±: the pass's 0.01 J over its 4 ms of gaps is ±2.5 W on every gap second
+  // (the rows here have none).
+  EXPECT_NEAR(p->context.gap_power_half_width_w, 2.5, 1e-6);
+  EXPECT_NEAR(p->predicted_energy_half_width_j, 2.5 * static_cast<double>(t.idle_ns()) * 1e-9, 1e-6);
+  {
+    json rows_hw = out;  // rows with ±1% per call, no context: their counts' half-widths in quadrature
+    rows_hw.erase("context");
+    for (json& it : rows_hw["items"]) it["energy_j_half_width"] = 0.01 * it["energy_j"].get<double>();
+    auto q = predict_from_replay(t, rows_hw.dump());
+    ASSERT_TRUE(q);
+    double var = 0;
+    for (std::size_t i = 0; i < q->rows.size(); ++i) {
+      if (q->rows[i].status == "replayed") var += std::pow(static_cast<double>(t.rows[i].count) * 0.01 * q->rows[i].energy_j, 2);
+    }
+    EXPECT_GT(var, 0);
+    EXPECT_NEAR(q->predicted_energy_half_width_j, std::sqrt(var), 1e-9 * std::sqrt(var));
+  }
   const json j = json::parse(replay_json(t, *p));
   EXPECT_EQ(j["context"]["measured"], true);
   EXPECT_NEAR(j["gap_power_w"].get<double>(), 250.0, 1e-6);

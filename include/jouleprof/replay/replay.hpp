@@ -82,6 +82,7 @@ struct ContextFigures {
   double pass_energy_j = 0, pass_energy_half_width_j = 0;
   double isolated_time_s = 0, isolated_energy_j = 0;  ///< Σ per-call isolated figures of its activities
   double gap_time_s = 0, gap_power_w = 0;             ///< (pass − isolated) time, and energy / time
+  double gap_power_half_width_w = 0;  ///< from the pass's and its rows' 95% half-widths (independent terms)
   double temperature_c = 0;
 };
 
@@ -108,6 +109,9 @@ struct ReplayPrediction {
   double traced_time_s = 0, traced_gpu_s = 0, gap_time_s = 0;
   double predicted_gpu_s = 0, predicted_time_s = 0;
   double kernel_energy_j = 0, gap_energy_j = 0, predicted_energy_j = 0;
+  /// The prediction's own 95% half-width: the rows' per-call half-widths × counts and the gaps'
+  /// power half-width × gap time, in quadrature (extrapolated rows add none: not measured).
+  double predicted_energy_half_width_j = 0;
   std::string warmup_note;
   std::vector<std::string> warnings;
   // The comparison (compare_with_measurement).
