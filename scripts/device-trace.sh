@@ -2,7 +2,7 @@
 # `jouleprof trace` validation on the GPU machine, in one call (docs/validation/trace.md).
 # Binaries built here (scripts/build-device.sh-style, `device` preset) and carried in .devbuild/trace:
 # jouleprof, libjouleprof_inject.so, jouleprof-twoclass, jouleprof-llm.
-#   scripts/device-trace.sh STEP...   steps: sanity accuracy overhead hf engine long longhf profiler tp
+#   scripts/device-trace.sh STEP...   steps: sanity accuracy overhead hf engine long longhf profiler tp tpkineto
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -73,6 +73,12 @@ for step in "$@"; do
       export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
       run 300 "$JP" trace --idle 2 --top 8 --json "$OUT/tp.json" -- \
         torchrun --nproc_per_node 2 scripts/validation/trace/tp_llama.py --prompt 512 --gen "${TP_GEN:-64}" --reps "${TP_REPS:-2}" ;;
+    tpkineto)
+      # The same program under torch.profiler, one Kineto trace per rank, read as one multi-rank trace.
+      export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+      run 300 torchrun --nproc_per_node 2 scripts/validation/trace/tp_llama.py --prompt 512 --gen "${TP_GEN:-64}" --reps 1 --kineto "$OUT/kineto"
+      ls -la "$OUT/kineto" | tee -a "$LOG"
+      run 120 "$JP" kernels "$OUT"/kineto/rank0.json.gz "$OUT"/kineto/rank1.json.gz --top 12 --json "$OUT/tp_kernels.json" ;;
   esac
   gpu_state
 done

@@ -2,9 +2,11 @@
 // per application (and phase), from a model applied to probe runs or from a measured sweep.
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/parse.hpp"
 #include "jouleprof/models/optimize.hpp"
 #include "jouleprof/models/report.hpp"
 #include "model_common.hpp"
@@ -17,13 +19,40 @@ namespace md = jouleprof::models;
 struct OptimizeFlags {
   DataFlags data;
   OutFlags out;
-  std::string model, objective = "energy";
+  std::string model, objective = "energy", power_limits;
   bool pareto = false;
 };
+
+// "W1,W2,..." or "MIN:MAX:STEP" (watts).
+Result<std::vector<double>> parse_limits(const std::string& text) {
+  auto bad = [&] { return make_error(Errc::invalid_argument, "--power-limits takes W1,W2,... or MIN:MAX:STEP in watts, got '" + text + "'"); };
+  std::vector<double> out;
+  if (text.find(':') != std::string::npos) {
+    std::stringstream ss(text);
+    std::string a, b, c;
+    double lo = 0, hi = 0, step = 0;
+    if (!std::getline(ss, a, ':') || !std::getline(ss, b, ':') || !std::getline(ss, c) || !parse_finite_double(a, lo) ||
+        !parse_finite_double(b, hi) || !parse_finite_double(c, step) || step <= 0 || hi < lo || (hi - lo) / step > 10000)
+      return bad();
+    for (double w = lo; w <= hi + 1e-9; w += step) out.push_back(w);
+    return out;
+  }
+  std::stringstream ss(text);
+  std::string t;
+  while (std::getline(ss, t, ',')) {
+    double w = 0;
+    if (!parse_finite_double(t, w)) return bad();
+    out.push_back(w);
+  }
+  return out;
+}
 
 int run(const OptimizeFlags& f) {
   auto obj = md::parse_objective(f.objective);
   if (!obj) return report(obj.error());
+  if (!f.power_limits.empty() && f.model.empty())
+    return report(make_error(Errc::invalid_argument,
+                             "--power-limits predicts the GPU under each limit with --model; a measured sweep over limits gives them as a column (--power-limit-col) or sweep runs"));
   auto d = f.data.load();
   if (!d) return report(d.error());
   md::EvalContext ctx{f.model.empty() && !f.data.map.pred_power.empty() ? "columns " + f.data.map.pred_power + ", " + f.data.map.pred_time : f.model,
@@ -42,6 +71,11 @@ int run(const OptimizeFlags& f) {
     warn_gpu(*m, f.data.gpu);
     ctx.form = md::to_string(m->info().form);
     curves = md::predict_curves(*m, std::move(*d), f.data.probe);
+    if (curves && !f.power_limits.empty()) {
+      auto limits = parse_limits(f.power_limits);
+      if (!limits) return report(limits.error());
+      curves = md::power_limit_curves(*curves, *limits);
+    }
   }
   if (!curves) return report(curves.error());
   const auto choices = md::optimize(*curves, *obj);
@@ -72,11 +106,15 @@ Runner add_optimize(CLI::App& app) {
       "  jouleprof optimize --data sweep.csv --objective slowdown:5        (measured sweep, no model)\n"
       "  jouleprof optimize --data sweep.csv --quality-col accuracy --pareto --json -\n"
       "  jouleprof optimize --sweep SWEEP_ID --phases --objective slowdown:5 --latex table.tex --svg-dir figs\n"
+      "  jouleprof optimize --model h100.model.json --data probe.csv --power-limits 200:700:25   (the limit to set)\n"
       "Each application is predicted from its probe clock(s) only; measured fields are filled where the\n"
       "data has the chosen clock. See docs/models.md.");
   c->add_option("--model", f->model, "model file (default: optimize the measured sweep itself)");
   f->data.add(c, true);
   c->add_option("--objective", f->objective, "energy, edp, ed2p or slowdown:PCT")->capture_default_str();
+  c->add_option("--power-limits", f->power_limits,
+                "with --model: choose a power limit instead of a clock (W1,W2,... or MIN:MAX:STEP, watts); each limit is "
+                "predicted at the clock the GPU settles at under it");
   c->add_flag("--pareto", f->pareto, "add each application's Pareto front (energy, time, quality) to the JSON");
   f->out.add(c);
   return [f] { return run(*f); };

@@ -125,7 +125,9 @@ std::vector<Choice> optimize(const std::vector<Curve>& curves, const Objective& 
       ch.measured_time_at_chosen_s = p.time_s;
       ch.measured_slowdown_pct = 100 * (*p.time_s / *r.time_s - 1);
       ch.measured_savings_pct = savings_interval(p.repeat_energy_j, r.repeat_energy_j);
-      if (const auto opt = best(c, obj, true, *ref)) {
+      const auto measured = std::count_if(c.points.begin(), c.points.end(), [](const CurvePoint& q) { return !q.outlier && q.energy_j(); });
+      const auto opt = static_cast<std::size_t>(measured) >= kMinMeasuredCurve ? best(c, obj, true, *ref) : std::nullopt;
+      if (opt) {
         const CurvePoint& o = c.points[*opt];
         ch.optimum_clock_mhz = o.clock_mhz;
         ch.optimum_power_limit_w = o.power_limit_w;
@@ -135,6 +137,42 @@ std::vector<Choice> optimize(const std::vector<Curve>& curves, const Objective& 
       }
     }
     out.push_back(ch);
+  }
+  return out;
+}
+
+Result<std::vector<Curve>> power_limit_curves(const std::vector<Curve>& curves, const std::vector<double>& limits_w) {
+  if (limits_w.empty()) return make_error(Errc::invalid_argument, "--power-limits needs at least one limit");
+  for (double l : limits_w)
+    if (!(l > 0)) return make_error(Errc::invalid_argument, "--power-limits must be > 0 W");
+  std::vector<Curve> out;
+  for (const auto& c : curves) {
+    Curve lc;
+    lc.application = c.application;
+    lc.probe_clocks_mhz = c.probe_clocks_mhz;
+    std::vector<const CurvePoint*> pts;
+    for (const auto& p : c.points)
+      if (!p.outlier && !p.power_limit_w) pts.push_back(&p);
+    if (pts.empty()) continue;
+    std::vector<double> sorted = limits_w;
+    std::sort(sorted.begin(), sorted.end());
+    for (double l : sorted) {
+      // Under a limit the GPU lowers its clock until the load fits: the highest clock whose
+      // predicted power is within it. A limit below the lowest clock's power is not predicted.
+      const CurvePoint* settled = nullptr;
+      for (const auto* p : pts)
+        if (p->pred_power_w <= l) settled = p;
+      if (settled == nullptr) continue;
+      CurvePoint q;
+      q.clock_mhz = settled->clock_mhz;
+      q.power_limit_w = l;
+      q.pred_power_w = settled->pred_power_w;
+      q.pred_time_s = settled->pred_time_s;
+      lc.points.push_back(q);
+    }
+    // The reference: the highest clock at the GPU's default limit, with its measurement if any.
+    lc.points.push_back(*pts.back());
+    out.push_back(std::move(lc));
   }
   return out;
 }

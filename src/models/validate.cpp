@@ -117,6 +117,23 @@ Result<std::vector<Curve>> measured_curves(Dataset d, const OutlierRule& rule) {
   return out;
 }
 
+namespace {
+
+// Adds an unmeasured point at each clock of `candidates` the curve lacks, keeping clock order.
+void add_candidate_clocks(Curve& c, const std::vector<double>& candidates) {
+  for (double f : candidates) {
+    const bool have = std::any_of(c.points.begin(), c.points.end(), [&](const CurvePoint& p) { return std::abs(p.clock_mhz - f) < 0.5; });
+    if (!have) {
+      CurvePoint p;
+      p.clock_mhz = f;
+      c.points.push_back(p);
+    }
+  }
+  std::stable_sort(c.points.begin(), c.points.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.clock_mhz < b.clock_mhz; });
+}
+
+}  // namespace
+
 Result<std::vector<Curve>> predict_curves(const Model& m, Dataset d, const ProbeOptions& opt) {
   if (varies_power_limit(d)) return make_error(Errc::invalid_argument, kPowerLimitModelError);
   auto cols = model_columns(m, d);
@@ -128,6 +145,9 @@ Result<std::vector<Curve>> predict_curves(const Model& m, Dataset d, const Probe
     if (!probes) return probes.error();
     Curve c = measured_points(d, app);
     for (const auto& p : *probes) c.probe_clocks_mhz.push_back(p.clock_mhz);
+    // An application given by its probe runs alone (no measured curve) is predicted at the
+    // model's candidate clocks, so the optimizer has the whole curve to choose from.
+    if (c.points.size() < kMinMeasuredCurve) add_candidate_clocks(c, m.info().clocks_mhz);
     std::vector<double> clocks;
     for (const auto& p : c.points) clocks.push_back(p.clock_mhz);
     auto pred = m.predict(*probes, clocks);

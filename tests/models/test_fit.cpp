@@ -98,6 +98,69 @@ TEST(ModelsOptimize, FindsTheAnalyticOptimumFromMeasurementsAndFromTheModel) {
   }
 }
 
+TEST(ModelsOptimize, ProbeRunsAloneArePredictedAtTheModelsCandidateClocks) {
+  // Trained without application b; b given by one probe run at the highest clock.
+  const auto all = sim(phys_power, phys_time);
+  md::Dataset train = all, probe = all;
+  train.rows.clear();
+  probe.rows.clear();
+  for (const auto& r : all.rows) {
+    if (r.application != "b") train.rows.push_back(r);
+    else if (r.clock_mhz == kFmax) probe.rows.push_back(r);
+  }
+  ASSERT_EQ(probe.rows.size(), 1u);
+  md::FitOptions o;
+  o.outliers.enabled = false;
+  auto m = md::fit(train, o);
+  ASSERT_TRUE(m) << m.error().message;
+  auto c = md::predict_curves(*m, probe, {});
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->size(), 1u);
+  EXPECT_EQ(c->front().points.size(), m->info().clocks_mhz.size());
+  const auto ch = md::optimize(*c, {});
+  ASSERT_EQ(ch.size(), 1u);
+  const md::test::SimApp b = md::test::sim_apps()[1];
+  const double fstar = phys_optimum(b);
+  auto energy = [&](double f) { return phys_power(b, f) * phys_time(b, f); };
+  EXPECT_LT(ch[0].chosen_clock_mhz, kFmax);  // not the probe's clock: the whole curve was a candidate
+  EXPECT_LT(energy(ch[0].chosen_clock_mhz) / energy(fstar) - 1, 0.015) << ch[0].chosen_clock_mhz << " vs " << fstar;
+  // One measured point is not a curve: no measured optimum, no excess.
+  EXPECT_FALSE(ch[0].optimum_clock_mhz);
+  EXPECT_FALSE(ch[0].energy_excess_pct);
+}
+
+TEST(ModelsOptimize, PowerLimitSettlesAtTheClockItsPredictedPowerAllows) {
+  auto c = md::measured_curves(sim(phys_power, phys_time), {});
+  ASSERT_TRUE(c);
+  std::vector<double> limits;
+  for (double w = 20; w <= 300; w += 5) limits.push_back(w);
+  auto lc = md::power_limit_curves(*c, limits);
+  ASSERT_TRUE(lc) << lc.error().message;
+  const auto by_clock = md::optimize(*c, {});
+  const auto by_limit = md::optimize(*lc, {});
+  ASSERT_EQ(by_limit.size(), by_clock.size());
+  const auto apps = md::test::sim_apps();
+  for (std::size_t i = 0; i < apps.size(); ++i) {
+    const auto& ch = by_limit[i];
+    ASSERT_TRUE(ch.chosen_power_limit_w) << apps[i].name;
+    // The limit that realises (within the 5 W grid of limits) the best clock: the smallest that
+    // lets the GPU run the clock it settles at.
+    auto energy = [&](double f) { return phys_power(apps[i], f) * phys_time(apps[i], f); };
+    EXPECT_NEAR(ch.chosen_clock_mhz, by_clock[i].chosen_clock_mhz, 40) << apps[i].name;
+    EXPECT_LT(energy(ch.chosen_clock_mhz) / energy(by_clock[i].chosen_clock_mhz) - 1, 0.005) << apps[i].name;
+    EXPECT_GE(*ch.chosen_power_limit_w, phys_power(apps[i], ch.chosen_clock_mhz));
+    EXPECT_LT(*ch.chosen_power_limit_w, phys_power(apps[i], ch.chosen_clock_mhz) + 5);
+    EXPECT_FALSE(ch.reference_power_limit_w);  // the reference runs at the default limit
+    EXPECT_DOUBLE_EQ(ch.reference_clock_mhz, kFmax);
+  }
+  // Limits below every clock's power are left out; no limits or a limit <= 0 is an error.
+  auto low = md::power_limit_curves(*c, {1, 2});
+  ASSERT_TRUE(low);
+  for (const auto& cv : *low) EXPECT_EQ(cv.points.size(), 1u) << cv.application;  // the reference alone
+  EXPECT_FALSE(md::power_limit_curves(*c, {}));
+  EXPECT_FALSE(md::power_limit_curves(*c, {0, 200}));
+}
+
 TEST(ModelsOptimize, ObjectivesAndSlowdownBound) {
   auto c = md::measured_curves(sim(phys_power, phys_time), {});
   ASSERT_TRUE(c);

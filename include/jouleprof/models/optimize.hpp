@@ -47,8 +47,17 @@ struct Choice {
 };
 
 /// Picks, for each curve, the clock minimising the objective on the predictions, and compares
-/// with the measured optimum (outlier points are not candidates for either).
+/// with the measured optimum (outlier points are not candidates for either; no measured optimum
+/// from fewer than kMinMeasuredCurve measured points).
 std::vector<Choice> optimize(const std::vector<Curve>& curves, const Objective& obj);
+
+/// Predicted curves over power limits instead of clocks: for each limit (W), the clock the GPU
+/// settles at under it — the highest clock whose predicted power fits — with that clock's
+/// predicted power and time; then the reference (the highest clock at the default limit). Limits
+/// below every clock's predicted power are left out. A steady load is assumed (a cap throttles
+/// only a workload's high-power phases; a phase-wise curve gives them separately). Errors: no
+/// limits, a limit <= 0.
+Result<std::vector<Curve>> power_limit_curves(const std::vector<Curve>& curves, const std::vector<double>& limits_w);
 
 struct ParetoPoint {
   double clock_mhz = 0, energy_j = 0, time_s = 0;

@@ -43,8 +43,14 @@ Result<std::vector<int>> model_columns(const Model& m, const Dataset& d);
 Result<std::vector<Probe>> select_probes(const Dataset& d, const std::string& app, const std::vector<int>& columns,
                                          const ProbeOptions& opt);
 
+/// A curve measured at fewer clocks than this is a set of probe runs, not a curve: predictions fill
+/// in the model's candidate clocks, and no measured optimum is taken from it.
+inline constexpr std::size_t kMinMeasuredCurve = 3;
+
 /// Predicts every application of `d` from its probe(s) with `m` (the data's rows give the clocks
-/// and the measurements). `d` must have the model's activity columns (missing ones are named).
+/// and the measurements; an application with fewer than kMinMeasuredCurve clocks is predicted at
+/// the model's candidate clocks as well). `d` must have the model's activity columns (missing
+/// ones are named).
 Result<std::vector<Curve>> predict_curves(const Model& m, Dataset d, const ProbeOptions& opt);
 
 /// The measured curves themselves (predictions = measurements): the optimizer on a measured sweep;

@@ -2,7 +2,11 @@
 for `jouleprof trace` on two GPUs: column-parallel QKV/gate/up, row-parallel O/down with an NCCL
 all-reduce after each (Megatron style), KV cache, prefill then greedy decode.
 
-    torchrun --nproc_per_node 2 tp_llama.py [--prompt 512] [--gen 64] [--reps 2]
+    torchrun --nproc_per_node 2 tp_llama.py [--prompt 512] [--gen 64] [--reps 2] [--kineto DIR]
+
+--kineto DIR: the last timed run under torch.profiler (record_shapes), one Kineto trace per rank,
+DIR/rank<r>.json.gz (for `jouleprof kernels` / `replay` with several ranks; not under `jouleprof
+trace`, whose CUPTI subscription the profiler's would collide with).
 """
 import argparse
 import os
@@ -61,6 +65,7 @@ def main():
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--layers", type=int, default=32)
+    ap.add_argument("--kineto", default="")
     a = ap.parse_args()
     dist.init_process_group("nccl")
     rank, tp = dist.get_rank(), dist.get_world_size()
@@ -90,6 +95,11 @@ def main():
                 l.k = l.v = None
             ids = torch.randint(0, vocab, (a.prompt,), device="cuda")
             torch.cuda.synchronize()
+            prof = None
+            if a.kineto and rep == a.reps:
+                prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+                                              record_shapes=True)
+                prof.__enter__()
             t0 = time.perf_counter()
             nvtx.range_push("prefill")
             tok = forward(ids, torch.arange(a.prompt, device="cuda"))
@@ -101,6 +111,10 @@ def main():
             torch.cuda.synchronize()
             if rep > 0:
                 times.append(time.perf_counter() - t0)
+            if prof is not None:
+                prof.__exit__(None, None, None)
+                os.makedirs(a.kineto, exist_ok=True)
+                prof.export_chrome_trace(os.path.join(a.kineto, f"rank{rank}.json.gz"))
     if rank == 0:
         print(f"tp_llama tp={tp} prompt={a.prompt} gen={a.gen} per-run s: {[round(t, 3) for t in times]}", flush=True)
     dist.destroy_process_group()

@@ -1,10 +1,8 @@
-// The thread-block-cluster QKV-attention kernel of the cluster decode plan (plan_cluster.cuh),
-// moved out of kernels.cuh unchanged; it shares the GEMV staging and the attention parameters with
-// the separate kernels. Its online-softmax step and split combine stay written out here, as in the
-// engine before the decode plans (9e12004), rather than through combine_splits / warp_softmax_step
-// (there its shared-memory partials are addressed generically, cvta.shared): while the 3B/8B gap
-// to that engine is open, the kernel stays identical to its PTX so the comparison holds
-// (docs/validation/bench-llm.md "Open"; the helpers were not the cause: 361.9 vs 364.2 tok/s).
+// The thread-block-cluster QKV-attention kernel of the cluster decode plan (plan_cluster.cuh); it
+// shares the GEMV staging and the attention parameters with the separate kernels. Its
+// online-softmax step and split combine are written out here rather than through combine_splits /
+// warp_softmax_step: through those helpers its shared-memory partials are addressed generically
+// (cvta.shared), and the 3B decode was 0.6% slower (H100: 361.9 vs 364.2 tok/s).
 #pragma once
 
 #include "kernels.cuh"
@@ -64,7 +62,10 @@ __global__ void __launch_bounds__(THREADS, 1) qkv_attn_kernel(const QkvAttnParam
   const int K = p.k, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int r0 = rank * R / CS, nrows = (rank + 1) * R / CS - r0;
   const int S = P.stages, PK = P.piece, ppr = (K + PK - 1) / PK;
-  extern __shared__ __align__(16) unsigned char qa_smem[];
+  // 128-byte aligned: the weight ring's asynchronous copies write 512-byte runs per warp; from a
+  // 16-byte-aligned start (the kernel's static shared memory ends at 80 bytes) each took twice the
+  // L2 sectors and four times the shared-memory wavefronts (ncu, H100, 8B: 34.3 vs 30.9 us).
+  extern __shared__ __align__(128) unsigned char qa_smem[];
   T* ring = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(warp) * S * PK;
   T* xs = reinterpret_cast<T*>(qa_smem) + static_cast<size_t>(WARPS) * S * PK;
   T* ks = xs + K;             // [TILE][HD]
