@@ -180,6 +180,16 @@ TEST(ReplayCli, PlanFromAndErrors) {
   std::string out = sh(cli + " replay " + trace + " --plan " + plan_file, rc);
   ASSERT_EQ(rc, 0) << out;
   const json plan = json::parse(std::ifstream(plan_file));
+  EXPECT_EQ(plan["context"]["trials"], 3);
+  {
+    const std::string more = dir + "/replay-plan-ctx.json";
+    std::string o2 = sh(cli + " replay " + trace + " --plan " + more + " --context-trials 7", rc);
+    ASSERT_EQ(rc, 0) << o2;
+    EXPECT_EQ(json::parse(std::ifstream(more))["context"]["trials"], 7);
+    o2 = sh(cli + " replay " + trace + " --plan " + more + " --context-trials 1", rc);
+    EXPECT_EQ(rc, 2) << o2;
+    EXPECT_NE(o2.find("--context-trials"), std::string::npos) << o2;
+  }
   const KernelTable t = bloom();
   std::ofstream(out_file) << engine_output(t, plan, 1.0, 250.0, 95.0).dump();
   out = sh(cli + " replay " + trace + " --from " + out_file + " --no-store -q --json -", rc);
