@@ -97,8 +97,8 @@ struct RoundPlan {
   double tail_s = 0.03;     ///< work after the last edge, so its counter read falls inside the same work
 };
 
-/// Event slots a round uses: edges 0 .. trials + 1, the launch pacing ring kPaceSlot0 .. + kPaceSlots.
-inline constexpr int kMaxEdgeSlot = 61;
+/// Event slots a round uses: edges 0 .. trials + 1 (trials ≤ 60: `jouleprof replay --trials`), the
+/// launch pacing ring kPaceSlot0 .. + kPaceSlots.
 inline constexpr int kPaceSlot0 = 64, kPaceSlots = 16;
 
 /// Runs one round on the prepared graph. The host keeps at most `ahead_s` of work queued (a full
