@@ -18,7 +18,9 @@ for name in ("llama", "bloom"):
     if c:
         print(f"time   predicted {c['predicted_duration_s']:.4f} s  measured {c['measured_duration_s']:.4f} s  error {100*c['duration_error']:+.2f}%")
         u = c.get("measured_uncertainty_j", float("nan"))
-        print(f"energy predicted {c['predicted_energy_j']:.3f} J  measured {c['measured_energy_j']:.3f} J +- {u:.3f} "
+        pu = p.get("predicted_energy_half_width_j", float("nan"))
+        print(f"energy predicted {c['predicted_energy_j']:.3f} J +- {pu:.3f} ({100*pu/c['predicted_energy_j']:.2f}%)  "
+              f"measured {c['measured_energy_j']:.3f} J +- {u:.3f} "
               f"({100*u/c['measured_energy_j']:.2f}%)  error {100*c['energy_error']:+.2f}%")
     ip = os.path.join(out, f"{name}_info.json")
     if os.path.exists(ip):
