@@ -180,7 +180,7 @@ TEST(ReplayCli, PlanFromAndErrors) {
   std::string out = sh(cli + " replay " + trace + " --plan " + plan_file, rc);
   ASSERT_EQ(rc, 0) << out;
   const json plan = json::parse(std::ifstream(plan_file));
-  EXPECT_EQ(plan["context"]["trials"], 3);
+  EXPECT_EQ(plan["context"]["trials"], 8);
   {
     const std::string more = dir + "/replay-plan-ctx.json";
     std::string o2 = sh(cli + " replay " + trace + " --plan " + more + " --context-trials 7", rc);

@@ -38,7 +38,7 @@ struct ReplayOptions {
   std::size_t context_activities = 4000;
   int context_windows = 4;
   double context_trial_s = 1.0;
-  int context_trials = 3;
+  int context_trials = 8;  // BLOOM on the H100: 3 left the prediction at ±3.7%, 8 at ±0.9% (docs/validation/replay.md)
 };
 
 /// The plan for jouleprof-replay (JSON): one item per replayed row, and why the others are not.
