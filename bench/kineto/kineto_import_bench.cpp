@@ -2,8 +2,9 @@
 // of a real PyTorch profiler trace repeated with fresh timestamps and ids, Kineto's own
 // formatting), then reads it (1) with jouleprof's streaming importer and (2) with Python's `json`
 // module, each in a child process, and reports MB/s, peak RSS and the ratio — same file, same run.
+// `--file TRACE.json` reads an existing (real) trace instead of writing one.
 //
-//   jouleprof_kineto_bench [--size-gb 1.0] [--template TRACE.json[.gz]] [--dir DIR] [--gzip] [--json OUT]
+//   jouleprof_kineto_bench [--size-gb 1.0] [--template TRACE.json[.gz]] [--file TRACE.json] [--dir DIR] [--json OUT]
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -130,7 +131,7 @@ ChildResult in_child(Fn fn) {
 int main(int argc, char** argv) {
   double size_gb = 1.0;
   std::string tmpl = std::string(JOULEPROF_SOURCE_DIR) + "/tests/data/replay/llama_tiny_generate.json.gz";
-  std::string dir = fs::temp_directory_path().string(), json_out, python = "python3";
+  std::string dir = fs::temp_directory_path().string(), json_out, python = "python3", given;
   bool keep = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -141,26 +142,36 @@ int main(int argc, char** argv) {
     else if (a == "--json") json_out = next();
     else if (a == "--python") python = next();
     else if (a == "--keep") keep = true;
+    else if (a == "--file") given = next();
     else {
-      std::fprintf(stderr, "usage: %s [--size-gb G] [--template TRACE] [--dir DIR] [--json OUT] [--python PY] [--keep]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--size-gb G] [--template TRACE] [--file TRACE] [--dir DIR] [--json OUT] [--python PY] [--keep]\n",
+                   argv[0]);
       return 2;
     }
   }
-  const std::string text = read_any(tmpl);
+  const std::string text = given.empty() ? read_any(tmpl) : std::string();
   const auto events = template_events(text);
-  if (events.empty()) {
+  if (given.empty() && events.empty()) {
     std::fprintf(stderr, "jouleprof_kineto_bench: no events in %s\n", tmpl.c_str());
     return 2;
   }
   std::vector<Piece> pieces;
   for (const auto& e : events) pieces.push_back(split(e));
   const std::string header = text.substr(0, text.find("\"traceEvents\"")) + "\"traceEvents\": [\n";
-  const std::string path = (fs::path(dir) / fmt::format("jouleprof-kineto-bench-{}.json", getpid())).string();
+  const std::string path = given.empty() ? (fs::path(dir) / fmt::format("jouleprof-kineto-bench-{}.json", getpid())).string() : given;
   // 1. Write the trace.
   const double tw = now_s();
   const auto target = static_cast<uint64_t>(size_gb * 1e9);
   uint64_t written = 0, n_events = 0, n_kernels = 0;
-  {
+  std::error_code size_error;
+  if (!given.empty()) {
+    written = fs::file_size(given, size_error);
+    if (size_error) {
+      std::fprintf(stderr, "jouleprof_kineto_bench: cannot read %s: %s\n", given.c_str(), size_error.message().c_str());
+      return 2;
+    }
+    keep = true;  // not ours to remove
+  } else {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) {
       std::fprintf(stderr, "jouleprof_kineto_bench: cannot write %s\n", path.c_str());
@@ -197,8 +208,10 @@ int main(int argc, char** argv) {
   }
   const double write_s = now_s() - tw;
   const double mb = static_cast<double>(written) / 1e6;
-  std::fprintf(stderr, "wrote %s: %.0f MB, %llu events (%llu kernels) in %.1f s\n", path.c_str(), mb,
-               static_cast<unsigned long long>(n_events), static_cast<unsigned long long>(n_kernels), write_s);
+  if (given.empty()) {
+    std::fprintf(stderr, "wrote %s: %.0f MB, %llu events (%llu kernels) in %.1f s\n", path.c_str(), mb,
+                 static_cast<unsigned long long>(n_events), static_cast<unsigned long long>(n_kernels), write_s);
+  }
   // Page cache warm for both readers: read it once.
   {
     std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -225,7 +238,7 @@ int main(int argc, char** argv) {
   auto py = in_child([&] {
     const std::string code =
         "import json,sys,time\nt=time.perf_counter()\nd=json.load(open(sys.argv[1]))\nn=len(d['traceEvents'])\n"
-        "print(time.perf_counter()-t, n)\n";
+        "s=time.perf_counter()-t\nk=sum(1 for e in d['traceEvents'] if e.get('cat')=='kernel')\nprint(s, n, k)\n";
     std::string cmd = python + " -c \"$JP_CODE\" " + path;
     setenv("JP_CODE", code.c_str(), 1);
     std::FILE* p = popen(cmd.c_str(), "r");
@@ -237,14 +250,19 @@ int main(int argc, char** argv) {
   });
   if (!keep) fs::remove(path);
   double our_s = 0, py_s = 0;
-  unsigned long long our_kernels = 0, our_events = 0, py_events = 0;
+  unsigned long long our_kernels = 0, our_events = 0, py_events = 0, py_kernels = 0;
   if (std::sscanf(ours.out.c_str(), "%lf %llu %llu", &our_s, &our_kernels, &our_events) != 3) {
     std::fprintf(stderr, "jouleprof importer failed: %s\n", ours.out.c_str());
     return 1;
   }
-  const bool py_ok = std::sscanf(py.out.c_str(), "%lf %llu", &py_s, &py_events) == 2;
+  const bool py_ok = std::sscanf(py.out.c_str(), "%lf %llu %llu", &py_s, &py_events, &py_kernels) == 3;
+  if (!given.empty()) {  // a given file: Python's count of its events and kernels is the reference
+    n_events = py_events;
+    n_kernels = py_ok ? py_kernels : our_kernels + 1;
+  }
   nlohmann::json j = {{"schema", "jouleprof.bench.kineto_import"},
                       {"schema_version", 1},
+                      {"file", given.empty() ? "generated" : given},
                       {"file_mb", mb},
                       {"events", n_events},
                       {"kernels", n_kernels},

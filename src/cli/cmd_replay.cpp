@@ -218,6 +218,9 @@ Runner add_replay(CLI::App& app) {
   checked(c->add_option("--context-activities", f->o.context_activities,
                         "activities of the trace replayed in sequence with their gaps (the gaps' power in context)"),
           IntRange{.min = 1, .max = 200000})->capture_default_str();
+  checked(c->add_option("--context-trials", f->o.context_trials,
+                        "trials of >= 1 s of the context replay (more: a narrower band on the gaps' power, which the prediction's +- shows)"),
+          IntRange{.min = 2, .max = 60})->capture_default_str();
   checked(c->add_option("--ci-target", f->o.ci_target, "per-kernel energy CI half-width sought (kernels >= 10 us): longer trials until met"),
           DoubleRange{.min = 0.001, .max = 1.0})->capture_default_str();
   checked(c->add_option("--long-trial-s", f->o.long_trial_s, "seconds per trial when the CI target is not met with --trial-s"),

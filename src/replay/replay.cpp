@@ -34,6 +34,12 @@ std::map<std::size_t, std::size_t> gemm_companions(const KernelTable& t) {
   return with;
 }
 
+// Ops whose B operand is a layer's weight (nn.Linear: mm(input, weight.t()), addmm(bias, input,
+// weight.t()), linear): each layer has its own, read from memory on every call.
+bool b_is_weight(const std::string& op) {
+  return op == "aten::mm" || op == "aten::addmm" || op == "aten::linear" || op == "aten::_addmm_activation";
+}
+
 json item_json(const KernelRow& r, std::size_t row, std::string& why) {
   json j = {{"row", row}, {"grid", {r.grid[0], r.grid[1], r.grid[2]}}, {"block", {r.block[0], r.block[1], r.block[2]}}};
   if (r.tier == "copy") {
@@ -48,7 +54,7 @@ json item_json(const KernelRow& r, std::size_t row, std::string& why) {
     const GemmShape& g = *r.gemm;
     j.update({{"tier", "gemm"}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}, {"trans_a", g.trans_a}, {"trans_b", g.trans_b},
               {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc}, {"stride_a", g.stride_a}, {"stride_b", g.stride_b},
-              {"stride_c", g.stride_c}, {"dtype", g.dtype_a}, {"accumulate", g.accumulate}});
+              {"stride_c", g.stride_c}, {"dtype", g.dtype_a}, {"accumulate", g.accumulate}, {"weight_b", b_is_weight(r.op)}});
   } else if (r.tier == "attention" && r.attention) {
     const AttentionShape& a = *r.attention;
     j.update({{"tier", "attention"}, {"batch", a.batch}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}, {"seq_q", a.seq_q},
@@ -144,6 +150,7 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     return c;
   }
   const json counts = x.value("row_counts", json::object());  // a local: items() of a temporary would dangle
+  double isolated_var = 0;
   for (const auto& [key, n] : counts.items()) {
     char* end = nullptr;
     const std::size_t row = std::strtoul(key.c_str(), &end, 10);
@@ -157,6 +164,7 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     const bool replayed = r.status == "replayed";
     c.isolated_time_s += calls * (replayed ? r.replayed_time_ns : r.time_ns) * 1e-9;
     c.isolated_energy_j += calls * (replayed ? r.replayed_energy_j : r.energy_j);
+    if (replayed) isolated_var += std::pow(calls * r.energy_half_width_j, 2);
   }
   c.stand_ins = x.value("stand_ins", std::size_t{0});  // waits: part of the gap time
   c.activities += c.stand_ins;
@@ -167,6 +175,8 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     return c;
   }
   c.gap_power_w = (c.pass_energy_j - c.isolated_energy_j) / c.gap_time_s;
+  const double pass_hw = std::isfinite(c.pass_energy_half_width_j) ? c.pass_energy_half_width_j : 0;
+  c.gap_power_half_width_w = std::sqrt(pass_hw * pass_hw + isolated_var) / c.gap_time_s;
   if (!(c.gap_power_w > 0)) {
     c.reason = fmt::format("the context pass drew less ({:.3f} J) than its kernels in isolation ({:.3f} J)", c.pass_energy_j, c.isolated_energy_j);
     return c;
@@ -353,6 +363,16 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
   p.predicted_time_s = p.gap_time_s + predicted_busy;
   p.gap_energy_j = p.gap_w * p.gap_time_s;
   p.predicted_energy_j = p.kernel_energy_j + p.gap_energy_j;
+  {
+    double var = p.context.measured ? std::pow(p.context.gap_power_half_width_w * p.gap_time_s, 2) : 0;
+    for (std::size_t i = 0; i < p.rows.size(); ++i) {
+      const RowPrediction& r = p.rows[i];
+      if (r.status != "replayed" || !(r.replayed_energy_j > 0)) continue;
+      // A stand-in counts at its traced time: its half-width scales with its predicted energy.
+      var += std::pow(static_cast<double>(t.rows[i].count) * r.energy_half_width_j * r.energy_j / r.replayed_energy_j, 2);
+    }
+    p.predicted_energy_half_width_j = std::sqrt(var);
+  }
   if (extrapolated > 0) {
     double s = 0;
     for (std::size_t i = 0; i < p.rows.size(); ++i) {
@@ -366,6 +386,14 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
   }
   return p;
 }
+
+namespace {
+double window_uncertainty_j(const WindowResult& w) {
+  double u = 0;
+  for (const GpuEnergy& g : w.gpus) u += g.uncertainty_j;
+  return u;
+}
+}  // namespace
 
 Result<void> compare_with_measurement(ReplayPrediction& p, const Measurement& m, const std::string& label, const std::string& window) {
   const WindowResult* w = nullptr;
@@ -385,6 +413,7 @@ Result<void> compare_with_measurement(ReplayPrediction& p, const Measurement& m,
   p.measured_window = window;
   p.measured_energy_j = w->gpu_energy_j;
   p.measured_time_s = w->duration_s();
+  p.measured_uncertainty_j = window_uncertainty_j(*w);
   return {};
 }
 
@@ -443,6 +472,7 @@ void compare_phases(ReplayPrediction& p, const Measurement& m) {
       any = true;
       e += w.gpu_energy_j;
       d += w.duration_s();
+      ph.measured_uncertainty_j += window_uncertainty_j(w);
       if (!w.complete) p.warnings.push_back("the measured window '" + w.name + "' is incomplete");
     }
     if (any) {
@@ -508,7 +538,8 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
             {"prediction",
              {{"traced_duration_s", p.traced_time_s}, {"traced_gpu_duration_s", p.traced_gpu_s}, {"gap_duration_s", p.gap_time_s},
               {"predicted_gpu_duration_s", p.predicted_gpu_s}, {"predicted_duration_s", p.predicted_time_s},
-              {"kernel_energy_j", p.kernel_energy_j}, {"gap_energy_j", p.gap_energy_j}, {"predicted_energy_j", p.predicted_energy_j}}},
+              {"kernel_energy_j", p.kernel_energy_j}, {"gap_energy_j", p.gap_energy_j}, {"predicted_energy_j", p.predicted_energy_j},
+              {"predicted_energy_half_width_j", p.predicted_energy_half_width_j}}},
             {"tiers", tiers},
             {"kernels", rows},
             {"warnings", p.warnings}};
@@ -520,7 +551,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
       cj.update({{"activities", c.activities}, {"stand_ins", c.stand_ins}, {"traced_span_s", c.traced_span_s}, {"pass_duration_s", c.pass_time_s},
                  {"pass_energy_j", c.pass_energy_j}, {"pass_energy_half_width_j", c.pass_energy_half_width_j},
                  {"isolated_duration_s", c.isolated_time_s}, {"isolated_energy_j", c.isolated_energy_j}, {"gap_duration_s", c.gap_time_s},
-                 {"gap_power_w", c.gap_power_w}, {"temperature_c", c.temperature_c}});
+                 {"gap_power_w", c.gap_power_w}, {"gap_power_half_width_w", c.gap_power_half_width_w}, {"temperature_c", c.temperature_c}});
     }
     j["context"] = cj;
   }
@@ -533,6 +564,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
       if (x.measured_energy_j) {
         e["measured_energy_j"] = *x.measured_energy_j;
         e["measured_duration_s"] = *x.measured_time_s;
+        e["measured_uncertainty_j"] = x.measured_uncertainty_j;
         e["energy_error"] = *x.measured_energy_j > 0 ? x.predicted_energy_j / *x.measured_energy_j - 1 : std::nan("");
         e["duration_error"] = *x.measured_time_s > 0 ? x.predicted_time_s / *x.measured_time_s - 1 : std::nan("");
       }
@@ -544,6 +576,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
     j["comparison"] = {{"measured_run", p.measured_run},
                        {"window", p.measured_window},
                        {"measured_energy_j", *p.measured_energy_j},
+                       {"measured_uncertainty_j", p.measured_uncertainty_j},
                        {"measured_duration_s", *p.measured_time_s},
                        {"predicted_energy_j", p.predicted_energy_j},
                        {"predicted_duration_s", p.predicted_time_s},
@@ -580,9 +613,9 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
   if (p.context.pass_time_s > 0) {
     const ContextFigures& c = p.context;
     out += fmt::format("context replay: {} activities (traced {:.2f} ms) in {:.2f} ms, {:.3f} J ±{:.3f}; isolated kernels {:.2f} ms, {:.3f} J "
-                       "-> gaps {:.2f} ms at {:.1f} W\n",
+                       "-> gaps {:.2f} ms at {:.1f} W ±{:.1f}\n",
                        c.activities, c.traced_span_s * 1e3, c.pass_time_s * 1e3, c.pass_energy_j, c.pass_energy_half_width_j,
-                       c.isolated_time_s * 1e3, c.isolated_energy_j, c.gap_time_s * 1e3, c.gap_power_w);
+                       c.isolated_time_s * 1e3, c.isolated_energy_j, c.gap_time_s * 1e3, c.gap_power_w, c.gap_power_half_width_w);
   }
   out += fmt::format("\n{:<14} {:>5} {:>8} {:>11} {:>11} {:>11}\n", "tier", "rows", "replayed", "traced ms", "pred ms", "energy J");
   for (const TierPrediction& tp : p.tiers) {
@@ -590,11 +623,15 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
                        tp.energy_j);
   }
   out += fmt::format("{:<14} {:>5} {:>8} {:>11.3f} {:>11.3f} {:>11.4f}\n", "gaps", "", "", p.gap_time_s * 1e3, p.gap_time_s * 1e3, p.gap_energy_j);
-  out += fmt::format("\npredicted: {:.4f} s, {:.3f} J (kernels {:.3f} J + gaps {:.3f} J); traced {:.4f} s\n", p.predicted_time_s,
-                     p.predicted_energy_j, p.kernel_energy_j, p.gap_energy_j, p.traced_time_s);
+  out += fmt::format("\npredicted: {:.4f} s, {:.3f} J ± {:.3f} (kernels {:.3f} J + gaps {:.3f} J); traced {:.4f} s\n", p.predicted_time_s,
+                     p.predicted_energy_j, p.predicted_energy_half_width_j, p.kernel_energy_j, p.gap_energy_j, p.traced_time_s);
   if (p.measured_energy_j) {
-    out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J -> time {:+.1f}%, energy {:+.1f}%\n", p.measured_run, p.measured_window,
-                       *p.measured_time_s, *p.measured_energy_j, 100 * p.time_error().value_or(0), 100 * p.energy_error().value_or(0));
+    out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J ± {:.3f} -> time {:+.1f}%, energy {:+.1f}% (measurement ± {:.1f}%, "
+                       "prediction ± {:.1f}%)\n",
+                       p.measured_run, p.measured_window, *p.measured_time_s, *p.measured_energy_j, p.measured_uncertainty_j,
+                       100 * p.time_error().value_or(0), 100 * p.energy_error().value_or(0),
+                       *p.measured_energy_j > 0 ? 100 * p.measured_uncertainty_j / *p.measured_energy_j : 0.0,
+                       p.predicted_energy_j > 0 ? 100 * p.predicted_energy_half_width_j / p.predicted_energy_j : 0.0);
   }
   if (!p.phases.empty()) {
     out += fmt::format("\n{:<12} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n", "phase", "ranges", "pred s", "meas s", "pred J", "meas J",
@@ -638,8 +675,8 @@ void print_replay_section(const std::string& text, std::ostream& out) {
                      j.value("gap_power_w", 0.0), j.value("replay_gpu", std::string("?")));
   if (j.contains("comparison")) {
     const json& c = j["comparison"];
-    out << fmt::format("  measured {:.4f} s, {:.3f} J ({} window '{}'): time {:+.1f}%, energy {:+.1f}%\n", c.value("measured_duration_s", 0.0),
-                       c.value("measured_energy_j", 0.0), c.value("measured_run", std::string()), c.value("window", std::string()),
+    out << fmt::format("  measured {:.4f} s, {:.3f} J ± {:.3f} ({} window '{}'): time {:+.1f}%, energy {:+.1f}%\n", c.value("measured_duration_s", 0.0),
+                       c.value("measured_energy_j", 0.0), c.value("measured_uncertainty_j", 0.0), c.value("measured_run", std::string()), c.value("window", std::string()),
                        100 * c.value("duration_error", 0.0), 100 * c.value("energy_error", 0.0));
   }
   if (j.contains("context") && j["context"].value("measured", false)) {

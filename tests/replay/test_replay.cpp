@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "jouleprof/replay/replay.hpp"
 
@@ -59,6 +60,24 @@ TEST(Replay, PlanCoversRowsLongestFirst) {
       EXPECT_EQ(it["m"].get<int64_t>(), r.gemm->m);
     }
   }
+}
+
+TEST(Replay, LinearLayersWeightsAreReplayedFromMemory) {
+  // nn.Linear's B operand is its layer's weight (each layer its own: the engine rotates copies
+  // past the L2 cache); bmm/baddbmm multiply activations.
+  const KernelTable t = bloom();
+  ReplayOptions o;
+  o.coverage = 1.0;
+  o.max_rows = 1000;
+  const json plan = json::parse(replay_plan_json(t, o));
+  std::set<std::string> weights, activations;
+  for (const json& it : plan["items"]) {
+    if (it["tier"] != "gemm") continue;
+    const std::string& op = t.rows[it["row"].get<std::size_t>()].op;
+    (it["weight_b"].get<bool>() ? weights : activations).insert(op);
+  }
+  EXPECT_EQ(weights, (std::set<std::string>{"aten::addmm", "aten::mm"}));
+  EXPECT_EQ(activations, (std::set<std::string>{"aten::baddbmm", "aten::bmm"}));
 }
 
 TEST(Replay, PredictionIsCountTimesPerCallPlusGaps) {
@@ -123,9 +142,13 @@ TEST(Replay, ComparisonWithAMeasuredWindow) {
   w.t0_s = 1.0;
   w.t1_s = 1.0 + p->predicted_time_s * 1.1;
   w.gpu_energy_j = p->predicted_energy_j / 0.9;
+  w.gpus.resize(1);
+  w.gpus[0].uncertainty_j = 0.01 * w.gpu_energy_j;  // the window's own bound travels with the comparison
   m.windows.push_back(w);
   ASSERT_TRUE(compare_with_measurement(*p, m, "run 1", "work"));
   EXPECT_NEAR(*p->energy_error(), -0.1, 1e-9);
+  EXPECT_NEAR(p->measured_uncertainty_j, 0.01 * w.gpu_energy_j, 1e-12);
+  EXPECT_NE(replay_text(t, *p, 5).find("(measurement ± 1.0%, prediction ± "), std::string::npos);
   EXPECT_NEAR(*p->time_error(), 1 / 1.1 - 1, 1e-9);
   const json j = json::parse(replay_json(t, *p));
   EXPECT_EQ(j["schema"], "jouleprof.replay");
@@ -157,6 +180,16 @@ TEST(ReplayCli, PlanFromAndErrors) {
   std::string out = sh(cli + " replay " + trace + " --plan " + plan_file, rc);
   ASSERT_EQ(rc, 0) << out;
   const json plan = json::parse(std::ifstream(plan_file));
+  EXPECT_EQ(plan["context"]["trials"], 8);
+  {
+    const std::string more = dir + "/replay-plan-ctx.json";
+    std::string o2 = sh(cli + " replay " + trace + " --plan " + more + " --context-trials 7", rc);
+    ASSERT_EQ(rc, 0) << o2;
+    EXPECT_EQ(json::parse(std::ifstream(more))["context"]["trials"], 7);
+    o2 = sh(cli + " replay " + trace + " --plan " + more + " --context-trials 1", rc);
+    EXPECT_EQ(rc, 2) << o2;
+    EXPECT_NE(o2.find("--context-trials"), std::string::npos) << o2;
+  }
   const KernelTable t = bloom();
   std::ofstream(out_file) << engine_output(t, plan, 1.0, 250.0, 95.0).dump();
   out = sh(cli + " replay " + trace + " --from " + out_file + " --no-store -q --json -", rc);
@@ -313,6 +346,23 @@ TEST(ReplaySequence, GapPowerInContextIsWhatThePassDrewBeyondTheIsolatedKernels)
   EXPECT_NEAR(p->gap_w, 250.0, 1e-6);
   EXPECT_NEAR(p->isolated_gap_w, 100.0, 1e-12);
   EXPECT_NEAR(p->gap_energy_j, 250.0 * static_cast<double>(t.idle_ns()) * 1e-9, 1e-9);
+  // The prediction's own ±: the pass's 0.01 J over its 4 ms of gaps is ±2.5 W on every gap second
+  // (the rows here have none).
+  EXPECT_NEAR(p->context.gap_power_half_width_w, 2.5, 1e-6);
+  EXPECT_NEAR(p->predicted_energy_half_width_j, 2.5 * static_cast<double>(t.idle_ns()) * 1e-9, 1e-6);
+  {
+    json rows_hw = out;  // rows with ±1% per call, no context: their counts' half-widths in quadrature
+    rows_hw.erase("context");
+    for (json& it : rows_hw["items"]) it["energy_j_half_width"] = 0.01 * it["energy_j"].get<double>();
+    auto q = predict_from_replay(t, rows_hw.dump());
+    ASSERT_TRUE(q);
+    double var = 0;
+    for (std::size_t i = 0; i < q->rows.size(); ++i) {
+      if (q->rows[i].status == "replayed") var += std::pow(static_cast<double>(t.rows[i].count) * 0.01 * q->rows[i].energy_j, 2);
+    }
+    EXPECT_GT(var, 0);
+    EXPECT_NEAR(q->predicted_energy_half_width_j, std::sqrt(var), 1e-9 * std::sqrt(var));
+  }
   const json j = json::parse(replay_json(t, *p));
   EXPECT_EQ(j["context"]["measured"], true);
   EXPECT_NEAR(j["gap_power_w"].get<double>(), 250.0, 1e-6);
@@ -387,6 +437,8 @@ TEST(ReplayPhases, PhasesSplitTheActivitiesAndCompareWithTheirWindows) {
     w.t0_s = t0;
     w.t1_s = t1;
     w.gpu_energy_j = e;
+    w.gpus.resize(1);
+    w.gpus[0].uncertainty_j = e / 10;
     m.windows.push_back(w);
   }
   EXPECT_EQ(common_phase_names(t, m, "work"), (std::vector<std::string>{"first", "second"}));
@@ -394,6 +446,7 @@ TEST(ReplayPhases, PhasesSplitTheActivitiesAndCompareWithTheirWindows) {
   ASSERT_TRUE(p->phases[1].measured_energy_j);
   EXPECT_NEAR(*p->phases[1].measured_energy_j, 12.0, 1e-12);
   EXPECT_NEAR(*p->phases[1].measured_time_s, 1.5, 1e-12);
+  EXPECT_NEAR(p->phases[1].measured_uncertainty_j, 1.2, 1e-12);  // the windows' bounds summed
   const json j = json::parse(replay_json(t, *p));
   ASSERT_EQ(j["phases"].size(), 2u);
   EXPECT_NEAR(j["phases"][0]["energy_error"].get<double>(), p->phases[0].predicted_energy_j / 10.0 - 1, 1e-12);

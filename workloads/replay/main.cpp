@@ -29,11 +29,13 @@
 #include "jouleprof/core/timebase.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
 #include "replay_cuda.hpp"
+#include "trials.hpp"
 
 using nlohmann::json;
 using namespace jouleprof;
 using jouleprof::replay::Device;
 using jouleprof::replay::Item;
+using jouleprof::replay::Round;
 
 namespace {
 
@@ -53,6 +55,7 @@ Item item_of(const json& j) {
   it.trans_a = j.value("trans_a", false);
   it.trans_b = j.value("trans_b", false);
   it.accumulate = j.value("accumulate", false);
+  it.weight_b = j.value("weight_b", false);
   it.dtype = j.value("dtype", "bf16");
   it.heads_q = j.value("heads_q", int64_t{0});
   it.heads_kv = j.value("heads_kv", int64_t{0});
@@ -96,16 +99,16 @@ Stat stat(const std::vector<double>& v) {
   return s;
 }
 
-class Meter {
+class Meter final : public jouleprof::replay::Probe {
  public:
   Meter(GpuSensor& s, TimeBase& tb) : s_(s), tb_(tb) {}
-  void drain() {
+  void drain() override {
     std::vector<Sample> got;
     if (s_.drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
     if (samples_.size() > 200000) samples_.erase(samples_.begin(), samples_.begin() + 100000);
   }
   /// Mean power of the samples in [a, b] (run time) and how many there were.
-  std::pair<double, std::size_t> mean(double a, double b) const {
+  std::pair<double, std::size_t> mean_power(double a, double b) override {
     double sum = 0;
     std::size_t n = 0;
     for (const Sample& x : samples_) {
@@ -116,7 +119,7 @@ class Meter {
     }
     return {n > 0 ? sum / static_cast<double>(n) : std::nan(""), n};
   }
-  std::optional<double> counter_j() {
+  std::optional<double> counter_j() override {
     auto e = s_.read_energy_mj();
     return e ? std::optional<double>(static_cast<double>(*e) / 1000.0) : std::nullopt;
   }
@@ -125,13 +128,33 @@ class Meter {
     auto v = s_.read(m);
     return v ? std::optional<double>(*v) : std::nullopt;
   }
-  double now() const { return tb_.now_s(); }
+  double now() override { return tb_.now_s(); }
+  void pause(double s) override { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
  private:
   GpuSensor& s_;
   TimeBase& tb_;
   std::vector<Sample> samples_;
 };
+
+/// The counter's cross-check of a row or the context (trials.hpp says when a trial counts).
+void put_counter(json& r, const std::vector<double>& trial_power_w, double time_ns, std::size_t late_reads, double max_late_s,
+                 const std::string& dropped_because) {
+  std::vector<double> ok;
+  for (double w : trial_power_w) {
+    if (std::isfinite(w)) ok.push_back(w);
+  }
+  const Stat s = stat(ok);
+  r["counter_trials"] = ok.size();
+  r["counter_late_reads"] = late_reads;
+  r["counter_max_late_ms"] = max_late_s * 1e3;
+  if (!ok.empty() && time_ns > 0) {
+    r["counter_mean_power_w"] = s.mean;
+    r["counter_mean_power_w_half_width"] = s.half_width;
+    r["counter_energy_j"] = s.mean * time_ns * 1e-9;
+  }
+  if (!dropped_because.empty()) r["counter_note"] = dropped_because;
+}
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
@@ -183,17 +206,19 @@ int main(int argc, char** argv) {
               {"trials", trials}, {"trial_s", trial_s}, {"settle_s", settle_s}};
   auto progress = [&](const std::string& s) { std::fprintf(stderr, "jouleprof-replay: %s\n", s.c_str()); };
 
-  // 1. Deep idle, warm-up, then the clocked-up idle power of the gaps.
+  // 1. Deep idle (while the energy counter's update period is measured), warm-up, then the
+  // clocked-up idle power of the gaps.
   double idle_w = std::nan(""), gap_w = std::nan("");
+  jouleprof::replay::CounterRules rules;
   meter.drain();
   {
     const double t0 = meter.now();
-    for (int i = 0; i < 10; ++i) {  // the driver keeps a limited ring of samples: drain often
-      sleep_s(0.1);
-      meter.drain();
-    }
-    idle_w = meter.mean(t0 + 0.3, meter.now()).first;
+    rules.update_s = jouleprof::replay::counter_update_period(meter, 1.0);
+    meter.drain();
+    idle_w = meter.mean_power(t0 + 0.3, meter.now()).first;
     out["idle_w"] = idle_w;
+    out["counter_update_s"] = rules.update_s;
+    out["counter_max_late_s"] = rules.max_late_s;
   }
   Item warm;
   warm.tier = "warmup";
@@ -232,7 +257,7 @@ int main(int argc, char** argv) {
       dev->gap_pattern(0.1, gap_us);
       meter.drain();
     }
-    const auto [w, n] = meter.mean(t0 + 0.25, meter.now());
+    const auto [w, n] = meter.mean_power(t0 + 0.25, meter.now());
     gap_w = w;
     out["gap_w"] = w;
     out["gap_us"] = gap_us;
@@ -264,59 +289,17 @@ int main(int argc, char** argv) {
     const double graph_ms = std::max(dev->elapsed_ms(0, 1) / 2.0, 1e-3);
     const auto temp = meter.read(Metric::temperature_c);
     const auto clock = meter.read(Metric::sm_clock_mhz);
-    // One round: a settling period then `n` trials of `seconds`, enqueued back to back.
-    struct Round {
-      std::vector<double> time_ns, power_w, energy_j, counter_j;
-      std::size_t samples = 0;
-      double seconds = 0;
-    };
+    // One round: a settling period then `n` trials of `seconds` (trials.hpp).
     auto round = [&](int n, double seconds) {
-      Round rd;
+      jouleprof::replay::RoundPlan rp;
+      rp.graph_s = graph_ms / 1e3;
+      rp.settle_graphs = std::max(1, static_cast<int>(std::ceil(settle_s * 1e3 / graph_ms)));
+      rp.trial_graphs = std::max(1, static_cast<int>(std::ceil(seconds * 1e3 / graph_ms)));
+      rp.trials = n;
+      rp.calls_per_graph = reps;
+      rp.skip_s = skip_s;
+      Round rd = jouleprof::replay::run_round(*dev, meter, rp, rules);
       rd.seconds = seconds;
-      const int n_settle = std::max(1, static_cast<int>(std::ceil(settle_s * 1e3 / graph_ms)));
-      const int n_trial = std::max(1, static_cast<int>(std::ceil(seconds * 1e3 / graph_ms)));
-      meter.drain();
-      const double t_host0 = meter.now();
-      dev->mark(0);
-      dev->launch(n_settle);
-      dev->mark(1);
-      for (int k = 0; k < n; ++k) {
-        dev->launch(n_trial);
-        dev->mark(k + 2);
-      }
-      // Poll: the energy counter at each trial edge, the driver's sample ring every 50 ms.
-      std::vector<double> counter(static_cast<std::size_t>(n) + 1, std::nan(""));
-      int next = 0;  // next edge (event next + 1)
-      double last_drain = meter.now();
-      while (next <= n) {
-        if (dev->reached(next + 1)) {
-          counter[static_cast<std::size_t>(next)] = meter.counter_j().value_or(std::nan(""));
-          ++next;
-          continue;
-        }
-        sleep_s(0.001);
-        if (meter.now() - last_drain > 0.05) {
-          meter.drain();
-          last_drain = meter.now();
-        }
-      }
-      dev->synchronize();
-      sleep_s(0.06);  // the driver's samples of the last trial
-      meter.drain();
-      // Host time of event 0: the GPU was idle, so it starts at once (≤ tens of µs after t_host0).
-      const double origin = t_host0;
-      const double calls = static_cast<double>(n_trial) * reps;
-      for (int k = 0; k < n; ++k) {
-        const double a = origin + dev->elapsed_ms(0, k + 1) / 1e3, b = origin + dev->elapsed_ms(0, k + 2) / 1e3;
-        const double t = dev->elapsed_ms(k + 1, k + 2) * 1e6 / calls;
-        const auto [pw, ns] = meter.mean(a + skip_s, b - skip_s);
-        rd.samples += ns;
-        if (ns == 0) continue;
-        rd.time_ns.push_back(t);
-        rd.power_w.push_back(pw);
-        rd.energy_j.push_back(pw * t * 1e-9);
-        rd.counter_j.push_back((counter[static_cast<std::size_t>(k) + 1] - counter[static_cast<std::size_t>(k)]) / calls);
-      }
       return rd;
     };
     Round rd = round(trials, trial_s);
@@ -347,15 +330,18 @@ int main(int argc, char** argv) {
           lng.time_ns.push_back(more.time_ns[i]);
           lng.power_w.push_back(more.power_w[i]);
           lng.energy_j.push_back(more.energy_j[i]);
-          lng.counter_j.push_back(more.counter_j[i]);
+          lng.counter_power_w.push_back(more.counter_power_w[i]);
         }
         lng.samples += more.samples;
+        lng.late_reads += more.late_reads;
+        lng.max_late_s = std::max(lng.max_late_s, more.max_late_s);
+        if (!more.counter_dropped_because.empty()) lng.counter_dropped_because = more.counter_dropped_because;
         if (lng.energy_j.size() >= 3 && rel_ci(lng) <= ci_target) break;
       }
       r["short_trials_ci"] = first_ci;
       if (lng.energy_j.size() >= 2) rd = lng;
     }
-    const Stat st = stat(rd.time_ns), sp = stat(rd.power_w), se = stat(rd.energy_j), sc = stat(rd.counter_j);
+    const Stat st = stat(rd.time_ns), sp = stat(rd.power_w), se = stat(rd.energy_j);
     r["status"] = rd.energy_j.size() >= 2 ? "ok" : "skipped";
     if (rd.energy_j.size() < 2) r["reason"] = "fewer than two trials had power samples";
     r["reps_per_graph"] = reps;
@@ -369,11 +355,7 @@ int main(int argc, char** argv) {
     r["trial_time_ns"] = rd.time_ns;
     r["trial_power_w"] = rd.power_w;
     r["samples"] = rd.samples;
-    if (std::isfinite(sc.mean) && sc.mean > 0 && st.mean > 0) {
-      r["counter_energy_j"] = sc.mean;
-      r["counter_energy_j_half_width"] = sc.half_width;
-      r["counter_mean_power_w"] = sc.mean / (st.mean * 1e-9);
-    }
+    put_counter(r, rd.counter_power_w, st.mean, rd.late_reads, rd.max_late_s, rd.counter_dropped_because);
     if (temp) r["temperature_c"] = *temp;
     if (clock) r["sm_clock_mhz"] = *clock;
     items.push_back(r);
@@ -430,7 +412,8 @@ int main(int argc, char** argv) {
       cx["reason"] = seq_err;
     } else {
       using clk = std::chrono::steady_clock;
-      double last_drain = meter.now();
+      jouleprof::replay::EdgePoller edges(*dev, meter);  // the counter at the trial edges, the sample ring
+      double last_poll = meter.now();
       // One pass: each step launched delta after the previous launch (the host spins), at once
       // when the host is behind.
       auto pass = [&] {
@@ -441,9 +424,9 @@ int main(int argc, char** argv) {
           while (now < at) now = clk::now();
           dev->call_unit(stp.unit);
           prev = now;
-          if (meter.now() - last_drain > 0.05) {  // the driver's sample ring
-            meter.drain();
-            last_drain = meter.now();
+          if (meter.now() - last_poll > 0.001) {
+            edges.poll();
+            last_poll = meter.now();
           }
         }
       };
@@ -464,27 +447,33 @@ int main(int argc, char** argv) {
       const auto temp = meter.read(Metric::temperature_c);
       const double t_host0 = meter.now();
       dev->mark(0);
+      edges.marked(0);
       std::vector<int> passes;
       for (int k = 0; k < ctrials; ++k) {
         passes.push_back(run_for(ctrial_s));
         dev->mark(k + 1);
+        edges.marked(k + 1);
       }
-      while (!dev->reached(ctrials)) {
-        sleep_s(0.01);
-        meter.drain();
+      run_for(0.05);  // a tail, so the last edge's counter read falls inside the same work
+      while (!edges.all_read()) {
+        edges.poll();
+        sleep_s(0.0002);
       }
       dev->synchronize();
       sleep_s(0.06);
       meter.drain();
-      std::vector<double> pass_ns, pass_j, power;
+      const auto reads = edges.reads(0, t_host0);
+      const auto counter = jouleprof::replay::counter_trials(reads, rules);
+      std::vector<double> pass_ns, pass_j, power, counter_w;
       for (int k = 0; k < ctrials; ++k) {
-        const double a = t_host0 + dev->elapsed_ms(0, k) / 1e3, b = t_host0 + dev->elapsed_ms(0, k + 1) / 1e3;
+        const double a = reads[static_cast<std::size_t>(k)].edge_s, b = reads[static_cast<std::size_t>(k) + 1].edge_s;
         const double t = dev->elapsed_ms(k, k + 1) * 1e6 / passes[static_cast<std::size_t>(k)];
-        const auto [pw, ns] = meter.mean(a + skip_s, b - skip_s);
+        const auto [pw, ns] = meter.mean_power(a + skip_s, b - skip_s);
         if (ns == 0) continue;
         pass_ns.push_back(t);
         power.push_back(pw);
         pass_j.push_back(pw * t * 1e-9);
+        counter_w.push_back(counter.power_w[static_cast<std::size_t>(k)]);
       }
       if (auto cuda_err = dev->error(); !cuda_err.empty() || pass_j.size() < 2) {
         cx["status"] = "skipped";
@@ -495,6 +484,7 @@ int main(int argc, char** argv) {
                    {"pass_energy_j", e.mean}, {"pass_energy_j_half_width", e.half_width}, {"power_w", pw.mean}, {"trial_power_w", power},
                    {"trial_pass_energy_j", pass_j}});
         if (temp) cx["temperature_c"] = *temp;
+        put_counter(cx, counter_w, t.mean, counter.late_reads, counter.max_late_s, counter.dropped_because);
         progress(fmt::format("context: pass {:.2f} ms (traced {:.2f} ms), {:.3f} J, {:.1f} W", t.mean / 1e6, cp.value("traced_span_ns", 0.0) / 1e6,
                              e.mean, pw.mean));
       }

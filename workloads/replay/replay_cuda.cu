@@ -89,7 +89,8 @@ struct Matmul {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
-  void* pa = nullptr;
+  std::vector<void*> pa;  // cuBLASLt's A (our B): several copies when it is a weight (rotated per call)
+  std::size_t next_a = 0;
   void* pb = nullptr;
   void* pc = nullptr;
   cudaDataType_t scale_type = CUDA_R_32F;
@@ -104,6 +105,7 @@ struct Ctx {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   void* scratch = nullptr;
+  size_t l2_bytes = 0;
 };
 
 // One unique kernel re-created: its buffers, cuBLASLt descriptors and launch shape.
@@ -124,7 +126,7 @@ class Unit {
     const Item& it = item_;
     if (it.tier == "gemm") {
       return add_matmul(it.m, it.n, it.k, it.batch, it.trans_a, it.trans_b, it.lda, it.ldb, it.ldc, it.stride_a, it.stride_b, it.stride_c,
-                        it.dtype, it.accumulate);
+                        it.dtype, it.accumulate, it.weight_b);
     }
     if (it.tier == "attention") {
       // S = Q K^T (batch x heads, Sq x Skv x D), a pass over S (softmax's traffic), O = P V.
@@ -276,7 +278,7 @@ class Unit {
 
   // C[M,N] = A[M,K] B[K,N] (row-major, PyTorch's view) as cuBLASLt's column-major C^T = B^T A^T.
   std::string add_matmul(int64_t m, int64_t n, int64_t k, int64_t batch, bool ta, bool tb, int64_t lda, int64_t ldb, int64_t ldc,
-                         int64_t sa, int64_t sb, int64_t sc, const std::string& dtype, bool accumulate) {
+                         int64_t sa, int64_t sb, int64_t sc, const std::string& dtype, bool accumulate, bool weight_b = false) {
     bool type_ok = false;
     const cudaDataType_t t = cuda_type(dtype, type_ok);
     if (!type_ok) return "dtype " + dtype + " is not replayed (bf16, fp16, fp32, fp64 are)";
@@ -296,7 +298,16 @@ class Unit {
     void* pc = alloc(static_cast<size_t>(c_elems) * es, why);
     if (pc == nullptr) return why;
     Matmul mm;
-    mm.pa = pb;  // cuBLASLt's A is our B^T
+    mm.pa.push_back(pb);  // cuBLASLt's A is our B^T
+    // A weight: as many copies as make twice the L2 cache, one per call in turn — a model's
+    // layers each read their own weights from memory, where one copy would stay in L2.
+    const size_t b_bytes = static_cast<size_t>(b_elems) * es;
+    const size_t copies = weight_b && b_bytes > 0 ? std::clamp<size_t>((2 * c_.l2_bytes + b_bytes - 1) / b_bytes, 1, 64) : 1;
+    for (size_t i = 1; i < copies; ++i) {
+      void* more = alloc(b_bytes, why);
+      if (more == nullptr) return why;
+      mm.pa.push_back(more);
+    }
     mm.pb = pa;
     mm.pc = pc;
     const bool f64 = dtype == "fp64";
@@ -335,10 +346,11 @@ class Unit {
     return "";
   }
 
-  void run_matmul(const Matmul& m) {
+  void run_matmul(Matmul& m) {
     const void* alpha = m.scale_type == CUDA_R_64F ? static_cast<const void*>(&m.alpha) : static_cast<const void*>(&m.alpha_f);
     const void* beta = m.scale_type == CUDA_R_64F ? static_cast<const void*>(&m.beta) : static_cast<const void*>(&m.beta_f);
-    cublasLtMatmul(c_.lt, m.desc, alpha, m.pa, m.a, m.pb, m.b, beta, m.pc, m.c, m.pc, m.c, &m.algo, c_.workspace, c_.workspace_bytes,
+    void* a = m.pa[m.next_a++ % m.pa.size()];
+    cublasLtMatmul(c_.lt, m.desc, alpha, a, m.a, m.pb, m.b, beta, m.pc, m.c, m.pc, m.c, &m.algo, c_.workspace, c_.workspace_bytes,
                    c_.stream);
   }
 
@@ -369,9 +381,10 @@ class CudaDevice final : public Device {
     cudaDeviceProp p{};
     if (!ok(cudaGetDeviceProperties(&p, 0), error, "cudaGetDeviceProperties")) return false;
     name_ = p.name;
+    c_.l2_bytes = static_cast<size_t>(p.l2CacheSize);
     if (!ok(cudaSetDevice(0), error, "cudaSetDevice")) return false;
     if (!ok(cudaStreamCreateWithFlags(&c_.stream, cudaStreamNonBlocking), error, "cudaStreamCreate")) return false;
-    events_.resize(64);
+    events_.resize(80);  // trial edges 0..61, time_calls 62-63, launch pacing 64..79 (trials.hpp)
     for (auto& e : events_) {
       if (!ok(cudaEventCreate(&e), error, "cudaEventCreate")) return false;
     }

@@ -15,6 +15,7 @@ struct Item {
   // gemm (row-major, as PyTorch: C[M,N] = A[M,K] B[K,N])
   int64_t m = 0, n = 0, k = 0, batch = 1, lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
   bool trans_a = false, trans_b = false, accumulate = false;
+  bool weight_b = false;  ///< B is a layer's weight: copies rotated past the L2 cache, so each call reads it from memory
   std::string dtype;  ///< bf16 fp16 fp32 fp64
   // attention
   int64_t heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
@@ -52,7 +53,7 @@ class Device {
   virtual void call_unit(int u) = 0;
   /// Enqueues `graphs` graph launches (asynchronous).
   virtual void launch(int graphs) = 0;
-  /// Records event `slot` (0..63) on the stream.
+  /// Records event `slot` (0..79) on the stream.
   virtual void mark(int slot) = 0;
   virtual void synchronize() = 0;
   /// True once the work before event `slot` is done (does not block).

@@ -38,7 +38,7 @@ struct ReplayOptions {
   std::size_t context_activities = 4000;
   int context_windows = 4;
   double context_trial_s = 1.0;
-  int context_trials = 3;
+  int context_trials = 8;  // BLOOM on the H100: 3 left the prediction at ±3.7%, 8 at ±0.9% (docs/validation/replay.md)
 };
 
 /// The plan for jouleprof-replay (JSON): one item per replayed row, and why the others are not.
@@ -82,6 +82,7 @@ struct ContextFigures {
   double pass_energy_j = 0, pass_energy_half_width_j = 0;
   double isolated_time_s = 0, isolated_energy_j = 0;  ///< Σ per-call isolated figures of its activities
   double gap_time_s = 0, gap_power_w = 0;             ///< (pass − isolated) time, and energy / time
+  double gap_power_half_width_w = 0;  ///< from the pass's and its rows' 95% half-widths (independent terms)
   double temperature_c = 0;
 };
 
@@ -94,6 +95,7 @@ struct PhasePrediction {
   double traced_time_s = 0, traced_gpu_s = 0, gap_time_s = 0;
   double predicted_time_s = 0, predicted_energy_j = 0, kernel_energy_j = 0, gap_energy_j = 0;
   std::optional<double> measured_time_s, measured_energy_j;
+  double measured_uncertainty_j = 0;  ///< the windows' own bounds, summed (`jouleprof measure`)
 };
 
 struct ReplayPrediction {
@@ -107,11 +109,15 @@ struct ReplayPrediction {
   double traced_time_s = 0, traced_gpu_s = 0, gap_time_s = 0;
   double predicted_gpu_s = 0, predicted_time_s = 0;
   double kernel_energy_j = 0, gap_energy_j = 0, predicted_energy_j = 0;
+  /// The prediction's own 95% half-width: the rows' per-call half-widths × counts and the gaps'
+  /// power half-width × gap time, in quadrature (extrapolated rows add none: not measured).
+  double predicted_energy_half_width_j = 0;
   std::string warmup_note;
   std::vector<std::string> warnings;
   // The comparison (compare_with_measurement).
   std::string measured_run, measured_window;
   std::optional<double> measured_energy_j, measured_time_s;
+  double measured_uncertainty_j = 0;  ///< the window's own bound (`jouleprof measure`: counter resolution, timeline edges)
   std::optional<double> energy_error() const {
     return measured_energy_j && *measured_energy_j > 0 ? std::optional<double>(predicted_energy_j / *measured_energy_j - 1) : std::nullopt;
   }

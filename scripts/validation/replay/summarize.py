@@ -17,7 +17,39 @@ for name in ("llama", "bloom"):
     print(f"\n## {name}  (replay GPU {r['replay_gpu']}, gaps {r['gap_power_w']:.1f} W, idle {r['idle_power_w']:.1f} W)")
     if c:
         print(f"time   predicted {c['predicted_duration_s']:.4f} s  measured {c['measured_duration_s']:.4f} s  error {100*c['duration_error']:+.2f}%")
-        print(f"energy predicted {c['predicted_energy_j']:.3f} J  measured {c['measured_energy_j']:.3f} J  error {100*c['energy_error']:+.2f}%")
+        u = c.get("measured_uncertainty_j", float("nan"))
+        pu = p.get("predicted_energy_half_width_j", float("nan"))
+        print(f"energy predicted {c['predicted_energy_j']:.3f} J +- {pu:.3f} ({100*pu/c['predicted_energy_j']:.2f}%)  "
+              f"measured {c['measured_energy_j']:.3f} J +- {u:.3f} "
+              f"({100*u/c['measured_energy_j']:.2f}%)  error {100*c['energy_error']:+.2f}%")
+    ip = os.path.join(out, f"{name}_info.json")
+    if os.path.exists(ip):
+        info = json.load(open(ip))
+        rs = info.get("repeat_seconds", [])
+        if rs:
+            print(f"repeats: {len(rs)}, each {min(rs):.4f}-{max(rs):.4f} s (spread {100*(max(rs)-min(rs))/min(rs):.2f}%)")
+    ep = os.path.join(out, f"{name}_engine.json")
+    if os.path.exists(ep):  # the energy counter at the trial edges against the power samples
+        e = json.load(open(ep))
+        print(f"engine: counter update period {1e3*e.get('counter_update_s', 0):.2f} ms (0: unknown)")
+        ratios, notes = [], set()
+        for it in e.get("items", []):
+            if it.get("status") == "ok" and it.get("counter_mean_power_w"):
+                ratios.append(it["counter_mean_power_w"] / it["power_w"] - 1)
+            if it.get("counter_note"):
+                notes.add(it["counter_note"])
+        if ratios:
+            ratios.sort()
+            print(f"counter vs samples, {len(ratios)} rows: median {100*ratios[len(ratios)//2]:+.2f}%, "
+                  f"range {100*ratios[0]:+.2f}% .. {100*ratios[-1]:+.2f}%")
+        for n in sorted(notes)[:5]:
+            print("counter note:", n)
+        cx = e.get("context", {})
+        if cx.get("counter_mean_power_w"):
+            print(f"context: counter {cx['counter_mean_power_w']:.1f} W vs samples {cx['power_w']:.1f} W "
+                  f"({cx.get('counter_trials')} trials, latest read {cx.get('counter_max_late_ms', 0):.2f} ms after its edge)")
+        elif cx.get("counter_note"):
+            print("context counter:", cx["counter_note"])
     print(f"kernels {p['kernel_energy_j']:.3f} J over {p['predicted_gpu_duration_s']*1e3:.2f} ms (traced {p['traced_gpu_duration_s']*1e3:.2f} ms); "
           f"gaps {p['gap_energy_j']:.3f} J over {p['gap_duration_s']*1e3:.2f} ms")
     print("| tier | rows | replayed | extrapolated | traced ms | replayed ms | predicted ms | predicted J |")
@@ -51,7 +83,8 @@ for name in ("llama", "bloom"):
             te = "-" if ms is None else "%+.1f%%" % (100 * ph["duration_error"])
             ee = "-" if mj is None else "%+.1f%%" % (100 * ph["energy_error"])
             print("| %s | %d | %.4f | %s | %s | %.3f | %s | %s |" % (ph["phase"], ph["ranges"], ph["predicted_duration_s"],
-                  "-" if ms is None else "%.4f" % ms, te, ph["predicted_energy_j"], "-" if mj is None else "%.3f" % mj, ee))
+                  "-" if ms is None else "%.4f" % ms, te, ph["predicted_energy_j"],
+                  "-" if mj is None else "%.3f ± %.3f" % (mj, ph.get("measured_uncertainty_j", 0)), ee))
     for w in r.get("warnings", []):
         print("warning:", w)
 bp = os.path.join(out, "bench.json")
