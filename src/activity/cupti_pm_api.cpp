@@ -1,47 +1,27 @@
 #include "cupti_pm_api.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <mutex>
-#include <vector>
+
+#include "jouleprof/core/library.hpp"
 
 namespace jouleprof::cupti {
 namespace {
 
-std::vector<std::string> candidates(const std::string& given, const char* env,
-                                    std::vector<std::string> defaults) {
-  if (!given.empty()) return {given};
-  if (const char* e = std::getenv(env); e != nullptr && e[0] != '\0') return {e};
-  return defaults;
-}
-
-// The first candidate that opens; "" and the loader's reasons when none does. Global, as if
-// linked: CUPTI's profiler loads libnvperf_* that resolve CUPTI's and the driver's symbols.
-void* open_first(const std::vector<std::string>& names, std::string& loaded, std::string& why) {
-  for (const std::string& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-      loaded = n;
-      return h;
-    }
-    const char* e = dlerror();
-    why += (why.empty() ? "" : "; ") + std::string(e != nullptr ? e : n.c_str());
-  }
-  return nullptr;
-}
-
 Result<PmApi> load(const std::string& cupti_library, const std::string& cuda_library) {
   PmApi api;
-  std::string why;
-  void* cupti = open_first(candidates(cupti_library, "JOULEPROF_CUPTI_LIB",
-                                      {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}),
-                           api.cupti_library, why);
-  if (cupti == nullptr) return make_error(Errc::unavailable, "cannot load CUPTI (" + why + ")");
-  why.clear();
-  void* cuda = open_first(candidates(cuda_library, "JOULEPROF_CUDA_LIB", {"libcuda.so.1"}),
-                          api.cuda_library, why);
-  if (cuda == nullptr)
-    return make_error(Errc::unavailable, "cannot load the CUDA driver (" + why + ")");
+  // Global, as if linked: CUPTI's profiler loads libnvperf_* that resolve CUPTI's and the
+  // driver's symbols.
+  const OpenedLibrary c = open_first_library(
+      library_candidates(cupti_library, "JOULEPROF_CUPTI_LIB", {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}),
+      RTLD_NOW | RTLD_GLOBAL);
+  if (c.handle == nullptr) return make_error(Errc::unavailable, "cannot load CUPTI (" + c.why + ")");
+  const OpenedLibrary d =
+      open_first_library(library_candidates(cuda_library, "JOULEPROF_CUDA_LIB", {"libcuda.so.1"}), RTLD_NOW | RTLD_GLOBAL);
+  if (d.handle == nullptr) return make_error(Errc::unavailable, "cannot load the CUDA driver (" + d.why + ")");
+  api.cupti_library = c.name;
+  api.cuda_library = d.name;
+  void* cupti = c.handle;
+  void* cuda = d.handle;
   std::string missing;
 #define JP_CUPTI_PM(member, params, sym)                                   \
   api.member = reinterpret_cast<decltype(api.member)>(dlsym(cupti, #sym)); \

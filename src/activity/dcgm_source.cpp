@@ -10,6 +10,7 @@
 
 #include "dcgm_abi.hpp"
 #include "dcgm_window.hpp"
+#include "jouleprof/core/library.hpp"
 
 namespace jouleprof::activity {
 
@@ -141,18 +142,10 @@ std::string pick(const std::string& given, const char* env, const char* fallback
 
 Result<std::shared_ptr<DcgmSession>> connect_dcgm(const std::string& library,
                                                   const std::string& host, bool embedded) {
-  std::vector<std::string> names;
-  if (const std::string l = pick(library, "JOULEPROF_DCGM_LIB", ""); !l.empty())
-    names = {l};
-  else
-    names = {"libdcgm.so.4", "libdcgm.so.3"};
-  void* lib = nullptr;
-  std::string tried;
-  for (const auto& n : names) {
-    if ((lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    tried += (tried.empty() ? "" : ", ") + n;
-  }
-  if (lib == nullptr) return make_error(Errc::unavailable, "no DCGM library (" + tried + ")");
+  const OpenedLibrary opened = open_first_library(
+      library_candidates(library, "JOULEPROF_DCGM_LIB", {"libdcgm.so.4", "libdcgm.so.3"}), RTLD_NOW | RTLD_LOCAL);
+  if (opened.handle == nullptr) return make_error(Errc::unavailable, "no DCGM library (" + opened.tried + ")");
+  void* lib = opened.handle;
   DcgmApi api;
   std::string missing;
 #define JP_DCGM(member, ret, params, sym)                                \

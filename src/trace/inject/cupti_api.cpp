@@ -1,39 +1,22 @@
 #include "cupti_api.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-
+#include "jouleprof/core/library.hpp"
 #include "jouleprof/trace/format.hpp"
 
 namespace jouleprof::inject {
 
 CuptiApi load_cupti(const std::string& library) {
   CuptiApi api;
-  std::vector<std::string> candidates;
-  if (!library.empty()) {
-    candidates = {library};
-  } else if (const char* env = std::getenv(trace_format::kCuptiLibEnv); env != nullptr && env[0] != '\0') {
-    candidates = {env};
-  } else {
-    candidates = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-  }
-  void* handle = nullptr;
-  std::string why;
-  for (const std::string& c : candidates) {
-    // One instance for the process: the CUDA and the NVTX entry points of this library share it.
-    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (handle != nullptr) {
-      api.library = c;
-      break;
-    }
-    const char* e = dlerror();
-    why += (why.empty() ? "" : "; ") + std::string(e != nullptr ? e : c.c_str());
-  }
-  if (handle == nullptr) {
-    api.error = "cannot load CUPTI: " + why;
+  // One instance for the process: the CUDA and the NVTX entry points of this library share it.
+  const OpenedLibrary opened = open_first_library(
+      library_candidates(library, trace_format::kCuptiLibEnv, {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}),
+      RTLD_NOW | RTLD_GLOBAL);
+  if (opened.handle == nullptr) {
+    api.error = "cannot load CUPTI: " + opened.why;
     return api;
   }
+  api.library = opened.name;
+  void* handle = opened.handle;
   // The handle stays open for the process's life: CUPTI calls back into us until exit.
 #define JP_CUPTI(member, params, sym, required)                                    \
   api.member = reinterpret_cast<CuptiApi::member##_fn>(dlsym(handle, #sym));       \
