@@ -128,7 +128,7 @@ json context_plan(const KernelTable& t, const ReplayOptions& o, const std::map<s
 // per-call figures; the difference, per second of the pass not spent in isolated kernel time, is
 // the gaps' power in context (the GPU between real neighbours: clocks, temperature, power that does
 // not drop in microseconds).
-ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, const json& m) {
+ContextFigures context_figures(const ReplayPrediction& p, const json& m) {
   ContextFigures c;
   if (!m.contains("context") || !m["context"].is_object()) {
     c.reason = "the replay has no context measurement";
@@ -161,10 +161,9 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     const double calls = n.get<double>();
     c.activities += static_cast<std::size_t>(calls);
     const RowPrediction& r = p.rows[row];  // the engine's own figures: the pass ran the same stand-ins
-    const bool replayed = r.status == "replayed";
-    c.isolated_time_s += calls * (replayed ? r.replayed_time_ns : r.time_ns) * 1e-9;
-    c.isolated_energy_j += calls * (replayed ? r.replayed_energy_j : r.energy_j);
-    if (replayed) isolated_var += std::pow(calls * r.energy_half_width_j, 2);
+    c.isolated_time_s += calls * r.engine_time_ns() * 1e-9;
+    c.isolated_energy_j += calls * r.engine_energy_j();
+    if (r.status == "replayed") isolated_var += std::pow(calls * r.energy_half_width_j, 2);
   }
   c.stand_ins = x.value("stand_ins", std::size_t{0});  // waits: part of the gap time
   c.activities += c.stand_ins;
@@ -182,7 +181,6 @@ ContextFigures context_figures(const KernelTable& t, const ReplayPrediction& p, 
     return c;
   }
   c.measured = true;
-  (void)t;
   return c;
 }
 
@@ -338,7 +336,7 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
       r.energy_j = 0;
     }
     tp.predicted_s += n * r.time_ns * 1e-9;
-    tp.replayed_s += n * (r.status == "replayed" ? r.replayed_time_ns : r.time_ns) * 1e-9;
+    tp.replayed_s += n * r.engine_time_ns() * 1e-9;
     tp.energy_j += n * r.energy_j;
     tp.energy_at_traced_time_j += static_cast<double>(k.total_ns) * 1e-9 * (r.status == "with_row" ? p.rows[static_cast<std::size_t>(r.with_row)].power_w : r.power_w);
   }
@@ -347,7 +345,7 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
   p.traced_time_s = static_cast<double>(t.span_ns) * 1e-9;
   p.gap_time_s = static_cast<double>(t.idle_ns()) * 1e-9;
   p.isolated_gap_w = p.gap_w;
-  p.context = context_figures(t, p, m);
+  p.context = context_figures(p, m);
   if (p.context.measured) {
     p.gap_w = p.context.gap_power_w;
   } else {
@@ -504,7 +502,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
     json j = {{"row", i},           {"name", k.name},          {"tier", k.tier},          {"class", k.kclass},
               {"op", k.op},         {"count", k.count},        {"status", r.status},      {"traced_mean_s", r.traced_ns * 1e-9},
               {"predicted_mean_s", r.time_ns * 1e-9},          {"power_w", r.power_w},    {"energy_per_call_j", r.energy_j},
-              {"replayed_mean_s", (r.status == "replayed" ? r.replayed_time_ns : r.time_ns) * 1e-9},
+              {"replayed_mean_s", r.engine_time_ns() * 1e-9},
               {"energy_j", r.energy_j * static_cast<double>(k.count)}};
     if (r.status == "replayed") {
       j["replayed_energy_per_call_j"] = r.replayed_energy_j;

@@ -59,6 +59,9 @@ struct RowPrediction {
   /// time-matched proxies): its power is used with the traced time.
   bool proxy = false;
   double replayed_time_ns = 0, replayed_energy_j = 0;  ///< the engine's own per-call figures
+  /// Per call, what the engine ran: its own figures where replayed, else the prediction's.
+  double engine_time_ns() const { return status == "replayed" ? replayed_time_ns : time_ns; }
+  double engine_energy_j() const { return status == "replayed" ? replayed_energy_j : energy_j; }
   std::vector<double> trial_power_w, trial_time_ns;  ///< the engine's trials
 };
 
