@@ -4,6 +4,8 @@
 #include <cmath>
 #include <chrono>
 #include <condition_variable>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mutex>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -144,7 +146,7 @@ Result<std::unique_ptr<activity::Source>> choose_source(GpuSensor& gpu, std::siz
 Result<std::unique_ptr<ActivityRecorder>> ActivityRecorder::start(GpuSet& gpus, const TimeBase& tb, const ActivityOptions& o) {
   const auto& names = activity_source_names();
   if (std::find(names.begin(), names.end(), o.source) == names.end())
-    return make_error(Errc::invalid_argument, "--metrics-source must be one of auto, dcgm, gpm, utilization, cupti-pm, not '" + o.source + "'");
+    return make_error(Errc::invalid_argument, fmt::format("--metrics-source must be one of {}, not '{}'", fmt::join(names, ", "), o.source));
   if (!(o.period_s >= 0.1 && o.period_s <= 60)) return make_error(Errc::invalid_argument, "--metrics-period must be 100 to 60000 ms");
   std::vector<std::unique_ptr<activity::Source>> sources;
   std::vector<ActivityTimeline> timelines;

@@ -50,9 +50,15 @@ Result<std::vector<double>> parse_limits(const std::string& text) {
 int run(const OptimizeFlags& f) {
   auto obj = md::parse_objective(f.objective);
   if (!obj) return report(obj.error());
-  if (!f.power_limits.empty() && f.model.empty())
-    return report(make_error(Errc::invalid_argument,
-                             "--power-limits predicts the GPU under each limit with --model; a measured sweep over limits gives them as a column (--power-limit-col) or sweep runs"));
+  std::vector<double> limits;
+  if (!f.power_limits.empty()) {
+    if (f.model.empty())
+      return report(make_error(Errc::invalid_argument,
+                               "--power-limits predicts the GPU under each limit with --model; a measured sweep over limits gives them as a column (--power-limit-col) or sweep runs"));
+    auto l = parse_limits(f.power_limits);
+    if (!l) return report(l.error());
+    limits = std::move(*l);
+  }
   auto d = f.data.load();
   if (!d) return report(d.error());
   md::EvalContext ctx{f.model.empty() && !f.data.map.pred_power.empty() ? "columns " + f.data.map.pred_power + ", " + f.data.map.pred_time : f.model,
@@ -71,11 +77,7 @@ int run(const OptimizeFlags& f) {
     warn_gpu(*m, f.data.gpu);
     ctx.form = md::to_string(m->info().form);
     curves = md::predict_curves(*m, std::move(*d), f.data.probe);
-    if (curves && !f.power_limits.empty()) {
-      auto limits = parse_limits(f.power_limits);
-      if (!limits) return report(limits.error());
-      curves = md::power_limit_curves(*curves, *limits);
-    }
+    if (curves && !f.power_limits.empty()) curves = md::power_limit_curves(*curves, limits);
   }
   if (!curves) return report(curves.error());
   const auto choices = md::optimize(*curves, *obj);

@@ -145,6 +145,8 @@ Result<std::vector<Curve>> power_limit_curves(const std::vector<Curve>& curves, 
   if (limits_w.empty()) return make_error(Errc::invalid_argument, "--power-limits needs at least one limit");
   for (double l : limits_w)
     if (!(l > 0)) return make_error(Errc::invalid_argument, "--power-limits must be > 0 W");
+  std::vector<double> sorted = limits_w;
+  std::sort(sorted.begin(), sorted.end());
   std::vector<Curve> out;
   for (const auto& c : curves) {
     Curve lc;
@@ -154,8 +156,6 @@ Result<std::vector<Curve>> power_limit_curves(const std::vector<Curve>& curves, 
     for (const auto& p : c.points)
       if (!p.outlier && !p.power_limit_w) pts.push_back(&p);
     if (pts.empty()) continue;
-    std::vector<double> sorted = limits_w;
-    std::sort(sorted.begin(), sorted.end());
     for (double l : sorted) {
       // Under a limit the GPU lowers its clock until the load fits: the highest clock whose
       // predicted power is within it. A limit below the lowest clock's power is not predicted.
