@@ -36,10 +36,7 @@ struct SweepFlags {
   // SLURM
   bool slurm = false;
   ctl::SlurmOptions sl;
-  double sim_power_w = 450;
   bool no_cpu = false;
-  bool metrics = false;  // issue 19: activity metrics per point, for `model fit --sweep`
-  std::string metrics_source = "auto";
 };
 
 std::string self_exe() {
@@ -190,12 +187,18 @@ int run(SweepFlags f) {
       if (!sp) return report(sp.error());
       f.spec.params.push_back(*sp);
     }
+    f.spec.read_cpu = !f.no_cpu;
+    f.spec.invocation = invocation();
+    for (const std::string& t : f.tags) {
+      const auto eq = t.find('=');
+      if (eq == std::string::npos || eq == 0) return report(make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'"));
+      f.spec.tags[t.substr(0, eq)] = t.substr(eq + 1);
+    }
   }
   ctl::SweepRunOptions o;
   o.spec = f.spec;
   o.db = f.db;
   o.journal_dir = f.journal_dir;
-  o.invocation = invocation();
   o.self_exe = self_exe();
   if (!f.shard.empty()) {
     int k = -1, n = 0;
@@ -206,15 +209,7 @@ int run(SweepFlags f) {
     }
     o.shard = std::pair<int, int>{k, n};
   }
-  o.measure.sim_active_w = f.sim_power_w;
-  o.measure.monitor.sampler.read_cpu = !f.no_cpu;
-  if (f.metrics) o.measure.activity = ActivityOptions{f.metrics_source, 0.2, f.spec.nvml_library};
   if (f.spec.command.empty()) o.measure.builtin_command = builtin_command();
-  for (const std::string& t : f.tags) {
-    const auto eq = t.find('=');
-    if (eq == std::string::npos || eq == 0) return report(make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'"));
-    o.measure.tags[t.substr(0, eq)] = t.substr(eq + 1);
-  }
   if (!f.quiet) o.note = [](const std::string& s) { fmt::print(stderr, "jouleprof: {}\n", s); };
   const bool show_progress = !f.progress_off && !f.quiet && Progress::wanted(f.progress);
   if (show_progress) o.progress = print_progress;
@@ -329,7 +324,7 @@ Runner add_sweep(CLI::App& app) {
   c->add_option("--sweep-id", s.sweep_id, "name of the sweep (default: derived from its settings, so a rerun resumes)");
   c->add_option("--tag", f->tags, "KEY=VALUE recorded with every point (repeatable)");
   c->add_option("--sim-scenario", s.sim_scenario, "scenario file for the simulated GPU (docs/simulated-gpu.md)");
-  checked(c->add_option("--sim-power", f->sim_power_w, "simulated GPU power at full clock while a command runs, W"), DoubleRange{.min = 0, .max = 5000})
+  checked(c->add_option("--sim-power", s.sim_power_w, "simulated GPU power at full clock while a command runs, W"), DoubleRange{.min = 0, .max = 5000})
       ->capture_default_str();
   c->add_option("--nvml-lib", f->nvml_lib, "NVML library (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
   c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else ~/.local/share/jouleprof/runs.db)");
@@ -343,8 +338,8 @@ Runner add_sweep(CLI::App& app) {
   c->add_flag("--progress", f->progress, "progress on stderr even when it is not a terminal");
   c->add_flag("--progress-off", f->progress_off, "no progress lines")->group("");
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
-  c->add_flag("--metrics", f->metrics, "record activity metrics at every point (measure --metrics): `model fit --sweep` trains on them");
-  c->add_option("--metrics-source", f->metrics_source, "activity source with --metrics (as measure's): auto, dcgm, gpm, utilization, cupti-pm")
+  c->add_flag("--metrics", s.metrics, "record activity metrics at every point (measure --metrics): `model fit --sweep` trains on them");
+  c->add_option("--metrics-source", s.metrics_source, "activity source with --metrics (as measure's): auto, dcgm, gpm, utilization, cupti-pm")
       ->check(CLI::IsMember(activity_source_names()))->capture_default_str();
   c->add_flag("-q,--quiet", f->quiet, "only errors");
   c->add_option("--plan", f->plan, "run a plan file (what --slurm and multi-GPU workers run)")->group("");

@@ -7,6 +7,7 @@
 #include "jouleprof/control/sweep.hpp"
 #include "jouleprof/core/json_checked.hpp"
 #include "jouleprof/core/parse.hpp"
+#include "jouleprof/core/text.hpp"
 
 namespace jouleprof::control {
 namespace {
@@ -50,6 +51,12 @@ std::string point_key(const Setting& s, const std::map<std::string, std::string>
 }
 
 json spec_json(const SweepSpec& s) {
+  // Tags and the command line are only recorded (as valid UTF-8, core/text.hpp): made valid here
+  // so that a stray byte in them cannot stop the plan from being written.
+  std::map<std::string, std::string> tags;
+  for (const auto& [k, v] : s.tags) tags[to_valid_utf8(k)] = to_valid_utf8(v);
+  std::vector<std::string> invocation;
+  for (const auto& a : s.invocation) invocation.push_back(to_valid_utf8(a));
   json params = json::array();
   for (const auto& p : s.params) params.push_back({{"key", p.key}, {"values", p.values}});
   return {{"command", s.command},       {"device", s.device},         {"nvml_library", s.nvml_library},
@@ -58,8 +65,14 @@ json spec_json(const SweepSpec& s) {
           {"mode", s.mode},             {"order", s.order},           {"seed", s.seed},
           {"runs", s.runs},             {"warmup", s.warmup},         {"idle_s", s.idle_s},
           {"cooldown", s.cooldown},     {"observe_only", s.observe_only}, {"multi_gpu", s.multi_gpu},
-          {"sweep_id", s.sweep_id}};
+          {"sweep_id", s.sweep_id},     {"metrics", s.metrics},       {"metrics_source", s.metrics_source},
+          {"sim_power_w", s.sim_power_w}, {"read_cpu", s.read_cpu},   {"tags", tags},
+          {"invocation", invocation}};
 }
+
+// Plan files are read by the same jouleprof that wrote them (workers, SLURM tasks); another
+// version's plan is refused rather than read with options missing.
+constexpr int kPlanSchemaVersion = 2;
 
 }  // namespace
 
@@ -209,6 +222,8 @@ Result<SweepPlan> plan_sweep(const SweepSpec& spec, const std::vector<GpuCapabil
   }
   SweepSpec id_spec = spec;
   id_spec.observe_only = false;  // an observe-only rerun is a different sweep only by its tag
+  id_spec.tags.clear();          // labels: a rerun with other tags resumes the same sweep
+  id_spec.invocation.clear();    // the same sweep however its command line is spelled
   plan.sweep_id = spec.sweep_id.empty() ? fmt::format("{:012x}", fnv(spec_json(id_spec).dump()) & 0xffffffffffffULL)
                                         : spec.sweep_id;
   if (spec.observe_only && spec.sweep_id.empty()) plan.sweep_id += "-observe";
@@ -218,13 +233,19 @@ Result<SweepPlan> plan_sweep(const SweepSpec& spec, const std::vector<GpuCapabil
 std::string plan_to_json(const SweepPlan& p) {
   json units = json::array();
   for (const auto& u : p.units) units.push_back({{"point", u.key}, {"pass", u.pass}});
-  return json{{"schema_version", 1}, {"sweep_id", p.sweep_id}, {"spec", spec_json(p.spec)}, {"units", units}}.dump(2) + "\n";
+  return json{{"schema_version", kPlanSchemaVersion}, {"sweep_id", p.sweep_id}, {"spec", spec_json(p.spec)}, {"units", units}}.dump(2) + "\n";
 }
 
 Result<SweepSpec> spec_from_plan_json(const std::string& text, const std::string& path) {
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("spec")) {
     return make_error(Errc::parse, path + ": not a jouleprof sweep plan");
+  }
+  if (const auto v = j.find("schema_version"); v == j.end() || *v != kPlanSchemaVersion) {
+    return make_error(Errc::invalid_argument, path + ": sweep plan schema_version " +
+                                                  (v == j.end() ? std::string("missing") : v->dump()) +
+                                                  ", this jouleprof reads " + std::to_string(kPlanSchemaVersion) +
+                                                  " (plan again with this jouleprof)");
   }
   try {
     const json& s = j.at("spec");
@@ -255,6 +276,12 @@ Result<SweepSpec> spec_from_plan_json(const std::string& text, const std::string
     o.observe_only = s.at("observe_only").get<bool>();
     o.multi_gpu = s.at("multi_gpu").get<std::string>();
     o.sweep_id = j.at("sweep_id").get<std::string>();
+    o.metrics = s.at("metrics").get<bool>();
+    o.metrics_source = s.at("metrics_source").get<std::string>();
+    o.sim_power_w = checked_json<double>(s.at("sim_power_w"));
+    o.read_cpu = s.at("read_cpu").get<bool>();
+    o.tags = s.at("tags").get<std::map<std::string, std::string>>();
+    o.invocation = s.at("invocation").get<std::vector<std::string>>();
     return o;
   } catch (const json::exception& e) {
     return make_error(Errc::parse, path + ": malformed sweep plan (" + std::string(e.what()) + ")");

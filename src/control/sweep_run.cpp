@@ -20,6 +20,9 @@
 namespace jouleprof::control {
 namespace {
 
+// Activity windows of 0.2 s: several per point even for short workloads.
+constexpr double kActivityPeriodS = 0.2;
+
 std::optional<double> stat_mean(const Measurement& m, const std::string& what) {
   for (const auto& s : m.stats) {
     if (s.what == what && s.summary.n > 0) return s.summary.mean;
@@ -209,15 +212,18 @@ Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
       mo.idle_s = spec.idle_s;
       mo.cooldown = spec.cooldown;
       mo.cooldown_first = spec.cooldown && measured_here > 0;
-      mo.invocation = o.invocation;
+      mo.invocation = spec.invocation;
       mo.monitor.gpus.backend = backend_name;
       mo.monitor.gpus.ids.clear();
       for (const auto& g : *gpus) mo.monitor.gpus.ids.push_back(g.uuid);
       mo.monitor.gpus.nvml_library = spec.nvml_library;
       mo.monitor.gpus.sim_scenario = spec.sim_scenario;
+      mo.monitor.sampler.read_cpu = spec.read_cpu;
+      mo.sim_active_w = spec.sim_power_w;
+      if (spec.metrics) mo.activity = ActivityOptions{spec.metrics_source, kActivityPeriodS, spec.nvml_library};
       for (const auto& [k, v] : u.params) mo.env.push_back("JOULEPROF_PARAM_" + upper(k) + "=" + v);
       mo.tags = point_tags(*plan, u);
-      for (const auto& [k, v] : o.measure.tags) mo.tags.emplace(k, v);
+      for (const auto& [k, v] : spec.tags) mo.tags.emplace(k, v);
       auto m = o.run_point(mo);
       if (!m) {
         out.kind = UnitOutcome::Kind::failed;

@@ -47,6 +47,7 @@ std::string result_to_json(const Measurement& m, int indent) {
   j["tags"] = m.tags;
   j["started_at_utc"] = iso_utc_ms(m.origin_realtime_ns);
   j["origin_realtime_ns"] = m.origin_realtime_ns;
+  if (!m.run_uuid.empty()) j["run_uuid"] = m.run_uuid;
   j["duration_s"] = m.duration_s;
   j["provenance"] = {{"command_line", m.invocation},
                      {"host", m.host},

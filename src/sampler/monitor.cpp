@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "jouleprof/core/integrate.hpp"
+#include "jouleprof/core/uuid.hpp"
 
 namespace jouleprof {
 
@@ -238,6 +239,7 @@ Measurement Monitor::finish() {
   m.simulated = gpus_.simulated();
   m.device_note = gpus_.note;
   m.origin_realtime_ns = tb_.origin_realtime_ns();
+  m.run_uuid = random_uuid();  // not the start time: parallel workers can start in the same ns
   m.time_calibrations = tb_.calibrations();
   m.duration_s = end;
   m.sampler_cpu_s = sampler_->thread_cpu_s();

@@ -23,6 +23,7 @@
 #include "jouleprof/core/json_checked.hpp"
 #include "jouleprof/core/parse.hpp"
 #include "jouleprof/core/text.hpp"
+#include "jouleprof/core/uuid.hpp"
 #include "jouleprof/measure/output.hpp"
 
 namespace jouleprof {
@@ -174,6 +175,11 @@ Measurement from_json(const json& j) {
   m.builtin_workload = get_or(j, "builtin_workload", false);
   for (const auto& [k, v] : get_or<std::map<std::string, std::string>>(j, "tags", {})) m.tags[clean_label(k)] = clean_label(v);
   m.origin_realtime_ns = get_or<int64_t>(j, "origin_realtime_ns", 0);
+  if (auto u = j.find("run_uuid"); u != j.end() && !u->is_null()) {
+    // The run's identity (the store's duplicate check): only the form jouleprof writes.
+    if (!u->is_string() || !is_uuid(u->get<std::string>())) refuse(*u, "run_uuid must be a lowercase UUID, found " + u->dump());
+    m.run_uuid = u->get<std::string>();
+  }
   m.duration_s = get_or(j, "duration_s", 0.0);
   if (auto p = j.find("provenance"); p != j.end() && p->is_object()) {
     m.invocation = get_or<std::vector<std::string>>(*p, "command_line", {});
@@ -297,7 +303,7 @@ Measurement from_json(const json& j) {
   // Every other top-level section (e.g. "llm" from bench llm) is kept verbatim.
   static const std::set<std::string> kFields = {
       "schema_version", "simulated", "status", "incomplete_reason", "exit_code", "command", "builtin_workload", "tags",
-      "started_at_utc", "origin_realtime_ns", "duration_s", "provenance", "time_base", "gpus", "cpu", "meter", "runs",
+      "started_at_utc", "origin_realtime_ns", "run_uuid", "duration_s", "provenance", "time_base", "gpus", "cpu", "meter", "runs",
       "windows", "statistics", "warnings", "timelines"};
   for (const auto& [key, val] : j.items()) {
     if (kFields.count(key) == 0) m.sections[key] = val.dump();

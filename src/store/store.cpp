@@ -62,6 +62,15 @@ Result<int64_t> pragma_int(sqlite3* db, const char* pragma, const std::string& p
   return query_int(db, std::string("PRAGMA ") + pragma, path);
 }
 
+// What tells one run from another: its run_uuid, minted when it was measured and carried by its
+// result file, so a re-import or a merge of the same run is recognised while two runs that start
+// in the same nanosecond (parallel sweep workers, SLURM tasks on one node) are both kept. Results
+// from before run_uuid: start time and host, as stores of that time fingerprinted them.
+std::string run_fingerprint(const Measurement& m) {
+  if (!m.run_uuid.empty()) return "run:" + m.run_uuid;
+  return std::to_string(m.origin_realtime_ns) + "@" + m.host;
+}
+
 const Summary* find_stat(const Measurement& m, const std::string& what) {
   for (const RepeatStat& s : m.stats) {
     if (s.what == what) return &s.summary;
@@ -288,7 +297,7 @@ Result<void> Store::Impl::insert_timeline(
 Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o) {
   using nlohmann::json;
   const std::string result_json = result_to_json(m, -1);
-  std::string fingerprint = std::to_string(m.origin_realtime_ns) + "@" + m.host;
+  const std::string fingerprint = run_fingerprint(m);
   std::string command_text;
   for (const std::string& a : m.command) command_text += (command_text.empty() ? "" : " ") + a;
   command_text = for_terminal(command_text);  // listed on terminals: no control characters

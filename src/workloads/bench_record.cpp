@@ -8,6 +8,7 @@
 #include "jouleprof/workloads/bench_llm.hpp"
 #include "jouleprof/analysis/energy.hpp"
 #include "jouleprof/core/utc.hpp"
+#include "jouleprof/core/uuid.hpp"
 
 namespace jouleprof::llm {
 namespace {
@@ -131,6 +132,8 @@ Result<std::vector<Measurement>> split_bench_sweep(const Measurement& sweep) {
     m.host = sweep.host;
     m.kernel = sweep.kernel;
     m.origin_realtime_ns = sweep.origin_realtime_ns + std::llround(t0 * 1e9);
+    // Its own identity, the same each time this sweep is split (a re-import is recognised).
+    if (!sweep.run_uuid.empty()) m.run_uuid = derived_uuid(sweep.run_uuid, "configuration " + std::to_string(k));
     m.backend = sweep.backend;
     m.simulated = sweep.simulated;
     m.device_note = sweep.device_note;

@@ -2,6 +2,8 @@
 // wording, the simulated GPU's DVFS law.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "jouleprof/control/journal.hpp"
 #include "jouleprof/control/sweep.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
@@ -113,6 +115,72 @@ TEST(Plan, RoundTripsThroughThePlanFile) {
   ASSERT_EQ(p2->units.size(), p->units.size());
   for (std::size_t i = 0; i < p->units.size(); ++i) EXPECT_EQ(p2->units[i].key, p->units[i].key);
   EXPECT_FALSE(ctl::spec_from_plan_json("{}", "x.json"));
+}
+
+// Every option of the spec reaches the multi-GPU workers and the SLURM tasks: a spec with each
+// field away from its default comes back equal (SweepSpec's == compares every field).
+TEST(Plan, EveryOptionTravelsThroughThePlanFile) {
+  ctl::SweepSpec s;
+  s.command = {"infer", "--batch", "{batch}"};
+  s.device = "sim";
+  s.nvml_library = "/opt/nvml/libnvidia-ml.so.1";
+  s.sim_scenario = "/tmp/scenario.txt";
+  s.gpus = {"0", "GPU-1"};
+  s.clocks = "1980,990";
+  s.mem_clocks_mhz = {2619};
+  s.power_limits_w = {700, 300};
+  s.params = {*ctl::parse_param("batch=1,8")};
+  s.mode = "dvfs";
+  s.order = "interleaved";
+  s.seed = 7;
+  s.runs = 4;
+  s.warmup = 2;
+  s.idle_s = 0.5;
+  s.cooldown = true;
+  s.observe_only = true;
+  s.multi_gpu = "together";
+  s.sweep_id = "named";
+  s.metrics = true;
+  s.metrics_source = "utilization";
+  s.sim_power_w = 200;
+  s.read_cpu = false;
+  s.tags = {{"team", "infer"}, {"site", "a b"}};
+  s.invocation = {"jouleprof", "sweep", "--metrics"};
+  ctl::SweepPlan p;
+  p.sweep_id = s.sweep_id;
+  p.spec = s;
+  auto back = ctl::spec_from_plan_json(ctl::plan_to_json(p), "plan.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, s);
+  // A plan of another format (an older jouleprof's, without these options) is refused.
+  auto old = nlohmann::json::parse(ctl::plan_to_json(p));
+  old["schema_version"] = 1;
+  auto refused = ctl::spec_from_plan_json(old.dump(), "old.json");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("old.json: sweep plan schema_version 1, this jouleprof reads 2"), std::string::npos)
+      << refused.error().message;
+  old["schema_version"] = 2;
+  old["spec"].erase("metrics");
+  EXPECT_FALSE(ctl::spec_from_plan_json(old.dump(), "old.json"));
+}
+
+// What is recorded is part of the sweep: a rerun with --metrics (or another simulated power, or
+// without CPU energy) is a new sweep, not a resume that skips every point; tags and the spelling
+// of the command line are not.
+TEST(Plan, TheSweepIdCoversWhatIsRecordedNotLabels) {
+  ctl::SweepSpec s;
+  s.clocks = "1980,990";
+  const std::string base = ctl::plan_sweep(s, {h100()})->sweep_id;
+  auto id = [&](auto change) {
+    ctl::SweepSpec t = s;
+    change(t);
+    return ctl::plan_sweep(t, {h100()})->sweep_id;
+  };
+  EXPECT_NE(id([](ctl::SweepSpec& t) { t.metrics = true; }), base);
+  EXPECT_NE(id([](ctl::SweepSpec& t) { t.sim_power_w = 200; }), base);
+  EXPECT_NE(id([](ctl::SweepSpec& t) { t.read_cpu = false; }), base);
+  EXPECT_EQ(id([](ctl::SweepSpec& t) { t.tags = {{"team", "x"}}; }), base);
+  EXPECT_EQ(id([](ctl::SweepSpec& t) { t.invocation = {"jouleprof", "sweep"}; }), base);
 }
 
 TEST(Permission, SaysWhatIsMissing) {

@@ -234,7 +234,7 @@ TEST(Sweep, SimulatedSweepStoresTaggedPointsResumesAndReports) {
   o.spec.idle_s = 0;
   o.db = dir + "/runs.db";
   o.journal_dir = dir + "/journal";
-  o.measure.monitor.sampler.read_cpu = false;
+  o.spec.read_cpu = false;
   int progress_calls = 0;
   o.progress = [&](const ctl::SweepProgress& p) {
     ++progress_calls;

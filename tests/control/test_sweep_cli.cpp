@@ -232,6 +232,50 @@ TEST(SweepCli, TwoGpusSplitThePointsInParallelAndReport) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
 }
 
+// The workers of a split sweep read the plan file, not the command line: every option that
+// changes what a point records must reach them through it (--metrics, --metrics-source, --tag,
+// --sim-power, --no-cpu), and their runs record the user's command line, not theirs.
+TEST(SweepCli, TwoGpuWorkersRecordWhatTheSweepAsksFor) {
+  Cli c(2);
+  auto r = c.run({"sweep", "--device", "sim", "--sim-scenario", c.scenario, "--gpus", "all", "--clocks", "1980", "--param",
+                  "k=a,b", "--runs", "1", "--warmup", "0", "--idle", "0", "--no-cpu", "--metrics", "--metrics-source",
+                  "utilization", "--tag", "team=infer", "--sim-power", "200", "--", "sleep", "0.4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.err.find("worker pid"), std::string::npos) << r.err;
+  auto store = jouleprof::Store::open(c.db, jouleprof::Store::Mode::read);
+  ASSERT_TRUE(store);
+  auto runs = store->list();
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 2U);
+  std::set<std::string> gpus;
+  for (const auto& s : *runs) {
+    auto m = store->load(s.id, false);
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->gpus.size(), 1U);
+    gpus.insert(m->gpus.front().uuid);
+    ASSERT_EQ(m->sections.count("activity"), 1U) << "run " << s.id << ": no activity metrics";
+    // Asked for by name: no note on why GPM was not used (what `auto` writes on the simulated GPU).
+    const std::string act = m->sections.at("activity");
+    EXPECT_NE(act.find("\"note\":\"\",\"source\":\"sim-utilization\""), std::string::npos) << act;
+    EXPECT_EQ(m->tags.count("team") ? m->tags.at("team") : "", "infer");
+    EXPECT_EQ(m->cpu_unavailable_reason, "CPU energy not requested");
+    // 200 W asked of the simulated GPU at full clock (the default is 450 W).
+    for (const auto& w : m->windows) {
+      if (w.kind == "run") {
+        EXPECT_LT(w.gpus.at(0).mean_power_w, 300) << "run " << s.id;
+      }
+    }
+    const std::string cmdline = [&] {
+      std::string t;
+      for (const auto& a : m->invocation) t += a + " ";
+      return t;
+    }();
+    EXPECT_NE(cmdline.find("--metrics"), std::string::npos) << cmdline;
+    EXPECT_EQ(cmdline.find("--plan"), std::string::npos) << cmdline;
+  }
+  EXPECT_EQ(gpus.size(), 2U);  // both GPUs worked
+}
+
 TEST(SweepCli, DiscoverReportsWhatTheDriverSupports) {
   Cli c;
   auto r = c.run({"sweep", "--device", "nvml", "--discover", "--json", c.dir + "/d.json"});

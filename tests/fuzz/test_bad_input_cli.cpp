@@ -124,6 +124,7 @@ TEST_F(BadInput, StructurallyWrongImportsAreRefusedWhole) {
       {"/windows", [](json& d) { d["windows"] = json::array(); }},
       {"/status", [](json& d) { d["status"] = "done"; }},
       {"/origin_realtime_ns", [](json& d) { d["origin_realtime_ns"] = 1208925819614629174706176.0; }},
+      {"/run_uuid", [](json& d) { d["run_uuid"] = "run-1"; }},
   };
   auto before = cli({"runs", "list", "--json"});
   for (const auto& [path, edit] : cases) {

@@ -16,6 +16,7 @@
 #include "jouleprof/store/run_source.hpp"
 #include "jouleprof/store/store.hpp"
 #include "jouleprof/store/synthetic.hpp"
+#include "jouleprof/core/uuid.hpp"
 
 namespace jouleprof {
 namespace {
@@ -254,6 +255,7 @@ TEST_F(StoreTest, UnknownRunIdIsNotFound) {
 TEST_F(StoreTest, DuplicatesAreRefusedUnlessAllowed) {
   Store s = open_write();
   const auto m = make_synthetic_measurement(small());
+  ASSERT_TRUE(m.run_uuid.empty());  // as results from before run_uuid: recognised by start time and host
   ASSERT_TRUE(s.insert(m).ok());
   auto again = s.insert(m);
   ASSERT_FALSE(again.ok());
@@ -264,6 +266,69 @@ TEST_F(StoreTest, DuplicatesAreRefusedUnlessAllowed) {
   auto l = s.list();
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->size(), 2u);
+}
+
+// Two sweep workers (or SLURM tasks on one node) whose runs start in the same nanosecond on one
+// host: two runs, both stored. The start time and host alone refused the second ("already
+// stored as run 1"). The same run coming back (re-import of its file, a second merge) is still
+// recognised by its run_uuid, which its result file carries.
+Measurement worker_run(int gpu) {
+  SyntheticSpec one = small(1);  // the same origin_realtime_ns and host for both
+  one.gpus = 1;                  // each worker sees its own GPU as GPU 0 (CUDA_VISIBLE_DEVICES)
+  Measurement m = make_synthetic_measurement(one);
+  m.gpus[0].uuid = "GPU-worker-" + std::to_string(gpu);
+  m.run_uuid = random_uuid();  // as Monitor::finish mints it
+  return m;
+}
+
+TEST_F(StoreTest, RunsStartingInTheSameNanosecondOnOneHostAreBothKept) {
+  Store s = open_write();
+  const Measurement a = worker_run(0), b = worker_run(1);
+  ASSERT_EQ(a.origin_realtime_ns, b.origin_realtime_ns);
+  ASSERT_EQ(a.host, b.host);
+  auto ia = s.insert(a);
+  ASSERT_TRUE(ia.ok()) << ia.error().message;
+  auto ib = s.insert(b);
+  ASSERT_TRUE(ib.ok()) << ib.error().message;
+  EXPECT_NE(*ia, *ib);
+  // The same run again, directly or through its result file, is a duplicate.
+  auto again = s.insert(a);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("already stored as run 1"), std::string::npos) << again.error().message;
+  auto file = measurement_from_json(result_to_json(b, 2));
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  EXPECT_EQ(file->run_uuid, b.run_uuid);
+  auto reimport = s.insert(*file);
+  ASSERT_FALSE(reimport.ok());
+  EXPECT_NE(reimport.error().message.find("already stored as run 2"), std::string::npos) << reimport.error().message;
+  // As stored, the run keeps its identity (what runs export and runs merge copy).
+  auto loaded = s.load(*ib);
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->run_uuid, b.run_uuid);
+  EXPECT_EQ(s.list()->size(), 2u);
+}
+
+TEST_F(StoreTest, TwoProcessesStoreRunsOfTheSameStartTime) {
+  std::vector<pid_t> kids;
+  for (int w = 0; w < 2; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto r = record_measurement(worker_run(w), db_opts(db_));
+      if (!r.ok()) std::fprintf(stderr, "worker %d: %s\n", w, r.error().message.c_str());
+      _exit(r.ok() ? 0 : 1);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t pid : kids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  auto s = Store::open(db_, Store::Mode::read);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->list()->size(), 2u);
 }
 
 TEST_F(StoreTest, RemoveIsAllOrNone) {

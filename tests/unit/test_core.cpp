@@ -1,4 +1,4 @@
-// Core math: integration, counters, series storage, statistics, time base.
+// Core math: integration, counters, series storage, statistics, time base; run identifiers.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +7,9 @@
 #include "jouleprof/core/series.hpp"
 #include "jouleprof/core/stats.hpp"
 #include "jouleprof/core/timebase.hpp"
+#include "jouleprof/core/uuid.hpp"
+
+#include <set>
 
 using namespace jouleprof;
 
@@ -115,4 +118,35 @@ TEST(TimeBase, ConvertsRealtimeAndFollowsAStep) {
   EXPECT_EQ(tb.max_offset_change_ns(), 500'000'000);
   EXPECT_EQ(tb.calibrations().size(), 2u);
   EXPECT_EQ(tb.to_realtime_ns(2.0), c.realtime_ns());
+}
+
+TEST(RunUuid, RandomOnesAreWellFormedAndDistinct) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string u = random_uuid();
+    ASSERT_TRUE(is_uuid(u)) << u;
+    EXPECT_EQ(u[14], '4') << u;                                         // version 4
+    EXPECT_NE(std::string("89ab").find(u[19]), std::string::npos) << u;  // RFC 9562 variant
+    seen.insert(u);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+}
+
+TEST(RunUuid, DerivedOnesDependOnlyOnTheirInputs) {
+  const std::string parent = "0f1e2d3c-4b5a-4968-8776-655443322110";
+  const std::string a = derived_uuid(parent, "configuration 0");
+  EXPECT_TRUE(is_uuid(a)) << a;
+  EXPECT_EQ(a[14], '8') << a;  // version 8: derived, not random
+  EXPECT_EQ(derived_uuid(parent, "configuration 0"), a);
+  EXPECT_NE(derived_uuid(parent, "configuration 1"), a);
+  EXPECT_NE(derived_uuid("0f1e2d3c-4b5a-4968-8776-655443322111", "configuration 0"), a);
+  EXPECT_NE(derived_uuid("ab", "c"), derived_uuid("a", "bc"));
+}
+
+TEST(RunUuid, OnlyTheCanonicalFormIsOne) {
+  EXPECT_TRUE(is_uuid("0f1e2d3c-4b5a-4968-8776-655443322110"));
+  EXPECT_FALSE(is_uuid("0F1E2D3C-4B5A-4968-8776-655443322110"));  // jouleprof writes lowercase
+  EXPECT_FALSE(is_uuid("0f1e2d3c4b5a49688776655443322110"));
+  EXPECT_FALSE(is_uuid("0f1e2d3c-4b5a-4968-8776-65544332211g"));
+  EXPECT_FALSE(is_uuid(""));
 }

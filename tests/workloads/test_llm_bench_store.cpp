@@ -19,6 +19,7 @@
 #include "jouleprof/workloads/bench_llm.hpp"
 #include "jouleprof/workloads/bench_record.hpp"
 #include "jouleprof/store/result_io.hpp"
+#include "jouleprof/core/uuid.hpp"
 
 using namespace jouleprof;
 using namespace jouleprof::llm;
@@ -111,12 +112,21 @@ TEST_F(BenchStore, SplitGivesOneRunPerConfigurationOnItsOwnTimeBase) {
   ASSERT_TRUE(parts) << parts.error().message;
   ASSERT_EQ(parts->size(), 4u);
   std::set<int64_t> origins;
+  std::set<std::string> uuids;
+  ASSERT_TRUE(is_uuid(sweep.run_uuid)) << sweep.run_uuid;
+  auto split_again = split_bench_sweep(sweep);
+  ASSERT_TRUE(split_again);
   for (std::size_t k = 0; k < parts->size(); ++k) {
     const Measurement& m = (*parts)[k];
     const json& p = r->llm["points"][k];
     EXPECT_TRUE(m.complete);
     EXPECT_FALSE(is_bench_sweep(m));
     origins.insert(m.origin_realtime_ns);
+    // Each configuration is a run of its own, the same one each time the sweep is split.
+    EXPECT_TRUE(is_uuid(m.run_uuid)) << m.run_uuid;
+    EXPECT_NE(m.run_uuid, sweep.run_uuid);
+    EXPECT_EQ(m.run_uuid, (*split_again)[k].run_uuid);
+    uuids.insert(m.run_uuid);
     EXPECT_EQ(m.tags.at("bench"), "llm");
     EXPECT_EQ(m.tags.at("dtype"), p["dtype"].get<std::string>());
     EXPECT_EQ(m.tags.at("gen"), p["gen"].dump());
@@ -158,7 +168,8 @@ TEST_F(BenchStore, SplitGivesOneRunPerConfigurationOnItsOwnTimeBase) {
     EXPECT_EQ(m.stats[0].what, "gpu_energy_j");
     EXPECT_EQ(m.stats[0].summary.mean, m.windows[0].gpu_energy_j);
   }
-  EXPECT_EQ(origins.size(), 4u);  // distinct start times: distinct runs in the store
+  EXPECT_EQ(origins.size(), 4u);  // distinct start times
+  EXPECT_EQ(uuids.size(), 4u);    // distinct runs in the store
 }
 
 TEST_F(BenchStore, SweepIsStoredWithTagsAndTheJsonNumbers) {
@@ -254,6 +265,10 @@ TEST_F(BenchStore, SweepIsStoredWithTagsAndTheJsonNumbers) {
   auto again = cli({"runs", "--db", db2, "import", "b.json"});
   EXPECT_NE(again.code, 0);
   EXPECT_NE(again.err.find("already stored"), std::string::npos);
+  // The configurations bench llm recorded are the ones its JSON file splits into.
+  auto recorded = cli({"runs", "--db", db, "import", "b.json"});
+  EXPECT_NE(recorded.code, 0);
+  EXPECT_NE(recorded.err.find("already stored"), std::string::npos) << recorded.err;
 }
 
 TEST_F(BenchStore, NoStoreStoresNothing) {

@@ -33,7 +33,7 @@ struct MergeOutcome {
   int merged = 0, duplicates = 0;
 };
 /// Copies every run of each source store (a task's .db) into `target`, timelines included;
-/// a run already in the target (same start time and host) is counted, not copied twice.
+/// a run already in the target (the same run_uuid) is counted, not copied twice.
 Result<std::vector<MergeOutcome>> merge_run_stores(const std::string& target, const std::vector<std::string>& sources);
 
 }  // namespace jouleprof::control

@@ -19,6 +19,7 @@ namespace jouleprof::control {
 struct SweepParam {
   std::string key;
   std::vector<std::string> values;
+  bool operator==(const SweepParam&) const = default;
 };
 
 /// What the user asked for (flags of `jouleprof sweep`), serialisable as a plan file.
@@ -41,6 +42,15 @@ struct SweepSpec {
   bool observe_only = false;
   std::string multi_gpu = "split";   ///< split: points spread over the GPUs in parallel; together: all GPUs each point
   std::string sweep_id;              ///< empty: derived from the rest (so a rerun resumes)
+  // What every point records. Here, not in SweepRunOptions::measure, so that they travel in the
+  // plan file to the multi-GPU workers and the SLURM tasks.
+  bool metrics = false;              ///< activity metrics at every point (measure --metrics)
+  std::string metrics_source = "auto";
+  double sim_power_w = 450;          ///< the simulated GPU's power while a command runs, at full clock
+  bool read_cpu = true;              ///< CPU energy (RAPL)
+  std::map<std::string, std::string> tags;  ///< --tag KEY=VALUE, with every point
+  std::vector<std::string> invocation;      ///< the command line that asked for the sweep (provenance)
+  bool operator==(const SweepSpec&) const = default;
 };
 
 /// One setting × parameter combination, and one visit of it (`pass`; interleaved order visits
@@ -106,8 +116,8 @@ struct SweepRunOptions {
   std::string db;               ///< run store (resolve_db_path rules)
   std::string journal_dir;      ///< empty: default_journal_dir()
   std::optional<std::pair<int, int>> shard;  ///< run only units u with u % N == k (k, N)
-  MeasureOptions measure;       ///< base options of every point (monitor, sampler ...)
-  std::vector<std::string> invocation;
+  MeasureOptions measure;       ///< base options of every point (monitor, sampler ...); what the
+                                ///< spec says (metrics, CPU, tags ...) is set over them
   /// Seam: how a point is measured (tests and the chaos driver replace it).
   std::function<Result<Measurement>(const MeasureOptions&)> run_point = run_measure;
   std::function<void(const SweepProgress&)> progress;

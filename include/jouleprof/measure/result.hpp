@@ -97,6 +97,9 @@ struct Measurement {
   std::map<std::string, std::string> tags;
   std::string host, kernel;
   int64_t origin_realtime_ns = 0;  ///< wall time of run-time 0
+  /// Identifies this run (core/uuid.hpp): random, minted when the measurement ends; the store's
+  /// duplicate check. Empty in results written before it existed.
+  std::string run_uuid;
   std::string backend;
   bool simulated = false;
   std::string device_note;

@@ -29,7 +29,7 @@ struct StoreOptions {
   std::string db_path;             ///< empty: default_db_path()
   int busy_timeout_ms = 30000;     ///< how long a writer waits for another writer
   std::string source = "measure";  ///< how the run came in: "measure", "import:FILE" ...
-  bool allow_duplicate = false;    ///< store a run whose start time and host are already stored
+  bool allow_duplicate = false;    ///< store a run that is already stored (same run_uuid; older results: start time and host)
   /// Test seam: called after each timeline chunk is written inside the run's transaction.
   std::function<void(std::size_t chunks_written)> on_chunk;
 };

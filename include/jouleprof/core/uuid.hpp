@@ -1,0 +1,21 @@
+// Run identifiers: a random UUID minted when a measurement ends, and ones derived from it for
+// the runs cut out of one measurement (a bench llm sweep's configurations). The run store tells
+// runs apart by it (docs/store.md "Duplicates").
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace jouleprof {
+
+/// A random (version 4) UUID, lowercase: "3f2b8c1e-5d7a-4e09-9b1c-0a6f4e2d8b71".
+std::string random_uuid();
+
+/// A version 8 UUID that depends only on `parent` and `name`: the same inputs give the same
+/// identifier (a re-import of the same file is recognised), different names different ones.
+std::string derived_uuid(std::string_view parent, std::string_view name);
+
+/// 36 characters: 8-4-4-4-12 lowercase hex digits separated by '-'.
+bool is_uuid(std::string_view text);
+
+}  // namespace jouleprof
