@@ -11,10 +11,13 @@
 
 #include "control/fake_state.hpp"
 #include "jouleprof/control/session.hpp"
+#include "jouleprof/control/slurm.hpp"
+#include "jouleprof/core/uuid.hpp"
 #include "jouleprof/control/sweep.hpp"
 #include "jouleprof/report/sweep_report.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "jouleprof/store/store.hpp"
+#include "jouleprof/store/synthetic.hpp"
 
 namespace fs = std::filesystem;
 namespace ctl = jouleprof::control;
@@ -277,5 +280,44 @@ TEST(Sweep, SimulatedSweepStoresTaggedPointsResumesAndReports) {
   const auto chart = jouleprof::sweep_chart(*rep, "edp_js", "clock_mhz", {});
   EXPECT_NE(chart.option_json.find("\"lines\""), std::string::npos);  // error bars
   EXPECT_NE(chart.option_json.find("optimum"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Two SLURM tasks on one node whose points start in the same nanosecond: `runs merge` keeps both
+// (by start time and host the second was counted as "already stored" and silently left out), and
+// a second merge of the same task stores copies nothing.
+TEST(Merge, TaskRunsThatStartTogetherAreEachMergedOnce) {
+  const std::string dir = (fs::temp_directory_path() / ("jp-merge-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> tasks;
+  for (int t = 0; t < 2; ++t) {
+    jouleprof::SyntheticSpec spec;
+    spec.gpus = 1;
+    spec.duration_s = 5;
+    jouleprof::Measurement m = jouleprof::make_synthetic_measurement(spec);  // the same start and host
+    m.run_uuid = jouleprof::random_uuid();
+    m.tags["task"] = std::to_string(t);
+    tasks.push_back(dir + "/task-" + std::to_string(t) + ".db");
+    auto st = jouleprof::Store::open(tasks.back(), jouleprof::Store::Mode::write);
+    ASSERT_TRUE(st);
+    ASSERT_TRUE(st->insert(m));
+  }
+  auto first = ctl::merge_run_stores(dir + "/merged.db", tasks);
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_EQ(first->size(), 2U);
+  for (const auto& o : *first) {
+    EXPECT_EQ(o.merged, 1) << o.file;
+    EXPECT_EQ(o.duplicates, 0) << o.file;
+  }
+  auto again = ctl::merge_run_stores(dir + "/merged.db", tasks);
+  ASSERT_TRUE(again) << again.error().message;
+  for (const auto& o : *again) {
+    EXPECT_EQ(o.merged, 0) << o.file;
+    EXPECT_EQ(o.duplicates, 1) << o.file;
+  }
+  auto merged = jouleprof::Store::open(dir + "/merged.db", jouleprof::Store::Mode::read);
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(merged->list()->size(), 2U);
   fs::remove_all(dir);
 }
