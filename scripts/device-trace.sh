@@ -26,18 +26,29 @@ for step in "$@"; do
     sanity)
       run 60 "$JP" trace --idle 1 --no-store --top 5 --json "$OUT/sanity.json" -- "$TC" gemm 2 ;;
     accuracy)
-      # Each class alone (steady), then alternating bursts of 5-30 ms and of 0.2-2 ms.
-      run 60 "$JP" trace --idle 2 --no-store --top 3 --json "$OUT/acc_gemm.json" -- "$TC" gemm 8
-      run 60 "$JP" trace --idle 2 --no-store --top 3 --json "$OUT/acc_copy.json" -- "$TC" copy 8
-      run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_burst.json" -- "$TC" mixed 15 5 30 1
-      run 60 "$JP" trace --idle 2 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_fine.json" -- "$TC" mixed 15 0.2 2 2 ;;
+      # Each class alone (steady), then alternating bursts of 5-30 ms and of 0.2-2 ms; ACC_REPEATS
+      # rounds. Every run starts from a settled GPU (SETTLE_S of rest, then a 4 s idle window whose
+      # second half is the baseline): a hot GPU's idle power is still falling for several seconds.
+      # Last, 100-300 ms bursts: long enough for the 20 ms samples to show each class's power in
+      # the alternating run directly (the interval method).
+      for r in $(seq 1 "${ACC_REPEATS:-2}"); do
+        for c in "gemm gemm 8" "copy copy 8" "burst mixed 15 5 30 $r" "fine mixed 15 0.2 2 $r"; do
+          set -- $c; name=$1; shift
+          sleep "${SETTLE_S:-15}"
+          run 60 "$JP" trace --idle 4 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_${name}_r$r.json" -- "$TC" "$@"
+        done
+      done
+      sleep "${SETTLE_S:-15}"
+      run 60 "$JP" trace --idle 4 --no-store --top 3 --min-interval-ms 50 --json "$OUT/acc_long_r1.json" -- "$TC" mixed 15 100 300 1 ;;
     overhead)
       # Interleaved rounds of processes, all pinned to the same cores: untraced (U), traced (T),
       # and both with the NVTX annotation (UA, TA: the "kernels and NVTX on"); PA: traced
-      # with another injection library ($PREV_INJECT_LIB, e.g. an earlier build), annotated.
+      # with another injection library ($PREV_INJECT_LIB, e.g. an earlier build), annotated; KA: the
+      # peer, torch.profiler recording CUDA activities (Kineto, on CUPTI) around the same calls.
       for i in $(seq 1 "${ROUNDS:-4}"); do
         for cfg in ${OVERHEAD_CONFIGS:-U T UA TA}; do
           ann=(); [[ $cfg == *A ]] && ann=(--annotate)
+          [[ $cfg == K* ]] && ann+=(--kineto-cuda)
           pre=(); [[ $cfg == T* ]] && pre=("$JP" trace --idle 0 --no-store -q --)
           [[ $cfg == P* ]] && pre=("$JP" trace --inject-lib "$PREV_INJECT_LIB" --idle 0 --no-store -q --)
           say "overhead $cfg round $i"

@@ -4,6 +4,8 @@
 
 Times each generate() after a warm-up (CUDA-synchronised wall clock) and prints one JSON line.
 With --annotate, jouleprof.torch adds NVTX ranges per module (depth 4) and prefill/decode phases.
+With --kineto-cuda, the timed calls run inside torch.profiler recording CUDA activities only (the
+peer tracer, Kineto on CUPTI: kernels, copies and the CUDA runtime calls); its trace is not saved.
 """
 import argparse
 import json
@@ -39,6 +41,7 @@ def main():
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=0, help="repeat generate() until this long has passed (overrides --reps)")
+    ap.add_argument("--kineto-cuda", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()
     model = build()
@@ -51,6 +54,11 @@ def main():
         if a.annotate:
             import jouleprof.torch as jt
             handle = jt.annotate(model, depth=4)
+        profiler = None
+        if a.kineto_cuda:
+            from torch.profiler import ProfilerActivity, profile
+            profiler = profile(activities=[ProfilerActivity.CUDA])
+            profiler.__enter__()
         times = []
         start = time.perf_counter()
         while (len(times) < a.reps) if a.seconds <= 0 else (time.perf_counter() - start < a.seconds):
@@ -58,11 +66,13 @@ def main():
             model.generate(ids, **kw)
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
         if handle is not None:
             handle.finish()
     reps = len(times)
     times.sort()
-    res = {"annotate": a.annotate, "traced": "CUDA_INJECTION64_PATH" in os.environ, "reps": reps,
+    res = {"annotate": a.annotate, "traced": "CUDA_INJECTION64_PATH" in os.environ, "kineto_cuda": a.kineto_cuda, "reps": reps,
            "prompt": a.prompt, "gen": a.gen, "batch": a.batch, "generate_s": times,
            "median_s": times[len(times) // 2], "tokens": reps * a.batch * (a.prompt + a.gen)}
     print("hf_generate " + json.dumps(res), flush=True)

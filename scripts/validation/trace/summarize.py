@@ -43,44 +43,56 @@ for p in sorted(glob.glob(os.path.join(out, "*.json"))):
     print(f"{os.path.basename(p)}: activities {t['activities']}, dropped {t['dropped_records']}, complete {t['complete']}, "
           f"max |attributed+idle+unattributed-measured| = {worst:.3g} J, processes {len(t['processes'])}")
 
-print("\n== attribution accuracy (per-class energy above idle vs each class alone)")
-alone = {}
-for c in ("gemm", "copy"):
-    r = load(f"acc_{c}.json")
-    if not r:
-        continue
-    t = trace_of(r)
-    g = t["gpus"][0]
-    split = next(m for m in g["methods"] if m["method"] == "split")
-    busy = sum(x["busy_s"] for x in split["by_class"] if x["key"] == c)
-    w = run_window(r)
-    T = w["t1_s"] - w["t0_s"]
-    above = split["measured_energy_j"] - g["idle_power_w"] * T
-    alone[c] = above / busy if busy > 0 else float("nan")
-    print(f"{c} alone: {T:.2f} s run, busy {busy:.3f} s, idle {g['idle_power_w']:.1f} W, "
-          f"{alone[c]:.1f} W above idle while busy (measured {split['measured_energy_j']:.1f} J by {g['measured_method']})")
-for case in ("burst", "fine"):
-    r = load(f"acc_{case}.json")
-    if not r or len(alone) < 2:
-        continue
-    t = trace_of(r)
-    g = t["gpus"][0]
-    w = run_window(r)
-    T = w["t1_s"] - w["t0_s"]
-    busy = {x["key"]: x["busy_s"] for x in g["methods"][1]["by_class"]}
-    truth = {c: alone[c] * busy.get(c, 0) for c in ("gemm", "copy")}
-    above = g["methods"][1]["measured_energy_j"] - g["idle_power_w"] * T
-    print(f"{case}: run {T:.2f} s, measured above idle {above:.1f} J; expected from alone runs: "
-          + ", ".join(f"{c} {truth[c]:.1f} J (busy {busy.get(c, 0):.2f} s)" for c in truth)
-          + f" (sum {sum(truth.values()):.1f} J)")
-    for m in g["methods"]:
-        got = {x["key"]: x["energy_j"] for x in m["by_class"]}
-        errs = [f"{c} {got.get(c, 0):.1f} J ({100 * (got.get(c, 0) - truth[c]) / truth[c]:+.1f}%)" for c in truth if truth[c]]
-        extra = ""
-        if m.get("class_fits"):
-            extra = "; fit " + ", ".join(f"{c} {f['active_power_w']:.0f}±{f['stderr_w']:.0f} W" for c, f in m["class_fits"].items()) \
-                + f", static {m['intercept_power_w']:.0f} W, R² {m['r_squared']:.3f}"
-        print(f"  {m['method']:10s} {'; '.join(errs)}; unattributed {m['unattributed_energy_j']:.1f} J{extra}")
+print("\n== attribution accuracy (per-class energy above idle vs each class alone), per round")
+
+
+def split_of(g):
+    return next(m for m in g["methods"] if m["method"] == "split")
+
+
+def accuracy_round(r):
+    """Expected per-class energy in a mixed run: (the class's power while busy alone - the mixed
+    run's idle) x its busy time in the mixed run; every method's per-class error against it."""
+    power = {}
+    for c in ("gemm", "copy"):
+        x = load(f"acc_{c}_r{r}.json")
+        if not x:
+            return
+        g = trace_of(x)["gpus"][0]
+        busy = sum(y["busy_s"] for y in split_of(g)["by_class"] if y["key"] == c)
+        w = run_window(x)
+        T = w["t1_s"] - w["t0_s"]
+        gap = T - g["busy_s"]
+        # total power while the class runs: the run's energy less its idle stretches at the baseline
+        power[c] = (split_of(g)["measured_energy_j"] - g["idle_power_w"] * gap) / busy
+        print(f"r{r} {c} alone: {T:.2f} s run, busy {busy:.3f} s, idle {g['idle_power_w']:.1f} W, "
+              f"{power[c]:.1f} W while busy (measured {split_of(g)['measured_energy_j']:.1f} J by {g['measured_method']})")
+    for case in ("burst", "fine", "long"):
+        x = load(f"acc_{case}_r{r}.json")
+        if not x:
+            continue
+        g = trace_of(x)["gpus"][0]
+        w = run_window(x)
+        T = w["t1_s"] - w["t0_s"]
+        busy = {y["key"]: y["busy_s"] for y in split_of(g)["by_class"]}
+        idle = g["idle_power_w"]
+        truth = {c: (power[c] - idle) * busy.get(c, 0) for c in ("gemm", "copy")}
+        above = split_of(g)["measured_energy_j"] - idle * T
+        print(f"r{r} {case}: run {T:.2f} s, idle {idle:.1f} W, measured above idle {above:.1f} J; expected: "
+              + ", ".join(f"{c} {truth[c]:.1f} J (busy {busy.get(c, 0):.2f} s)" for c in truth)
+              + f" (sum {sum(truth.values()):.1f} J)")
+        for m in g["methods"]:
+            got = {y["key"]: y["energy_j"] for y in m["by_class"]}
+            errs = [f"{c} {got.get(c, 0):.1f} J ({100 * (got.get(c, 0) - truth[c]) / truth[c]:+.1f}%)" for c in truth if truth[c]]
+            extra = ""
+            if m.get("class_fits"):
+                extra = "; fit " + ", ".join(f"{c} {f['active_power_w']:.0f}±{f['stderr_w']:.0f} W" for c, f in m["class_fits"].items()) \
+                    + f", static {m['intercept_power_w']:.0f} W, R² {m['r_squared']:.3f}"
+            print(f"  {m['method']:10s} {'; '.join(errs)}; unattributed {m['unattributed_energy_j']:.1f} J{extra}")
+
+
+for r in range(1, 10):
+    accuracy_round(r)
 
 print("\n== overhead: HF Llama-3.2-1B generate (median of 5 generate() per process)")
 for k in ("U", "T", "Hgen"):
