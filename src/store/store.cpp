@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/output.hpp"
@@ -69,6 +70,27 @@ Result<int64_t> pragma_int(sqlite3* db, const char* pragma, const std::string& p
 std::string run_fingerprint(const Measurement& m) {
   if (!m.run_uuid.empty()) return "run:" + m.run_uuid;
   return std::to_string(m.origin_realtime_ns) + "@" + m.host;
+}
+
+// A store not yet in WAL mode (a new one) is switched by a write inside SQLite that upgrades a
+// read transaction; an upgrade that meets another process's write lock fails at once with
+// SQLITE_BUSY, whatever the busy timeout (SQLite does not wait there: two upgrading readers would
+// deadlock). Processes creating one store together (sweep workers, SLURM tasks, two measure runs)
+// meet exactly there, so the switch is tried again until the busy timeout has passed.
+Result<void> switch_to_wal(sqlite3* db, const std::string& path, int busy_timeout_ms) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(busy_timeout_ms);
+  for (int wait_ms = 1;; wait_ms = std::min(2 * wait_ms, 50)) {
+    {
+      auto st = Stmt::prepare(db, "PRAGMA journal_mode = WAL");
+      if (!st) return st.error();
+      const int rc = st->step();
+      if (rc == SQLITE_ROW) return {};
+      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= give_up) {
+        return sqlite_error(db, path + ": cannot switch to WAL");
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+  }
 }
 
 const Summary* find_stat(const Measurement& m, const std::string& what) {
@@ -216,9 +238,7 @@ Result<Store> Store::open(const std::string& path, Mode mode, int busy_timeout_m
   JP_TRY(exec(impl->db, "PRAGMA foreign_keys = ON", path));
   if (empty) JP_TRY(exec(impl->db, "PRAGMA auto_vacuum = INCREMENTAL", path));
   if (mode == Mode::write || impl->version < kStoreSchemaVersion) {
-    auto st = Stmt::prepare(impl->db, "PRAGMA journal_mode = WAL");
-    if (!st) return st.error();
-    if (st->step() != SQLITE_ROW) return impl->err("cannot switch to WAL");
+    JP_TRY(switch_to_wal(impl->db, path, busy_timeout_ms));
     JP_TRY(exec(impl->db, "PRAGMA synchronous = NORMAL", path));
   }
   if (impl->version < kStoreSchemaVersion) JP_TRY(impl->migrate());

@@ -1,7 +1,7 @@
 // `jouleprof sweep` and `jouleprof restore` end to end against the fake NVML and the simulated
 // GPU: restore on SIGINT, SIGTERM, SIGHUP; SIGKILL then `jouleprof restore`; restore at the next
 // start; `restore --check`; observe-only; dry-run (plan and SLURM script); bad input; a failing
-// point; multi-GPU split; resume.
+// point; multi-GPU split (and what its workers record); resume.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,6 +11,8 @@
 #include <fstream>
 #include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "common/run_program.hpp"
 #include "control/fake_state.hpp"
@@ -255,8 +257,9 @@ TEST(SweepCli, TwoGpuWorkersRecordWhatTheSweepAsksFor) {
     gpus.insert(m->gpus.front().uuid);
     ASSERT_EQ(m->sections.count("activity"), 1U) << "run " << s.id << ": no activity metrics";
     // Asked for by name: no note on why GPM was not used (what `auto` writes on the simulated GPU).
-    const std::string act = m->sections.at("activity");
-    EXPECT_NE(act.find("\"note\":\"\",\"source\":\"sim-utilization\""), std::string::npos) << act;
+    const auto act = nlohmann::json::parse(m->sections.at("activity"));
+    EXPECT_EQ(act["gpus"][0]["source"], "sim-utilization") << act;
+    EXPECT_EQ(act["gpus"][0]["note"], "") << act;
     EXPECT_EQ(m->tags.count("team") ? m->tags.at("team") : "", "infer");
     EXPECT_EQ(m->cpu_unavailable_reason, "CPU energy not requested");
     // 200 W asked of the simulated GPU at full clock (the default is 450 W).

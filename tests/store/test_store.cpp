@@ -1,4 +1,5 @@
-// The run store: round trips, bad databases left untouched, two writers, a kill mid-write.
+// The run store: round trips, bad databases left untouched, two writers (a new store created by
+// both, runs that start in the same nanosecond), a kill mid-write.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -329,6 +330,59 @@ TEST_F(StoreTest, TwoProcessesStoreRunsOfTheSameStartTime) {
   auto s = Store::open(db_, Store::Mode::read);
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->list()->size(), 2u);
+}
+
+// A store not in WAL mode (a new one, or one switched to rollback journaling to be copied) is
+// switched on open; that switch upgrades a read transaction to a write one, and SQLite fails such
+// an upgrade at once when another process holds the write lock, whatever the busy timeout. Two
+// processes creating one store together failed there ("cannot switch to WAL: database is
+// locked", StoreTest.TwoProcessesWriteAtOnce under load); the switch now waits like any write.
+TEST_F(StoreTest, OpeningWaitsForAnotherWriterBeforeSwitchingToWal) {
+  {
+    Store s = open_write();
+    ASSERT_TRUE(s.insert(make_synthetic_measurement(small())).ok());
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  int locked[2], go[2];
+  ASSERT_EQ(pipe(locked), 0);
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // another writer: holds the write lock until told, then once more for 0.5 s
+    sqlite3* other = nullptr;
+    if (sqlite3_open(db_.c_str(), &other) != SQLITE_OK) _exit(2);
+    char c = 0;
+    if (sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
+    if (write(locked[1], "L", 1) != 1 || read(go[0], &c, 1) != 1) _exit(4);
+    sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
+    if (sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) _exit(5);
+    if (write(locked[1], "L", 1) != 1) _exit(6);
+    usleep(500000);
+    sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(other);
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(locked[0], &c, 1), 1);
+  // The lock is not given back: after the busy timeout the open says why it failed.
+  auto refused = Store::open(db_, Store::Mode::write, 100);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("cannot switch to WAL: database is locked"), std::string::npos)
+      << refused.error().message;
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  ASSERT_EQ(read(locked[0], &c, 1), 1);
+  // The lock is given back within the busy timeout: the open waits for it.
+  auto s = Store::open(db_, Store::Mode::write);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_TRUE(s->insert(make_synthetic_measurement(small(2))).ok());
+  EXPECT_EQ(s->list()->size(), 2u);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  for (int fd : {locked[0], locked[1], go[0], go[1]}) close(fd);
 }
 
 TEST_F(StoreTest, RemoveIsAllOrNone) {

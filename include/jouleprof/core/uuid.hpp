@@ -1,6 +1,6 @@
 // Run identifiers: a random UUID minted when a measurement ends, and ones derived from it for
 // the runs cut out of one measurement (a bench llm sweep's configurations). The run store tells
-// runs apart by it (docs/store.md "Duplicates").
+// runs apart by it (docs/store.md, `import`; docs/result-schema.md).
 #pragma once
 
 #include <string>
