@@ -200,6 +200,7 @@ int run(SweepFlags f) {
   o.db = f.db;
   o.journal_dir = f.journal_dir;
   o.self_exe = self_exe();
+  o.quiet = f.quiet;
   if (!f.shard.empty()) {
     int k = -1, n = 0;
     char slash = 0;

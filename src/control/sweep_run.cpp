@@ -55,6 +55,7 @@ Result<SweepSummary> run_workers(const SweepRunOptions& o, const SweepPlan& plan
       argv.push_back("--journal-dir");
       argv.push_back(o.journal_dir);
     }
+    if (o.quiet) argv.push_back("-q");
     auto child = ChildProcess::spawn(argv, {"CUDA_VISIBLE_DEVICES=" + gpus[k].uuid});
     if (!child) {
       for (pid_t p : pids) kill(p, SIGTERM);

@@ -277,6 +277,13 @@ TEST(SweepCli, TwoGpuWorkersRecordWhatTheSweepAsksFor) {
     EXPECT_EQ(cmdline.find("--plan"), std::string::npos) << cmdline;
   }
   EXPECT_EQ(gpus.size(), 2U);  // both GPUs worked
+  // The same sweep again with -q: every point is stored already, and the workers are quiet too.
+  r = c.run({"sweep", "--device", "sim", "--sim-scenario", c.scenario, "--gpus", "all", "--clocks", "1980", "--param",
+             "k=a,b", "--runs", "1", "--warmup", "0", "--idle", "0", "--no-cpu", "--metrics", "--metrics-source",
+             "utilization", "--tag", "team=infer", "--sim-power", "200", "-q", "--", "sleep", "0.4"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(store->list()->size(), 2U);
 }
 
 TEST(SweepCli, DiscoverReportsWhatTheDriverSupports) {

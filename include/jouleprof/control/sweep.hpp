@@ -125,6 +125,7 @@ struct SweepRunOptions {
   /// Multi-GPU split sweeps start one worker per GPU: this program (jouleprof) with
   /// `sweep --plan FILE --gpus UUID --shard K/N --db DB`; empty: run in this process.
   std::string self_exe;
+  bool quiet = false;  ///< -q: the workers say nothing either (only errors)
 };
 
 /// Runs the sweep (or this process's shard). Errors only for failures before any change
