@@ -56,13 +56,11 @@ for step in "$@"; do
         done
       done
       # Every launch recorded as well: the NVTX anchors checked against the launch records.
-      run 150 "$JP" trace --record-launches --idle 0 --no-store --top 3 --json "$OUT/anchor_check.json" -- python3 "$HF" --annotate --reps 3 --gen 32
+      [ "${ANCHOR_CHECK:-1}" = 1 ] && run 150 "$JP" trace --record-launches --idle 0 --no-store --top 3 --json "$OUT/anchor_check.json" -- python3 "$HF" --annotate --reps 3 --gen 32
       python3 scripts/validation/trace/overhead_summary.py "$OUT/overhead.txt" 2>&1 | tee -a "$LOG" ;;
     hf)
-      # Interleaved: untraced (U), traced without hooks (T), traced with NVTX hooks (H = the profile).
-      for i in $(seq 1 "${PAIRS:-2}"); do
-        run 120 python3 "$HF" --reps 5 --json "$OUT/hf_U$i.json"
-        run 150 "$JP" trace --idle 0 --no-store -q -- python3 "$HF" --reps 5 --json "$OUT/hf_T$i.json"
+      # The real profile: HF Llama generate with the NVTX module hooks (PAIRS runs).
+      for i in $(seq 1 "${PAIRS:-1}"); do
         run 150 "$JP" trace --idle 2 --top 12 --json "$OUT/hf_H$i.json" --kernels "$OUT/hf_kernels$i.jsonl" \
           --perfetto "$OUT/hf_H$i.trace.json" -- python3 "$HF" --annotate --reps 5 --json "$OUT/hf_Hgen$i.json"
       done ;;

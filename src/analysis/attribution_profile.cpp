@@ -247,6 +247,7 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
     per_act.min_interval_s = o.min_interval_s;
     per_act.items = idx.size();
     per_act.groups = cls.size();
+    per_act.group_names = cls;
     std::vector<std::size_t> act_class(idx.size());
     for (std::size_t k = 0; k < idx.size(); ++k) {
       const Activity& a = t.activities[idx[k]];

@@ -1,6 +1,7 @@
 // The regression method: sample power (per sample interval) against the busy fraction of each
 // class in the window the sample reflects, fitted by non-negative least squares (Lawson-Hanson,
-// weighted by interval length) with the idle/static power as intercept. Each class's energy is
+// weighted by interval length) with the idle/static power as intercept, and each class's power
+// pulled toward the classes' common power as far as the data cannot separate them. Each class's energy is
 // its active power times its busy time; items share their class's energy by busy time. A class
 // with under 1% of the busy time (e.g. cuBLAS's memset before each GEMM: always beside the GEMMs,
 // never alone) cannot be told apart by the sensor: it is not fitted, and gets the fitted classes'
@@ -68,8 +69,65 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, std::ve
   return x;
 }
 
+struct PooledFit {
+  Eigen::VectorXd coef, se;  ///< column 0 the intercept, then one power per class column
+  double common_w = 0;       ///< one power for all classes' busy time
+};
+
+// NNLS of b on A (column 0 the intercept) with partial pooling: each class's power has a prior,
+// the classes' common power ± spread_w, so where the data separate the classes (their busy
+// fractions vary apart) they decide, and where they cannot (classes that always run together)
+// the powers stay near the common one instead of at an arbitrary vertex of the solutions
+// (solved as NNLS with one extra row per class, λ = noise variance / spread_w²). The errors are
+// the posterior's, noise variance × (A'A + λ on the classes)⁻¹, for every column: a class held
+// at 0 by the constraint still gets its uncertainty.
+PooledFit fit_pooled(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, double spread_w) {
+  const Eigen::Index F = A.cols() - 1;
+  PooledFit out;
+  std::vector<bool> passive;
+  const Eigen::VectorXd free_resid = b - A * nnls(A, b, passive);
+  // Neighbouring samples' windows overlap (a 57 ms window every 20 ms on the H100), so residuals
+  // can be correlated and carry fewer independent values than samples: the variance is inflated
+  // by (1 + ρ) / (1 - ρ), ρ their lag-1 autocorrelation (AR(1)).
+  double rho = 0;
+  if (free_resid.size() > 2 && free_resid.squaredNorm() > 0) {
+    rho = free_resid.head(free_resid.size() - 1).dot(free_resid.tail(free_resid.size() - 1)) / free_resid.squaredNorm();
+    rho = std::clamp(rho, 0.0, 0.95);
+  }
+  const auto dof = static_cast<double>(A.rows() - A.cols());
+  const double noise_var = dof > 0 ? free_resid.squaredNorm() / dof * (1 + rho) / (1 - rho) : 0;
+  if (F > 0) {
+    Eigen::MatrixXd pooled(A.rows(), 2);
+    pooled.col(0) = A.col(0);
+    pooled.col(1) = A.rightCols(F).rowwise().sum();
+    out.common_w = nnls(pooled, b, passive)(1);
+  }
+  const double lambda = noise_var / (spread_w * spread_w);
+  Eigen::MatrixXd Ar = Eigen::MatrixXd::Zero(A.rows() + F, F + 1);
+  Eigen::VectorXd br(A.rows() + F);
+  Ar.topRows(A.rows()) = A;
+  br.head(A.rows()) = b;
+  for (Eigen::Index c = 0; c < F; ++c) {
+    Ar(A.rows() + c, c + 1) = std::sqrt(lambda);
+    br(A.rows() + c) = std::sqrt(lambda) * out.common_w;
+  }
+  out.coef = nnls(Ar, br, passive);
+  out.se = Eigen::VectorXd::Zero(F + 1);
+  if (dof > 0) {
+    Eigen::MatrixXd normal = A.transpose() * A;
+    for (Eigen::Index c = 1; c <= F; ++c) normal(c, c) += lambda;
+    const Eigen::MatrixXd cov = normal.completeOrthogonalDecomposition().pseudoInverse() * noise_var;
+    for (Eigen::Index j = 0; j <= F; ++j) out.se(j) = std::sqrt(std::max(0.0, cov(j, j)));
+  }
+  return out;
+}
+
 class RegressionMethod final : public AttributionMethod {
   static constexpr double kMinBusyShare = 0.01;  ///< of all classes' busy time, to be fitted
+  /// Prior spread of a class's active power around the classes' common power: kernel classes on
+  /// one GPU differ by some hundreds of W (H100: bf16 GEMM ~450 W, a memory-bound copy ~290 W
+  /// above idle, docs/validation/trace.md).
+  static constexpr double kClassPowerSpreadW = 150;
 
  public:
   std::string name() const override { return "regression"; }
@@ -145,28 +203,36 @@ class RegressionMethod final : public AttributionMethod {
     }
     const Eigen::MatrixXd A = w.asDiagonal() * X;
     const Eigen::VectorXd bw = w.asDiagonal() * y;
-    std::vector<bool> passive;
-    const Eigen::VectorXd coef = nnls(A, bw, passive);
-    const Eigen::VectorXd resid = bw - A * coef;
-    const double rss = resid.squaredNorm();
+    PooledFit fit = fit_pooled(A, bw, kClassPowerSpreadW);
+    const double common_w = fit.common_w;
+    // Classes the data cannot tell apart (a posterior error above half the prior spread: the
+    // prior, not the samples, places them) share one regressor, their summed busy fraction, and
+    // so one power; each keeps ± the spread by which two classes' powers may differ.
+    std::vector<Eigen::Index> together;
+    for (Eigen::Index j = 1; j <= F; ++j) {
+      if (fit.se(j) > 0.5 * kClassPowerSpreadW) together.push_back(j);
+    }
+    if (together.size() >= 2) {
+      const auto merged = static_cast<Eigen::Index>(together.size());
+      Eigen::MatrixXd S = Eigen::MatrixXd::Zero(F + 1, F + 2 - merged);
+      Eigen::Index next = 0;
+      for (Eigen::Index j = 0; j <= F; ++j) {
+        if (std::find(together.begin(), together.end(), j) == together.end()) S(j, next++) = 1;
+      }
+      for (Eigen::Index j : together) S(j, next) = 1;
+      const PooledFit m = fit_pooled(A * S, bw, kClassPowerSpreadW);
+      fit.coef = S * m.coef;
+      for (Eigen::Index j = 0, k = 0; j <= F; ++j) {
+        const bool shared = std::find(together.begin(), together.end(), j) != together.end();
+        fit.se(j) = shared ? std::hypot(m.se(next), kClassPowerSpreadW) : m.se(k++);
+      }
+    }
+    const Eigen::VectorXd& coef = fit.coef;
+    const Eigen::VectorXd& se = fit.se;
+    const double rss = (bw - A * coef).squaredNorm();
     const double mean = (w.array() * y.array()).sum() / w.array().square().sum();
     const double tss = (w.array() * (y.array() - mean)).square().sum();
     a.r_squared = tss > 0 ? 1 - rss / tss : 0;
-    // Standard errors from the passive (positive) columns' normal matrix.
-    std::vector<Eigen::Index> idx;
-    for (Eigen::Index j = 0; j < coef.size(); ++j) {
-      if (passive[static_cast<std::size_t>(j)]) idx.push_back(j);
-    }
-    Eigen::VectorXd se = Eigen::VectorXd::Zero(coef.size());
-    const auto dof = static_cast<double>(n) - static_cast<double>(idx.size());
-    if (!idx.empty() && dof > 0) {
-      Eigen::MatrixXd Ap(A.rows(), static_cast<Eigen::Index>(idx.size()));
-      for (std::size_t k = 0; k < idx.size(); ++k) Ap.col(static_cast<Eigen::Index>(k)) = A.col(idx[k]);
-      const Eigen::MatrixXd cov = (Ap.transpose() * Ap).completeOrthogonalDecomposition().pseudoInverse() * (rss / dof);
-      for (std::size_t k = 0; k < idx.size(); ++k) {
-        se(idx[k]) = std::sqrt(std::max(0.0, cov(static_cast<Eigen::Index>(k), static_cast<Eigen::Index>(k))));
-      }
-    }
     a.intercept_w = coef(0);
     a.idle_j = coef(0) * T;
     std::vector<double> class_j(C, 0.0), class_unc(C, 0.0), class_item_busy(C, 0.0);
@@ -186,6 +252,18 @@ class RegressionMethod final : public AttributionMethod {
       }
       class_j[c] = a.groups[c].active_power_w * a.groups[c].busy_s;
       class_unc[c] = a.groups[c].stderr_w * a.groups[c].busy_s;
+    }
+    if (together.size() >= 2) {
+      std::string names;
+      for (std::size_t c = 0; c < C; ++c) {
+        if (col[c] > 0 && std::find(together.begin(), together.end(), col[c]) != together.end()) {
+          names += (names.empty() ? "" : ", ") + (c < in.group_names.size() ? in.group_names[c] : "class " + std::to_string(c));
+        }
+      }
+      a.notes.push_back(names + ": the sensor cannot tell these classes apart in this run (their busy time moves together); they share one fitted power, " +
+                        std::to_string(static_cast<int>(std::lround(coef(together.front())))) + " W (all classes' common power " +
+                        std::to_string(static_cast<int>(std::lround(common_w))) + " W), each ± " +
+                        std::to_string(static_cast<int>(kClassPowerSpreadW)) + " W");
     }
     if (unfitted > 0) {
       a.notes.push_back(std::to_string(unfitted) + " class(es) with under 1% of the busy time not fitted: given the fitted classes' mean power");

@@ -6,9 +6,11 @@
 //               minus idle (only items busy for longer than a few sensor periods at a time);
 //   split       each power sample's energy above idle split across the items busy in the window
 //               the sample reflects (the sensor's lag and averaging window modelled), in
-//               proportion to busy time;
+//               proportion to busy time weighted by the class's active power;
 //   regression  non-negative least squares of sample power on per-class busy fractions with the
-//               idle/static power as intercept: each class's active power with a standard error.
+//               idle/static power as intercept, each class's power pulled toward the classes'
+//               common power as far as the data cannot tell them apart: each class's active
+//               power with a standard error.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +47,7 @@ struct AttributionInput {
   std::vector<BusyInterval> busy;
   std::size_t items = 0;
   std::size_t groups = 0;     ///< number of classes (regression)
+  std::vector<std::string> group_names;  ///< the classes' names, for notes ("class N" where absent)
   SensorModel sensor;
   double min_interval_s = 0.1;  ///< interval method: shortest busy stretch integrated directly
   double merge_gap_s = 0.001;   ///< interval method: gaps shorter than this join busy stretches

@@ -94,20 +94,6 @@ def accuracy_round(r):
 for r in range(1, 10):
     accuracy_round(r)
 
-print("\n== overhead: HF Llama-3.2-1B generate (median of 5 generate() per process)")
-for k in ("U", "T", "Hgen"):
-    xs = [load(f"hf_{k}{i}.json") for i in (1, 2)]
-    xs = [x for x in xs if x]
-    if xs:
-        med = statistics.median(s for x in xs for s in x["generate_s"])
-        print(f"{k}: median generate {med * 1e3:.1f} ms over {sum(len(x['generate_s']) for x in xs)} calls: "
-              + ", ".join(f"{x['median_s'] * 1e3:.1f}" for x in xs))
-u = [s for i in (1, 2) if load(f"hf_U{i}.json") for s in load(f"hf_U{i}.json")["generate_s"]]
-for k, label in (("T", "traced, no hooks"), ("Hgen", "traced + NVTX module hooks")):
-    v = [s for i in (1, 2) if load(f"hf_{k}{i}.json") for s in load(f"hf_{k}{i}.json")["generate_s"]]
-    if u and v:
-        print(f"slowdown {label}: {100 * (statistics.median(v) / statistics.median(u) - 1):+.2f}% (median vs median)")
-
 print("\n== overhead: jouleprof-llm engine decode (tokens/s)")
 def tps(name):
     r = load(name)
