@@ -239,7 +239,8 @@ class RegressionMethod final : public AttributionMethod {
     double fitted_j = 0, fitted_busy = 0;
     for (std::size_t c = 0; c < C; ++c) {
       if (col[c] == 0) continue;
-      a.groups[c] = {coef(col[c]), se(col[c]), window_busy_s[c]};
+      const bool shared = together.size() >= 2 && std::find(together.begin(), together.end(), col[c]) != together.end();
+      a.groups[c] = {coef(col[c]), se(col[c]), window_busy_s[c], shared};
       fitted_j += a.groups[c].active_power_w * window_busy_s[c];
       fitted_busy += window_busy_s[c];
     }
@@ -247,7 +248,7 @@ class RegressionMethod final : public AttributionMethod {
     std::size_t unfitted = 0;
     for (std::size_t c = 0; c < C; ++c) {
       if (col[c] == 0) {
-        a.groups[c] = {mean_w, mean_w, window_busy_s[c]};  // not identifiable: ± its whole value
+        a.groups[c] = {mean_w, mean_w, window_busy_s[c], false};  // not identifiable: ± its whole value
         unfitted += class_busy[c] > 0 ? 1 : 0;
       }
       class_j[c] = a.groups[c].active_power_w * a.groups[c].busy_s;

@@ -2,7 +2,8 @@
 // busy in the window that sample reflects (shifted back by the sensor's lag, widened by its
 // averaging window), in proportion to their busy time there weighted by their class's active
 // power. The class powers are not known in advance: starting from the regression's, they are
-// iterated to the fixed point of "split, then each class's energy / busy time", so a window half
+// iterated to the fixed point of "split, then each class's energy / busy time" (classes the
+// regression could not tell apart iterated as one), so a window half
 // GEMM (580 W) and half copy (230 W) gives the GEMM 72% of its energy, not 50%. An interval with no item busy in its window leaves its excess
 // unattributed; every interval's excess is handed out whole, so the books stay balanced.
 #include <algorithm>
@@ -48,6 +49,7 @@ class SplitMethod final : public AttributionMethod {
     const std::size_t groups = std::max<std::size_t>(in.groups, 1);
     auto group_of = [&](const BusyInterval& b) { return b.group < groups ? b.group : 0; };
     std::vector<double> weight(groups, 1.0), busy_s(groups, 0.0);
+    std::vector<bool> shared(groups, false);
     // Start from the regression's class powers: where every window mixes the classes alike (short
     // bursts), any weights are a fixed point, and only the regression, which sees how the busy
     // fractions co-vary with the power, knows better than "equal".
@@ -59,6 +61,7 @@ class SplitMethod final : public AttributionMethod {
         for (std::size_t g = 0; g < groups; ++g) {
           const double p = r.groups[g].active_power_w;
           weight[g] = std::isfinite(p) ? std::max(p, 1e-3 * top) : top;
+          shared[g] = r.groups[g].shared;
         }
       }
     }
@@ -87,8 +90,18 @@ class SplitMethod final : public AttributionMethod {
       // share came out ≤ 0 keeps a small weight so that it can still be given energy).
       double top = 0, change = 0;
       std::vector<double> next(groups, 0.0);
+      double shared_j = 0, shared_busy = 0;
       for (std::size_t g = 0; g < groups; ++g) {
         next[g] = busy_s[g] > 0 ? group_j[g] / busy_s[g] : weight[g];
+        if (shared[g]) {
+          shared_j += group_j[g];
+          shared_busy += busy_s[g];
+        }
+      }
+      // Classes the regression could not tell apart keep one weight: iterated apart, they would
+      // drift to an arbitrary vertex as the unregularised fit did.
+      for (std::size_t g = 0; g < groups; ++g) {
+        if (shared[g] && shared_busy > 0) next[g] = shared_j / shared_busy;
         top = std::max(top, next[g]);
       }
       if (top <= 0) break;

@@ -185,6 +185,7 @@ TEST(Attribution, ClassesThatAlwaysRunTogetherAreShrunkTowardTheirCommonPower) {
     EXPECT_GT(g.active_power_w, 100) << c;
     EXPECT_LT(g.active_power_w, 700) << c;
     EXPECT_LE(std::fabs(g.active_power_w - truth_w[c]), 2 * g.stderr_w) << c << ": " << g.active_power_w << " ± " << g.stderr_w;
+    EXPECT_TRUE(g.shared) << c;
   }
   bool said = false;
   for (const auto& n : r.notes) said = said || n.find("cannot tell these classes apart") != std::string::npos;

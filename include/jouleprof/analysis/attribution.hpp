@@ -57,6 +57,7 @@ struct GroupFit {
   double active_power_w = 0;  ///< power above the intercept while the class is busy all the time
   double stderr_w = 0;
   double busy_s = 0;          ///< time-weighted busy fraction summed over the windows
+  bool shared = false;        ///< one power with the other shared classes: the sensor could not tell them apart
 };
 
 struct Attribution {
