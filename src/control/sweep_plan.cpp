@@ -50,6 +50,46 @@ std::string point_key(const Setting& s, const std::map<std::string, std::string>
   return k;
 }
 
+// Text that must come back byte for byte (a command to run, a path, a parameter value): a JSON
+// string when it is valid UTF-8, else {"hex": "..."} (JSON strings hold nothing else).
+json exact_json(const std::string& s) {
+  if (is_valid_utf8(s)) return s;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : s) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 0x0F];
+  }
+  return json{{"hex", hex}};
+}
+
+json exact_json(const std::vector<std::string>& v) {
+  json a = json::array();
+  for (const auto& s : v) a.push_back(exact_json(s));
+  return a;
+}
+
+std::string exact_from_json(const json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  const std::string hex = j.at("hex").get<std::string>();
+  auto digit = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    refuse_json(j, "not a hex digit in " + j.dump());
+  };
+  if (hex.size() % 2 != 0) refuse_json(j, "odd number of hex digits in " + j.dump());
+  std::string s;
+  for (std::size_t i = 0; i < hex.size(); i += 2) s += static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1]));
+  return s;
+}
+
+std::vector<std::string> exact_list_from_json(const json& j) {
+  if (!j.is_array()) refuse_json(j, "expected an array, found " + j.dump());
+  std::vector<std::string> v;
+  for (const auto& x : j) v.push_back(exact_from_json(x));
+  return v;
+}
+
 json spec_json(const SweepSpec& s) {
   // Tags and the command line are only recorded (as valid UTF-8, core/text.hpp): made valid here
   // so that a stray byte in them cannot stop the plan from being written.
@@ -58,9 +98,9 @@ json spec_json(const SweepSpec& s) {
   std::vector<std::string> invocation;
   for (const auto& a : s.invocation) invocation.push_back(to_valid_utf8(a));
   json params = json::array();
-  for (const auto& p : s.params) params.push_back({{"key", p.key}, {"values", p.values}});
-  return {{"command", s.command},       {"device", s.device},         {"nvml_library", s.nvml_library},
-          {"sim_scenario", s.sim_scenario}, {"gpus", s.gpus},         {"clocks", s.clocks},
+  for (const auto& p : s.params) params.push_back({{"key", exact_json(p.key)}, {"values", exact_json(p.values)}});
+  return {{"command", exact_json(s.command)}, {"device", s.device}, {"nvml_library", exact_json(s.nvml_library)},
+          {"sim_scenario", exact_json(s.sim_scenario)}, {"gpus", exact_json(s.gpus)}, {"clocks", exact_json(s.clocks)},
           {"mem_clocks_mhz", s.mem_clocks_mhz}, {"power_limits_w", s.power_limits_w}, {"params", params},
           {"mode", s.mode},             {"order", s.order},           {"seed", s.seed},
           {"runs", s.runs},             {"warmup", s.warmup},         {"idle_s", s.idle_s},
@@ -250,12 +290,12 @@ Result<SweepSpec> spec_from_plan_json(const std::string& text, const std::string
   try {
     const json& s = j.at("spec");
     SweepSpec o;
-    o.command = s.at("command").get<std::vector<std::string>>();
+    o.command = exact_list_from_json(s.at("command"));
     o.device = s.at("device").get<std::string>();
-    o.nvml_library = s.at("nvml_library").get<std::string>();
-    o.sim_scenario = s.at("sim_scenario").get<std::string>();
-    o.gpus = s.at("gpus").get<std::vector<std::string>>();
-    o.clocks = s.at("clocks").get<std::string>();
+    o.nvml_library = exact_from_json(s.at("nvml_library"));
+    o.sim_scenario = exact_from_json(s.at("sim_scenario"));
+    o.gpus = exact_list_from_json(s.at("gpus"));
+    o.clocks = exact_from_json(s.at("clocks"));
     // Numbers checked in their type's range (core/json_checked.hpp): 2^32 + 990 is not 990 MHz.
     const auto mhz_list = [](const json& a) {
       if (!a.is_array()) refuse_json(a, "expected an array, found " + a.dump());
@@ -265,7 +305,7 @@ Result<SweepSpec> spec_from_plan_json(const std::string& text, const std::string
     };
     o.mem_clocks_mhz = mhz_list(s.at("mem_clocks_mhz"));
     o.power_limits_w = mhz_list(s.at("power_limits_w"));
-    for (const auto& p : s.at("params")) o.params.push_back({p.at("key"), p.at("values").get<std::vector<std::string>>()});
+    for (const auto& p : s.at("params")) o.params.push_back({exact_from_json(p.at("key")), exact_list_from_json(p.at("values"))});
     o.mode = s.at("mode").get<std::string>();
     o.order = s.at("order").get<std::string>();
     o.seed = checked_json<uint64_t>(s.at("seed"));

@@ -146,6 +146,10 @@ TEST(Plan, EveryOptionTravelsThroughThePlanFile) {
   s.read_cpu = false;
   s.tags = {{"team", "infer"}, {"site", "a b"}};
   s.invocation = {"jouleprof", "sweep", "--metrics"};
+  // A command, path or parameter value need not be UTF-8: the workers run the same bytes.
+  s.command.push_back("\xff\x80" "arg");
+  s.nvml_library = "/opt/\xfe/libnvidia-ml.so.1";
+  s.params.push_back({"name", {"a\xff" "b", "c"}});
   ctl::SweepPlan p;
   p.sweep_id = s.sweep_id;
   p.spec = s;
