@@ -211,3 +211,27 @@ TEST(EngineTrials, LateReadsAreDroppedWithTheReason) {
   EXPECT_TRUE(std::isnan(d.power_w[1]));
   EXPECT_TRUE(std::isnan(d.power_w[2]));
 }
+
+TEST(EngineTrials, RoundsAppendTheirTrialsAndCounts) {
+  Round a;
+  a.time_ns = {10};
+  a.power_w = {300};
+  a.energy_j = {0.5};
+  a.counter_power_w = {301};
+  a.samples = 4;
+  a.late_reads = 1;
+  a.max_late_s = 0.002;
+  Round b = a;
+  b.time_ns = {12};
+  b.samples = 6;
+  b.max_late_s = 0.001;
+  b.counter_dropped_because = "late reads";
+  a.append(b);
+  EXPECT_EQ(a.time_ns, (std::vector<double>{10, 12}));
+  EXPECT_EQ(a.energy_j.size(), 2u);
+  EXPECT_EQ(a.counter_power_w.size(), 2u);
+  EXPECT_EQ(a.samples, 10u);
+  EXPECT_EQ(a.late_reads, 2u);
+  EXPECT_DOUBLE_EQ(a.max_late_s, 0.002);
+  EXPECT_EQ(a.counter_dropped_because, "late reads");
+}

@@ -324,18 +324,8 @@ int main(int argc, char** argv) {
       double spent = 0;
       while (static_cast<int>(lng.energy_j.size()) < max_trials && spent + 4 * long_trial_s <= row_cap_s) {
         const int n = std::min(4, max_trials - static_cast<int>(lng.energy_j.size()));
-        Round more = round(n, long_trial_s);
+        lng.append(round(n, long_trial_s));
         spent += n * long_trial_s + settle_s;
-        for (std::size_t i = 0; i < more.energy_j.size(); ++i) {
-          lng.time_ns.push_back(more.time_ns[i]);
-          lng.power_w.push_back(more.power_w[i]);
-          lng.energy_j.push_back(more.energy_j[i]);
-          lng.counter_power_w.push_back(more.counter_power_w[i]);
-        }
-        lng.samples += more.samples;
-        lng.late_reads += more.late_reads;
-        lng.max_late_s = std::max(lng.max_late_s, more.max_late_s);
-        if (!more.counter_dropped_because.empty()) lng.counter_dropped_because = more.counter_dropped_because;
         if (lng.energy_j.size() >= 3 && rel_ci(lng) <= ci_target) break;
       }
       r["short_trials_ci"] = first_ci;

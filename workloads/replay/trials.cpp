@@ -96,6 +96,18 @@ std::vector<EdgeRead> EdgePoller::reads(int origin_slot, double origin_s) const 
   return out;
 }
 
+void Round::append(const Round& more) {
+  time_ns.insert(time_ns.end(), more.time_ns.begin(), more.time_ns.end());
+  power_w.insert(power_w.end(), more.power_w.begin(), more.power_w.end());
+  energy_j.insert(energy_j.end(), more.energy_j.begin(), more.energy_j.end());
+  counter_power_w.insert(counter_power_w.end(), more.counter_power_w.begin(), more.counter_power_w.end());
+  edges.insert(edges.end(), more.edges.begin(), more.edges.end());
+  samples += more.samples;
+  late_reads += more.late_reads;
+  max_late_s = std::max(max_late_s, more.max_late_s);
+  if (!more.counter_dropped_because.empty()) counter_dropped_because = more.counter_dropped_because;
+}
+
 Round run_round(Device& d, Probe& p, const RoundPlan& plan, const CounterRules& rules) {
   Round rd;
   EdgePoller ep(d, p);

@@ -86,6 +86,9 @@ struct Round {
   std::size_t samples = 0, late_reads = 0;
   double max_late_s = 0, seconds = 0;
   std::string counter_dropped_because;
+
+  /// Adds another round's trials (of the same length) to this one.
+  void append(const Round& more);
 };
 
 struct RoundPlan {
