@@ -1,8 +1,8 @@
 // The regression method: sample power (per sample interval) against the busy fraction of each
 // class in the window the sample reflects, fitted by non-negative least squares (Lawson-Hanson,
 // weighted by interval length) with the idle/static power as intercept, and each class's power
-// pulled toward the classes' common power as far as the data cannot separate them. Each class's energy is
-// its active power times its busy time; items share their class's energy by busy time. A class
+// pulled toward the classes' common power as far as the data cannot separate them. Each class's
+// energy is its active power times its busy time; items share their class's energy by busy time. A class
 // with under 1% of the busy time (e.g. cuBLAS's memset before each GEMM: always beside the GEMMs,
 // never alone) cannot be told apart by the sensor: it is not fitted, and gets the fitted classes'
 // mean power.
@@ -212,19 +212,20 @@ class RegressionMethod final : public AttributionMethod {
     for (Eigen::Index j = 1; j <= F; ++j) {
       if (fit.se(j) > 0.5 * kClassPowerSpreadW) together.push_back(j);
     }
+    std::vector<bool> shared_col(static_cast<std::size_t>(F) + 1, false);
     if (together.size() >= 2) {
+      for (Eigen::Index j : together) shared_col[static_cast<std::size_t>(j)] = true;
       const auto merged = static_cast<Eigen::Index>(together.size());
       Eigen::MatrixXd S = Eigen::MatrixXd::Zero(F + 1, F + 2 - merged);
       Eigen::Index next = 0;
       for (Eigen::Index j = 0; j <= F; ++j) {
-        if (std::find(together.begin(), together.end(), j) == together.end()) S(j, next++) = 1;
+        if (!shared_col[static_cast<std::size_t>(j)]) S(j, next++) = 1;
       }
       for (Eigen::Index j : together) S(j, next) = 1;
       const PooledFit m = fit_pooled(A * S, bw, kClassPowerSpreadW);
       fit.coef = S * m.coef;
       for (Eigen::Index j = 0, k = 0; j <= F; ++j) {
-        const bool shared = std::find(together.begin(), together.end(), j) != together.end();
-        fit.se(j) = shared ? std::hypot(m.se(next), kClassPowerSpreadW) : m.se(k++);
+        fit.se(j) = shared_col[static_cast<std::size_t>(j)] ? std::hypot(m.se(next), kClassPowerSpreadW) : m.se(k++);
       }
     }
     const Eigen::VectorXd& coef = fit.coef;
@@ -239,8 +240,7 @@ class RegressionMethod final : public AttributionMethod {
     double fitted_j = 0, fitted_busy = 0;
     for (std::size_t c = 0; c < C; ++c) {
       if (col[c] == 0) continue;
-      const bool shared = together.size() >= 2 && std::find(together.begin(), together.end(), col[c]) != together.end();
-      a.groups[c] = {coef(col[c]), se(col[c]), window_busy_s[c], shared};
+      a.groups[c] = {coef(col[c]), se(col[c]), window_busy_s[c], shared_col[static_cast<std::size_t>(col[c])]};
       fitted_j += a.groups[c].active_power_w * window_busy_s[c];
       fitted_busy += window_busy_s[c];
     }
@@ -257,7 +257,7 @@ class RegressionMethod final : public AttributionMethod {
     if (together.size() >= 2) {
       std::string names;
       for (std::size_t c = 0; c < C; ++c) {
-        if (col[c] > 0 && std::find(together.begin(), together.end(), col[c]) != together.end()) {
+        if (a.groups[c].shared) {
           names += (names.empty() ? "" : ", ") + (c < in.group_names.size() ? in.group_names[c] : "class " + std::to_string(c));
         }
       }
