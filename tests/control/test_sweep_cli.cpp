@@ -67,6 +67,23 @@ bool log_has(const Cli& c, const std::string& what) {
   return false;
 }
 
+// Every run in the store at `db`, loaded (without timelines).
+std::vector<jouleprof::Measurement> stored_runs(const std::string& db) {
+  std::vector<jouleprof::Measurement> out;
+  auto store = jouleprof::Store::open(db, jouleprof::Store::Mode::read);
+  EXPECT_TRUE(store) << store.error().message;
+  if (!store) return out;
+  auto runs = store->list();
+  EXPECT_TRUE(runs);
+  if (!runs) return out;
+  for (const auto& s : *runs) {
+    auto m = store->load(s.id, false);
+    EXPECT_TRUE(m) << "run " << s.id;
+    if (m) out.push_back(std::move(*m));
+  }
+  return out;
+}
+
 }  // namespace
 
 class SignalRestore : public ::testing::TestWithParam<int> {};
@@ -216,17 +233,12 @@ TEST(SweepCli, TwoGpusSplitThePointsInParallelAndReport) {
                   c.dir + "/sweep.csv"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("worker pid"), std::string::npos) << r.err;
-  auto store = jouleprof::Store::open(c.db, jouleprof::Store::Mode::read);
-  ASSERT_TRUE(store);
-  auto runs = store->list();
-  ASSERT_TRUE(runs);
-  ASSERT_EQ(runs->size(), 4U);
+  const auto runs = stored_runs(c.db);
+  ASSERT_EQ(runs.size(), 4U);
   std::set<std::string> gpus;
-  for (const auto& s : *runs) {
-    auto m = store->load(s.id, false);
-    ASSERT_TRUE(m);
-    ASSERT_EQ(m->gpus.size(), 1U);
-    gpus.insert(m->gpus.front().uuid);
+  for (const auto& m : runs) {
+    ASSERT_EQ(m.gpus.size(), 1U);
+    gpus.insert(m.gpus.front().uuid);
   }
   EXPECT_EQ(gpus.size(), 2U);  // both GPUs worked
   EXPECT_NE(r.out.find("[simulated]"), std::string::npos) << r.out;
@@ -244,33 +256,28 @@ TEST(SweepCli, TwoGpuWorkersRecordWhatTheSweepAsksFor) {
                   "utilization", "--tag", "team=infer", "--sim-power", "200", "--", "sleep", "0.4"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_NE(r.err.find("worker pid"), std::string::npos) << r.err;
-  auto store = jouleprof::Store::open(c.db, jouleprof::Store::Mode::read);
-  ASSERT_TRUE(store);
-  auto runs = store->list();
-  ASSERT_TRUE(runs);
-  ASSERT_EQ(runs->size(), 2U);
+  const auto runs = stored_runs(c.db);
+  ASSERT_EQ(runs.size(), 2U);
   std::set<std::string> gpus;
-  for (const auto& s : *runs) {
-    auto m = store->load(s.id, false);
-    ASSERT_TRUE(m);
-    ASSERT_EQ(m->gpus.size(), 1U);
-    gpus.insert(m->gpus.front().uuid);
-    ASSERT_EQ(m->sections.count("activity"), 1U) << "run " << s.id << ": no activity metrics";
+  for (const auto& m : runs) {
+    ASSERT_EQ(m.gpus.size(), 1U);
+    gpus.insert(m.gpus.front().uuid);
+    ASSERT_EQ(m.sections.count("activity"), 1U) << "run " << m.run_uuid << ": no activity metrics";
     // Asked for by name: no note on why GPM was not used (what `auto` writes on the simulated GPU).
-    const auto act = nlohmann::json::parse(m->sections.at("activity"));
+    const auto act = nlohmann::json::parse(m.sections.at("activity"));
     EXPECT_EQ(act["gpus"][0]["source"], "sim-utilization") << act;
     EXPECT_EQ(act["gpus"][0]["note"], "") << act;
-    EXPECT_EQ(m->tags.count("team") ? m->tags.at("team") : "", "infer");
-    EXPECT_EQ(m->cpu_unavailable_reason, "CPU energy not requested");
+    EXPECT_EQ(m.tags.count("team") ? m.tags.at("team") : "", "infer");
+    EXPECT_EQ(m.cpu_unavailable_reason, "CPU energy not requested");
     // 200 W asked of the simulated GPU at full clock (the default is 450 W).
-    for (const auto& w : m->windows) {
+    for (const auto& w : m.windows) {
       if (w.kind == "run") {
-        EXPECT_LT(w.gpus.at(0).mean_power_w, 300) << "run " << s.id;
+        EXPECT_LT(w.gpus.at(0).mean_power_w, 300) << "run " << m.run_uuid;
       }
     }
     const std::string cmdline = [&] {
       std::string t;
-      for (const auto& a : m->invocation) t += a + " ";
+      for (const auto& a : m.invocation) t += a + " ";
       return t;
     }();
     EXPECT_NE(cmdline.find("--metrics"), std::string::npos) << cmdline;
@@ -283,7 +290,7 @@ TEST(SweepCli, TwoGpuWorkersRecordWhatTheSweepAsksFor) {
              "utilization", "--tag", "team=infer", "--sim-power", "200", "-q", "--", "sleep", "0.4"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(store->list()->size(), 2U);
+  EXPECT_EQ(stored_runs(c.db).size(), 2U);
 }
 
 TEST(SweepCli, DiscoverReportsWhatTheDriverSupports) {

@@ -24,6 +24,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Waits for the forked processes; each must have exited with status 0.
+void expect_all_exit_zero(const std::vector<pid_t>& kids) {
+  for (pid_t pid : kids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+}
+
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -321,12 +331,7 @@ TEST_F(StoreTest, TwoProcessesStoreRunsOfTheSameStartTime) {
     }
     kids.push_back(pid);
   }
-  for (pid_t pid : kids) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0);
-  }
+  expect_all_exit_zero(kids);
   auto s = Store::open(db_, Store::Mode::read);
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->list()->size(), 2u);
@@ -456,12 +461,7 @@ TEST_F(StoreTest, TwoProcessesWriteAtOnce) {
     }
     kids.push_back(pid);
   }
-  for (pid_t pid : kids) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0);
-  }
+  expect_all_exit_zero(kids);
   auto s = Store::open(db_, Store::Mode::read);
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto l = s->list();
