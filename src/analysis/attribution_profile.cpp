@@ -1,4 +1,5 @@
-// build_trace_profile: alignment, classes, groupings and the three attribution methods per GPU.
+// build_trace_profile: classes, groupings and the three attribution methods per GPU of a placed
+// trace (place_trace: alignment and NVTX ranges, done once when the run is traced).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -84,6 +85,24 @@ std::string component_of_path(const std::string& path) {
   return best.empty() ? (path.empty() ? "" : "other") : best;
 }
 
+void place_trace(const Measurement& m, TraceData& t) {
+  align_trace(t, m.origin_realtime_ns, m.time_calibrations);
+  assign_ranges(t);
+}
+
+int measured_gpu(const Measurement& m, const TraceData& t, const Activity& a) {
+  if (!a.on_gpu()) return -1;
+  const ProcessTrace& pr = t.processes[static_cast<std::size_t>(a.process)];
+  auto u = pr.device_uuids.find(a.device);
+  if (u != pr.device_uuids.end()) {
+    for (std::size_t g = 0; g < m.gpus.size(); ++g) {
+      if (m.gpus[g].uuid == u->second) return static_cast<int>(g);
+    }
+    return -1;
+  }
+  return a.device < m.gpus.size() ? static_cast<int>(a.device) : -1;
+}
+
 Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, const KernelClassifier& classes,
                                          const TraceProfileOptions& o) {
   auto table_method = make_attribution_method(o.method);
@@ -92,8 +111,6 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
   }
   TraceProfile p;
   p.warnings = t.warnings;
-  align_trace(t, m.origin_realtime_ns, m.time_calibrations);
-  assign_ranges(t);
   for (const ProcessTrace& pr : t.processes) {
     TraceProfile::Process x;
     x.pid = pr.pid;
@@ -104,6 +121,7 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
     x.ended = pr.ended;
     x.signal = pr.signal;
     x.damage = pr.damage;
+    x.records_stopped = pr.records_stopped;
     x.clock_offset_start_ns = pr.clock_offset_start_ns;
     x.clock_offset_end_ns = pr.clock_offset_end_ns;
     x.clock_drift_ppm = pr.clock_drift_ppm;
@@ -170,24 +188,12 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
   }
   if (run == nullptr) return make_error(Errc::invalid_argument, "the measurement has no run window to attribute");
 
-  // CUDA device of each (process, ordinal) → the measured GPU with the same UUID.
-  auto gpu_of = [&](const Activity& a) -> int {
-    const ProcessTrace& pr = t.processes[static_cast<std::size_t>(a.process)];
-    auto u = pr.device_uuids.find(a.device);
-    if (u != pr.device_uuids.end()) {
-      for (std::size_t g = 0; g < m.gpus.size(); ++g) {
-        if (m.gpus[g].uuid == u->second) return static_cast<int>(g);
-      }
-      return -1;
-    }
-    return a.device < m.gpus.size() ? static_cast<int>(a.device) : -1;
-  };
   std::size_t unmapped = 0;
   std::vector<std::vector<std::size_t>> per_gpu(m.gpus.size());
   for (std::size_t i = 0; i < t.activities.size(); ++i) {
     const Activity& a = t.activities[i];
     if (!a.on_gpu()) continue;
-    const int g = gpu_of(a);
+    const int g = measured_gpu(m, t, a);
     if (g < 0) {
       ++unmapped;
       continue;
@@ -346,6 +352,17 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
   }
   if (p.dropped > 0) p.warnings.push_back(fmt::format("CUPTI dropped {} activity records: kernel energies are incomplete", p.dropped));
   if (t.activities.empty()) p.warnings.push_back("no CUDA activity was recorded (does the program use the GPU?)");
+  if (t.processes.empty()) {
+    p.warnings.push_back("no traced process: the command never initialised CUDA (or CUDA_INJECTION64_PATH was not honoured)");
+    p.complete = false;
+  }
+  // Each warning once: a trace read back from the store carries the warnings of its first
+  // analysis, and this analysis gives its own again (none depends on the options).
+  std::vector<std::string> once;
+  for (std::string& w : p.warnings) {
+    if (std::find(once.begin(), once.end(), w) == once.end()) once.push_back(std::move(w));
+  }
+  p.warnings = std::move(once);
   return p;
 }
 
@@ -389,6 +406,7 @@ std::string trace_profile_json(const TraceProfile& p) {
                      {"ended", x.ended},
                      {"signal", x.signal},
                      {"damage", x.damage},
+                     {"records_stopped", x.records_stopped},
                      {"clock_offset_start_ns", x.clock_offset_start_ns},
                      {"clock_offset_end_ns", x.clock_offset_end_ns},
                      {"clock_drift_ppm", x.clock_drift_ppm}});

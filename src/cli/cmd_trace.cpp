@@ -1,5 +1,7 @@
 // `jouleprof trace [measure options] -- CMD ARGS...`: measure a command while the CUPTI injection
 // library records its kernels, copies and NVTX ranges; attribute the measured energy to them.
+// `jouleprof trace --from RUN`: the same tables and outputs for a traced run of the store, with
+// other attribution options, without running anything (one path from the placed trace on).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,11 +15,13 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/analysis/trace_profile.hpp"
+#include "jouleprof/analysis/trace_store.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/report/trace.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
 #include "jouleprof/store/activities.hpp"
+#include "jouleprof/store/run_source.hpp"
 #include "jouleprof/store/store.hpp"
 #include "jouleprof/trace/format.hpp"
 
@@ -43,6 +47,8 @@ struct TraceFlags {
   std::string db;
   bool record_sync = false, record_launches = false, no_store = false, quiet = false, no_cpu = false;
   std::vector<std::string> command;
+  std::string from;                     ///< a stored run to attribute again
+  std::vector<CLI::Option*> run_only;   ///< options of running a command (refused with --from)
 };
 
 fs::path self_dir() {
@@ -85,23 +91,114 @@ std::string find_cupti(const std::string& flag) {
   return "";
 }
 
-nlohmann::json launch_attrs(const Activity& a, std::optional<double> energy) {
-  nlohmann::json j = {{"class", a.kclass}, {"path", a.path}, {"phase", a.phase}, {"cuda_device", a.device}};
-  if (a.kind == Activity::Kind::kernel) {
-    j["grid"] = {a.grid[0], a.grid[1], a.grid[2]};
-    j["block"] = {a.block[0], a.block[1], a.block[2]};
-    j["registers_per_thread"] = a.registers;
-    j["shared_memory_bytes"] = a.static_shared_bytes + a.dynamic_shared_bytes;
-  } else if (a.kind != Activity::Kind::range) {
-    j["bytes"] = a.bytes;
+// The tables and outputs of a placed trace: the same for a run just traced (`store`: record it)
+// and a stored run read back (--from).
+int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const KernelClassifier& classes, int rc, bool store) {
+  TraceProfileOptions po;
+  po.method = f.method;
+  po.sensor.lag_s = f.lag_ms / 1000.0;
+  po.sensor.window_s = f.window_ms / 1000.0;
+  po.min_interval_s = f.min_interval_ms / 1000.0;
+  po.path_depth = f.path_depth;
+  auto profile = build_trace_profile(m, traced, classes, po);
+  if (!profile) return report(profile.error());
+  if (!profile->complete && m.complete) {
+    m.complete = false;
+    m.incomplete_reason = "trace incomplete (a process was killed, its file damaged, or records dropped)";
   }
-  if (energy) j["energy_j"] = *energy;
-  return j;
+  m.sections["trace"] = trace_profile_json(*profile);
+  for (const std::string& w : profile->warnings) m.warnings.push_back("trace: " + w);
+
+  if (!f.json.empty()) {
+    if (auto w = write_result_json(m, f.json); !w) rc = report(w.error());
+  }
+  if (!f.kernels.empty()) {
+    if (auto w = write_unique_kernels(profile->kernels, f.kernels); !w) rc = report(w.error());
+  }
+  if (f.csv == "-") {
+    std::cout << unique_kernel_csv(profile->kernels);
+  } else if (!f.csv.empty()) {
+    std::ofstream out(f.csv, std::ios::binary);
+    out << unique_kernel_csv(profile->kernels);
+    if (!out) rc = report(make_error(Errc::io, "cannot write " + f.csv));
+  }
+  if (!f.perfetto.empty()) {
+    std::vector<TraceSlice> slices;
+    slices.reserve(traced.activities.size());
+    for (const Activity& a : traced.activities) {
+      if (a.kind == Activity::Kind::sync || a.kind == Activity::Kind::mark) continue;
+      TraceSlice s;
+      if (a.on_gpu()) {
+        const int g = measured_gpu(m, traced, a);
+        s.gpu = g >= 0 ? g : static_cast<int>(a.device);
+      } else {
+        s.gpu = -1;
+      }
+      const auto& pr = traced.processes[static_cast<std::size_t>(a.process)];
+      s.track = a.on_gpu() ? fmt::format("pid {} stream {}", pr.pid, a.stream)
+                           : fmt::format("pid {} {}", pr.pid, a.thread != 0 ? "thread " + std::to_string(a.thread) : std::string("process ranges"));
+      s.name = a.name;
+      s.t0_s = a.t0_s;
+      s.t1_s = a.t1_s;
+      s.args_json = activity_attrs_json(a);
+      slices.push_back(std::move(s));
+    }
+    TraceOptions to;
+    to.slices = &slices;
+    if (auto w = write_chrome_trace(m, f.perfetto, to); !w) rc = report(w.error());
+  }
+  if (store) {
+    StoreOptions so;
+    so.db_path = f.db;
+    so.source = "trace";
+    if (auto id = record_measurement(m, so); !id) {
+      const int e = report(id.error());
+      if (rc == 0) rc = e;
+    } else if (auto st = store_activities(resolve_db_path(f.db), *id, stored_activities(m, traced)); !st) {
+      const int e = report(st.error());
+      if (rc == 0) rc = e;
+    } else if (!f.quiet) {
+      std::cerr << "jouleprof: recorded as run " << *id << " with " << *st << " activities in " << resolve_db_path(f.db) << "\n";
+    }
+  }
+  if (!f.quiet) {
+    print_summary(m, std::cout);
+    std::cout << trace_profile_text(*profile, f.top);
+  }
+  return rc;
+}
+
+// --from RUN: the stored run, its activities and its trace section → the placed trace again.
+int attribute_stored(const TraceFlags& f, const KernelClassifier& classes) {
+  auto runs = load_runs({f.from}, f.db, true);
+  if (!runs) return report(runs.error());
+  LoadedRun& r = runs->front();
+  if (r.id == 0) {
+    return report(make_error(Errc::invalid_argument,
+                             "--from " + f.from + ": a result file keeps no activities; give a run of the store (ID, last or last~N)"));
+  }
+  auto rows = load_activities(resolve_db_path(f.db), r.id);
+  if (!rows) return report(rows.error());
+  auto traced = trace_from_store(r.m, *rows);
+  if (!traced) return report(make_error(traced.error().code, "cannot attribute " + r.label + " again: " + traced.error().message));
+  // The trace warnings of its first analysis are given again by this one.
+  std::erase_if(r.m.warnings, [](const std::string& w) { return w.rfind("trace: ", 0) == 0; });
+  if (!f.quiet) std::cerr << "jouleprof: " << r.label << " attributed again from " << resolve_db_path(f.db) << " (nothing run, nothing stored)\n";
+  return attribute(f, r.m, *traced, classes, 0, false);
 }
 
 int run(TraceFlags f) {
   if (!command_after_dashes().empty()) f.command = command_after_dashes();
-  if (f.command.empty()) return report(make_error(Errc::invalid_argument, "give the command to trace after --"));
+  if (!f.from.empty()) {
+    if (!f.command.empty()) return report(make_error(Errc::invalid_argument, "--from attributes a stored run again: give no command after --"));
+    for (const CLI::Option* o : f.run_only) {
+      if (o->count() > 0) {
+        return report(make_error(Errc::invalid_argument, o->get_name() + " is an option of running a command; --from runs nothing"));
+      }
+    }
+  } else if (f.command.empty()) {
+    return report(make_error(Errc::invalid_argument, "give the command to trace after -- (or a stored run with --from RUN)"));
+  }
   if (!make_attribution_method(f.method)) {
     return report(make_error(Errc::invalid_argument, "--method must be interval, split or regression, got '" + f.method + "'"));
   }
@@ -112,6 +209,7 @@ int run(TraceFlags f) {
     if (!extra) return report(extra.error());
     classes->prepend(*extra);
   }
+  if (!f.from.empty()) return attribute_stored(f, *classes);
   if (!f.inject_lib.empty() && access(f.inject_lib.c_str(), R_OK) != 0) {
     return report(make_error(Errc::invalid_argument, "cannot read the injection library " + f.inject_lib));
   }
@@ -192,104 +290,8 @@ int run(TraceFlags f) {
 
   auto traced = read_trace_dir(dir);
   if (!traced) return report(traced.error());
-  TraceProfileOptions po;
-  po.method = f.method;
-  po.sensor.lag_s = f.lag_ms / 1000.0;
-  po.sensor.window_s = f.window_ms / 1000.0;
-  po.min_interval_s = f.min_interval_ms / 1000.0;
-  po.path_depth = f.path_depth;
-  auto profile = build_trace_profile(m, *traced, *classes, po);
-  if (!profile) return report(profile.error());
-  if (traced->processes.empty()) {
-    profile->warnings.push_back("no traced process: the command never initialised CUDA (or CUDA_INJECTION64_PATH was not honoured)");
-    profile->complete = false;
-  }
-  if (!profile->complete && m.complete) {
-    m.complete = false;
-    m.incomplete_reason = "trace incomplete (a process was killed, its file damaged, or records dropped)";
-  }
-  m.sections["trace"] = trace_profile_json(*profile);
-  for (const std::string& w : profile->warnings) m.warnings.push_back("trace: " + w);
-
-  if (!f.json.empty()) {
-    if (auto w = write_result_json(m, f.json); !w) rc = report(w.error());
-  }
-  if (!f.kernels.empty()) {
-    if (auto w = write_unique_kernels(profile->kernels, f.kernels); !w) rc = report(w.error());
-  }
-  if (f.csv == "-") {
-    std::cout << unique_kernel_csv(profile->kernels);
-  } else if (!f.csv.empty()) {
-    std::ofstream out(f.csv, std::ios::binary);
-    out << unique_kernel_csv(profile->kernels);
-    if (!out) rc = report(make_error(Errc::io, "cannot write " + f.csv));
-  }
-  // GPU index of each activity (for the Perfetto tracks and the store).
-  std::map<std::pair<int, uint32_t>, int> gpu_of;
-  for (const GpuProfile& g : profile->gpus) {
-    for (uint32_t d : g.cuda_devices) {
-      for (std::size_t p = 0; p < traced->processes.size(); ++p) gpu_of[{static_cast<int>(p), d}] = g.gpu;
-    }
-  }
-  auto gpu_index = [&](const Activity& a) {
-    auto it = gpu_of.find({a.process, a.device});
-    return it != gpu_of.end() ? it->second : (a.on_gpu() ? static_cast<int>(a.device) : -1);
-  };
-  if (!f.perfetto.empty()) {
-    std::vector<TraceSlice> slices;
-    slices.reserve(traced->activities.size());
-    for (const Activity& a : traced->activities) {
-      if (a.kind == Activity::Kind::sync || a.kind == Activity::Kind::mark) continue;
-      TraceSlice s;
-      s.gpu = a.on_gpu() ? gpu_index(a) : -1;
-      const auto& pr = traced->processes[static_cast<std::size_t>(a.process)];
-      s.track = a.on_gpu() ? fmt::format("pid {} stream {}", pr.pid, a.stream)
-                           : fmt::format("pid {} {}", pr.pid, a.thread != 0 ? "thread " + std::to_string(a.thread) : std::string("process ranges"));
-      s.name = a.name;
-      s.t0_s = a.t0_s;
-      s.t1_s = a.t1_s;
-      s.args_json = launch_attrs(a, std::nullopt).dump();
-      slices.push_back(std::move(s));
-    }
-    TraceOptions to;
-    to.slices = &slices;
-    if (auto w = write_chrome_trace(m, f.perfetto, to); !w) rc = report(w.error());
-  }
-  if (!f.no_store) {
-    StoreOptions so;
-    so.db_path = f.db;
-    so.source = "trace";
-    if (auto id = record_measurement(m, so); !id) {
-      const int e = report(id.error());
-      if (rc == 0) rc = e;
-    } else {
-      std::vector<StoredActivity> rows;
-      for (const Activity& a : traced->activities) {
-        if (a.kind == Activity::Kind::mark) continue;
-        StoredActivity s;
-        s.device = a.on_gpu() ? gpu_index(a) : -1;
-        s.kind = activity_kind_name(a.kind);
-        s.name = a.name;
-        s.t0_s = a.t0_s;
-        s.t1_s = a.t1_s;
-        s.stream = a.on_gpu() ? static_cast<int64_t>(a.stream) : -1;
-        s.correlation = a.on_gpu() ? static_cast<int64_t>(a.correlation) : -1;
-        s.attrs_json = launch_attrs(a, std::nullopt).dump();
-        rows.push_back(std::move(s));
-      }
-      if (auto st = store_activities(resolve_db_path(f.db), *id, rows); !st) {
-        const int e = report(st.error());
-        if (rc == 0) rc = e;
-      } else if (!f.quiet) {
-        std::cerr << "jouleprof: recorded as run " << *id << " with " << *st << " activities in " << resolve_db_path(f.db) << "\n";
-      }
-    }
-  }
-  if (!f.quiet) {
-    print_summary(m, std::cout);
-    std::cout << trace_profile_text(*profile, f.top);
-  }
-  return rc;
+  place_trace(m, *traced);
+  return attribute(f, m, *traced, *classes, rc, !f.no_store);
 }
 
 Runner add_trace(CLI::App& app) {
@@ -299,6 +301,7 @@ Runner add_trace(CLI::App& app) {
       "Examples:\n"
       "  jouleprof trace -- python generate.py\n"
       "  jouleprof trace --kernels kernels.jsonl --perfetto run.trace.json --json run.json -- ./my_app\n"
+      "  jouleprof trace --from last --method regression --lag-ms 30   (the stored run again, nothing run)\n"
       "The program is not changed: CUDA loads the CUPTI injection library (CUDA_INJECTION64_PATH) into it and\n"
       "every child process. Methods: split (default: each power sample split across the kernels busy in its\n"
       "window), regression (per-class power by least squares), interval (long busy stretches integrated);\n"
@@ -337,11 +340,17 @@ Runner add_trace(CLI::App& app) {
   c->add_option("--nvml-lib", f->nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
   checked(c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W"), DoubleRange{.min = 0, .max = 5000})
       ->capture_default_str();
-  c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else the XDG data folder)");
+  c->add_option("--db", f->db, "run store to record into, or to read --from (default: $JOULEPROF_DB, else the XDG data folder)");
   c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
   c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
+  c->add_option("--from", f->from,
+                "attribute a traced run of the store again (ID, last or last~N) with the options given: nothing is run or stored");
   c->add_option("command", f->command, "the program and its arguments, after --")->expected(-1);
+  for (const char* name : {"--device", "--gpus", "--idle", "--idle-from", "--period-ms", "--tag", "--keep-trace", "--record-sync",
+                           "--record-launches", "--inject-lib", "--cupti-lib", "--nvml-lib", "--sim-power", "--no-cpu"}) {
+    f->run_only.push_back(c->get_option(name));
+  }
   return [f] { return run(*f); };
 }
 

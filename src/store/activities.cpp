@@ -83,7 +83,7 @@ Result<std::vector<StoredActivity>> load_activities(const std::string& db_path, 
   }
   auto st = prepare(d.db,
                                   "SELECT device, kind, name, t0_s, t1_s, stream, correlation_id, attrs_json FROM activities "
-                                  "WHERE run_id = ? ORDER BY device, t0_s");
+                                  "WHERE run_id = ? ORDER BY rowid");
   if (!st) return st.error();
   sqlite3_stmt* s = (*st)->get();
   sqlite3_bind_int64(s, 1, run_id);

@@ -81,6 +81,7 @@ struct TraceProfile {
     bool ended = false;
     int signal = 0;
     std::string damage;
+    bool records_stopped = false;  ///< another CUPTI client took the records before the end
     double clock_offset_start_ns = 0, clock_offset_end_ns = 0, clock_drift_ppm = 0;
   };
   std::vector<Process> processes;
@@ -90,8 +91,17 @@ struct TraceProfile {
   std::vector<std::string> warnings;
 };
 
-/// Aligns `t` to the measurement's time base, classifies and groups its activities and attributes
-/// each GPU's run energy with the three methods.
+/// Puts `t`, as read from the per-process files, on the measurement's time base (align_trace) and
+/// ties its GPU activities to NVTX ranges (assign_ranges). Done once, when the run is traced: the
+/// store keeps the placed activities (trace_store.hpp).
+void place_trace(const Measurement& m, TraceData& t);
+
+/// The measured GPU (index into m.gpus) a GPU activity ran on, by its process's CUDA device UUIDs
+/// (else its ordinal); -1 for a GPU that was not measured and for CPU-side activities.
+int measured_gpu(const Measurement& m, const TraceData& t, const Activity& a);
+
+/// Classifies and groups the activities of a placed trace and attributes each GPU's run energy
+/// with the three methods. The same for a run just traced and one read back from the store.
 Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, const KernelClassifier& classes,
                                          const TraceProfileOptions& o = {});
 

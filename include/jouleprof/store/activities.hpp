@@ -11,7 +11,7 @@
 namespace jouleprof {
 
 struct StoredActivity {
-  int device = 0;  ///< index of the run's GPU (-1: a CPU-side range)
+  int device = 0;  ///< index of the run's GPU (-1: a CPU-side range, or a GPU that was not measured)
   std::string kind, name;
   double t0_s = 0, t1_s = 0;
   int64_t stream = -1, correlation = -1;  ///< -1: none
@@ -20,7 +20,7 @@ struct StoredActivity {
 
 /// Appends the activities of run `run_id` in one transaction.
 Result<std::size_t> store_activities(const std::string& db_path, int64_t run_id, const std::vector<StoredActivity>& rows);
-/// Reads them back (tests, exports).
+/// Reads them back in the order they were stored (`jouleprof trace --from`, tests).
 Result<std::vector<StoredActivity>> load_activities(const std::string& db_path, int64_t run_id);
 
 }  // namespace jouleprof
