@@ -79,7 +79,8 @@ Result<TraceData> trace_from_store(const Measurement& m, const std::vector<Store
       p.ended = x.value("ended", true);
       p.signal = x.value("signal", 0);
       p.damage = x.value("damage", std::string());
-      p.records_stopped = x.value("records_stopped", false);
+      // Stores from before records_stopped was written: an incomplete trace stays incomplete.
+      p.records_stopped = x.value("records_stopped", !j.value("complete", true));
       p.clock_offset_start_ns = x.value("clock_offset_start_ns", 0.0);
       p.clock_offset_end_ns = x.value("clock_offset_end_ns", 0.0);
       p.clock_drift_ppm = x.value("clock_drift_ppm", 0.0);

@@ -1,6 +1,7 @@
 // `jouleprof trace` end to end on the simulated GPU, with a program that writes a trace file as
 // the injection library would (CI has no GPU): outputs, conservation, store, bad input.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "common/run_program.hpp"
 #include "jouleprof/store/activities.hpp"
+#include "jouleprof/store/store.hpp"
 
 namespace fs = std::filesystem;
 
@@ -137,4 +139,161 @@ TEST(TraceCli, BadInputIsOneLineAndExitTwo) {
   auto rules = e.run({"--classes", e.dir + "/bad.tsv", "--", "/bin/true"});
   EXPECT_EQ(rules.exit_code, 2);
   EXPECT_NE(rules.err.find("bad.tsv:1"), std::string::npos) << rules.err;
+}
+
+// `trace --from RUN`: a stored traced run attributed again without running it.
+namespace {
+
+jp_test::ProgramRun from(const Env& e, std::vector<std::string> args) {
+  std::vector<std::string> a = {"trace", "--db", e.dir + "/runs.db"};
+  a.insert(a.end(), args.begin(), args.end());
+  return jp_test::run_program(JOULEPROF_CLI, a, {}, "", e.dir + "/out.txt", e.dir + "/err.txt", [](pid_t) {});
+}
+
+std::size_t stored_runs(const Env& e) {
+  auto s = jouleprof::Store::open(e.dir + "/runs.db", jouleprof::Store::Mode::read);
+  EXPECT_TRUE(s) << s.error().message;
+  auto l = s->list();
+  return l ? l->size() : 0;
+}
+
+void expect_books_balance(const nlohmann::json& gpu) {
+  for (const auto& m : gpu["methods"]) {
+    const double sum = m["attributed_energy_j"].get<double>() + m["idle_static_energy_j"].get<double>() +
+                       m["unattributed_energy_j"].get<double>();
+    EXPECT_NEAR(sum, m["measured_energy_j"].get<double>(), 1e-9 * m["measured_energy_j"].get<double>()) << m["method"];
+  }
+}
+
+}  // namespace
+
+// Two traced processes (NVTX layers in one): with the same options, --from gives back exactly
+// what the live run printed and wrote, and stores nothing.
+TEST(TraceCli, FromStoredRunGivesTheLiveOutputsAgain) {
+  Env e;
+  const std::string fake = JOULEPROF_FAKE_TRACED;
+  const std::vector<std::string> outs = {"--json", e.dir + "/r.json", "--kernels", e.dir + "/k.jsonl", "--perfetto", e.dir + "/t.json"};
+  std::vector<std::string> live_args = outs;
+  for (const char* w : {"--", "/bin/sh", "-c"}) live_args.emplace_back(w);
+  live_args.push_back(fake + " 1.0 --layers 2 & " + fake + " 0.8; wait");
+  auto live = e.run(live_args);
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  const nlohmann::json lj = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"));
+  ASSERT_EQ(lj["trace"]["processes"].size(), 2u);
+  const std::string kernels = jp_test::slurp_file(e.dir + "/k.jsonl"), perfetto = jp_test::slurp_file(e.dir + "/t.json");
+  fs::remove(e.dir + "/r.json");
+  auto again = from(e, {"--from", "last", "--json", e.dir + "/r.json", "--kernels", e.dir + "/k.jsonl", "--perfetto", e.dir + "/t.json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("run 1 attributed again"), std::string::npos) << again.err;
+  const nlohmann::json fj = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"));
+  EXPECT_EQ(fj["trace"], lj["trace"]);  // exact: books, class tables, processes, warnings
+  EXPECT_EQ(fj, lj);
+  EXPECT_EQ(jp_test::slurp_file(e.dir + "/k.jsonl"), kernels);
+  EXPECT_EQ(jp_test::slurp_file(e.dir + "/t.json"), perfetto);  // per-process tracks kept
+  EXPECT_EQ(again.out, live.out);
+  EXPECT_EQ(stored_runs(e), 1u);
+}
+
+// Other options: other figures, the books still balance, the store is left as it was.
+TEST(TraceCli, FromStoredRunWithOtherOptionsChangesTheFiguresAndBalancesTheBooks) {
+  Env e;
+  auto live = e.run({"--json", e.dir + "/r.json", "-q", "--", JOULEPROF_FAKE_TRACED, "1.2", "--layers", "2"});
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  const nlohmann::json lg = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"))["trace"]["gpus"][0];
+  auto stored = jouleprof::load_activities(e.dir + "/runs.db", 1);
+  ASSERT_TRUE(stored);
+  auto again = from(e, {"--from", "1", "--method", "regression", "--lag-ms", "30", "--json", e.dir + "/f.json", "--top", "1",
+                        "--path-depth", "1"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("tables: method regression"), std::string::npos) << again.out;
+  const nlohmann::json fg = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/f.json"))["trace"]["gpus"][0];
+  EXPECT_EQ(fg["table_method"], "regression");
+  expect_books_balance(lg);
+  expect_books_balance(fg);
+  // The sensor lag moves the split method's figures; the measured energy is the same.
+  ASSERT_EQ(fg["methods"][1]["method"], "split");
+  EXPECT_EQ(fg["methods"][1]["measured_energy_j"], lg["methods"][1]["measured_energy_j"]);
+  EXPECT_NE(fg["methods"][1]["attributed_energy_j"], lg["methods"][1]["attributed_energy_j"]);
+  EXPECT_NE(fg["by_kernel"], lg["by_kernel"]);
+  for (const auto& row : fg["by_path"]) EXPECT_EQ(row["key"].get<std::string>().find('/'), std::string::npos) << row["key"];
+  // Other class rules: the kernels are classified again from their names.
+  std::ofstream(e.dir + "/classes.tsv") << "attention\tgemm_kernel\n";
+  auto classes = from(e, {"--from", "1", "--classes", e.dir + "/classes.tsv", "--json", e.dir + "/c.json", "-q"});
+  ASSERT_EQ(classes.exit_code, 0) << classes.err;
+  bool attention = false;
+  const nlohmann::json cj = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/c.json"));
+  for (const auto& row : cj["trace"]["gpus"][0]["by_class"]) {
+    attention |= row["key"] == "attention";
+  }
+  EXPECT_TRUE(attention) << cj["trace"]["gpus"][0]["by_class"].dump();
+  EXPECT_EQ(stored_runs(e), 1u);
+  auto after = jouleprof::load_activities(e.dir + "/runs.db", 1);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->size(), stored->size());
+}
+
+TEST(TraceCli, FromRefusesCommandsRunOptionsAndRunsThatWereNotTraced) {
+  Env e;
+  auto live = e.run({"-q", "--", JOULEPROF_FAKE_TRACED, "0.5"});
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  auto measured = jp_test::run_program(JOULEPROF_CLI, {"measure", "--device", "sim", "--idle", "0", "-q", "--db", e.dir + "/runs.db", "--", "/bin/true"},
+                                       {}, "", e.dir + "/o", e.dir + "/e", [](pid_t) {});
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  auto one_line = [](const jp_test::ProgramRun& r, const std::string& what) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("jouleprof: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+  };
+  one_line(from(e, {"--from", "42"}), "no run 42");
+  one_line(from(e, {"--from", "2"}), "run 2");
+  one_line(from(e, {"--from", "last"}), "not traced");
+  one_line(from(e, {"--from", "1", "--", "/bin/true"}), "give no command after --");
+  one_line(from(e, {"--from", "1", "--idle", "1"}), "--idle is an option of running a command");
+  one_line(from(e, {"--from", "1", "--record-sync"}), "--record-sync");
+  one_line(from(e, {"--from", "1", "--inject-lib", e.dir + "/libfake_inject.so"}), "--inject-lib");
+  one_line(from(e, {"--from", "1", "--method", "psychic"}), "--method must be");
+  EXPECT_EQ(stored_runs(e), 2u);
+}
+
+// A damaged trace and one whose records another CUPTI client took stay incomplete, with their
+// warnings, when attributed again.
+TEST(TraceCli, FromKeepsAnIncompleteTraceIncomplete) {
+  Env e;
+  for (const char* fault : {"--corrupt", "--records-stopped"}) {
+    auto live = e.run({"--json", e.dir + "/r.json", "-q", "--", JOULEPROF_FAKE_TRACED, "0.5", fault});
+    ASSERT_EQ(live.exit_code, 0) << live.err;
+    const nlohmann::json lj = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"));
+    ASSERT_FALSE(lj["trace"]["complete"].get<bool>()) << fault;
+    auto again = from(e, {"--from", "last", "--json", e.dir + "/f.json", "-q"});
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const nlohmann::json fj = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/f.json"));
+    EXPECT_EQ(fj["trace"], lj["trace"]) << fault;
+    EXPECT_EQ(fj["status"], lj["status"]) << fault;
+  }
+}
+
+// A store written before the activities carried their process and thread (and before NVTX marks
+// were kept): a one-process run is attributed again with the same books and tables.
+TEST(TraceCli, FromReadsActivitiesStoredWithoutProcessOrThread) {
+  Env e;
+  auto live = e.run({"--json", e.dir + "/r.json", "-q", "--", JOULEPROF_FAKE_TRACED, "0.8", "--layers", "2"});
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(std::string(e.dir + "/runs.db").c_str(), &db), SQLITE_OK);
+    char* msg = nullptr;
+    const int rc = sqlite3_exec(db,
+                                "UPDATE activities SET attrs_json = json_remove(attrs_json, '$.process', '$.thread');"
+                                "DELETE FROM activities WHERE kind = 'mark';",
+                                nullptr, nullptr, &msg);
+    EXPECT_EQ(rc, SQLITE_OK) << (msg != nullptr ? msg : "");
+    sqlite3_free(msg);
+    sqlite3_close(db);
+  }
+  auto again = from(e, {"--from", "1", "--json", e.dir + "/f.json", "-q"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const nlohmann::json lg = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"))["trace"]["gpus"];
+  const nlohmann::json fg = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/f.json"))["trace"]["gpus"];
+  EXPECT_EQ(fg, lg);
 }
