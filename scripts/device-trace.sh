@@ -31,15 +31,16 @@ for step in "$@"; do
       # second half is the baseline): a hot GPU's idle power is still falling for several seconds.
       # Last, 100-300 ms bursts: long enough for the 20 ms samples to show each class's power in
       # the alternating run directly (the interval method).
+      # The runs are kept in $OUT/runs.db: `jouleprof trace --from RUN` re-attributes them offline.
       for r in $(seq 1 "${ACC_REPEATS:-2}"); do
         for c in "gemm gemm 8" "copy copy 8" "burst mixed 15 5 30 $r" "fine mixed 15 0.2 2 $r"; do
           set -- $c; name=$1; shift
           sleep "${SETTLE_S:-15}"
-          run 60 "$JP" trace --idle 4 --no-store --top 3 --min-interval-ms 5 --json "$OUT/acc_${name}_r$r.json" -- "$TC" "$@"
+          run 60 "$JP" trace --idle 4 --top 3 --min-interval-ms 5 --json "$OUT/acc_${name}_r$r.json" -- "$TC" "$@"
         done
       done
       sleep "${SETTLE_S:-15}"
-      run 60 "$JP" trace --idle 4 --no-store --top 3 --min-interval-ms 50 --json "$OUT/acc_long_r1.json" -- "$TC" mixed 15 100 300 1 ;;
+      run 60 "$JP" trace --idle 4 --top 3 --min-interval-ms 50 --json "$OUT/acc_long_r1.json" -- "$TC" mixed 15 100 300 1 ;;
     overhead)
       # Interleaved rounds of processes, all pinned to the same cores: untraced (U), traced (T),
       # and both with the NVTX annotation (UA, TA: the "kernels and NVTX on"); PA: traced

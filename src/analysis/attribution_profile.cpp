@@ -439,7 +439,7 @@ std::string trace_profile_json(const TraceProfile& p) {
         mb["r_squared"] = b.r_squared;
         nlohmann::json fits = nlohmann::json::object();
         for (const auto& [c, f] : b.class_fits) {
-          fits[c] = {{"active_power_w", f.active_power_w}, {"stderr_w", f.stderr_w}, {"busy_s", f.busy_s}, {"shared", f.shared}};
+          fits[c] = {{"active_power_w", f.active_power_w}, {"stderr_w", f.stderr_w}, {"busy_s", f.busy_s}, {"shared", f.shared}, {"fitted", f.fitted}};
         }
         mb["class_fits"] = fits;
       }

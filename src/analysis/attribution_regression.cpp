@@ -248,7 +248,7 @@ class RegressionMethod final : public AttributionMethod {
     std::size_t unfitted = 0;
     for (std::size_t c = 0; c < C; ++c) {
       if (col[c] == 0) {
-        a.groups[c] = {mean_w, mean_w, window_busy_s[c], false};  // not identifiable: ± its whole value
+        a.groups[c] = {mean_w, mean_w, window_busy_s[c], false, false};  // not identifiable: ± its whole value
         unfitted += class_busy[c] > 0 ? 1 : 0;
       }
       class_j[c] = a.groups[c].active_power_w * a.groups[c].busy_s;

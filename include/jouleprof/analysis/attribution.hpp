@@ -58,6 +58,7 @@ struct GroupFit {
   double stderr_w = 0;
   double busy_s = 0;          ///< time-weighted busy fraction summed over the windows
   bool shared = false;        ///< one power with the other shared classes: the sensor could not tell them apart
+  bool fitted = true;         ///< false: too little busy time for a regressor of its own (given the fitted classes' mean)
 };
 
 struct Attribution {
