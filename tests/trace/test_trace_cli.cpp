@@ -210,10 +210,13 @@ TEST(TraceCli, FromStoredRunWithOtherOptionsChangesTheFiguresAndBalancesTheBooks
   EXPECT_EQ(fg["table_method"], "regression");
   expect_books_balance(lg);
   expect_books_balance(fg);
-  // The sensor lag moves the split method's figures; the measured energy is the same.
-  ASSERT_EQ(fg["methods"][1]["method"], "split");
-  EXPECT_EQ(fg["methods"][1]["measured_energy_j"], lg["methods"][1]["measured_energy_j"]);
-  EXPECT_NE(fg["methods"][1]["attributed_energy_j"], lg["methods"][1]["attributed_energy_j"]);
+  // The sensor lag moves the methods' figures (which ones depends on where the kernels fall
+  // between the samples); the measured energy is the same.
+  ASSERT_EQ(fg["methods"].size(), lg["methods"].size());
+  for (std::size_t k = 0; k < fg["methods"].size(); ++k) {
+    EXPECT_EQ(fg["methods"][k]["measured_energy_j"], lg["methods"][k]["measured_energy_j"]);
+  }
+  EXPECT_NE(fg["methods"], lg["methods"]);
   EXPECT_NE(fg["by_kernel"], lg["by_kernel"]);
   for (const auto& row : fg["by_path"]) EXPECT_EQ(row["key"].get<std::string>().find('/'), std::string::npos) << row["key"];
   // Other class rules: the kernels are classified again from their names.
