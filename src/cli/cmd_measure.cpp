@@ -94,13 +94,9 @@ int run(MeasureFlags f) {
   o.monitor.sampler.read_cpu = !f.no_cpu;
   o.monitor.energy.counter_min_window_s = f.counter_min_window_s;
   if (f.command.empty()) o.builtin_command = builtin_command(f.burn_seconds);
-  for (const std::string& t : f.tags) {
-    const auto eq = t.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return report(make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'"));
-    }
-    o.tags[t.substr(0, eq)] = t.substr(eq + 1);
-  }
+  auto tags = parse_tags(f.tags);
+  if (!tags) return report(tags.error());
+  o.tags = std::move(*tags);
   if (!f.idle_from.empty()) {
     auto idle = idle_power_from_result(f.idle_from);
     if (!idle) return report(idle.error());

@@ -189,11 +189,9 @@ int run(SweepFlags f) {
     }
     f.spec.read_cpu = !f.no_cpu;
     f.spec.invocation = invocation();
-    for (const std::string& t : f.tags) {
-      const auto eq = t.find('=');
-      if (eq == std::string::npos || eq == 0) return report(make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'"));
-      f.spec.tags[t.substr(0, eq)] = t.substr(eq + 1);
-    }
+    auto tags = parse_tags(f.tags);
+    if (!tags) return report(tags.error());
+    f.spec.tags = std::move(*tags);
   }
   ctl::SweepRunOptions o;
   o.spec = f.spec;

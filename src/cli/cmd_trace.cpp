@@ -261,11 +261,9 @@ int run(TraceFlags f) {
   }
   o.monitor.sampler.fast_period_s = f.period_ms / 1000.0;
   o.monitor.sampler.read_cpu = !f.no_cpu;
-  for (const std::string& t : f.tags) {
-    const auto eq = t.find('=');
-    if (eq == std::string::npos || eq == 0) return report(make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'"));
-    o.tags[t.substr(0, eq)] = t.substr(eq + 1);
-  }
+  auto tags = parse_tags(f.tags);
+  if (!tags) return report(tags.error());
+  o.tags = std::move(*tags);
   o.tags["traced"] = "true";
   if (!f.idle_from.empty()) {
     auto idle = idle_power_from_result(f.idle_from);

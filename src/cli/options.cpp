@@ -90,6 +90,16 @@ CLI::Option* add_json_option(CLI::App* c, std::string& path, const std::string& 
   return c->add_option("--json", path, what + " ('-' or no value: stdout)")->expected(0, 1)->default_str("-");
 }
 
+Result<std::map<std::string, std::string>> parse_tags(const std::vector<std::string>& tags) {
+  std::map<std::string, std::string> out;
+  for (const std::string& t : tags) {
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) return make_error(Errc::invalid_argument, "--tag needs KEY=VALUE, got '" + t + "'");
+    out[t.substr(0, eq)] = t.substr(eq + 1);
+  }
+  return out;
+}
+
 Result<void> write_output(const std::string& path, const std::string& text) {
   // core/files.hpp: '-' is stdout; a file is replaced atomically, every write checked.
   return write_file_atomic(path, text);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ Result<void> write_output(const std::string& path, const std::string& text);
 /// For library writers that take a file name: '-' runs `write_file` on a temporary file and
 /// copies it to stdout.
 Result<void> write_output_with(const std::string& path, const std::function<Result<void>(const std::string&)>& write_file);
+
+/// Repeated `--tag KEY=VALUE` options as a map (a later KEY wins); "--tag needs KEY=VALUE, got
+/// 'X'" for one without '=' or without a key.
+Result<std::map<std::string, std::string>> parse_tags(const std::vector<std::string>& tags);
 
 /// The global options (docs/cli.md): they may come before the subcommand; main() moves them after it.
 struct GlobalOption {
