@@ -10,14 +10,7 @@ namespace {
 std::string format_uuid(std::array<uint8_t, 16> b, unsigned version) {
   b[6] = static_cast<uint8_t>((b[6] & 0x0F) | (version << 4));
   b[8] = static_cast<uint8_t>((b[8] & 0x3F) | 0x80);  // RFC 9562 variant
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    s += kHex[b[i] >> 4];
-    s += kHex[b[i] & 0x0F];
-  }
-  return s;
+  return uuid_text(b.data());
 }
 
 void put64(std::array<uint8_t, 16>& b, std::size_t at, uint64_t v) {
@@ -33,6 +26,18 @@ uint64_t fnv1a(uint64_t h, std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+std::string uuid_text(const uint8_t* bytes16) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(36);
+  for (std::size_t i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += kHex[bytes16[i] >> 4];
+    s += kHex[bytes16[i] & 0x0F];
+  }
+  return s;
+}
 
 std::string random_uuid() {
   // std::random_device reads the kernel's random source (getrandom / /dev/urandom): two

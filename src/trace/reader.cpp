@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "jouleprof/core/files.hpp"
+#include "jouleprof/core/uuid.hpp"
 #include "jouleprof/trace/format.hpp"
 #include "jouleprof/trace/trace.hpp"
 
@@ -61,16 +62,8 @@ T payload_as(std::string_view payload) {
   return v;
 }
 
-std::string format_uuid(const uint8_t* u) {
-  static const char* hex = "0123456789abcdef";
-  std::string s = "GPU-";
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    s += hex[u[i] >> 4];
-    s += hex[u[i] & 15];
-  }
-  return s;
-}
+// NVML's form of a GPU UUID.
+std::string format_uuid(const uint8_t* u) { return "GPU-" + uuid_text(u); }
 
 }  // namespace
 

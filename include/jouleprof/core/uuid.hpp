@@ -3,6 +3,7 @@
 // runs apart by it (docs/store.md, `import`; docs/result-schema.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@ std::string random_uuid();
 /// A version 8 UUID that depends only on `parent` and `name`: the same inputs give the same
 /// identifier (a re-import of the same file is recognised), different names different ones.
 std::string derived_uuid(std::string_view parent, std::string_view name);
+
+/// 16 bytes as 8-4-4-4-12 lowercase hex digits: how run ids and GPU UUIDs are written.
+std::string uuid_text(const uint8_t* bytes16);
 
 /// 36 characters: 8-4-4-4-12 lowercase hex digits separated by '-'.
 bool is_uuid(std::string_view text);
