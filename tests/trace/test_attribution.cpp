@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "jouleprof/analysis/attribution.hpp"
@@ -37,6 +38,19 @@ struct Synthetic {
   }
 };
 
+// The run [0, seconds] of `syn` as `in` sees it: 20 ms samples through `sensor` (plus `noise()` W
+// each), idle, and the measured energy of that timeline.
+void sample_run(AttributionInput& in, const Synthetic& syn, const SensorModel& sensor, double seconds,
+                const std::function<double()>& noise = [] { return 0.0; }) {
+  in.power = syn.sample(0.020, sensor);
+  for (Sample& p : in.power) p.value += noise();
+  in.t0_s = 0;
+  in.t1_s = seconds;
+  in.idle_w = syn.idle_w;
+  in.sensor = sensor;
+  in.measured_j = detail::energy_between(in.power, in.t0_s, in.t1_s);
+}
+
 AttributionInput two_class_input(double burst_s, double p_a, double p_b, double seconds, double* truth_a, double* truth_b) {
   Synthetic syn;
   SensorModel sensor{0.017, 0.040};
@@ -58,12 +72,7 @@ AttributionInput two_class_input(double burst_s, double p_a, double p_b, double 
   }
   in.items = item;
   in.groups = 2;
-  in.power = syn.sample(0.020, sensor);
-  in.t0_s = 0;
-  in.t1_s = seconds;
-  in.idle_w = syn.idle_w;
-  in.sensor = sensor;
-  in.measured_j = detail::energy_between(in.power, in.t0_s, in.t1_s);
+  sample_run(in, syn, sensor, seconds);
   return in;
 }
 
@@ -173,14 +182,8 @@ TEST(Attribution, ClassesThatAlwaysRunTogetherAreShrunkTowardTheirCommonPower) {
   }
   in.items = item;
   in.groups = 2;
-  in.power = syn.sample(0.020, sensor);
   std::normal_distribution<double> sensor_noise(0, 5);
-  for (Sample& p : in.power) p.value += sensor_noise(rng);
-  in.t0_s = 0;
-  in.t1_s = seconds;
-  in.idle_w = syn.idle_w;
-  in.sensor = sensor;
-  in.measured_j = detail::energy_between(in.power, in.t0_s, in.t1_s);
+  sample_run(in, syn, sensor, seconds, [&] { return sensor_noise(rng); });
   const Attribution r = make_regression_method()->attribute(in);
   expect_balanced(r);
   ASSERT_EQ(r.groups.size(), 2u);
