@@ -46,6 +46,7 @@ for step in "$@"; do
       # and both with the NVTX annotation (UA, TA: the issue's "kernels and NVTX on"); PA: traced
       # with another injection library ($PREV_INJECT_LIB, e.g. an earlier build), annotated; KA: the
       # peer, torch.profiler recording CUDA activities (Kineto, on CUPTI) around the same calls.
+      # HF_BATCH: generate()'s batch (1 unless set).
       for i in $(seq 1 "${ROUNDS:-4}"); do
         for cfg in ${OVERHEAD_CONFIGS:-U T UA TA}; do
           ann=(); [[ $cfg == *A ]] && ann=(--annotate)
@@ -53,7 +54,7 @@ for step in "$@"; do
           pre=(); [[ $cfg == T* ]] && pre=("$JP" trace --idle 0 --no-store -q --)
           [[ $cfg == P* ]] && pre=("$JP" trace --inject-lib "$PREV_INJECT_LIB" --idle 0 --no-store -q --)
           say "overhead $cfg round $i"
-          timeout 150 taskset -c 2-5 "${pre[@]}" python3 "$HF" --reps "${REPS:-10}" --gen 32 "${ann[@]}" 2>>"$LOG" | sed "s/^/$cfg /" >>"$OUT/overhead.txt"
+          timeout 150 taskset -c 2-5 "${pre[@]}" python3 "$HF" --reps "${REPS:-10}" --gen 32 --batch "${HF_BATCH:-1}" "${ann[@]}" 2>>"$LOG" | sed "s/^/$cfg /" >>"$OUT/overhead.txt"
         done
       done
       # Every launch recorded as well: the NVTX anchors checked against the launch records.

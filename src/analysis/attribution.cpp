@@ -38,6 +38,57 @@ std::vector<std::pair<double, double>> sample_intervals(const std::vector<Sample
   return out;
 }
 
+double ClassBusy::within(double a, double b) const {
+  if (b <= a || spans.empty()) return 0;
+  // Busy time before t: the spans that start before it, the last one cut at t.
+  auto upto = [&](double t) {
+    const auto k = static_cast<std::size_t>(
+        std::upper_bound(spans.begin(), spans.end(), t, [](double x, const auto& s) { return x < s.first; }) - spans.begin());
+    if (k == 0) return 0.0;
+    return before[k - 1] + std::min(t, spans[k - 1].second) - spans[k - 1].first;
+  };
+  return upto(b) - upto(a);
+}
+
+std::vector<ClassBusy> class_busy(const AttributionInput& in) {
+  std::vector<std::vector<std::pair<double, double>>> raw(in.groups);
+  for (const BusyInterval& b : in.busy) {
+    if (b.group < in.groups && b.t1_s > b.t0_s) raw[b.group].emplace_back(b.t0_s, b.t1_s);
+  }
+  std::vector<ClassBusy> out(in.groups);
+  for (std::size_t c = 0; c < in.groups; ++c) {
+    auto& u = raw[c];
+    std::sort(u.begin(), u.end());
+    auto& m = out[c].spans;
+    for (const auto& x : u) {
+      if (!m.empty() && x.first <= m.back().second) {
+        m.back().second = std::max(m.back().second, x.second);
+      } else {
+        m.push_back(x);
+      }
+    }
+    double sum = 0;
+    out[c].before.reserve(m.size());
+    for (const auto& x : m) {
+      out[c].before.push_back(sum);
+      sum += x.second - x.first;
+    }
+  }
+  return out;
+}
+
+std::vector<std::size_t> fittable_classes(const AttributionInput& in, const std::vector<ClassBusy>& busy) {
+  constexpr double kMinBusyShare = 0.01;
+  double all = 0;
+  for (const ClassBusy& b : busy) all += b.within(in.t0_s, in.t1_s);
+  std::vector<std::size_t> out;
+  for (std::size_t c = 0; c < busy.size(); ++c) {
+    const double x = busy[c].within(in.t0_s, in.t1_s);
+    if (x > 0 && x >= kMinBusyShare * all) out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace detail
 
 std::unique_ptr<AttributionMethod> make_attribution_method(const std::string& name) {

@@ -260,6 +260,13 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
       act_class[k] = class_index(a.kclass);
       per_act.busy.push_back({std::max(a.t0_s, run->t0_s), std::min(a.t1_s, run->t1_s), k, act_class[k]});
     }
+    if (o.fit_sensor) {
+      gp.sensor = fit_sensor_model(per_act);
+      per_act.sensor = gp.sensor.model;
+    } else {
+      gp.sensor.model = o.sensor;
+      gp.sensor.source = "given";
+    }
     AttributionInput per_class = per_act;
     per_class.items = cls.size();
     for (BusyInterval& b : per_class.busy) b.item = b.group;
@@ -421,6 +428,9 @@ std::string trace_profile_json(const TraceProfile& p) {
     x["window_t1_s"] = g.window_t1_s;
     x["measured_method"] = g.measured_method;
     x["idle_power_w"] = g.idle_w;
+    x["sensor_model"] = {{"lag_ms", 1e3 * g.sensor.model.lag_s}, {"window_ms", 1e3 * g.sensor.model.window_s},
+                         {"source", g.sensor.source},          {"rms_w", g.sensor.rms_w},
+                         {"default_rms_w", g.sensor.default_rms_w}, {"note", g.sensor.note}};
     x["kernels"] = g.kernels;
     x["copies"] = g.copies;
     x["busy_s"] = g.busy_s;
@@ -489,6 +499,11 @@ std::string trace_profile_text(const TraceProfile& p, std::size_t top) {
   for (const GpuProfile& g : p.gpus) {
     fmt::format_to(out, "GPU {} ({}): {} kernels, {} copies, busy {:.3f} s of a {:.3f} s run; idle {:.1f} W\n", g.gpu, g.uuid, g.kernels,
                    g.copies, g.busy_s, g.window_t1_s - g.window_t0_s, g.idle_w);
+    const SensorFit& sf = g.sensor;
+    fmt::format_to(out, "  sensor model: lag {:.0f} ms, window {:.0f} ms ({})\n", 1e3 * sf.model.lag_s, 1e3 * sf.model.window_s,
+                   sf.source == "fitted"
+                       ? fmt::format("fitted to this run: residual {:.1f} W, {:.1f} W with the default", sf.rms_w, sf.default_rms_w)
+                       : sf.source == "given" ? std::string("as given") : "default: " + sf.note);
     fmt::format_to(out, "  {:<11} {:>11} {:>11} {:>11} {:>11}\n", "method", "measured J", "idle J", "attrib. J", "unattr. J");
     for (const MethodBooks& b : g.methods) {
       fmt::format_to(out, "  {:<11} {:>11.4g} {:>11.4g} {:>11.4g} {:>11.4g}{}\n", b.method, b.measured_j, b.idle_j, b.attributed_j,

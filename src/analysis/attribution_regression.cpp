@@ -123,7 +123,6 @@ PooledFit fit_pooled(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, double 
 }
 
 class RegressionMethod final : public AttributionMethod {
-  static constexpr double kMinBusyShare = 0.01;  ///< of all classes' busy time, to be fitted
   /// Prior spread of a class's active power around the classes' common power: kernel classes on
   /// one GPU differ by some hundreds of W (H100: bf16 GEMM ~450 W, a memory-bound copy ~290 W
   /// above idle, docs/validation/trace.md).
@@ -143,36 +142,17 @@ class RegressionMethod final : public AttributionMethod {
     const std::size_t n = iv.size();
     const std::size_t C = in.groups;
     // Busy time per class as a union (concurrent kernels of one class count once).
-    std::vector<std::vector<std::pair<double, double>>> uni(C);
+    const std::vector<detail::ClassBusy> uni = detail::class_busy(in);
     std::vector<double> item_busy(in.items, 0.0);
     for (const BusyInterval& b : in.busy) {
-      if (b.group < C && b.t1_s > b.t0_s) uni[b.group].emplace_back(b.t0_s, b.t1_s);
       if (b.item < in.items) item_busy[b.item] += std::max(0.0, std::min(b.t1_s, in.t1_s) - std::max(b.t0_s, in.t0_s));
-    }
-    for (auto& u : uni) {
-      std::sort(u.begin(), u.end());
-      std::vector<std::pair<double, double>> m;
-      for (const auto& x : u) {
-        if (!m.empty() && x.first <= m.back().second) {
-          m.back().second = std::max(m.back().second, x.second);
-        } else {
-          m.push_back(x);
-        }
-      }
-      u.swap(m);
     }
     // Classes with enough busy time to fit: column col[c] of X (0: not fitted).
     std::vector<double> class_busy(C, 0.0);
-    double all_busy = 0;
-    for (std::size_t c = 0; c < C; ++c) {
-      for (const auto& x : uni[c]) class_busy[c] += std::max(0.0, std::min(x.second, in.t1_s) - std::max(x.first, in.t0_s));
-      all_busy += class_busy[c];
-    }
+    for (std::size_t c = 0; c < C; ++c) class_busy[c] = uni[c].within(in.t0_s, in.t1_s);
     std::vector<Eigen::Index> col(C, 0);
     Eigen::Index F = 0;
-    for (std::size_t c = 0; c < C; ++c) {
-      if (class_busy[c] > 0 && class_busy[c] >= kMinBusyShare * all_busy) col[c] = ++F;
-    }
+    for (std::size_t c : detail::fittable_classes(in, uni)) col[c] = ++F;
     Eigen::MatrixXd X = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(n), F + 1);
     std::vector<double> window_busy_s(C, 0.0);  // busy time per class as the windows see it
     Eigen::VectorXd y(static_cast<Eigen::Index>(n)), w(static_cast<Eigen::Index>(n));
@@ -186,10 +166,7 @@ class RegressionMethod final : public AttributionMethod {
       X(r, 0) = 1.0;
       const double ws = iv[i].first - in.sensor.lag_s - in.sensor.window_s, we = iv[i].second - in.sensor.lag_s;
       for (std::size_t c = 0; c < C; ++c) {
-        double busy = 0;
-        const auto& u = uni[c];
-        auto it = std::upper_bound(u.begin(), u.end(), ws, [](double t, const auto& p) { return t < p.second; });
-        for (; it != u.end() && it->first < we; ++it) busy += std::min(it->second, we) - std::max(it->first, ws);
+        const double busy = uni[c].within(ws, we);
         window_busy_s[c] += busy / (we - ws) * dt;
         if (col[c] > 0) X(r, col[c]) = busy / (we - ws);
       }

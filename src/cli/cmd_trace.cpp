@@ -40,7 +40,8 @@ struct TraceFlags {
   std::string json, csv, kernels, perfetto, keep_dir;
   std::string method = "split";
   std::string classes;
-  double lag_ms = 17, window_ms = 40, min_interval_ms = 100;
+  std::optional<double> lag_ms, window_ms;  ///< either given: the sensor model as given, not fitted
+  double min_interval_ms = 100;
   std::size_t top = 10, path_depth = 0;
   std::string inject_lib, cupti_lib, nvml_lib;
   double sim_power_w = 450;
@@ -96,8 +97,11 @@ std::string find_cupti(const std::string& flag) {
 int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const KernelClassifier& classes, int rc, bool store) {
   TraceProfileOptions po;
   po.method = f.method;
-  po.sensor.lag_s = f.lag_ms / 1000.0;
-  po.sensor.window_s = f.window_ms / 1000.0;
+  if (f.lag_ms || f.window_ms) {
+    po.fit_sensor = false;
+    if (f.lag_ms) po.sensor.lag_s = *f.lag_ms / 1000.0;
+    if (f.window_ms) po.sensor.window_s = *f.window_ms / 1000.0;
+  }
   po.min_interval_s = f.min_interval_ms / 1000.0;
   po.path_depth = f.path_depth;
   auto profile = build_trace_profile(m, traced, classes, po);
@@ -324,10 +328,12 @@ Runner add_trace(CLI::App& app) {
               "and checks the range anchors (costs ~10% on launch-bound programs)");
   c->add_option("--classes", f->classes, "extra kernel-class rules (CLASS<TAB>REGEX lines), tried before the built-in ones");
   // Sensor models of seconds, not of 1e35 ms (issue 22).
-  checked(c->add_option("--lag-ms", f->lag_ms, "sensor lag modelled by split/regression/interval"), DoubleRange{.min = 0, .max = 10000})
-      ->capture_default_str();
-  checked(c->add_option("--window-ms", f->window_ms, "sensor averaging window modelled by split/regression"),
-          DoubleRange{.min = 0, .max = 10000})->capture_default_str();
+  checked(c->add_option("--lag-ms", f->lag_ms,
+                         "sensor lag modelled by split/regression/interval (default: fitted to each GPU's samples, with the window)"),
+          DoubleRange{.min = -1000, .max = 10000});
+  checked(c->add_option("--window-ms", f->window_ms,
+                         "sensor averaging window modelled by split/regression (default: fitted, with the lag)"),
+          DoubleRange{.min = 0, .max = 10000});
   checked(c->add_option("--min-interval-ms", f->min_interval_ms, "interval method: shortest busy stretch integrated directly"),
           DoubleRange{.min = 0, .max = 3600000, .min_exclusive = true})->capture_default_str();
   checked(c->add_option("--top", f->top, "rows per summary table"), IntRange{.min = 1, .max = 1000000})->capture_default_str();

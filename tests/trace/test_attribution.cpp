@@ -51,9 +51,9 @@ void sample_run(AttributionInput& in, const Synthetic& syn, const SensorModel& s
   in.measured_j = detail::energy_between(in.power, in.t0_s, in.t1_s);
 }
 
-AttributionInput two_class_input(double burst_s, double p_a, double p_b, double seconds, double* truth_a, double* truth_b) {
+AttributionInput two_class_input(double burst_s, double p_a, double p_b, double seconds, double* truth_a, double* truth_b,
+                                 const SensorModel& sensor = {0.017, 0.040}) {
   Synthetic syn;
-  SensorModel sensor{0.017, 0.040};
   AttributionInput in;
   const std::size_t steps = static_cast<std::size_t>(seconds / syn.dt);
   syn.truth.assign(steps, syn.idle_w);
@@ -208,6 +208,57 @@ TEST(Attribution, ClassesThatAlwaysRunTogetherAreShrunkTowardTheirCommonPower) {
     EXPECT_GT(class_sum(s, in, c) / busy, 100) << c;
     EXPECT_LT(class_sum(s, in, c) / busy, 700) << c;
   }
+}
+
+// The sensor model fitted to the run: samples made through a 5 ms lag and a 25 ms window, and a
+// default (17 ms + 40 ms, the model jouleprof had before it fitted one) that misplaces every class
+// edge of 5-30 ms bursts. The fit finds the run's model and the regression's classes come back.
+TEST(Attribution, SensorModelIsFittedToTheRunsSamples) {
+  double ta = 0, tb = 0;
+  AttributionInput in = two_class_input(0.012, 650, 300, 20, &ta, &tb, {0.005, 0.025});
+  in.sensor = {0.017, 0.040};
+  const Attribution before = make_regression_method()->attribute(in);
+  const SensorFit f = fit_sensor_model(in);
+  EXPECT_EQ(f.source, "fitted") << f.note;
+  EXPECT_LT(f.rms_w, 0.5 * f.default_rms_w);
+  EXPECT_NEAR(f.model.lag_s, 0.005, 0.006);
+  in.sensor = f.model;
+  const Attribution after = make_regression_method()->attribute(in);
+  expect_balanced(after);
+  const double err_before = std::fabs(class_sum(before, in, 0) - ta) / ta, err_after = std::fabs(class_sum(after, in, 0) - ta) / ta;
+  EXPECT_LT(err_after, 0.03) << class_sum(after, in, 0) << " vs " << ta << "; model " << f.model.lag_s << " + " << f.model.window_s;
+  EXPECT_LT(std::fabs(class_sum(after, in, 1) - tb) / tb, 0.05) << class_sum(after, in, 1) << " vs " << tb << "; before "
+                                                               << class_sum(before, in, 0) << ", " << class_sum(before, in, 1);
+  EXPECT_GT(err_before, 4 * err_after);
+}
+
+// A run with too few edges to pin the model down (one class busy throughout), a run too short to
+// fit and a run with no activity keep the default, and say why.
+TEST(Attribution, SensorModelKeepsTheDefaultWhereTheRunCannotDetermineIt) {
+  Synthetic syn;
+  AttributionInput steady;
+  syn.truth.assign(10000, syn.idle_w);
+  for (std::size_t i = 0; i < syn.truth.size(); ++i) syn.truth[i] = 400;
+  steady.busy.push_back({0, 10, 0, 0});
+  steady.items = 1;
+  steady.groups = 1;
+  std::mt19937 rng(3);
+  std::normal_distribution<double> sensor_noise(0, 5);
+  sample_run(steady, syn, {0.008, 0.030}, 10, [&] { return sensor_noise(rng); });
+  steady.sensor = {0.0, 0.020};
+  const SensorFit f = fit_sensor_model(steady);
+  EXPECT_EQ(f.source, "default");
+  EXPECT_NE(f.note.find("too few class edges"), std::string::npos) << f.note;
+  EXPECT_DOUBLE_EQ(f.model.window_s, 0.020);
+
+  double ta = 0, tb = 0;
+  AttributionInput shortrun = two_class_input(0.010, 650, 300, 0.55, &ta, &tb);
+  const SensorFit g = fit_sensor_model(shortrun);
+  EXPECT_EQ(g.source, "default");
+  EXPECT_NE(g.note.find("too few power samples"), std::string::npos) << g.note;
+  AttributionInput idle;
+  sample_run(idle, syn, {0.0, 0.020}, 10);
+  EXPECT_NE(fit_sensor_model(idle).note.find("no busy class"), std::string::npos);
 }
 
 TEST(Attribution, IntervalIntegratesLongStretchesOnly) {

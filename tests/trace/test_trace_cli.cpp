@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/run_program.hpp"
+#include "jouleprof/analysis/attribution.hpp"
 #include "jouleprof/store/activities.hpp"
 #include "jouleprof/store/store.hpp"
 
@@ -208,6 +209,12 @@ TEST(TraceCli, FromStoredRunWithOtherOptionsChangesTheFiguresAndBalancesTheBooks
   EXPECT_NE(again.out.find("tables: method regression"), std::string::npos) << again.out;
   const nlohmann::json fg = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/f.json"))["trace"]["gpus"][0];
   EXPECT_EQ(fg["table_method"], "regression");
+  // A lag given is used as given (the window stays the default), not fitted.
+  EXPECT_EQ(fg["sensor_model"]["source"], "given");
+  EXPECT_DOUBLE_EQ(fg["sensor_model"]["lag_ms"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(fg["sensor_model"]["window_ms"].get<double>(), 1e3 * jouleprof::SensorModel{}.window_s);
+  EXPECT_NE(lg["sensor_model"]["source"], "given");
+  EXPECT_NE(again.out.find("sensor model: lag 30 ms"), std::string::npos) << again.out;
   expect_books_balance(lg);
   expect_books_balance(fg);
   // The sensor lag moves the methods' figures (which ones depends on where the kernels fall

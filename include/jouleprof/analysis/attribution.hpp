@@ -23,12 +23,13 @@
 
 namespace jouleprof {
 
-/// What a power sample at time t reflects: the mean activity over [t - lag - window, t - lag].
-/// H100 defaults: samples ~20 ms apart that lag a step by ~one interval and smear a 20 ms burst
-/// over ~60 ms (docs/energy-methods.md; measured on our H100, docs/validation/measure.md).
+/// What the power between two samples (a_i, b_i) reflects: the mean activity over
+/// [a_i - lag - window, b_i - lag]. `jouleprof trace` fits lag and window to each run
+/// (fit_sensor_model); these defaults are what it fits on our H100's 20 ms driver samples
+/// (docs/validation/trace.md) and are used where a run cannot determine them.
 struct SensorModel {
-  double lag_s = 0.017;
-  double window_s = 0.040;
+  double lag_s = 0.000;
+  double window_s = 0.020;
 };
 
 /// One busy interval of an item (an activity, or a class for the per-class methods).
@@ -84,6 +85,22 @@ class AttributionMethod {
   virtual Attribution attribute(const AttributionInput& in) const = 0;
 };
 
+/// The sensor model that explains a run's power samples best, and how much better than another.
+struct SensorFit {
+  SensorModel model;         ///< what the methods use
+  std::string source;        ///< "fitted" to this run, "default" (the run cannot determine it) or "given"
+  double rms_w = 0;          ///< residual power of the least-squares fit of the samples on the classes' busy fractions
+  double default_rms_w = 0;  ///< the same with the default model
+  std::string note;          ///< why the default was kept, where it was
+};
+
+/// Fits lag and window to the run: each candidate on a grid (lag -10..50 ms, window 0..100 ms,
+/// then 1 ms steps around the best) is scored by the residual of the least-squares fit of the
+/// sample powers on an intercept and the fitted classes' busy fractions in the windows it implies
+/// (the regression's design, unconstrained). `in.sensor` is the default, kept where the run has
+/// too few samples or busy classes, or where no candidate inside the grid fits 5% better than it.
+SensorFit fit_sensor_model(const AttributionInput& in);
+
 std::unique_ptr<AttributionMethod> make_interval_method();
 std::unique_ptr<AttributionMethod> make_split_method();
 std::unique_ptr<AttributionMethod> make_regression_method();
@@ -98,6 +115,18 @@ void close_books(Attribution& a);
 double energy_between(const std::vector<Sample>& p, double a, double b);
 /// Per-sample intervals of the window: [a_i, b_i] with a_0 = t0 and b_last = t1.
 std::vector<std::pair<double, double>> sample_intervals(const std::vector<Sample>& p, double t0, double t1);
+/// One class's busy time as a union of intervals (concurrent items count once), for fast queries.
+struct ClassBusy {
+  std::vector<std::pair<double, double>> spans;  ///< sorted, disjoint
+  std::vector<double> before;                    ///< busy time in spans[0..k)
+  /// Busy time inside [a, b].
+  double within(double a, double b) const;
+};
+/// Each class's (BusyInterval::group < in.groups) busy union.
+std::vector<ClassBusy> class_busy(const AttributionInput& in);
+/// The classes with at least 1% of all classes' busy time in [in.t0_s, in.t1_s]: the ones the
+/// sensor can tell apart enough to fit (cuBLAS's 1 us memset before each GEMM is not).
+std::vector<std::size_t> fittable_classes(const AttributionInput& in, const std::vector<ClassBusy>& busy);
 }  // namespace detail
 
 }  // namespace jouleprof

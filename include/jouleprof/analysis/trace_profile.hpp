@@ -21,7 +21,8 @@ inline constexpr int kTraceSchemaVersion = 1;
 
 struct TraceProfileOptions {
   std::string method = "split";  ///< the method of the per-kernel/path tables (all three give class books)
-  SensorModel sensor;
+  SensorModel sensor;       ///< the model given, or the default where a run cannot determine one
+  bool fit_sensor = true;   ///< fit lag and window to each GPU's samples (fit_sensor_model)
   double min_interval_s = 0.1;
   std::size_t path_depth = 0;  ///< 0: full NVTX paths
 };
@@ -54,6 +55,7 @@ struct GpuProfile {
   std::string measured_method;
   double window_t0_s = 0, window_t1_s = 0;
   double idle_w = 0;
+  SensorFit sensor;                  ///< the sensor model the methods used, and where it came from
   std::vector<MethodBooks> methods;  ///< interval, split, regression
   std::string table_method;
   std::vector<GroupRow> by_kernel, by_class, by_path, by_layer, by_component, by_phase;
