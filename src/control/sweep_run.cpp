@@ -3,11 +3,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -22,6 +24,9 @@ namespace {
 
 // Activity windows of 0.2 s: several per point even for short workloads.
 constexpr double kActivityPeriodS = 0.2;
+// Clocks (and the other slow fields) polled every 0.1 s, not the sampler's 0.5 s: a run of
+// 0.3 s then still has clock samples while it is busy (busy_sm_clock_mhz).
+constexpr double kClockPeriodS = 0.1;
 
 std::optional<double> stat_mean(const Measurement& m, const std::string& what) {
   for (const auto& s : m.stats) {
@@ -112,6 +117,32 @@ Result<SweepSummary> run_workers(const SweepRunOptions& o, const SweepPlan& plan
 }
 
 }  // namespace
+
+std::optional<double> busy_sm_clock_mhz(const Measurement& m, std::size_t gpu) {
+  if (gpu >= m.timelines.size() || !m.timelines[gpu]) return std::nullopt;
+  const GpuTimeline& tl = *m.timelines[gpu];
+  const std::vector<Sample> util = tl.series[static_cast<int>(Metric::gpu_util_pct)].all();
+  // The utilization read nearest in time to a clock sample is the one of the same poll.
+  auto busy = [&](double t) {
+    if (util.empty()) return true;
+    auto it = std::lower_bound(util.begin(), util.end(), t, [](const Sample& s, double x) { return s.t_s < x; });
+    if (it == util.end() || (it != util.begin() && t - std::prev(it)->t_s < it->t_s - t)) --it;
+    return it->value > 0;
+  };
+  double sum = 0;
+  std::size_t n = 0;
+  for (const RunInfo& r : m.runs) {
+    if (r.warmup || r.window < 0 || static_cast<std::size_t>(r.window) >= m.windows.size()) continue;
+    const WindowResult& w = m.windows[static_cast<std::size_t>(r.window)];
+    for (const Sample& s : tl.series[static_cast<int>(Metric::sm_clock_mhz)].slice(w.t0_s, w.t1_s)) {
+      if (s.t_s < w.t0_s || s.t_s > w.t1_s || !busy(s.t_s)) continue;  // slice adds a neighbour each side
+      sum += s.value;
+      ++n;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum / static_cast<double>(n);
+}
 
 int SweepSummary::count(UnitOutcome::Kind k) const {
   int n = 0;
@@ -220,6 +251,7 @@ Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
       mo.monitor.gpus.nvml_library = spec.nvml_library;
       mo.monitor.gpus.sim_scenario = spec.sim_scenario;
       mo.monitor.sampler.read_cpu = spec.read_cpu;
+      mo.monitor.sampler.slow_period_s = std::min(mo.monitor.sampler.slow_period_s, kClockPeriodS);
       mo.sim_active_w = spec.sim_power_w;
       if (spec.metrics) mo.activity = ActivityOptions{spec.metrics_source, kActivityPeriodS, spec.nvml_library};
       for (const auto& [k, v] : u.params) mo.env.push_back("JOULEPROF_PARAM_" + upper(k) + "=" + v);
@@ -230,11 +262,13 @@ Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
         out.kind = UnitOutcome::Kind::failed;
         out.message = m.error().message;
       } else {
-        // The clocks and limit actually seen, next to the ones asked for.
+        // The clocks and limit actually seen, next to the ones asked for; the SM clock while the
+        // workload was busy (the highest over the whole timeline was the idle clock for runs
+        // shorter than the clock poll).
         for (std::size_t g = 0; g < m->gpu_state.size(); ++g) {
           const auto& st = m->gpu_state[g];
           const std::string sfx = m->gpu_state.size() > 1 ? fmt::format("_gpu{}", g) : "";
-          if (st.sm_clock_max_mhz) m->tags["observed_clock_mhz" + sfx] = fmt::format("{:.0f}", *st.sm_clock_max_mhz);
+          if (auto busy = busy_sm_clock_mhz(*m, g)) m->tags["observed_clock_mhz" + sfx] = fmt::format("{:.0f}", *busy);
           if (st.mem_clock_mhz) m->tags["observed_mem_clock_mhz" + sfx] = fmt::format("{:.0f}", *st.mem_clock_mhz);
           if (st.power_limit_w) m->tags["observed_power_limit_w" + sfx] = fmt::format("{:.0f}", *st.power_limit_w);
         }

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
+#include <tuple>
 
 #include "control/fake_state.hpp"
 #include "jouleprof/control/session.hpp"
@@ -267,9 +269,12 @@ TEST(Sweep, SimulatedSweepStoresTaggedPointsResumesAndReports) {
   const auto& fast = rep->rows[1];
   EXPECT_EQ(*slow.clock_mhz, 990);
   EXPECT_EQ(slow.energy_j.n, 2U);
-  if (slow.observed_clock_mhz) {
-    EXPECT_LE(*slow.observed_clock_mhz, 991);  // never above the lock
-  }
+  // The clock while busy, though each run (0.23-0.3 s) is shorter than the sampler's usual 0.5-s
+  // clock poll: it used to be the idle 345 MHz.
+  ASSERT_TRUE(slow.observed_clock_mhz);
+  ASSERT_TRUE(fast.observed_clock_mhz);
+  EXPECT_EQ(*slow.observed_clock_mhz, 990);
+  EXPECT_EQ(*fast.observed_clock_mhz, 1980);
   EXPECT_GT(slow.duration_s.mean, fast.duration_s.mean * 1.1);  // the law: slower ...
   EXPECT_LT(slow.energy_j.mean, fast.energy_j.mean * 0.9);      // ... and cheaper
   EXPECT_TRUE(slow.best_energy);
@@ -281,6 +286,62 @@ TEST(Sweep, SimulatedSweepStoresTaggedPointsResumesAndReports) {
   EXPECT_NE(chart.option_json.find("\"lines\""), std::string::npos);  // error bars
   EXPECT_NE(chart.option_json.find("optimum"), std::string::npos);
   fs::remove_all(dir);
+}
+
+namespace {
+// A measurement of one GPU whose clock and utilization were polled at `t` (s).
+jouleprof::Measurement clock_samples(const std::vector<std::tuple<double, double, double>>& t_clock_util) {
+  auto tl = std::make_shared<jouleprof::GpuTimeline>(std::size_t{1} << 10);
+  for (const auto& [t, clock, util] : t_clock_util) {
+    tl->series[static_cast<int>(jouleprof::Metric::sm_clock_mhz)].append(t, clock);
+    if (util >= 0) tl->series[static_cast<int>(jouleprof::Metric::gpu_util_pct)].append(t + 1e-4, util);
+  }
+  jouleprof::Measurement m;
+  m.timelines.push_back(tl);
+  m.gpu_state.emplace_back();
+  auto window = [&](const char* kind, double t0, double t1) {
+    jouleprof::WindowResult w;
+    w.kind = w.name = kind;
+    w.t0_s = t0;
+    w.t1_s = t1;
+    m.windows.push_back(w);
+    return static_cast<int>(m.windows.size()) - 1;
+  };
+  auto run = [&](bool warmup, double t0, double t1) {
+    jouleprof::RunInfo r;
+    r.index = static_cast<int>(m.runs.size());
+    r.warmup = warmup;
+    r.window = window(warmup ? "warmup" : "run", t0, t1);
+    m.runs.push_back(r);
+  };
+  window("idle", 0, 1);
+  run(true, 1, 2);
+  run(false, 2, 3);
+  run(false, 3.5, 4.5);
+  return m;
+}
+}  // namespace
+
+// A point's seen clock is the mean SM clock of the measured runs while the GPU was busy: not the
+// idle baseline, the warm-up, the gap between runs, nor a poll in a run where the GPU was idle.
+TEST(Sweep, SeenClockIsTheBusyClockOfTheMeasuredRuns) {
+  const auto m = clock_samples({{0.5, 345, 0},      // idle baseline
+                                {1.5, 1980, 100},   // warm-up at another clock
+                                {2.05, 345, 0},     // the workload starting up: GPU idle
+                                {2.5, 1410, 100},   // busy
+                                {3.2, 345, 0},      // between runs
+                                {3.9, 1380, 100},   // busy
+                                {4.6, 345, 0}});    // after the last run
+  auto clock = ctl::busy_sm_clock_mhz(m, 0);
+  ASSERT_TRUE(clock);
+  EXPECT_DOUBLE_EQ(*clock, 1395);
+  EXPECT_FALSE(ctl::busy_sm_clock_mhz(m, 1));  // no such GPU
+  // Never busy in the runs: no figure rather than the idle clock.
+  EXPECT_FALSE(ctl::busy_sm_clock_mhz(clock_samples({{0.5, 345, 0}, {2.5, 345, 0}, {3.2, 1980, 100}}), 0));
+  // Utilization not read: every clock sample inside a measured run counts.
+  auto no_util = ctl::busy_sm_clock_mhz(clock_samples({{0.5, 345, -1}, {2.5, 990, -1}, {3.9, 1020, -1}}), 0);
+  ASSERT_TRUE(no_util);
+  EXPECT_DOUBLE_EQ(*no_util, 1005);
 }
 
 // Two SLURM tasks on one node whose points start in the same nanosecond: `runs merge` keeps both

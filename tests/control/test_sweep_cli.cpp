@@ -26,9 +26,9 @@ namespace {
 
 // The fake folder, announced to a jouleprof child process through its environment.
 struct Cli : FakeNvmlFolder {
-  explicit Cli(int gpus = 1)
+  explicit Cli(int gpus = 1, const std::string& scenario_lines = "")
       : FakeNvmlFolder(std::string("sweepcli-") + ::testing::UnitTest::GetInstance()->current_test_info()->name(), gpus,
-                       "workload_time_scale 0.1\n") {}
+                       "workload_time_scale 0.1\n" + scenario_lines) {}
   std::vector<std::string> env() const {
     std::vector<std::string> out = {"JOULEPROF_CONTROL_DIR=" + journal, "JOULEPROF_DB=" + db,
                                     std::string("JOULEPROF_NVML_LIB=") + JOULEPROF_FAKE_NVML};
@@ -160,7 +160,7 @@ TEST(RestoreCli, AJournalFromAnotherHostIsRefusedWithAClearMessage) {
 }
 
 TEST(SweepCli, ObserveOnlyRunsTheScheduleAndChangesNothing) {
-  Cli c;
+  Cli c(1, "at 0 constant 400\n");  // the fake GPU busy at 400 W throughout: 1980 MHz
   auto r = c.run({"sweep", "--device", "nvml", "--observe-only", "--clocks", "990,1410", "--runs", "1", "--warmup", "0",
                   "--idle", "0", "--no-cpu", "-q", "--", "sleep", "0.6"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -173,7 +173,8 @@ TEST(SweepCli, ObserveOnlyRunsTheScheduleAndChangesNothing) {
   auto runs = store->list(f);
   ASSERT_TRUE(runs);
   EXPECT_EQ(runs->size(), 2U);
-  EXPECT_EQ(runs->front().tags.count("observed_clock_mhz"), 1U);
+  ASSERT_EQ(runs->front().tags.count("observed_clock_mhz"), 1U);
+  EXPECT_EQ(runs->front().tags.at("observed_clock_mhz"), "1980");
 }
 
 TEST(SweepCli, DryRunPrintsThePlanAndTheSlurmScript) {

@@ -43,6 +43,27 @@ TEST(SimGpuModel, SensorsBehaveLikeTheH100) {
   EXPECT_FALSE(m.failed(1e6));
 }
 
+// A load of start_load (the built-in workload, a command under --device sim) is at its clock and
+// busy from its first instant, and idle at 345 MHz the instant it stops: the clock used to wait
+// for the 1-s average power to rise, so a poll early in a short run read the idle clock.
+TEST(SimGpuModel, ClockAndUtilizationFollowAStartedLoadAtOnce) {
+  SimConfig c;
+  SimGpuModel m(c);
+  SimControl lock;
+  lock.sm_clock_lock_mhz = 1980;
+  lock.power_limit_w = 700;
+  m.set_control(lock);
+  EXPECT_EQ(m.sm_clock_mhz(0.5), 345);  // idle before any load
+  EXPECT_EQ(m.gpu_util_pct(0.5), 0);
+  const SimOperatingPoint op = m.start_load(1.0, 450, 0.5);
+  EXPECT_EQ(op.clock_mhz, 1980);
+  EXPECT_EQ(m.sm_clock_mhz(1.01), 1980);  // the 1-s average is still ~75 W here
+  EXPECT_EQ(m.gpu_util_pct(1.01), 100);
+  m.stop_load(1.3);
+  EXPECT_EQ(m.sm_clock_mhz(1.31), 345);
+  EXPECT_EQ(m.gpu_util_pct(1.31), 0);
+}
+
 TEST(Scenario, ParsesEveryKey) {
   auto r = parse_sim_scenario(
       "# comment\n gpus 2\nname Test GPU 1\nidle_w 60 # idle\ntdp_w 400\nat 1 square 0.05 0.05 400 60\n"

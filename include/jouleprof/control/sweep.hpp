@@ -133,6 +133,13 @@ struct SweepRunOptions {
 /// on every path.
 Result<SweepSummary> run_sweep(const SweepRunOptions& o);
 
+/// The SM clock GPU `gpu` ran at while the workload kept it busy (a point's `observed_clock_mhz`):
+/// the mean of the clock samples inside the measured (not warm-up) runs whose utilization
+/// reading of the same poll is above 0 (every in-run sample where utilization is not read).
+/// None without such a sample: idle baselines, warm-ups and the idle clock between runs never
+/// count.
+std::optional<double> busy_sm_clock_mhz(const Measurement& m, std::size_t gpu);
+
 /// The tags a stored point carries (sweep, point, pass, clock_mhz, mem_clock_mhz, power_limit_w,
 /// parameters, control).
 std::map<std::string, std::string> point_tags(const SweepPlan& plan, const SweepPoint& u);

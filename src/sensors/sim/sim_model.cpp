@@ -154,13 +154,15 @@ double SimGpuModel::temperature_c(double now_s) const {
 }
 
 double SimGpuModel::sm_clock_mhz(double now_s) const {
-  const double p = power_average_w(now_s);
-  if (p < cfg_.idle_w + 20) return 345;
   {
+    // A load of start_load runs at its operating point from its first instant (a real GPU's
+    // clock follows its load within milliseconds), not once the 1-s average power has risen.
     std::lock_guard<std::mutex> lock(control_mu_);
     if (load_clock_mhz_ > 0) return load_clock_mhz_;
     if (load_clock_mhz_ < 0) return 345;  // a load started by start_load has ended
   }
+  const double p = power_average_w(now_s);
+  if (p < cfg_.idle_w + 20) return 345;
   return p >= 0.98 * cfg_.tdp_w ? 1755 : 1980;
 }
 
@@ -255,6 +257,11 @@ SimOperatingPoint sim_operating_point(const SimConfig& cfg, const SimControl& ct
 }
 
 double SimGpuModel::gpu_util_pct(double now_s) const {
+  {
+    // Busy exactly while a load of start_load runs, as its clock is (sm_clock_mhz).
+    std::lock_guard<std::mutex> lock(control_mu_);
+    if (load_clock_mhz_ != 0) return load_clock_mhz_ > 0 ? 100 : 0;
+  }
   return power_instant_w(now_s) > cfg_.idle_w + 30 ? 100 : 0;
 }
 
