@@ -2,6 +2,7 @@
 // sensor's lag), minus idle. Stretches shorter than min_interval_s are left unattributed: the
 // sensor does not resolve them.
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 
 #include "jouleprof/analysis/attribution.hpp"
@@ -85,8 +86,8 @@ class IntervalMethod final : public AttributionMethod {
       }
     }
     if (short_ones > 0) {
-      a.notes.push_back(std::to_string(short_ones) + " busy stretches shorter than " + std::to_string(in.min_interval_s * 1e3) +
-                        " ms left unattributed (below what the sensor resolves; use the split or regression method)");
+      a.notes.push_back(fmt::format("{} busy stretches shorter than {:g} ms left unattributed (below what the sensor resolves; use the split or regression method)",
+                                    short_ones, in.min_interval_s * 1e3));
     }
     detail::close_books(a);
     return a;

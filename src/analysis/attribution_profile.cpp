@@ -264,8 +264,11 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
       gp.sensor = fit_sensor_model(per_act);
       per_act.sensor = gp.sensor.model;
     } else {
+      // As given; the residuals say how well it and the default explain the samples.
       gp.sensor.model = o.sensor;
       gp.sensor.source = "given";
+      gp.sensor.rms_w = sensor_model_residual_w(per_act, o.sensor).value_or(0);
+      gp.sensor.default_rms_w = sensor_model_residual_w(per_act, SensorModel{}).value_or(0);
     }
     AttributionInput per_class = per_act;
     per_class.items = cls.size();
@@ -503,7 +506,10 @@ std::string trace_profile_text(const TraceProfile& p, std::size_t top) {
     fmt::format_to(out, "  sensor model: lag {:.0f} ms, window {:.0f} ms ({})\n", 1e3 * sf.model.lag_s, 1e3 * sf.model.window_s,
                    sf.source == "fitted"
                        ? fmt::format("fitted to this run: residual {:.1f} W, {:.1f} W with the default", sf.rms_w, sf.default_rms_w)
-                       : sf.source == "given" ? std::string("as given") : "default: " + sf.note);
+                       : sf.source == "given"
+                           ? (sf.rms_w > 0 ? fmt::format("as given: residual {:.1f} W, {:.1f} W with the default", sf.rms_w, sf.default_rms_w)
+                                           : std::string("as given"))
+                           : "default: " + sf.note);
     fmt::format_to(out, "  {:<11} {:>11} {:>11} {:>11} {:>11}\n", "method", "measured J", "idle J", "attrib. J", "unattr. J");
     for (const MethodBooks& b : g.methods) {
       fmt::format_to(out, "  {:<11} {:>11.4g} {:>11.4g} {:>11.4g} {:>11.4g}{}\n", b.method, b.measured_j, b.idle_j, b.attributed_j,

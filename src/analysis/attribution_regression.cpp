@@ -86,7 +86,7 @@ PooledFit fit_pooled(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, double 
   PooledFit out;
   std::vector<bool> passive;
   const Eigen::VectorXd free_resid = b - A * nnls(A, b, passive);
-  // Neighbouring samples' windows overlap (a 57 ms window every 20 ms on the H100), so residuals
+  // Neighbouring samples' windows overlap (a 40 ms window every 20 ms on the H100), so residuals
   // can be correlated and carry fewer independent values than samples: the variance is inflated
   // by (1 + ρ) / (1 - ρ), ρ their lag-1 autocorrelation (AR(1)).
   double rho = 0;

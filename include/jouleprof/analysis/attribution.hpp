@@ -89,7 +89,7 @@ class AttributionMethod {
 struct SensorFit {
   SensorModel model;         ///< what the methods use
   std::string source;        ///< "fitted" to this run, "default" (the run cannot determine it) or "given"
-  double rms_w = 0;          ///< residual power of the least-squares fit of the samples on the classes' busy fractions
+  double rms_w = 0;          ///< residual power of the least-squares fit of the samples on the classes' busy fractions (0: not computed)
   double default_rms_w = 0;  ///< the same with the default model
   std::string note;          ///< why the default was kept, where it was
 };
@@ -100,6 +100,9 @@ struct SensorFit {
 /// (the regression's design, unconstrained). `in.sensor` is the default, kept where the run has
 /// too few samples or busy classes, or where no candidate inside the grid fits 5% better than it.
 SensorFit fit_sensor_model(const AttributionInput& in);
+/// The residual power (W) of the same least-squares fit with sensor model `s`; none where the run
+/// has too few samples or no busy class.
+std::optional<double> sensor_model_residual_w(const AttributionInput& in, const SensorModel& s);
 
 std::unique_ptr<AttributionMethod> make_interval_method();
 std::unique_ptr<AttributionMethod> make_split_method();
