@@ -50,31 +50,48 @@ double ClassBusy::within(double a, double b) const {
   return upto(b) - upto(a);
 }
 
+namespace {
+
+ClassBusy union_of(std::vector<std::pair<double, double>> u) {
+  ClassBusy out;
+  std::sort(u.begin(), u.end());
+  auto& m = out.spans;
+  for (const auto& x : u) {
+    if (!m.empty() && x.first <= m.back().second) {
+      m.back().second = std::max(m.back().second, x.second);
+    } else {
+      m.push_back(x);
+    }
+  }
+  double sum = 0;
+  out.before.reserve(m.size());
+  for (const auto& x : m) {
+    out.before.push_back(sum);
+    sum += x.second - x.first;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<ClassBusy> class_busy(const AttributionInput& in) {
   std::vector<std::vector<std::pair<double, double>>> raw(in.groups);
   for (const BusyInterval& b : in.busy) {
     if (b.group < in.groups && b.t1_s > b.t0_s) raw[b.group].emplace_back(b.t0_s, b.t1_s);
   }
-  std::vector<ClassBusy> out(in.groups);
-  for (std::size_t c = 0; c < in.groups; ++c) {
-    auto& u = raw[c];
-    std::sort(u.begin(), u.end());
-    auto& m = out[c].spans;
-    for (const auto& x : u) {
-      if (!m.empty() && x.first <= m.back().second) {
-        m.back().second = std::max(m.back().second, x.second);
-      } else {
-        m.push_back(x);
-      }
-    }
-    double sum = 0;
-    out[c].before.reserve(m.size());
-    for (const auto& x : m) {
-      out[c].before.push_back(sum);
-      sum += x.second - x.first;
-    }
-  }
+  std::vector<ClassBusy> out;
+  out.reserve(in.groups);
+  for (auto& u : raw) out.push_back(union_of(std::move(u)));
   return out;
+}
+
+ClassBusy all_busy(const AttributionInput& in) {
+  std::vector<std::pair<double, double>> raw;
+  raw.reserve(in.busy.size());
+  for (const BusyInterval& b : in.busy) {
+    if (b.item < in.items && b.t1_s > b.t0_s) raw.emplace_back(b.t0_s, b.t1_s);
+  }
+  return union_of(std::move(raw));
 }
 
 std::vector<std::size_t> fittable_classes(const AttributionInput& in, const std::vector<ClassBusy>& busy) {

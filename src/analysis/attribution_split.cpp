@@ -4,11 +4,15 @@
 // power. The class powers are not known in advance: starting from the regression's, they are
 // iterated to the fixed point of "split, then each class's energy / busy time" (classes the
 // regression could not tell apart iterated as one, those it could not fit held), so a window
-// half GEMM (580 W) and half copy (230 W) gives the GEMM 72% of its energy, not 50%. An interval
-// with no item busy in its window leaves its excess unattributed; every interval's excess is
-// handed out whole, so the books stay balanced.
+// half GEMM (580 W) and half copy (230 W) gives the GEMM 72% of its energy, not 50%. The time in
+// a window when nothing runs weighs the GPU's power above idle while awake between kernels
+// (measured in the windows with no activity inside the program's activity), and that share, like
+// those windows, is idle/static energy. An interval with no item busy in its window before or
+// after the activity leaves its excess unattributed; every interval's excess is handed out
+// whole, so the books stay balanced.
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 
 #include "jouleprof/analysis/attribution.hpp"
 
@@ -17,6 +21,7 @@ namespace {
 
 class SplitMethod final : public AttributionMethod {
   static constexpr int kMaxIterations = 50;
+  static constexpr std::size_t kMinAwakeWindows = 10;  ///< gap windows needed to measure the awake power
 
  public:
   std::string name() const override { return "split"; }
@@ -51,30 +56,69 @@ class SplitMethod final : public AttributionMethod {
     auto group_of = [&](const BusyInterval& b) { return b.group < groups ? b.group : 0; };
     std::vector<double> weight(groups, 1.0), busy_s(groups, 0.0);
     std::vector<bool> shared(groups, false), fixed(groups, false);
+    // The GPU awake but idle between kernels draws more than its idle baseline (eager HF decode on
+    // the H100: ~47 W above idle in the gaps, kernels adding little). That power, measured in the
+    // sample windows with no activity inside the program's GPU activity, weighs each window's
+    // gaps, and their share is idle/static energy, not the kernels' (given to the kernels it made
+    // them 630 W above idle per busy second).
+    double awake_w = 0;
+    std::size_t awake_windows = 0;
+    std::vector<double> gap(n, 0.0), kernel_total(n, 0.0);
+    std::vector<bool> awake_gap(n, false);  // no activity in the window, inside the activity's span
+    {
+      const detail::ClassBusy all = detail::all_busy(in);
+      if (!all.spans.empty()) {
+        const double first = all.spans.front().first, last = all.spans.back().second;
+        double e = 0, t = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const double busy = all.within(ws[i], we[i]);
+          gap[i] = std::max(0.0, (we[i] - ws[i]) - busy);
+          if (busy <= 0 && ws[i] >= first && we[i] <= last) {
+            awake_gap[i] = true;
+            e += excess[i];
+            t += iv[i].second - iv[i].first;
+            ++awake_windows;
+          }
+        }
+        if (awake_windows >= kMinAwakeWindows && t > 0) awake_w = std::max(0.0, e / t);
+      }
+    }
     // Start from the regression's class powers: where every window mixes the classes alike (short
     // bursts), any weights are a fixed point, and only the regression, which sees how the busy
     // fractions co-vary with the power, knows better than "equal".
-    if (groups > 1) {
+    if (in.groups >= 1) {
       const Attribution r = make_regression_method()->attribute(in);
+      const double static_w = r.intercept_w ? std::max(0.0, *r.intercept_w - in.idle_w) : 0;
       double top = 0;
       for (const GroupFit& g : r.groups) top = std::max(top, std::isfinite(g.active_power_w) ? g.active_power_w : 0.0);
       if (r.groups.size() == groups && top > 0) {
         for (std::size_t g = 0; g < groups; ++g) {
           const double p = r.groups[g].active_power_w;
-          weight[g] = std::isfinite(p) ? std::max(p, 1e-3 * top) : top;
+          weight[g] = (std::isfinite(p) ? std::max(p, 1e-3 * top) : top) + static_w;  // above idle, not above the intercept
           shared[g] = r.groups[g].shared;
           fixed[g] = !r.groups[g].fitted && r.groups[g].busy_s > 0;
         }
+      } else {
+        awake_w = 0;  // no class powers to weigh the gaps against
       }
     }
     for (const BusyInterval& b : in.busy) {
       if (b.item < in.items) busy_s[group_of(b)] += b.t1_s - b.t0_s;
     }
     std::vector<double> group_j(groups);
+    double gaps_j = 0;
     for (int iteration = 0; iteration < kMaxIterations; ++iteration) {
-      std::fill(total.begin(), total.end(), 0.0);
+      std::fill(kernel_total.begin(), kernel_total.end(), 0.0);
       for (const BusyInterval& b : in.busy) {
-        if (b.item < in.items) for_windows(b, [&](std::size_t i, double o) { total[i] += o * weight[group_of(b)]; });
+        if (b.item < in.items) for_windows(b, [&](std::size_t i, double o) { kernel_total[i] += o * weight[group_of(b)]; });
+      }
+      // Windows with activity share their excess with their gaps; those with none inside the
+      // activity's span are all gap; those before or after it stay unattributed.
+      gaps_j = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        total[i] = kernel_total[i] > 0 ? kernel_total[i] + gap[i] * awake_w : 0;
+        if (total[i] > 0) gaps_j += excess[i] * gap[i] * awake_w / total[i];
+        if (awake_w > 0 && awake_gap[i]) gaps_j += excess[i];
       }
       std::fill(a.item_j.begin(), a.item_j.end(), 0.0);
       std::fill(group_j.begin(), group_j.end(), 0.0);
@@ -87,7 +131,7 @@ class SplitMethod final : public AttributionMethod {
           group_j[group_of(b)] += e;
         });
       }
-      if (groups == 1) break;
+      if (groups == 1 && awake_w <= 0) break;
       // New weights: each class's mean power above idle while busy (kept positive: a class whose
       // share came out ≤ 0 keeps a small weight so that it can still be given energy).
       double top = 0, change = 0;
@@ -118,10 +162,16 @@ class SplitMethod final : public AttributionMethod {
       if (change < 1e-6) break;
     }
     std::size_t idle_windows = 0;
-    for (std::size_t i = 0; i < n; ++i) idle_windows += total[i] <= 0 ? 1 : 0;
+    for (std::size_t i = 0; i < n; ++i) idle_windows += total[i] <= 0 && !(awake_w > 0 && awake_gap[i]) ? 1 : 0;
     if (idle_windows > 0) {
       a.notes.push_back(std::to_string(idle_windows) + " of " + std::to_string(n) +
                         " sample intervals had no activity in their window: their energy above idle is unattributed");
+    }
+    if (gaps_j != 0) {
+      a.idle_j += gaps_j;
+      a.notes.push_back(fmt::format("the GPU awake between kernels draws {:.1f} W above idle ({} sample windows with no activity inside the "
+                                    "program's GPU activity): {:.4g} J of those gaps counted as idle/static",
+                                    awake_w, awake_windows, gaps_j));
     }
     detail::close_books(a);
     return a;

@@ -261,6 +261,47 @@ TEST(Attribution, SensorModelKeepsTheDefaultWhereTheRunCannotDetermineIt) {
   EXPECT_NE(fit_sensor_model(idle).note.find("no busy class"), std::string::npos);
 }
 
+// A launch-bound program: 0.5 ms kernels (500 W above idle) every 5-15 ms, with a 150 ms pause
+// every second (the CPU between calls), the GPU awake at 30 W above idle between kernels. Every
+// window with a kernel is ~95% gap; given to the kernels, the gaps' 30 W made them ~2x their
+// energy (eager HF decode on the H100: 630 W above idle per busy second). The split measures the
+// awake power in the pauses and counts the gaps' share as idle/static.
+TEST(Attribution, SplitCountsTheAwakeGapsBetweenKernelsAsStatic) {
+  Synthetic syn;
+  syn.dt = 0.0001;
+  const double seconds = 20, awake_w = 30;
+  syn.truth.assign(static_cast<std::size_t>(seconds / syn.dt), syn.idle_w);
+  AttributionInput in;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<std::size_t> wait_steps(50, 150);
+  double truth_j = 0;
+  std::size_t item = 0, i = 10000, next_pause = 20000;  // idle for the first second
+  for (; i + 2000 < syn.truth.size() - 5000;) {
+    for (std::size_t k = i; k < i + 5; ++k) syn.truth[k] = syn.idle_w + 500;
+    in.busy.push_back({static_cast<double>(i) * syn.dt, static_cast<double>(i + 5) * syn.dt, item++, 0});
+    truth_j += 500 * 5 * syn.dt;
+    std::size_t w = wait_steps(rng);
+    if (i > next_pause) {
+      w = 1500;
+      next_pause += 10000;
+    }
+    for (std::size_t k = i + 5; k < i + 5 + w; ++k) syn.truth[k] = syn.idle_w + awake_w;
+    i += 5 + w;
+  }
+  in.items = item;
+  in.groups = 1;
+  std::normal_distribution<double> sensor_noise(0, 2);
+  sample_run(in, syn, {0.0, 0.020}, seconds, [&] { return sensor_noise(rng); });
+  const Attribution a = make_split_method()->attribute(in);
+  expect_balanced(a);
+  EXPECT_NEAR(a.attributed_j / truth_j, 1.0, 0.15) << a.attributed_j << " vs " << truth_j;
+  // Idle/static: the baseline over the run plus ~30 W over the program's ~18 s of gaps.
+  EXPECT_NEAR(a.idle_j, in.idle_w * seconds + awake_w * 17.8, 0.1 * awake_w * 17.8) << a.idle_j;
+  bool said = false;
+  for (const auto& n : a.notes) said = said || n.find("awake between kernels") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(Attribution, IntervalIntegratesLongStretchesOnly) {
   double ta = 0, tb = 0;
   AttributionInput in = two_class_input(0.300, 650, 300, 8, &ta, &tb);

@@ -127,6 +127,8 @@ struct ClassBusy {
 };
 /// Each class's (BusyInterval::group < in.groups) busy union.
 std::vector<ClassBusy> class_busy(const AttributionInput& in);
+/// The union of every item's busy time: when the GPU ran anything.
+ClassBusy all_busy(const AttributionInput& in);
 /// The classes with at least 1% of all classes' busy time in [in.t0_s, in.t1_s]: the ones the
 /// sensor can tell apart enough to fit (cuBLAS's 1 us memset before each GEMM is not).
 std::vector<std::size_t> fittable_classes(const AttributionInput& in, const std::vector<ClassBusy>& busy);
