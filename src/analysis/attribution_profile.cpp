@@ -523,6 +523,10 @@ std::string trace_profile_text(const TraceProfile& p, std::size_t top) {
       }
       fmt::format_to(out, "  by class ({}):{}\n", b.method, line.empty() ? " -" : line);
     }
+    for (const MethodBooks& b : g.methods) {
+      if (b.method != g.table_method) continue;
+      for (const std::string& n : b.notes) fmt::format_to(out, "  note ({}): {}\n", b.method, n);
+    }
     fmt::format_to(out, "  tables: method {}\n", g.table_method);
     table("top kernels", g.by_kernel);
     table("by NVTX path", g.by_path);

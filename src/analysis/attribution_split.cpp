@@ -86,22 +86,23 @@ class SplitMethod final : public AttributionMethod {
     // Start from the regression's class powers: where every window mixes the classes alike (short
     // bursts), any weights are a fixed point, and only the regression, which sees how the busy
     // fractions co-vary with the power, knows better than "equal".
+    bool weights_in_watts = false;  // else all 1: no scale to weigh the gaps against
     if (in.groups >= 1) {
       const Attribution r = make_regression_method()->attribute(in);
       const double static_w = r.intercept_w ? std::max(0.0, *r.intercept_w - in.idle_w) : 0;
       double top = 0;
       for (const GroupFit& g : r.groups) top = std::max(top, std::isfinite(g.active_power_w) ? g.active_power_w : 0.0);
       if (r.groups.size() == groups && top > 0) {
+        weights_in_watts = true;
         for (std::size_t g = 0; g < groups; ++g) {
           const double p = r.groups[g].active_power_w;
           weight[g] = (std::isfinite(p) ? std::max(p, 1e-3 * top) : top) + static_w;  // above idle, not above the intercept
           shared[g] = r.groups[g].shared;
           fixed[g] = !r.groups[g].fitted && r.groups[g].busy_s > 0;
         }
-      } else {
-        awake_w = 0;  // no class powers to weigh the gaps against
       }
     }
+    if (!weights_in_watts) awake_w = 0;
     for (const BusyInterval& b : in.busy) {
       if (b.item < in.items) busy_s[group_of(b)] += b.t1_s - b.t0_s;
     }
