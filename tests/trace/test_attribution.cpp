@@ -230,6 +230,14 @@ TEST(Attribution, SensorModelIsFittedToTheRunsSamples) {
   EXPECT_LT(std::fabs(class_sum(after, in, 1) - tb) / tb, 0.05) << class_sum(after, in, 1) << " vs " << tb << "; before "
                                                                << class_sum(before, in, 0) << ", " << class_sum(before, in, 1);
   EXPECT_GT(err_before, 4 * err_after);
+  // A long run (10 000 samples): the coarse grid sees every other interval, the fine steps all.
+  double la = 0, lb = 0;
+  AttributionInput long_run = two_class_input(0.012, 650, 300, 200, &la, &lb, {0.005, 0.025});
+  long_run.sensor = {0.017, 0.040};
+  const SensorFit g = fit_sensor_model(long_run);
+  EXPECT_EQ(g.source, "fitted") << g.note;
+  EXPECT_NEAR(g.model.lag_s, f.model.lag_s, 0.002);
+  EXPECT_NEAR(g.model.window_s, f.model.window_s, 0.002);
 }
 
 // A run with too few edges to pin the model down (one class busy throughout), a run too short to

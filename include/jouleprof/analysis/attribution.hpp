@@ -94,11 +94,12 @@ struct SensorFit {
   std::string note;          ///< why the default was kept, where it was
 };
 
-/// Fits lag and window to the run: each candidate on a grid (lag -10..50 ms, window 0..100 ms,
-/// then 1 ms steps around the best) is scored by the residual of the least-squares fit of the
-/// sample powers on an intercept and the fitted classes' busy fractions in the windows it implies
-/// (the regression's design, unconstrained). `in.sensor` is the default, kept where the run has
-/// too few samples or busy classes, or where no candidate inside the grid fits 5% better than it.
+/// Fits lag and window to the run: each candidate on a grid (lag -10..50 ms, window 0..100 ms in
+/// 5 ms steps over at most ~4000 sample intervals, then 1 ms steps around the best over all) is
+/// scored by the residual of the least-squares fit of the sample powers on an intercept and the
+/// fitted classes' busy fractions in the windows it implies (the regression's design,
+/// unconstrained). `in.sensor` is the default, kept where the run has too few samples, busy
+/// classes or class edges, or where no candidate inside the grid fits 5% better than it.
 SensorFit fit_sensor_model(const AttributionInput& in);
 /// The residual power (W) of the same least-squares fit with sensor model `s`; none where the run
 /// has too few samples or no busy class.
