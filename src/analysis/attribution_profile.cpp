@@ -260,16 +260,9 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
       act_class[k] = class_index(a.kclass);
       per_act.busy.push_back({std::max(a.t0_s, run->t0_s), std::min(a.t1_s, run->t1_s), k, act_class[k]});
     }
-    if (o.fit_sensor) {
-      gp.sensor = fit_sensor_model(per_act);
-      per_act.sensor = gp.sensor.model;
-    } else {
-      // As given; the residuals say how well it and the default explain the samples.
-      gp.sensor.model = o.sensor;
-      gp.sensor.source = "given";
-      gp.sensor.rms_w = sensor_model_residual_w(per_act, o.sensor).value_or(0);
-      gp.sensor.default_rms_w = sensor_model_residual_w(per_act, SensorModel{}).value_or(0);
-    }
+    // Fitted, or as given with the residuals of it and of the default.
+    gp.sensor = o.fit_sensor ? fit_sensor_model(per_act) : evaluate_sensor_model(per_act, SensorModel{});
+    per_act.sensor = gp.sensor.model;
     AttributionInput per_class = per_act;
     per_class.items = cls.size();
     for (BusyInterval& b : per_class.busy) b.item = b.group;

@@ -66,10 +66,16 @@ Design design(const AttributionInput& in) {
 
 }  // namespace
 
-std::optional<double> sensor_model_residual_w(const AttributionInput& in, const SensorModel& s) {
+SensorFit evaluate_sensor_model(const AttributionInput& in, const SensorModel& reference) {
+  SensorFit f;
+  f.model = in.sensor;
+  f.source = "given";
   const Design d = design(in);
-  if (d.iv.size() < kMinSamples || d.classes.empty()) return std::nullopt;
-  return residual_w(d, s);
+  if (d.iv.size() >= kMinSamples && !d.classes.empty()) {
+    f.rms_w = residual_w(d, in.sensor);
+    f.default_rms_w = residual_w(d, reference);
+  }
+  return f;
 }
 
 SensorFit fit_sensor_model(const AttributionInput& in) {
@@ -103,9 +109,8 @@ SensorFit fit_sensor_model(const AttributionInput& in) {
   }
   // A coarse grid over at most ~4000 of the intervals (a 10-minute run has 30 000), then 1 ms
   // steps around its best over all of them.
-  auto search = [&](double lag0, double lag1, double win0, double win1, double step, std::size_t stride) {
-    SensorModel best = in.sensor;
-    double best_rms = residual_w(d, best, stride);
+  auto search = [&](SensorModel best, double best_rms, double lag0, double lag1, double win0, double win1, double step,
+                    std::size_t stride) {
     for (double lag = lag0; lag <= lag1 + 1e-9; lag += step) {
       for (double win = std::max(win0, 0.0); win <= win1 + 1e-9; win += step) {
         const SensorModel s{lag, win};
@@ -119,13 +124,11 @@ SensorFit fit_sensor_model(const AttributionInput& in) {
     return std::pair{best, best_rms};
   };
   constexpr double kLag0 = -0.010, kLag1 = 0.050, kWindow1 = 0.100;
-  const auto coarse = search(kLag0, kLag1, 0.0, kWindow1, 0.005, std::max<std::size_t>(1, d.iv.size() / 4000));
-  auto [best, best_rms] = search(coarse.first.lag_s - 0.004, coarse.first.lag_s + 0.004, coarse.first.window_s - 0.004,
-                                 coarse.first.window_s + 0.004, 0.001, 1);
-  if (f.default_rms_w <= best_rms) {
-    best = in.sensor;
-    best_rms = f.default_rms_w;
-  }
+  const std::size_t stride = std::max<std::size_t>(1, d.iv.size() / 4000);
+  const auto coarse = search(in.sensor, stride == 1 ? f.default_rms_w : residual_w(d, in.sensor, stride), kLag0, kLag1, 0.0,
+                             kWindow1, 0.005, stride);
+  const auto [best, best_rms] = search(in.sensor, f.default_rms_w, coarse.first.lag_s - 0.004, coarse.first.lag_s + 0.004,
+                                       coarse.first.window_s - 0.004, coarse.first.window_s + 0.004, 0.001, 1);
   // A best fit at the grid's edge (a sensor that reacts 10 ms before the kernels) or one barely
   // better than the default: the samples do not pin the model down.
   const bool at_edge = best.lag_s <= kLag0 + 1e-9 || best.lag_s >= kLag1 - 1e-9 || best.window_s >= kWindow1 - 1e-9;

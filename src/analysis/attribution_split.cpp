@@ -61,7 +61,7 @@ class SplitMethod final : public AttributionMethod {
     // sample windows with no activity inside the program's GPU activity, weighs each window's
     // gaps, and their share is idle/static energy, not the kernels' (given to the kernels it made
     // them 630 W above idle per busy second).
-    double awake_w = 0;
+    double awake_w = 0, awake_windows_j = 0;  // the power, and the energy above idle of those windows
     std::size_t awake_windows = 0;
     std::vector<double> gap(n, 0.0), kernel_total(n, 0.0);
     std::vector<bool> awake_gap(n, false);  // no activity in the window, inside the activity's span
@@ -81,6 +81,7 @@ class SplitMethod final : public AttributionMethod {
           }
         }
         if (awake_windows >= kMinAwakeWindows && t > 0) awake_w = std::max(0.0, e / t);
+        awake_windows_j = e;
       }
     }
     // Start from the regression's class powers: where every window mixes the classes alike (short
@@ -115,11 +116,10 @@ class SplitMethod final : public AttributionMethod {
       }
       // Windows with activity share their excess with their gaps; those with none inside the
       // activity's span are all gap; those before or after it stay unattributed.
-      gaps_j = 0;
+      gaps_j = awake_w > 0 ? awake_windows_j : 0;
       for (std::size_t i = 0; i < n; ++i) {
         total[i] = kernel_total[i] > 0 ? kernel_total[i] + gap[i] * awake_w : 0;
         if (total[i] > 0) gaps_j += excess[i] * gap[i] * awake_w / total[i];
-        if (awake_w > 0 && awake_gap[i]) gaps_j += excess[i];
       }
       std::fill(a.item_j.begin(), a.item_j.end(), 0.0);
       std::fill(group_j.begin(), group_j.end(), 0.0);

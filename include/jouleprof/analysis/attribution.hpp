@@ -101,9 +101,10 @@ struct SensorFit {
 /// unconstrained). `in.sensor` is the default, kept where the run has too few samples, busy
 /// classes or class edges, or where no candidate inside the grid fits 5% better than it.
 SensorFit fit_sensor_model(const AttributionInput& in);
-/// The residual power (W) of the same least-squares fit with sensor model `s`; none where the run
-/// has too few samples or no busy class.
-std::optional<double> sensor_model_residual_w(const AttributionInput& in, const SensorModel& s);
+/// A sensor model given by the user (`in.sensor`, source "given"), with the residual of the same
+/// least-squares fit for it and for `reference` (0 where the run has too few samples or no busy
+/// class).
+SensorFit evaluate_sensor_model(const AttributionInput& in, const SensorModel& reference);
 
 std::unique_ptr<AttributionMethod> make_interval_method();
 std::unique_ptr<AttributionMethod> make_split_method();
