@@ -4,7 +4,7 @@
 # once per activity source in $SOURCES (default: cupti-pm and gpm, side by side), whether two
 # clients can hold the PM-sampling counters at once, whether GPM still answers while PM sampling
 # runs, and whether DCGM is there. Clocks and limits are NOT changed. Binaries carried in $BIN
-# (jouleprof, jouleprof-burn, jouleprof-llm, and pmprobe from workloads/pmprobe when there).
+# (jouleprof, jouleprof-burn, jouleprof-llm, and pmprobe from the `lab` branch's workloads/pmprobe when there).
 # Logs and JSON under $OUT.
 set -u
 cd "$(dirname "$0")/.."

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+# Issue 31: main's tracked size (test fixtures excluded) stays under 8 MB; the lab is the `lab` branch.
+./scripts/check-tracked-size.sh
 cmake --preset ci >/dev/null
 cmake --build build/ci -j"$(nproc)"
 # Sweep (issue 17): a local SLURM cluster for the job-array test; CI runs as root, where it must start.

@@ -53,7 +53,7 @@ auto call(const char* name, Fn fn, A... a) {
 
 // The GPU's primary CUDA context, retained for the source's life and made current on each thread
 // that calls CUPTI (the open, the recorder's polls, the stop), as in the device probe
-// (workloads/pmprobe), which works. Without one (and with buffers CUPTI points to freed early) the
+// (workloads/pmprobe, `lab` branch), which works. Without one (and with buffers CUPTI points to freed early) the
 // first H100 run crashed; which of the two mattered was not isolated (docs/validation/models.md).
 class Context {
  public:

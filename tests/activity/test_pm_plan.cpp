@@ -1,5 +1,5 @@
 // CUPTI PM sampling without a GPU: the one-pass metric choice and the samples → window decode,
-// on figures recorded on the H100 (workloads/pmprobe,
+// on figures recorded on the H100 (workloads/pmprobe on the `lab` branch,
 // archive/models-device/2026-11-26/pmprobe.txt).
 #include <gtest/gtest.h>
 
