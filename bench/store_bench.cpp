@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "jouleprof/store/store.hpp"
 #include "jouleprof/store/synthetic.hpp"
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "jouleprof/activity/activity.hpp"
-#include "jouleprof/measure/section_renderers.hpp"
+#include "jouleprof/result/sections.hpp"
 #include "source.hpp"
 
 namespace jouleprof {

@@ -23,7 +23,7 @@
 #include "jouleprof/workloads/bench_llm.hpp"
 #include "jouleprof/workloads/bench_record.hpp"
 #include "jouleprof/measure/process.hpp"
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "jouleprof/store/store.hpp"
 
 namespace jouleprof::cli {

@@ -18,10 +18,10 @@
 #include "jouleprof/workloads/bench_record.hpp"
 #include "jouleprof/core/units.hpp"
 #include "jouleprof/measure/output.hpp"
-#include "jouleprof/measure/section_renderers.hpp"
+#include "jouleprof/result/sections.hpp"
 #include "jouleprof/control/slurm.hpp"
 #include "jouleprof/store/compare.hpp"
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "jouleprof/store/run_source.hpp"
 #include "jouleprof/store/store.hpp"
 

@@ -1,6 +1,6 @@
 #include "jouleprof/replay/replay.hpp"
 
-#include "jouleprof/measure/section_renderers.hpp"
+#include "jouleprof/result/sections.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "jouleprof/store/store.hpp"
 
 namespace jouleprof {

@@ -16,7 +16,7 @@
 
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/output.hpp"
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "schema.hpp"
 #include "sqlite_util.hpp"
 

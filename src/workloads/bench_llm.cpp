@@ -1,6 +1,6 @@
 #include "jouleprof/workloads/bench_llm.hpp"
 
-#include "jouleprof/measure/section_renderers.hpp"
+#include "jouleprof/result/sections.hpp"
 
 #include <algorithm>
 #include <chrono>

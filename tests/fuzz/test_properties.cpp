@@ -16,7 +16,7 @@
 #include "jouleprof/measure/markers.hpp"
 #include "jouleprof/sensors/meter_csv.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "jouleprof/store/store.hpp"
 #include "fuzz_inputs.hpp"
 

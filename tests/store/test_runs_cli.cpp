@@ -9,7 +9,7 @@
 
 #include "cli_helpers.hpp"
 #include "jouleprof/measure/output.hpp"
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "jouleprof/store/store.hpp"
 #include "jouleprof/store/synthetic.hpp"
 

@@ -13,7 +13,7 @@
 
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/store/compare.hpp"
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "jouleprof/store/run_source.hpp"
 #include "jouleprof/store/store.hpp"
 #include "jouleprof/store/synthetic.hpp"

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "jouleprof/measure/section_renderers.hpp"
+#include "jouleprof/result/sections.hpp"
 
 using namespace jouleprof;
 

@@ -18,7 +18,7 @@
 #include "../common/run_program.hpp"
 #include "jouleprof/workloads/bench_llm.hpp"
 #include "jouleprof/workloads/bench_record.hpp"
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 #include "jouleprof/core/uuid.hpp"
 
 using namespace jouleprof;

@@ -18,7 +18,7 @@
 
 #include "jouleprof/core/error.hpp"
 #include "jouleprof/core/timebase.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
 
 namespace jouleprof {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "jouleprof/core/series.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 
 namespace jouleprof {
 

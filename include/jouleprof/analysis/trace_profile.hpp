@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "jouleprof/analysis/attribution.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 #include "jouleprof/trace/kernel_classes.hpp"
 #include "jouleprof/trace/trace.hpp"
 #include "jouleprof/trace/unique_kernels.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "jouleprof/activity/activity.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 #include "jouleprof/sampler/monitor.hpp"
 #include "jouleprof/sensors/meter_csv.hpp"
 

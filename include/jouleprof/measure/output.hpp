@@ -5,7 +5,7 @@
 #include <string>
 
 #include "jouleprof/core/error.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 
 namespace jouleprof {
 

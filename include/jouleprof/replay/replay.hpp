@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 #include "jouleprof/replay/kernel_table.hpp"
 
 namespace jouleprof {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 
 namespace jouleprof {
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "jouleprof/analysis/energy.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 #include "jouleprof/sampler/sampler.hpp"
 
 namespace jouleprof {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "host/engine.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 
 namespace jouleprof {
 class Monitor;

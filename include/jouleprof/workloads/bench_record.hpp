@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 #include "jouleprof/store/store.hpp"
 
 namespace jouleprof::llm {

@@ -14,7 +14,7 @@
 
 #include "jouleprof/core/error.hpp"
 #include "jouleprof/measure/output.hpp"  // result_to_json_with_timelines
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 
 namespace jouleprof {
 

@@ -1,4 +1,4 @@
-#include "jouleprof/measure/section_renderers.hpp"
+#include "jouleprof/result/sections.hpp"
 
 #include <map>
 

@@ -7,7 +7,7 @@
 // any include: the warning is placed in the standard headers.
 #pragma GCC diagnostic ignored "-Warray-bounds"
 
-#include "jouleprof/store/result_io.hpp"
+#include "jouleprof/result/result_io.hpp"
 
 #include <charconv>
 #include <cmath>

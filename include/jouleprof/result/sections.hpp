@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 
 namespace jouleprof {
 
