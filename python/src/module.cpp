@@ -16,6 +16,7 @@
 #include "jouleprof/analysis/energy.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
+#include "jouleprof/result/result_json.hpp"
 #include "jouleprof/sampler/monitor.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "jouleprof/store/store.hpp"
@@ -43,24 +44,17 @@ T value_or_raise(Result<T> r) {
 
 py::object opt(const std::optional<double>& v) { return v ? py::object(py::float_(*v)) : py::object(py::none()); }
 
+// One GPU's energy over one window: the result document's object (result/result_json.hpp, the one
+// writer, so a figure absent there is None here too) under the Python API's names.
 py::dict gpu_energy_dict(const GpuEnergy& e, const GpuInfo& info) {
+  static const char* const kRenamed[][2] = {{"counter_energy_j", "counter_j"},   {"timeline_energy_j", "timeline_j"},
+                                            {"response_energy_j", "response_j"}, {"timeline_vs_counter", "disagreement"},
+                                            {"above_idle_energy_j", "above_idle_j"}};
+  py::dict doc = py::module_::import("json").attr("loads")(gpu_energy_json(e));
+  for (const auto& r : kRenamed) doc[r[1]] = doc.attr("pop")(r[0]);
   py::dict d;
   d["gpu"] = info.index;
-  d["energy_j"] = e.energy_j;
-  d["method"] = e.method;
-  d["uncertainty_j"] = e.uncertainty_j;
-  d["counter_j"] = opt(e.counter_j);
-  d["counter_note"] = e.counter_note;
-  d["timeline_j"] = opt(e.timeline_j);
-  d["timeline_uncertainty_j"] = e.timeline_uncertainty_j;
-  d["timeline_samples"] = e.timeline_samples;
-  d["response_j"] = opt(e.response_j);
-  d["response_uncertainty_j"] = e.response_uncertainty_j;
-  d["disagreement"] = opt(e.disagreement);
-  d["note"] = e.note;
-  d["idle_power_w"] = opt(e.idle_power_w);
-  d["above_idle_j"] = opt(e.above_idle_j);
-  d["mean_power_w"] = e.mean_power_w;
+  for (auto item : doc) d[item.first] = item.second;
   return d;
 }
 
@@ -145,10 +139,7 @@ class PyMonitor {
     MonitorOptions o;
     o.gpus.backend = device;
     o.gpus.ids = gpus;
-    if (gpus.empty()) {
-      if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) o.gpus.cuda_visible_devices = std::string(v);
-    }
-    if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) o.gpus.nvml_library = lib;
+    apply_gpu_environment(o.gpus);  // CUDA_VISIBLE_DEVICES (used when no gpus are given), $JOULEPROF_NVML_LIB
     o.gpus.sim_scenario = sim_scenario;
     o.sampler.fast_period_s = period_ms / 1000.0;
     o.sampler.read_cpu = cpu;

@@ -8,6 +8,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "jouleprof/analysis/trace_section.hpp"
 #include "jouleprof/analysis/trace_profile.hpp"
 
 namespace jouleprof {
@@ -390,6 +391,7 @@ nlohmann::json rows_json(const std::vector<GroupRow>& rows) {
 
 std::string trace_profile_json(const TraceProfile& p) {
   nlohmann::json j;
+  j["schema"] = kTraceSectionSchema;
   j["schema_version"] = p.schema_version;
   j["complete"] = p.complete;
   j["activities"] = p.activities;

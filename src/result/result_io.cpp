@@ -24,7 +24,7 @@
 #include "jouleprof/core/parse.hpp"
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/core/uuid.hpp"
-#include "jouleprof/measure/output.hpp"
+#include "jouleprof/result/result_json.hpp"
 
 namespace jouleprof {
 namespace {

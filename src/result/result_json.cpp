@@ -5,7 +5,7 @@
 
 #include "jouleprof/core/files.hpp"
 #include "jouleprof/core/utc.hpp"
-#include "jouleprof/measure/output.hpp"
+#include "jouleprof/result/result_json.hpp"
 
 namespace jouleprof {
 namespace {
@@ -34,6 +34,27 @@ json samples_json(const std::vector<Sample>& v, const char* source, std::size_t 
 }
 
 }  // namespace
+
+// One GPU's energy over one window, as the result document has it (also gpu_energy_json).
+static json gpu_energy_object(const GpuEnergy& e) {
+  return json{{"energy_j", e.energy_j},
+              {"method", e.method},
+              {"uncertainty_j", e.uncertainty_j},
+              {"counter_energy_j", opt(e.counter_j)},
+              {"counter_note", e.counter_note},
+              {"timeline_energy_j", opt(e.timeline_j)},
+              {"timeline_uncertainty_j", e.timeline_uncertainty_j},
+              {"timeline_samples", e.timeline_samples},
+              {"response_energy_j", opt(e.response_j)},
+              {"response_uncertainty_j", e.response_j ? json(e.response_uncertainty_j) : json(nullptr)},
+              {"timeline_vs_counter", opt(e.disagreement)},
+              {"note", e.note},
+              {"idle_power_w", opt(e.idle_power_w)},
+              {"above_idle_energy_j", opt(e.above_idle_j)},
+              {"mean_power_w", e.mean_power_w}};
+}
+
+std::string gpu_energy_json(const GpuEnergy& e) { return gpu_energy_object(e).dump(); }
 
 std::string result_to_json(const Measurement& m, int indent) {
   json j;
@@ -119,21 +140,7 @@ std::string result_to_json(const Measurement& m, int indent) {
   for (const WindowResult& w : m.windows) {
     json gs = json::array();
     for (const GpuEnergy& e : w.gpus) {
-      gs.push_back({{"energy_j", e.energy_j},
-                    {"method", e.method},
-                    {"uncertainty_j", e.uncertainty_j},
-                    {"counter_energy_j", opt(e.counter_j)},
-                    {"counter_note", e.counter_note},
-                    {"timeline_energy_j", opt(e.timeline_j)},
-                    {"timeline_uncertainty_j", e.timeline_uncertainty_j},
-                    {"timeline_samples", e.timeline_samples},
-                    {"response_energy_j", opt(e.response_j)},
-                    {"response_uncertainty_j", e.response_j ? json(e.response_uncertainty_j) : json(nullptr)},
-                    {"timeline_vs_counter", opt(e.disagreement)},
-                    {"note", e.note},
-                    {"idle_power_w", opt(e.idle_power_w)},
-                    {"above_idle_energy_j", opt(e.above_idle_j)},
-                    {"mean_power_w", e.mean_power_w}});
+      gs.push_back(gpu_energy_object(e));
     }
     json cpu = json::object();
     for (const CpuEnergy& c : w.cpu) cpu[c.domain + "_energy_j"] = c.energy_j;

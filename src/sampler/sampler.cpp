@@ -23,10 +23,6 @@ constexpr Metric kSlow[] = {Metric::sm_clock_mhz,    Metric::mem_clock_mhz,   Me
 
 }  // namespace
 
-GpuTimeline::GpuTimeline(std::size_t max_in_memory) {
-  for (auto& s : series) s = Series(max_in_memory);
-}
-
 Sampler::Sampler(GpuSet& gpus, TimeBase& tb, SamplerConfig cfg)
     : gpus_(gpus), tb_(tb), cfg_(cfg) {
   for (std::size_t i = 0; i < gpus_.gpus.size(); ++i) {

@@ -1,5 +1,6 @@
 // The GPU sensor backends by --device name (kGpuBackends): nvml (the driver) and sim (the
 // simulated GPU). A new backend is one open function and one entry in the table.
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -151,6 +152,24 @@ struct GpuBackend {
 constexpr GpuBackend kGpuBackends[] = {{"nvml", open_nvml}, {"sim", open_sim}};
 
 }  // namespace
+
+const std::vector<std::string>& gpu_backend_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v{"auto"};
+    for (const GpuBackend& b : kGpuBackends) v.emplace_back(b.name);
+    return v;
+  }();
+  return names;
+}
+
+void apply_gpu_environment(GpuSelection& sel, const std::string& nvml_flag) {
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) sel.cuda_visible_devices = cvd;
+  if (!nvml_flag.empty()) {
+    sel.nvml_library = nvml_flag;
+  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB"); lib != nullptr && *lib != '\0') {
+    sel.nvml_library = lib;
+  }
+}
 
 Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
   auto ids = requested_ids(sel);

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "jouleprof/core/text.hpp"
-#include "jouleprof/measure/output.hpp"
+#include "jouleprof/result/result_json.hpp"
 #include "jouleprof/result/result_io.hpp"
 #include "schema.hpp"
 #include "sqlite_util.hpp"

@@ -83,6 +83,18 @@ def test_python_figures_equal_the_cpp_ones(db, tmp_path):
         g = cw["gpus"][0]
         assert g["method"] == r.method and g["uncertainty_j"] == pytest.approx(r.uncertainty_j, rel=1e-9)
         assert g["energy_j"] == pytest.approx(r.gpu_energy_j[0], rel=1e-12)
+        # Every per-GPU figure is the result writer's, under the Python names (issue 31: the
+        # response uncertainty was 0.0 here and null in the JSON for a window without a response).
+        py = r.gpus[0]
+        renamed = {"counter_energy_j": "counter_j", "timeline_energy_j": "timeline_j", "response_energy_j": "response_j",
+                   "timeline_vs_counter": "disagreement", "above_idle_energy_j": "above_idle_j"}
+        for key, value in own[name]["gpus"][0].items():
+            mine = py[renamed.get(key, key)]
+            assert (mine is None) == (value is None), (name, key, mine, value)
+            if isinstance(value, float):
+                assert mine == pytest.approx(value, rel=1e-12), (name, key)
+        if py["response_j"] is None:
+            assert py["response_uncertainty_j"] is None
     text = cli("runs", "show", str(m.run_id), env={"JOULEPROF_DB": db}).stdout
     assert "decode" in text and "simulated" in text.lower()
 

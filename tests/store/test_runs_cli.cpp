@@ -117,6 +117,30 @@ TEST_F(RunsCli, ImportListShowCompareExportRm) {
   EXPECT_EQ(lines(r.err), 1) << r.err;
 }
 
+// Issue 31: the trace section carries a schema, so `runs show` prints it through the renderer the
+// trace registers (before, it had none and was never printed).
+TEST_F(RunsCli, ShowPrintsTheTraceSection) {
+  SyntheticSpec spec;
+  spec.duration_s = 4;
+  Measurement m = make_synthetic_measurement(spec);
+  m.sections["trace"] = nlohmann::json{
+      {"schema", "jouleprof.trace"}, {"schema_version", 1}, {"complete", true}, {"activities", 1234},
+      {"dropped_records", 0}, {"unique_kernels", 7}, {"processes", nlohmann::json::array()},
+      {"gpus", {{{"gpu", 0}, {"kernels", 1200}, {"busy_s", 2.5}, {"measured_method", "counter"}, {"idle_power_w", 70.0},
+                 {"methods", {{{"method", "split"}, {"measured_energy_j", 900.0}, {"idle_static_energy_j", 280.0},
+                               {"attributed_energy_j", 600.0}, {"unattributed_energy_j", 20.0}}}}}}},
+      {"phases", nlohmann::json::array()}}.dump();
+  const std::string file = dir_ + "/traced.json";
+  std::ofstream(file) << result_to_json(m);
+  Cli r = jp({"runs", "import", file});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = jp({"runs", "show", "last"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\ntrace:\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1234 activities"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("split      measured 900.00 J"), std::string::npos) << r.out;
+}
+
 TEST_F(RunsCli, BadInputGivesOneLineErrorAndLeavesTheStoreUntouched) {
   Cli r = jp({"runs", "list"});
   EXPECT_EQ(r.code, 2);

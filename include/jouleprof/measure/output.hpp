@@ -1,4 +1,4 @@
-// Writing a Measurement: JSON (versioned schema), timeline CSV, a human summary.
+// Writing a Measurement: timeline CSV, a human summary (the JSON writer: result/result_json.hpp).
 #pragma once
 
 #include <ostream>
@@ -6,14 +6,10 @@
 
 #include "jouleprof/core/error.hpp"
 #include "jouleprof/result/result.hpp"
+#include "jouleprof/result/result_json.hpp"
 
 namespace jouleprof {
 
-std::string result_to_json(const Measurement& m, int indent = 2);
-/// result_to_json(m) plus a top-level "timelines" array holding every sample (docs/store.md,
-/// "Embedded timelines"); read back by measurement_from_json (store/result_io.hpp).
-std::string result_to_json_with_timelines(const Measurement& m, int indent = -1);
-Result<void> write_result_json(const Measurement& m, const std::string& path);
 /// Long format: t_s,gpu,metric,value,source — one row per sample.
 Result<void> write_timeline_csv(const Measurement& m, const std::string& path);
 void print_summary(const Measurement& m, std::ostream& out);

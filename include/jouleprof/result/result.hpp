@@ -1,5 +1,6 @@
 // The result of a measurement: runs, windows with their energies, provenance, timelines.
-// Serialised by result_json.cpp (schema in docs/result-schema.md).
+// The ground floor of the layers above core: written by result_to_json and read by
+// measurement_from_json (result_json.hpp, result_io.hpp; schema in docs/result-schema.md).
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,8 @@
 
 #include "jouleprof/core/stats.hpp"
 #include "jouleprof/core/timebase.hpp"
-#include "jouleprof/sampler/sampler.hpp"
-#include "jouleprof/sensors/gpu_sensor.hpp"
+#include "jouleprof/core/series.hpp"
+#include "jouleprof/result/timeline.hpp"
 
 namespace jouleprof {
 

@@ -1,6 +1,6 @@
 // Reading a result JSON back into a Measurement, and writing one that carries its timelines.
 //
-// The result JSON (schema_version 1, src/measure/result_json.cpp) holds no samples. For moving
+// The result JSON (schema_version 1, src/result/result_json.cpp) holds no samples. For moving
 // runs between machines (`jouleprof runs export` / `runs import`) a result may carry an optional
 // top-level "timelines" array (docs/store.md):
 //   {"source": "gpu", "device": 0, "metric": "power_sample_w", "t_s": [...], "value": [...]}
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
-#include "jouleprof/measure/output.hpp"  // result_to_json_with_timelines
+#include "jouleprof/result/result_json.hpp"  // result_to_json_with_timelines
 #include "jouleprof/result/result.hpp"
 
 namespace jouleprof {

@@ -20,6 +20,7 @@
 
 #include "jouleprof/core/series.hpp"
 #include "jouleprof/core/timebase.hpp"
+#include "jouleprof/result/timeline.hpp"  // GpuTimeline, SensorError
 #include "jouleprof/sensors/gpu_sensor.hpp"
 #include "jouleprof/sensors/rapl.hpp"
 
@@ -32,21 +33,6 @@ struct SamplerConfig {
   double recalibrate_period_s = 1.0;
   std::size_t max_samples_in_memory = std::size_t{1} << 21;  ///< per series, then spill
   bool read_cpu = true;
-};
-
-struct SensorError {
-  double t_s;
-  std::string message;
-};
-
-/// Everything sampled from one GPU. energy_j holds the counter reads as (t, joules).
-struct GpuTimeline {
-  explicit GpuTimeline(std::size_t max_in_memory);
-  std::array<Series, kMetricCount> series;
-  std::vector<SensorError> errors;  ///< first errors per metric (bounded)
-  std::set<uint64_t> throttle_masks_seen;
-  std::optional<double> lost_at_s;  ///< the GPU stopped answering
-  std::size_t error_count = 0;
 };
 
 struct CpuTimeline {

@@ -11,39 +11,9 @@
 #include "jouleprof/core/error.hpp"
 #include "jouleprof/core/series.hpp"
 #include "jouleprof/core/timebase.hpp"
+#include "jouleprof/result/timeline.hpp"  // Metric, GpuInfo
 
 namespace jouleprof {
-
-/// Every reading a GPU backend may provide. Units are in the names.
-enum class Metric : int {
-  power_sample_w,    ///< driver power-sample buffer (~20 ms spacing on H100)
-  power_instant_w,   ///< NVML field 186, short-window power
-  power_average_w,   ///< nvmlDeviceGetPowerUsage / field 185: a 1-s running average on Hopper
-  energy_j,          ///< cumulative energy counter (read at window edges only: ~5 ms a call)
-  sm_clock_mhz,
-  mem_clock_mhz,
-  gpu_util_pct,
-  mem_util_pct,
-  temperature_c,
-  memory_used_mib,
-  power_limit_w,     ///< enforced power limit
-  throttle_reasons,  ///< clock event reason bit mask
-  count_
-};
-constexpr int kMetricCount = static_cast<int>(Metric::count_);
-const char* metric_name(Metric m);
-std::optional<Metric> metric_from_name(const std::string& name);
-
-/// Names of the set bits of an NVML clock-event (throttle) reason mask.
-std::vector<std::string> throttle_reason_names(uint64_t mask);
-
-struct GpuInfo {
-  int index = 0;  ///< backend (NVML) index
-  std::string name, uuid, pci_bus_id, driver_version, backend;
-  bool simulated = false;
-  std::optional<double> power_limit_w, power_limit_min_w, power_limit_max_w;
-  std::optional<bool> persistence_mode, mig_enabled;
-};
 
 class GpuSensor {
  public:
@@ -83,6 +53,14 @@ struct GpuSet {
 /// Opens the selected GPUs. With backend "auto", NVML is tried first and the simulated GPU is
 /// used (and said so in `note`) when no NVIDIA driver is present.
 Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb);
+
+/// The --device names: "auto", then every backend of the registry (gpu_registry.cpp), in order.
+const std::vector<std::string>& gpu_backend_names();
+
+/// The environment's part of a selection, in one place: CUDA_VISIBLE_DEVICES (what the workload
+/// will see) and the NVML library: `nvml_flag` when given, else $JOULEPROF_NVML_LIB, else the
+/// default soname.
+void apply_gpu_environment(GpuSelection& sel, const std::string& nvml_flag = "");
 
 /// A GPU that is there, as a selection names it.
 struct PresentGpu {
