@@ -17,6 +17,7 @@
 #include <sstream>
 #include <utility>
 
+#include "jouleprof/core/self_exe.hpp"
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -41,10 +42,9 @@ struct BenchFlags {
 
 std::filesystem::path llm_binary() {
   if (const char* env = std::getenv(kLlmBinaryEnv); env != nullptr && *env != '\0') return env;
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  return self.parent_path() / "jouleprof-llm";
+  const auto dir = self_exe_dir();
+  if (dir.empty()) return {};
+  return dir / "jouleprof-llm";
 }
 
 // Records every configuration of the sweep; returns an exit code (0: recorded or nothing to

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/self_exe.hpp"
 #include "jouleprof/core/progress.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
@@ -18,25 +19,19 @@ namespace jouleprof::cli {
 namespace {
 
 struct MeasureFlags {
-  std::string device = "auto";
-  std::string gpus;
+  MeasuringFlags measuring;  // --device, --gpus, --idle, --idle-from, --nvml-lib, --sim-*, --no-cpu
   int warmup = 0, runs = 1;
-  double idle_s = 2.0;
-  std::string idle_from;
   bool cooldown = false;
   double cooldown_tolerance_c = 1.0, cooldown_max_s = 120;
   double period_ms = 100;
   double counter_min_window_s = 1.0;
   double ci_warn_pct = 5;
   std::string json, timeline;
-  bool quiet = false, no_cpu = false, progress = false;
+  bool quiet = false, progress = false;
   std::vector<std::string> tags;
   std::string meter_csv, meter_column;
   double meter_offset_s = 0;
   bool meter_utc = false;
-  std::string sim_scenario;
-  double sim_power_w = 450;
-  std::string nvml_lib;
   double burn_seconds = 5;
   std::string db;
   bool no_store = false;
@@ -48,10 +43,10 @@ struct MeasureFlags {
 
 // The built-in GPU workload is the jouleprof-burn binary installed beside jouleprof.
 std::vector<std::string> builtin_command(double seconds) {
+  const auto dir = self_exe_dir();
+  if (dir.empty()) return {};
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  const auto burn = self.parent_path() / JOULEPROF_BURN_NAME;
+  const auto burn = dir / JOULEPROF_BURN_NAME;
   if (!std::filesystem::exists(burn, ec)) return {};
   return {burn.string(), "--seconds", std::to_string(seconds), "--phases"};
 }
@@ -62,47 +57,21 @@ int run(MeasureFlags f) {
   o.command = f.command;
   o.warmup = f.warmup;
   o.runs = f.runs;
-  o.idle_s = f.idle_s;
   o.cooldown = f.cooldown;
   o.cooldown_tolerance_c = f.cooldown_tolerance_c;
   o.cooldown_max_s = f.cooldown_max_s;
   o.ci_warn_relative = f.ci_warn_pct / 100.0;
-  o.sim_active_w = f.sim_power_w;
   o.invocation = invocation();
-  o.monitor.gpus.backend = f.device;
-  o.monitor.gpus.ids = split_gpu_list(f.gpus);
-  // The same GPU twice would be measured twice and its energy counted double.
-  for (std::size_t i = 0; i < o.monitor.gpus.ids.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (o.monitor.gpus.ids[i] == o.monitor.gpus.ids[j]) {
-        return report(make_error(Errc::invalid_argument, "--gpus names GPU '" + o.monitor.gpus.ids[i] + "' twice"));
-      }
-    }
-  }
-  if (!f.gpus.empty() && o.monitor.gpus.ids.empty()) return report(make_error(Errc::invalid_argument, "--gpus names no GPU"));
-  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) o.monitor.gpus.cuda_visible_devices = cvd;
-  o.monitor.gpus.sim_scenario = f.sim_scenario;
-  if (!f.nvml_lib.empty()) {
-    o.monitor.gpus.nvml_library = f.nvml_lib;
-  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) {
-    o.monitor.gpus.nvml_library = lib;
-  }
+  if (auto a = apply_measuring_flags(f.measuring, o); !a) return report(a.error());
   // The main job without a command runs anywhere: on the simulated GPU when there is none.
   o.monitor.gpus.fallback_to_sim = f.command.empty();
   if (f.metrics) o.activity = ActivityOptions{f.metrics_source, f.metrics_period_ms / 1000.0, o.monitor.gpus.nvml_library};
   o.monitor.sampler.fast_period_s = f.period_ms / 1000.0;
-  o.monitor.sampler.read_cpu = !f.no_cpu;
   o.monitor.energy.counter_min_window_s = f.counter_min_window_s;
   if (f.command.empty()) o.builtin_command = builtin_command(f.burn_seconds);
   auto tags = parse_tags(f.tags);
   if (!tags) return report(tags.error());
   o.tags = std::move(*tags);
-  if (!f.idle_from.empty()) {
-    auto idle = idle_power_from_result(f.idle_from);
-    if (!idle) return report(idle.error());
-    o.idle_w = *idle;
-    o.idle_source = "from " + f.idle_from;
-  }
   if (!f.meter_csv.empty()) {
     if (access(f.meter_csv.c_str(), R_OK) != 0) {
       return report(make_error(Errc::invalid_argument, "cannot read meter log " + f.meter_csv));
@@ -157,14 +126,9 @@ Runner add_measure(CLI::App& app) {
       "  jouleprof measure --device sim                 # the built-in workload on the simulated GPU\n"
       "Phases: the workload writes 'begin NAME' / 'end NAME' / 'count KEY N [NAME]' lines to the\n"
       "FIFO named by $JOULEPROF_MARKERS (docs/markers.md).");
-  c->add_option("--device", f->device, "GPU backend: auto, nvml or sim (simulated H100)")
-      ->check(CLI::IsMember({"auto", "nvml", "sim"}))->capture_default_str();
-  c->add_option("--gpus", f->gpus, "GPUs to measure: NVML indices or UUIDs, comma separated "
-                                   "(default: CUDA_VISIBLE_DEVICES, else all)");
+  add_measuring_flags(c, f->measuring);
   checked(c->add_option("--warmup", f->warmup, "warm-up runs, measured but not in the statistics"), IntRange{.min = 0, .max = 10000})->capture_default_str();
   checked(c->add_option("--runs", f->runs, "measured runs"), IntRange{.min = 1, .max = 10000})->capture_default_str();
-  checked(c->add_option("--idle", f->idle_s, "seconds of idle baseline before the runs (0: none)"), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
-  c->add_option("--idle-from", f->idle_from, "take the idle baseline from an earlier result JSON");
   c->add_flag("--cooldown", f->cooldown, "between runs, wait until the GPU temperature is stable");
   checked(c->add_option("--cooldown-tolerance", f->cooldown_tolerance_c, "°C range over 5 s that counts as stable"),
           DoubleRange{.min = 0, .max = 50, .min_exclusive = true})->capture_default_str();
@@ -181,9 +145,6 @@ Runner add_measure(CLI::App& app) {
   c->add_option("--meter-column", f->meter_column, "power column of the meter log (default: sum, power_w, watts, power)");
   checked(c->add_option("--meter-offset", f->meter_offset_s, "seconds added to the meter's timestamps"), DoubleRange{.min = -86400, .max = 86400})->capture_default_str();
   c->add_flag("--meter-utc", f->meter_utc, "meter date-times are UTC (default: local time)");
-  c->add_option("--sim-scenario", f->sim_scenario, "scenario file for the simulated GPU (docs/simulated-gpu.md)");
-  checked(c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W"), DoubleRange{.min = 0, .max = 5000})->capture_default_str();
-  c->add_option("--nvml-lib", f->nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
   checked(c->add_option("--burn-seconds", f->burn_seconds, "duration of the built-in GPU workload per run"),
           DoubleRange{.min = 0, .max = 86400, .min_exclusive = true})->capture_default_str();
   c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else "
@@ -197,7 +158,6 @@ Runner add_measure(CLI::App& app) {
       ->check(CLI::IsMember(activity_source_names()))->capture_default_str();
   checked(c->add_option("--metrics-period-ms", f->metrics_period_ms, "activity window length"),
           DoubleRange{.min = 100, .max = 60000})->capture_default_str();
-  c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
   c->add_flag("--progress", f->progress, "show run i/N, elapsed, ETA and the cool-down temperature on stderr (default: when a terminal)");
   c->add_option("command", f->command, "the workload and its arguments, after --")->expected(-1);

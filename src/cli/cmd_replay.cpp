@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/self_exe.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/replay/replay.hpp"
 #include "jouleprof/store/run_source.hpp"
@@ -30,8 +31,7 @@ struct ReplayFlags {
   std::vector<std::string> traces, phases;
   std::string measured, window = "work", from, plan_out, engine, json, csv, db, classes, tiers, keep;
   ReplayOptions o;
-  std::string device = "auto";
-  double idle_s = 1.0;
+  MeasuringFlags measuring{.idle_s = 1.0};  // --device, --idle
   std::size_t top = 15;
   bool no_store = false, quiet = false;
 };
@@ -39,9 +39,8 @@ struct ReplayFlags {
 fs::path engine_path(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("JOULEPROF_REPLAY_ENGINE"); env != nullptr && *env != '\0') return env;
-  std::error_code ec;
-  const auto self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path("jouleprof-replay") : self.parent_path() / "jouleprof-replay";
+  const fs::path dir = self_exe_dir();
+  return dir.empty() ? fs::path("jouleprof-replay") : dir / "jouleprof-replay";
 }
 
 Result<std::string> read_file(const std::string& path) {
@@ -97,11 +96,8 @@ Result<EngineRun> run_engine(const ReplayFlags& f, const std::string& plan) {
   if (auto w = write_output(plan_file, plan); !w) return w.error();
   MeasureOptions o;
   o.command = {engine.string(), plan_file, out_file};
-  o.idle_s = f.idle_s;
   o.invocation = invocation();
-  o.monitor.gpus.backend = f.device;
-  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) o.monitor.gpus.cuda_visible_devices = cvd;
-  if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) o.monitor.gpus.nvml_library = lib;
+  if (auto a = apply_measuring_flags(f.measuring, o); !a) return a.error();
   o.tags["replay"] = "true";
   if (!f.quiet && !global_flags().quiet) o.progress = [](const std::string& line) { std::cerr << "jouleprof: " << line << "\n"; };
   auto m = run_measure(o);
@@ -210,9 +206,9 @@ Runner add_replay(CLI::App& app) {
   c->add_option("--csv", f->csv, "the per-kernel table as CSV ('-': stdout)");
   c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
   c->add_flag("--no-store", f->no_store, "do not record the replay session and its result in the run store");
-  c->add_option("--device", f->device, "GPU backend measuring the replay session: auto, nvml or sim")->capture_default_str();
-  checked(c->add_option("--idle", f->idle_s, "seconds of idle baseline before the replay session"), DoubleRange{.min = 0.0, .max = 3600.0})
-      ->capture_default_str();
+  add_measuring_flags(c, f->measuring, {.gpus = false, .idle_from = false, .nvml_lib = false, .sim_power = false, .sim_scenario = false,
+                                        .no_cpu = false, .device_help = "GPU backend measuring the replay session: {}",
+                                        .idle_help = "seconds of idle baseline before the replay session"});
   c->add_option("--phase", f->phases, "a phase: the trace's record_function ranges and the measured run's windows of this name "
                                      "(repeatable; default: the names the trace and the measured run share)");
   checked(c->add_option("--context-activities", f->o.context_activities,

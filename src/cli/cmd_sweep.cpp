@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/self_exe.hpp"
 #include "jouleprof/control/session.hpp"
 #include "jouleprof/core/progress.hpp"
 #include "jouleprof/control/slurm.hpp"
@@ -29,27 +30,31 @@ namespace ctl = jouleprof::control;
 
 struct SweepFlags {
   ctl::SweepSpec spec;
-  std::string gpus, mem_clocks, power_limits, nvml_lib;
+  MeasuringFlags measuring;  // --device, --idle, --nvml-lib, --sim-*, --no-cpu (defaults: the spec's)
+  std::string gpus, mem_clocks, power_limits;
   std::vector<std::string> params, tags;
   std::string db, journal_dir, plan, shard, report_id, json, csv, svg_dir;
   bool dry_run = false, quiet = false, progress = false, progress_off = false, discover = false;
   // SLURM
   bool slurm = false;
   ctl::SlurmOptions sl;
-  bool no_cpu = false;
 };
 
-std::string self_exe() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : p.string();
+// The NVML library a sweep loads: --nvml-lib, else $JOULEPROF_NVML_LIB (sensors' one reading of it).
+std::string nvml_library(const std::string& flag, const std::string& fallback) {
+  GpuSelection sel;
+  sel.nvml_library = fallback;
+  apply_gpu_environment(sel, flag);
+  return sel.nvml_library;
 }
 
+std::string self_exe() { return self_exe_path().string(); }
+
 std::vector<std::string> builtin_command() {
+  const auto dir = self_exe_dir();
+  if (dir.empty()) return {};
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  const auto burn = self.parent_path() / JOULEPROF_BURN_NAME;
+  const auto burn = dir / JOULEPROF_BURN_NAME;
   if (!std::filesystem::exists(burn, ec)) return {};
   return {burn.string(), "--seconds", "5", "--phases"};
 }
@@ -153,10 +158,14 @@ int discover(const SweepFlags& f) {
 
 int run(SweepFlags f) {
   if (!command_after_dashes().empty()) f.spec.command = command_after_dashes();
+  // The measuring flags into the spec (a --plan file replaces the spec below, as it did before).
+  f.spec.device = f.measuring.device;
+  f.spec.idle_s = f.measuring.idle_s;
+  f.spec.sim_power_w = f.measuring.sim_power_w;
+  f.spec.sim_scenario = f.measuring.sim_scenario;
   if (f.discover) {
     if (!f.gpus.empty()) f.spec.gpus = split_gpu_list(f.gpus);
-    if (!f.nvml_lib.empty()) f.spec.nvml_library = f.nvml_lib;
-    else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) f.spec.nvml_library = lib;
+    f.spec.nvml_library = nvml_library(f.measuring.nvml_lib, f.spec.nvml_library);
     return discover(f);
   }
   if (!f.report_id.empty()) return emit_report(f, f.report_id, true);
@@ -170,11 +179,7 @@ int run(SweepFlags f) {
     f.spec = *spec;
   }
   if (!f.gpus.empty()) f.spec.gpus = split_gpu_list(f.gpus);
-  if (!f.nvml_lib.empty()) {
-    f.spec.nvml_library = f.nvml_lib;
-  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB"); lib != nullptr && f.plan.empty()) {
-    f.spec.nvml_library = lib;
-  }
+  if (!f.measuring.nvml_lib.empty() || f.plan.empty()) f.spec.nvml_library = nvml_library(f.measuring.nvml_lib, f.spec.nvml_library);
   if (f.plan.empty()) {
     auto mem = parse_list(f.mem_clocks, "--mem-clocks");
     if (!mem) return report(mem.error());
@@ -187,7 +192,7 @@ int run(SweepFlags f) {
       if (!sp) return report(sp.error());
       f.spec.params.push_back(*sp);
     }
-    f.spec.read_cpu = !f.no_cpu;
+    f.spec.read_cpu = !f.measuring.no_cpu;
     f.spec.invocation = invocation();
     auto tags = parse_tags(f.tags);
     if (!tags) return report(tags.error());
@@ -301,7 +306,10 @@ Runner add_sweep(CLI::App& app) {
       "The original clocks and power limit are journaled before any change and restored on exit, error,\n"
       "Ctrl-C, SIGTERM, SIGHUP; after SIGKILL by `jouleprof restore` or jouleprof's next start (docs/sweep.md).");
   auto& s = f->spec;
-  c->add_option("--device", s.device, "GPU backend: auto (nvml), nvml or sim")->check(CLI::IsMember({"auto", "nvml", "sim"}))->capture_default_str();
+  f->measuring = {.device = s.device, .idle_s = s.idle_s, .sim_power_w = s.sim_power_w};
+  add_measuring_flags(c, f->measuring, {.gpus = false, .idle_from = false, .device_help = "GPU backend: {} (auto: nvml)",
+                                        .idle_help = "seconds of idle baseline before each point",
+                                        .sim_power_help = "simulated GPU power at full clock while a command runs, W"});
   c->add_option("--gpus", f->gpus, "GPUs: NVML indices or UUIDs, comma separated, or all (default: CUDA_VISIBLE_DEVICES, else all)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   c->add_option("--clocks", s.clocks, "graphics clocks, MHz: LIST, all or step:N (every Nth supported clock)");
@@ -315,17 +323,12 @@ Runner add_sweep(CLI::App& app) {
   c->add_option("--order", s.order, "random (seeded), interleaved (one run of every point per pass) or sequential")
       ->check(CLI::IsMember({"random", "interleaved", "sequential"}))->capture_default_str();
   c->add_option("--seed", s.seed, "seed of the random order")->capture_default_str();
-  checked(c->add_option("--idle", s.idle_s, "seconds of idle baseline before each point"), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
   c->add_flag("--cooldown", s.cooldown, "wait for a stable GPU temperature between points and runs");
   c->add_flag("--observe-only", s.observe_only, "run the same schedule without changing any setting");
   c->add_option("--multi-gpu", s.multi_gpu, "split: one point per GPU in parallel; together: every GPU at each point (multi-GPU workloads)")
       ->check(CLI::IsMember({"split", "together"}))->capture_default_str();
   c->add_option("--sweep-id", s.sweep_id, "name of the sweep (default: derived from its settings, so a rerun resumes)");
   c->add_option("--tag", f->tags, "KEY=VALUE recorded with every point (repeatable)");
-  c->add_option("--sim-scenario", s.sim_scenario, "scenario file for the simulated GPU (docs/simulated-gpu.md)");
-  checked(c->add_option("--sim-power", s.sim_power_w, "simulated GPU power at full clock while a command runs, W"), DoubleRange{.min = 0, .max = 5000})
-      ->capture_default_str();
-  c->add_option("--nvml-lib", f->nvml_lib, "NVML library (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
   c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else ~/.local/share/jouleprof/runs.db)");
   c->add_option("--journal-dir", f->journal_dir, "restore journal folder (default: see `jouleprof restore --help`)");
   c->add_flag("--discover", f->discover, "print the GPUs' supported clocks, power-limit range and current settings; change nothing");
@@ -336,7 +339,6 @@ Runner add_sweep(CLI::App& app) {
   c->add_option("--svg-dir", f->svg_dir, "write energy, time, power, EDP and ED²P vs clock / power limit as SVG here");
   c->add_flag("--progress", f->progress, "progress on stderr even when it is not a terminal");
   c->add_flag("--progress-off", f->progress_off, "no progress lines")->group("");
-  c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("--metrics", s.metrics, "record activity metrics at every point (measure --metrics): `model fit --sweep` trains on them");
   c->add_option("--metrics-source", s.metrics_source, "activity source with --metrics (as measure's): auto, dcgm, gpm, utilization, cupti-pm")
       ->check(CLI::IsMember(activity_source_names()))->capture_default_str();

@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/self_exe.hpp"
 #include "jouleprof/analysis/trace_profile.hpp"
 #include "jouleprof/analysis/trace_store.hpp"
 #include "jouleprof/measure/measure.hpp"
@@ -31,10 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct TraceFlags {
-  std::string device = "auto";
-  std::string gpus;
-  double idle_s = 2.0;
-  std::string idle_from;
+  MeasuringFlags measuring;  // --device, --gpus, --idle, --idle-from, --nvml-lib, --sim-power, --no-cpu
   double period_ms = 100;
   std::vector<std::string> tags;
   std::string json, csv, kernels, perfetto, keep_dir;
@@ -43,20 +41,15 @@ struct TraceFlags {
   std::optional<double> lag_ms, window_ms;  ///< either given: the sensor model as given, not fitted
   double min_interval_ms = 100;
   std::size_t top = 10, path_depth = 0;
-  std::string inject_lib, cupti_lib, nvml_lib;
-  double sim_power_w = 450;
+  std::string inject_lib, cupti_lib;
   std::string db;
-  bool record_sync = false, record_launches = false, no_store = false, quiet = false, no_cpu = false;
+  bool record_sync = false, record_launches = false, no_store = false, quiet = false;
   std::vector<std::string> command;
   std::string from;                     ///< a stored run to attribute again
   std::vector<CLI::Option*> run_only;   ///< options of running a command (refused with --from)
 };
 
-fs::path self_dir() {
-  std::error_code ec;
-  const auto self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : self.parent_path();
-}
+fs::path self_dir() { return self_exe_dir(); }
 
 // The injection library: --inject-lib, $JOULEPROF_INJECT_LIB, else beside jouleprof (../lib, .).
 std::string find_inject_lib(const std::string& flag) {
@@ -224,7 +217,7 @@ int run(TraceFlags f) {
                              "where CUPTI's headers are found (give --inject-lib PATH)"));
   }
   const std::string cupti = find_cupti(f.cupti_lib);
-  if (cupti.empty() && f.device != "sim") {
+  if (cupti.empty() && f.measuring.device != "sim") {
     return report(make_error(Errc::unavailable, "CUPTI (libcupti.so) not found: install the CUDA toolkit's CUPTI or give --cupti-lib PATH"));
   }
   // Per-process trace files: a kept directory, or a temporary one removed afterwards.
@@ -252,29 +245,13 @@ int run(TraceFlags f) {
 
   MeasureOptions o;
   o.command = f.command;
-  o.idle_s = f.idle_s;
-  o.sim_active_w = f.sim_power_w;
   o.invocation = invocation();
-  o.monitor.gpus.backend = f.device;
-  o.monitor.gpus.ids = split_gpu_list(f.gpus);
-  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) o.monitor.gpus.cuda_visible_devices = cvd;
-  if (!f.nvml_lib.empty()) {
-    o.monitor.gpus.nvml_library = f.nvml_lib;
-  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) {
-    o.monitor.gpus.nvml_library = lib;
-  }
+  if (auto a = apply_measuring_flags(f.measuring, o); !a) return report(a.error());
   o.monitor.sampler.fast_period_s = f.period_ms / 1000.0;
-  o.monitor.sampler.read_cpu = !f.no_cpu;
   auto tags = parse_tags(f.tags);
   if (!tags) return report(tags.error());
   o.tags = std::move(*tags);
   o.tags["traced"] = "true";
-  if (!f.idle_from.empty()) {
-    auto idle = idle_power_from_result(f.idle_from);
-    if (!idle) return report(idle.error());
-    o.idle_w = *idle;
-    o.idle_source = "from " + f.idle_from;
-  }
   o.env = {"CUDA_INJECTION64_PATH=" + inject, std::string(trace_format::kDirEnv) + "=" + dir};
   if (f.record_sync) o.env.push_back(std::string(trace_format::kSyncEnv) + "=1");
   if (f.record_launches) o.env.push_back(std::string(trace_format::kLaunchesEnv) + "=1");
@@ -308,11 +285,7 @@ Runner add_trace(CLI::App& app) {
       "every child process. Methods: split (default: each power sample split across the kernels busy in its\n"
       "window), regression (per-class power by least squares), interval (long busy stretches integrated);\n"
       "all three are always computed per class. docs/trace.md.");
-  c->add_option("--device", f->device, "GPU backend: auto, nvml or sim (simulated H100)")
-      ->check(CLI::IsMember({"auto", "nvml", "sim"}))->capture_default_str();
-  c->add_option("--gpus", f->gpus, "GPUs to measure: NVML indices or UUIDs (default: CUDA_VISIBLE_DEVICES, else all)");
-  checked(c->add_option("--idle", f->idle_s, "seconds of idle baseline before the run (0: none)"), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
-  c->add_option("--idle-from", f->idle_from, "take the idle baseline from an earlier result JSON");
+  add_measuring_flags(c, f->measuring, {.sim_scenario = false, .idle_help = "seconds of idle baseline before the run (0: none)"});
   checked(c->add_option("--period-ms", f->period_ms, "sampler period"), DoubleRange{.min = 10, .max = 2000})->capture_default_str();
   c->add_option("--tag", f->tags, "KEY=VALUE recorded with the result (repeatable)");
   c->add_option("--json", f->json, "write the result JSON (with its \"trace\" section) here ('-': stdout)");
@@ -341,12 +314,8 @@ Runner add_trace(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--inject-lib", f->inject_lib, "the injection library (default: libjouleprof_inject.so beside jouleprof, or $JOULEPROF_INJECT_LIB)");
   c->add_option("--cupti-lib", f->cupti_lib, "libcupti to load (default: $JOULEPROF_CUPTI_LIB, else the CUDA toolkit's)");
-  c->add_option("--nvml-lib", f->nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
-  checked(c->add_option("--sim-power", f->sim_power_w, "simulated GPU power while the command runs, W"), DoubleRange{.min = 0, .max = 5000})
-      ->capture_default_str();
   c->add_option("--db", f->db, "run store to record into, or to read --from (default: $JOULEPROF_DB, else the XDG data folder)");
   c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
-  c->add_flag("--no-cpu", f->no_cpu, "do not read CPU energy (RAPL)");
   c->add_flag("-q,--quiet", f->quiet, "no progress and no summary");
   c->add_option("--from", f->from,
                 "attribute a traced run of the store again (ID, last or last~N) with the options given: nothing is run or stored");

@@ -90,6 +90,49 @@ CLI::Option* add_json_option(CLI::App* c, std::string& path, const std::string& 
   return c->add_option("--json", path, what + " ('-' or no value: stdout)")->expected(0, 1)->default_str("-");
 }
 
+void add_measuring_flags(CLI::App* c, MeasuringFlags& f, const MeasuringFlagSet& which) {
+  const std::vector<std::string>& names = gpu_backend_names();
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i) list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  std::string device_help = which.device_help;
+  if (const auto at = device_help.find("{}"); at != std::string::npos) device_help.replace(at, 2, list);
+  c->add_option("--device", f.device, device_help)->check(CLI::IsMember(names))->capture_default_str();
+  if (which.gpus) c->add_option("--gpus", f.gpus, which.gpus_help);
+  checked(c->add_option("--idle", f.idle_s, which.idle_help), DoubleRange{.min = 0, .max = 3600})->capture_default_str();
+  if (which.idle_from) c->add_option("--idle-from", f.idle_from, "take the idle baseline from an earlier result JSON");
+  if (which.nvml_lib) c->add_option("--nvml-lib", f.nvml_lib, "NVML library to load (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
+  if (which.sim_power) {
+    checked(c->add_option("--sim-power", f.sim_power_w, which.sim_power_help), DoubleRange{.min = 0, .max = 5000})->capture_default_str();
+  }
+  if (which.sim_scenario) c->add_option("--sim-scenario", f.sim_scenario, "scenario file for the simulated GPU (docs/simulated-gpu.md)");
+  if (which.no_cpu) c->add_flag("--no-cpu", f.no_cpu, "do not read CPU energy (RAPL)");
+}
+
+Result<void> apply_measuring_flags(const MeasuringFlags& f, MeasureOptions& o) {
+  GpuSelection& sel = o.monitor.gpus;
+  sel.backend = f.device;
+  sel.ids = split_gpu_list(f.gpus);
+  // The same GPU twice would be measured twice and its energy counted double.
+  for (std::size_t i = 0; i < sel.ids.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (sel.ids[i] == sel.ids[j]) return make_error(Errc::invalid_argument, "--gpus names GPU '" + sel.ids[i] + "' twice");
+    }
+  }
+  if (!f.gpus.empty() && sel.ids.empty()) return make_error(Errc::invalid_argument, "--gpus names no GPU");
+  apply_gpu_environment(sel, f.nvml_lib);
+  sel.sim_scenario = f.sim_scenario;
+  o.sim_active_w = f.sim_power_w;
+  o.idle_s = f.idle_s;
+  if (!f.idle_from.empty()) {
+    auto idle = idle_power_from_result(f.idle_from);
+    if (!idle) return idle.error();
+    o.idle_w = *idle;
+    o.idle_source = "from " + f.idle_from;
+  }
+  o.monitor.sampler.read_cpu = !f.no_cpu;
+  return {};
+}
+
 Result<std::map<std::string, std::string>> parse_tags(const std::vector<std::string>& tags) {
   std::map<std::string, std::string> out;
   for (const std::string& t : tags) {

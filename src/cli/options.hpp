@@ -10,6 +10,7 @@
 
 #include "jouleprof/core/checked.hpp"
 #include "jouleprof/core/error.hpp"
+#include "jouleprof/measure/measure.hpp"
 
 namespace jouleprof::cli {
 
@@ -34,6 +35,37 @@ Result<void> write_output_with(const std::string& path, const std::function<Resu
 /// Repeated `--tag KEY=VALUE` options as a map (a later KEY wins); "--tag needs KEY=VALUE, got
 /// 'X'" for one without '=' or without a key.
 Result<std::map<std::string, std::string>> parse_tags(const std::vector<std::string>& tags);
+
+/// The measuring flags every command that launches and measures a workload shares (measure, trace,
+/// sweep, replay; docs/cli.md "Measuring flags"). One declaration, one wiring into MeasureOptions.
+struct MeasuringFlags {
+  std::string device = "auto";  ///< --device: a backend of the sensor registry, or auto
+  std::string gpus;             ///< --gpus: NVML indices or UUIDs
+  double idle_s = 2.0;          ///< --idle (a command sets its own default before adding the flags)
+  std::string idle_from;        ///< --idle-from RESULT.json
+  std::string nvml_lib;         ///< --nvml-lib (else $JOULEPROF_NVML_LIB)
+  double sim_power_w = 450;     ///< --sim-power
+  std::string sim_scenario;     ///< --sim-scenario
+  bool no_cpu = false;          ///< --no-cpu
+};
+
+/// Which of the measuring flags a command has, and the help words that differ between commands.
+struct MeasuringFlagSet {
+  bool gpus = true, idle_from = true, nvml_lib = true, sim_power = true, sim_scenario = true, no_cpu = true;
+  /// "{}" becomes the registry's list ("auto, nvml or sim").
+  const char* device_help = "GPU backend: {} (simulated H100)";
+  const char* gpus_help = "GPUs to measure: NVML indices or UUIDs, comma separated (default: CUDA_VISIBLE_DEVICES, else all)";
+  const char* idle_help = "seconds of idle baseline before the runs (0: none)";
+  const char* sim_power_help = "simulated GPU power while the command runs, W";
+};
+
+/// Declares --device (its choices from the sensor registry), --idle and the flags `which` names.
+void add_measuring_flags(CLI::App* c, MeasuringFlags& f, const MeasuringFlagSet& which = {});
+
+/// The measuring flags and the environment (CUDA_VISIBLE_DEVICES, JOULEPROF_NVML_LIB) into `o`:
+/// backend, GPUs (one named twice refused), idle baseline (--idle-from read here), NVML library,
+/// simulated GPU, CPU sensors. Errors: bad --gpus, an unreadable --idle-from.
+Result<void> apply_measuring_flags(const MeasuringFlags& f, MeasureOptions& o);
 
 /// The global options (docs/cli.md): they may come before the subcommand; main() moves them after it.
 struct GlobalOption {

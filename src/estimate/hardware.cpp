@@ -1,4 +1,5 @@
 #include "jouleprof/estimate/hardware.hpp"
+#include "jouleprof/core/self_exe.hpp"
 
 #include <unistd.h>
 
@@ -350,9 +351,8 @@ Result<const HardwareSpec*> Catalog::find(const std::string& name) const {
 std::string default_data_dir() {
   if (const char* e = std::getenv("JOULEPROF_DATA_DIR"); e && *e) return e;
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto share = self.parent_path().parent_path() / "share" / "jouleprof";
+  if (const auto dir = self_exe_dir(); !dir.empty()) {
+    const auto share = dir.parent_path() / "share" / "jouleprof";
     if (std::filesystem::is_directory(share / "hw", ec)) return share.string();
   }
   return JOULEPROF_ESTIMATE_DATA_DIR;

@@ -1,5 +1,6 @@
 // Finding the charting library, and running Node.js / rsvg-convert / Chromium for static figures.
 #include "jouleprof/report/assets.hpp"
+#include "jouleprof/core/self_exe.hpp"
 
 #include "jouleprof/core/files.hpp"
 
@@ -39,9 +40,7 @@ std::vector<fs::path> candidates() {
     out.push_back(d / "node_modules" / "echarts" / "dist" / "echarts.min.js");
   };
   if (const char* e = std::getenv("JOULEPROF_WEB_DIR"); e != nullptr && *e != '\0') add_dir(e);
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) add_dir(self.parent_path().parent_path() / "share" / "jouleprof" / "web");
+  if (const fs::path dir = self_exe_dir(); !dir.empty()) add_dir(dir.parent_path() / "share" / "jouleprof" / "web");
 #ifdef JOULEPROF_WEB_SOURCE_DIR
   add_dir(JOULEPROF_WEB_SOURCE_DIR);
 #endif

@@ -1,4 +1,5 @@
 #include "jouleprof/trace/kernel_classes.hpp"
+#include "jouleprof/core/self_exe.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -59,10 +60,9 @@ std::string default_kernel_classes_path() {
   const std::string file = "kernel-classes.tsv";
   if (const char* d = std::getenv("JOULEPROF_DATA_DIR"); d != nullptr && d[0] != '\0') return (fs::path(d) / file).string();
   std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  if (const fs::path dir = self_exe_dir(); !dir.empty()) {
     for (const fs::path& rel : {fs::path("../share/jouleprof"), fs::path("../data"), fs::path("../../data"), fs::path("data")}) {
-      const fs::path p = self.parent_path() / rel / file;
+      const fs::path p = dir / rel / file;
       if (fs::exists(p, ec)) return p.string();
     }
   }

@@ -54,7 +54,7 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_option("--dtype", o.dtypes, "bf16 or fp16 (comma separated to sweep)")
       ->delimiter(',')->check(CLI::IsMember({"bf16", "fp16"}))->capture_default_str();
   c->add_option("--device", o.device, "auto, nvml (a real GPU through jouleprof-llm) or sim (simulated GPU and engine)")
-      ->check(CLI::IsMember({"auto", "nvml", "sim"}))
+      ->check(CLI::IsMember(gpu_backend_names()))
       ->capture_default_str();
   c->add_option("--gpu", o.gpu, "CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
   c->add_option("--min-seconds", o.min_seconds, "shortest prefill / decode energy window (repeats until reached)")
@@ -73,7 +73,7 @@ void add_bench_options(CLI::App* c, BenchOptions& o) {
   c->add_flag("--no-graphs", o.no_graphs, "launch decode kernels one by one instead of CUDA graphs");
   c->add_option("--variant", o.variant,
                 "decode plan and its options joined by '+' (docs/bench-llm.md): auto (default), separate[+gemv|+cublas], "
-                "cluster[+ctasN], dataflow[+slotsN+chunkN+l2waitN+spanN+release]; any plan: nograph, nopdl, topkN");
+                "cluster[+ctasN], dataflow[+slotsN+chunkN+l2waitN+spanN+release]; any plan: nopdl");
   c->add_option("--top-k", o.top_k, "sample each token from the k most likely (0: greedy)")
       ->check(CLI::Range(0, kMaxTopK))->capture_default_str();
   c->add_option("--temperature", o.temperature, "softmax temperature of top-k sampling")
@@ -188,7 +188,8 @@ nlohmann::json window_json(const WindowResult& w, std::optional<double> idle_w) 
   return j;
 }
 
-/// The engine settings in --variant words ("auto", "dataflow+slots2", "separate+cublas+nograph").
+/// The engine settings as the result's one label: the --variant words, then "+nograph" for
+/// --no-graphs and "+topkN" for --top-k (the label of earlier results; not parsed back).
 std::string variant_words(const BenchOptions& o) {
   std::string v = o.variant.empty() ? "auto" : o.variant;
   if (o.no_graphs) v += "+nograph";
@@ -243,20 +244,15 @@ Result<ValidSweep> validate_sweep(const BenchOptions& o) {
 Result<std::unique_ptr<Monitor>> open_monitor(const BenchOptions& o, LlmEngine* const& current) {
   MonitorOptions mo;
   mo.gpus.backend = o.device;
-  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  apply_gpu_environment(mo.gpus, o.nvml_lib);  // CUDA_VISIBLE_DEVICES, --nvml-lib or $JOULEPROF_NVML_LIB
   if (o.device != "sim") {
-    if (cvd != nullptr && *cvd != '\0') {
-      const auto ids = split_gpu_list(cvd);
+    if (mo.gpus.cuda_visible_devices && !mo.gpus.cuda_visible_devices->empty()) {
+      const auto ids = split_gpu_list(*mo.gpus.cuda_visible_devices);
       if (o.gpu >= static_cast<int>(ids.size())) return make_error(Errc::unavailable, "no GPU " + std::to_string(o.gpu) + " in CUDA_VISIBLE_DEVICES");
       mo.gpus.ids = {ids[static_cast<std::size_t>(o.gpu)]};
     } else {
       mo.gpus.ids = {std::to_string(o.gpu)};
     }
-  }
-  if (!o.nvml_lib.empty()) {
-    mo.gpus.nvml_library = o.nvml_lib;
-  } else if (const char* lib = std::getenv("JOULEPROF_NVML_LIB")) {
-    mo.gpus.nvml_library = lib;
   }
   mo.sampler.read_cpu = false;
   mo.synchronize = [&current] {
