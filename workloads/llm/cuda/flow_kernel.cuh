@@ -99,7 +99,6 @@ struct FlowParams {
   unsigned* counters;  ///< [flow_counter_words(layers)]: key * kFlowCounterSpacing, then the finished-block count; zero between launches
   int poll_ns;         ///< pause between two reads of a counter not yet reached (fixed by the host to 0: no faster)
   int slots, slot_bytes;
-  int l2_ahead;  ///< chunks asked of L2 ahead of the ring (fixed by the host to 0: no faster)
   // Chunks asked of L2 beyond the ring while this block's consumers wait for a dependency (0:
   // none): then the ring is full and does not drain, so this SM would read nothing from HBM.
   int l2_idle;
@@ -758,17 +757,13 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
   __syncthreads();
 
   if (warp == kFlowWarps) {
-    // Producer: one thread streams the block's chunks into the ring, as far ahead as it is deep
-    // (and, with l2_ahead, asks L2 for the chunks l2_ahead further on).
+    // Producer: one thread streams the block's chunks into the ring, as far ahead as it is deep.
     if (lane != 0) return;
     uint64_t policy;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    FlowChunks<T, HD> chunks{flow_begin(P), bid, 0, layer_s}, ahead{flow_begin(P), bid, 0, layer_s};
+    FlowChunks<T, HD> chunks{flow_begin(P), bid, 0, layer_s};
     const T* src;
     unsigned bytes;
-    for (int i = 0; i < P.l2_ahead; ++i) {
-      if (ahead.next(P, total, nblk, src, bytes)) bulk_prefetch_l2(src, bytes);
-    }
     int slot = 0, issued = 0;
     unsigned phase = 0;
     unsigned long long waited = 0;
@@ -776,11 +771,6 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     int idle_n = 0;
     while (chunks.next(P, total, nblk, src, bytes)) {
       if (issued++ == P.slots && P.attn_ring && P.kv_prefetch) flow_prefetch_kv<T, HD>(P, layer_s, total, nblk);
-      if (P.l2_ahead > 0) {
-        const T* asrc;
-        unsigned abytes;
-        if (ahead.next(P, total, nblk, asrc, abytes)) bulk_prefetch_l2(asrc, abytes);
-      }
       if (idle_n > 0) --idle_n;  // this chunk was asked of L2
       const unsigned long long t0 = P.stamps ? globaltimer_ns() : 0;
       if (P.l2_idle > 0) {

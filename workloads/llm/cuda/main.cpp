@@ -60,7 +60,12 @@ struct Case {
   std::string name;
   std::vector<int> prompts;
   int gen;
-  std::string variant;  ///< --variant words: the plan, its options, nograph / nopdl
+  std::string variant;  ///< --variant words: the plan, its options, nopdl
+  bool graphs = true;   ///< false: decode kernels launched one by one (--no-graphs), a reference
+  Case& no_graphs() {
+    graphs = false;
+    return *this;
+  }
   int top_k;            ///< > 1: sampled tokens, verified against the host twin of the sampling kernel
   float temperature;
   int chunk_tokens;
@@ -81,7 +86,7 @@ int run_check(const CheckOptions& o) {
   std::vector<Case> cases = {
       {"b1 p7 gemv nopdl", {7}, 10, "separate+gemv+nopdl"},
       {"b1 p7 gemv", {7}, 10, "separate+gemv"},
-      {"b1 p7 cublas nograph nopdl", {7}, 10, "separate+cublas+nograph+nopdl"},
+      Case{"b1 p7 cublas nograph nopdl", {7}, 10, "separate+cublas+nopdl"}.no_graphs(),
       {"b3 ragged gemv", {5, 17, 33}, 8, "separate+gemv"},
       {"b3 ragged cublas", {5, 17, 33}, 8, "separate+cublas"},
       {"b5 gemv (pad 8)", {9, 9, 9, 9, 9}, 6, "separate+gemv"},
@@ -93,30 +98,30 @@ int run_check(const CheckOptions& o) {
       {"b2 p200 split nopdl", {200, 130}, 12, "separate+gemv+nopdl"},
       {"b12 auto (cublas)", std::vector<int>(12, 11), 5, "auto"},
       {"b1 p7 separate", {7}, 10, "separate"},
-      {"b1 p300 separate nograph", {300}, 20, "separate+nograph"},
+      Case{"b1 p300 separate nograph", {300}, 20, "separate"}.no_graphs(),
       {"b1 p7 cluster", {7}, 10, "cluster"},
-      {"b1 p300 cluster nograph", {300}, 20, "cluster+nograph"},
+      Case{"b1 p300 cluster nograph", {300}, 20, "cluster"}.no_graphs(),
       {"b1 p90 cluster4 nopdl top-k", {90}, 12, "cluster+ctas4+nopdl", 5, 1.2f},
       {"b1 p1100 cluster tiles", {1100}, 8, "cluster"},
-      {"b1 p1100 cluster2 tiles nograph", {1100}, 6, "cluster+ctas2+nograph"},
+      Case{"b1 p1100 cluster2 tiles nograph", {1100}, 6, "cluster+ctas2"}.no_graphs(),
       {"b1 p300 cluster4", {300}, 12, "cluster+ctas4"},
       {"b1 p7 dataflow", {7}, 10, "dataflow"},
       {"b1 p300 dataflow, 1 KiB chunks", {300}, 20, "dataflow+chunk1"},
-      {"b1 p90 dataflow 2 slots nograph nopdl top-k", {90}, 12, "dataflow+slots2+nograph+nopdl", 5, 1.2f},
-      {"b1 p1100 dataflow splits nograph nopdl, 2 KiB", {1100}, 8, "dataflow+chunk2+nograph+nopdl"},
+      Case{"b1 p90 dataflow 2 slots nograph nopdl top-k", {90}, 12, "dataflow+slots2+nopdl", 5, 1.2f}.no_graphs(),
+      Case{"b1 p1100 dataflow splits nograph nopdl, 2 KiB", {1100}, 8, "dataflow+chunk2+nopdl"}.no_graphs(),
       {"b1 p300 dataflow one split, 1 KiB", {300}, 20, "dataflow+span512+chunk1"},
       {"b1 p300 dataflow 64-position splits", {300}, 20, "dataflow+span64"},
       {"b1 p90 dataflow 2-chunk bulk items, 2 KiB", {90}, 12, "dataflow+chunk2"},
       {"b1 p300 dataflow L2 in waits 8", {300}, 20, "dataflow+l2wait8"},
       {"b1 p300 dataflow release hand-overs", {300}, 20, "dataflow+release"},
-      {"b1 p7 dataflow release 4 KiB nograph", {7}, 10, "dataflow+release+chunk4+nograph"},
+      Case{"b1 p7 dataflow release 4 KiB nograph", {7}, 10, "dataflow+release+chunk4"}.no_graphs(),
       {"b1 p90 dataflow release top-k", {90}, 12, "dataflow+release", 5, 1.2f},
       {"b1 p7 default engine", {7}, 10, "auto"},
-      {"b1 p300 default engine nograph", {300}, 20, "auto+nograph"},
+      Case{"b1 p300 default engine nograph", {300}, 20, "auto"}.no_graphs(),
       {"b1 p90 default engine top-k", {90}, 12, "auto", 5, 1.2f},
       {"b1 p1100 default engine", {1100}, 8, "auto"},
       {"b3 ragged top-k 40", {5, 17, 33}, 10, "separate+gemv", 40, 0.8f},
-      {"b1 top-k 5 nograph nopdl", {7}, 12, "separate+cublas+nograph+nopdl", 5, 1.0f},
+      Case{"b1 top-k 5 nograph nopdl", {7}, 12, "separate+cublas+nopdl", 5, 1.0f}.no_graphs(),
       {"b12 top-k 256 T1.5", std::vector<int>(12, 11), 6, "auto", 256, 1.5f},
   };
   CpuOptions exact{false, DType::f32}, emul{true, *dt};
@@ -132,6 +137,7 @@ int run_check(const CheckOptions& o) {
     eo.chunk_tokens = k.chunk_tokens;
     eo.attn_budget_bytes = k.attn_budget;
     if (auto v = apply_variant(k.variant, eo); !v) return fail(v.error());
+    eo.graphs = k.graphs;
     eo.sampling.top_k = k.top_k;
     eo.sampling.temperature = k.temperature;
     eo.sampling.seed = o.seed + 5;

@@ -169,7 +169,6 @@ Result<void> DataflowPlan<T>::prepare_kernel() {
   P.argmax = e.argmax_;
   P.counters = static_cast<unsigned*>(cp);
   P.slot_bytes = slot_bytes;
-  P.l2_ahead = 0;
   P.l2_idle = o_.l2_wait;
   P.poll_ns = 0;
   if (o_.bulk_handover) {

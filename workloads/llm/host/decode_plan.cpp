@@ -39,7 +39,7 @@ std::string plan_option_words(PlanKind k) {
 }
 
 namespace {
-constexpr const char* kCommonWords = "nograph, nopdl, topkN";
+constexpr const char* kCommonWords = "nopdl";
 
 /// The number after `prefix` in w ("slots4" -> 4) when w is prefix + digits: nullopt when w is
 /// not such a word, an error when the number is outside [lo, hi].
@@ -120,19 +120,13 @@ Result<VariantSettings> parse_variant(const std::string& variant) {
       if (w == "dataflow") r.kind = PlanKind::dataflow;
       continue;
     }
-    if (w == "nograph") {
-      out.graphs = false;
-      continue;
-    }
+    // Graphs and sampling have one spelling each: the flags (issue 31).
+    if (w == "nograph") return make_error(Errc::invalid_argument, "engine variant word 'nograph' is --no-graphs");
     if (w == "nopdl") {
       out.pdl = false;
       continue;
     }
-    if (auto v = number_word(w, "topk", 0, kMaxTopK)) {
-      if (!*v) return v->error();
-      out.top_k = **v;
-      continue;
-    }
+    if (w.rfind("topk", 0) == 0) return make_error(Errc::invalid_argument, "engine variant word '" + w + "' is --top-k N");
     if (!r.automatic) {
       auto applied = plan_word(r.kind, w, r);
       if (!applied) return applied.error();

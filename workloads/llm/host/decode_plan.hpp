@@ -68,13 +68,12 @@ struct PlanSituation {
 std::vector<PlanKind> default_plans(const PlanSituation& s);
 
 /// Parses `--variant`: '+'-separated words, a plan first (auto, separate, cluster, dataflow; none:
-/// auto), then that plan's options and the common ones (nograph, nopdl, topkN). A word that does
-/// not exist or does not apply to the plan is one error naming the plan's valid options.
+/// auto), then that plan's options and the common one (nopdl). A word that does not exist or does
+/// not apply to the plan is one error naming the plan's valid options. CUDA graphs and sampling
+/// are the flags --no-graphs and --top-k, not words.
 struct VariantSettings {
   DecodeRequest plan;
-  bool graphs = true;  ///< nograph: decode kernels launched one by one (a correctness reference)
   bool pdl = true;     ///< nopdl: no programmatic dependent launch (a correctness reference)
-  int top_k = -1;      ///< topkN (-1: not given)
 };
 Result<VariantSettings> parse_variant(const std::string& variant);
 

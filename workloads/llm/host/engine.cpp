@@ -56,9 +56,7 @@ Result<void> apply_variant(const std::string& variant, EngineOptions& o) {
   auto v = parse_variant(variant);
   if (!v) return v.error();
   o.plan = v->plan;
-  o.graphs = o.graphs && v->graphs;
   o.pdl = o.pdl && v->pdl;
-  if (v->top_k >= 0) o.sampling.top_k = v->top_k;
   return {};
 }
 

@@ -102,7 +102,7 @@ class LlmEngine {
   virtual void range_pop() {}
 };
 
-/// Applies --variant (decode_plan.hpp: a plan, its options, nograph, nopdl, topkN) to o.
+/// Applies --variant (decode_plan.hpp: a plan, its options, nopdl) to o.
 Result<void> apply_variant(const std::string& variant, EngineOptions& o);
 
 /// Refuses a top-k above kMaxTopK, a negative k, or a temperature that is not a finite number.
