@@ -40,12 +40,12 @@ Result<std::map<std::string, std::string>> parse_tags(const std::vector<std::str
 /// sweep, replay; docs/cli.md "Measuring flags"). One declaration, one wiring into MeasureOptions.
 struct MeasuringFlags {
   std::string device = "auto";  ///< --device: a backend of the sensor registry, or auto
-  std::string gpus;             ///< --gpus: NVML indices or UUIDs
+  std::string gpus{};           ///< --gpus: NVML indices or UUIDs
   double idle_s = 2.0;          ///< --idle (a command sets its own default before adding the flags)
-  std::string idle_from;        ///< --idle-from RESULT.json
-  std::string nvml_lib;         ///< --nvml-lib (else $JOULEPROF_NVML_LIB)
+  std::string idle_from{};      ///< --idle-from RESULT.json
+  std::string nvml_lib{};       ///< --nvml-lib (else $JOULEPROF_NVML_LIB)
   double sim_power_w = 450;     ///< --sim-power
-  std::string sim_scenario;     ///< --sim-scenario
+  std::string sim_scenario{};   ///< --sim-scenario
   bool no_cpu = false;          ///< --no-cpu
 };
 
