@@ -1,6 +1,9 @@
 // The run store: round trips, bad databases left untouched, two writers (a new store created by
 // both, runs that start in the same nanosecond), a kill mid-write.
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <thread>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -356,7 +359,7 @@ TEST_F(StoreTest, OpeningWaitsForAnotherWriterBeforeSwitchingToWal) {
   ASSERT_EQ(pipe(go), 0);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
-  if (pid == 0) {  // another writer: holds the write lock until told, then once more for 0.5 s
+  if (pid == 0) {  // another writer: holds the write lock until told, twice (handshakes, no timer)
     sqlite3* other = nullptr;
     if (sqlite3_open(db_.c_str(), &other) != SQLITE_OK) _exit(2);
     char c = 0;
@@ -364,8 +367,7 @@ TEST_F(StoreTest, OpeningWaitsForAnotherWriterBeforeSwitchingToWal) {
     if (write(locked[1], "L", 1) != 1 || read(go[0], &c, 1) != 1) _exit(4);
     sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
     if (sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) _exit(5);
-    if (write(locked[1], "L", 1) != 1) _exit(6);
-    usleep(500000);
+    if (write(locked[1], "L", 1) != 1 || read(go[0], &c, 1) != 1) _exit(6);
     sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
     sqlite3_close(other);
     _exit(0);
@@ -379,8 +381,15 @@ TEST_F(StoreTest, OpeningWaitsForAnotherWriterBeforeSwitchingToWal) {
       << refused.error().message;
   ASSERT_EQ(write(go[1], "g", 1), 1);
   ASSERT_EQ(read(locked[0], &c, 1), 1);
-  // The lock is given back within the busy timeout: the open waits for it.
-  auto s = Store::open(db_, Store::Mode::write);
+  // The lock is given back within the busy timeout: the open waits for it. The open starts while
+  // the other writer holds the lock; the writer is told to let go as the open runs (a handshake:
+  // no timer decides who goes first, and the open succeeds in either order).
+  std::optional<Result<Store>> opened;
+  std::thread opener([&] { opened.emplace(Store::open(db_, Store::Mode::write)); });
+  ASSERT_EQ(write(go[1], "g", 1), 1);
+  opener.join();
+  ASSERT_TRUE(opened.has_value());
+  auto& s = *opened;
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_TRUE(s->insert(make_synthetic_measurement(small(2))).ok());
   EXPECT_EQ(s->list()->size(), 2u);

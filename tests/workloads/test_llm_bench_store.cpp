@@ -333,16 +333,18 @@ TEST_F(BenchStore, InterruptedSweepKeepsWhatWasMeasured) {
 }
 
 // A stand-in for jouleprof-llm: records its arguments, copies a known result to --json, exits
-// with $FAKE_EXIT; with $FAKE_WAIT it waits for SIGINT first (and writes on it).
+// with $FAKE_EXIT; with $FAKE_WAIT (a FIFO) it says "ready" there, then waits for SIGINT (and
+// writes on it): a handshake, no polling.
 void write_fake_llm(const std::string& script, const std::string& known, const std::string& args_file) {
   std::ofstream(script) << "#!/bin/sh\n"
                            "echo \"$@\" > '" << args_file << "'\n"
                            "out=''; prev=''\n"
                            "for a in \"$@\"; do [ \"$prev\" = --json ] && out=\"$a\"; prev=\"$a\"; done\n"
                            "if [ -n \"$FAKE_WAIT\" ]; then\n"
-                           "  trap 'cp \"" << known << "\" \"$out\"; exit 130' INT\n"
-                           "  touch \"$FAKE_WAIT\"\n"
-                           "  while :; do sleep 0.05; done\n"
+                           "  trap 'kill $holder 2>/dev/null; cp \"" << known << "\" \"$out\"; exit 130' INT\n"
+                           "  sleep 3600 & holder=$!\n"  // a blocker, not a timer: `wait` returns on the trapped SIGINT
+                           "  echo ready > \"$FAKE_WAIT\"\n"
+                           "  wait $holder\n"
                            "fi\n"
                            "[ -n \"$FAKE_NO_RESULT\" ] || cp '" << known << "' \"$out\"\n"
                            "exit ${FAKE_EXIT:-0}\n";
@@ -405,12 +407,12 @@ TEST_F(BenchStore, GpuPathRecordsWhatJouleprofLlmWrote) {
 
   // SIGINT sent to jouleprof alone reaches jouleprof-llm, whose result is still recorded.
   const std::string ready = path("ready");
+  ASSERT_EQ(mkfifo(ready.c_str(), 0600), 0);
   auto intr = cli({"bench", "llm", "--device", "nvml", "--model", "tiny", "--db", path("int.db"), "-q"},
                   {env, "FAKE_WAIT=" + ready}, [&](pid_t pid) {
-                    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-                    while (!fs::exists(ready) && std::chrono::steady_clock::now() < until) {
-                      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                    }
+                    std::string word;
+                    std::ifstream(ready) >> word;  // blocks until the stand-in has its SIGINT trap set
+                    EXPECT_EQ(word, "ready");
                     kill(pid, SIGINT);
                   });
   EXPECT_EQ(intr.code, 130) << intr.err;
