@@ -138,9 +138,17 @@ int cmd_list(const RunsFlags& f) {
     std::cerr << "jouleprof: no runs match in " << store->path() << "\n";
     return 0;
   }
-  fmt::print("{:>5}  {:<20} {:<30} {:>4} {:>20} {:>9}  {}\n", "id", "started (UTC)", "GPUs", "runs", "GPU energy/run J",
-             "time/run", "tags · command");
-  for (const auto& r : *runs) {
+  // The sweep a run belongs to gets its own column (the id `sweep --report` takes), not a place among the tags.
+  const bool any_sweep = std::any_of(runs->begin(), runs->end(), [](const auto& r) { return r.tags.count("sweep") != 0; });
+  fmt::print("{:>5}  {:<20} {:<30} {:>4} {:>20} {:>9}  {}{}\n", "id", "started (UTC)", "GPUs", "runs", "GPU energy/run J",
+             "time/run", any_sweep ? fmt::format("{:<20} ", "sweep") : "", "tags · command");
+  for (auto r : *runs) {
+    std::string sweep;
+    if (any_sweep) {
+      const auto it = r.tags.find("sweep");
+      sweep = fmt::format("{:<20} ", it == r.tags.end() ? "-" : for_terminal(it->second));
+      if (it != r.tags.end()) r.tags.erase(it);
+    }
     std::string energy = "-";
     if (r.gpu_energy_j) {
       energy = r.gpu_energy_ci95_j ? fmt::format("{:.1f} ± {:.1f}", *r.gpu_energy_j, *r.gpu_energy_ci95_j)
@@ -149,8 +157,8 @@ int cmd_list(const RunsFlags& f) {
     std::string gpus = gpus_text(r.gpu_names);
     if (gpus.size() > 30) gpus = gpus.substr(0, 29) + "~";
     std::string status = r.status == "complete" ? "" : " [" + r.status + "]";
-    fmt::print("{:>5}  {:<20} {:<30} {:>4} {:>20} {:>9}  {}{}{}{}\n", r.id, r.started_at_utc, gpus, r.measured_runs, energy,
-               r.run_duration_s ? fmt::format("{:.3f} s", *r.run_duration_s) : "-", tags_text(r.tags),
+    fmt::print("{:>5}  {:<20} {:<30} {:>4} {:>20} {:>9}  {}{}{}{}{}\n", r.id, r.started_at_utc, gpus, r.measured_runs, energy,
+               r.run_duration_s ? fmt::format("{:.3f} s", *r.run_duration_s) : "-", sweep, tags_text(r.tags),
                r.tags.empty() ? "" : " · ", join_command(r.command), status);
   }
   return 0;

@@ -19,6 +19,8 @@
 #include "jouleprof/core/progress.hpp"
 #include "jouleprof/control/slurm.hpp"
 #include "jouleprof/control/sweep.hpp"
+#include "jouleprof/core/files.hpp"
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/report/assets.hpp"
 #include "jouleprof/report/sweep_report.hpp"
 #include "jouleprof/store/store.hpp"
@@ -34,7 +36,8 @@ struct SweepFlags {
   std::string gpus, mem_clocks, power_limits;
   std::vector<std::string> params, tags;
   std::string db, journal_dir, plan, shard, report_id, json, csv, svg_dir;
-  bool dry_run = false, quiet = false, progress = false, progress_off = false, discover = false;
+  bool dry_run = false, quiet = false, progress = false, progress_off = false, discover = false, list = false;
+  bool report_given = false;  // --report was on the command line (an empty id is an error, not "no report")
   // SLURM
   bool slurm = false;
   ctl::SlurmOptions sl;
@@ -57,6 +60,15 @@ std::vector<std::string> builtin_command() {
   const auto burn = dir / JOULEPROF_BURN_NAME;
   if (!std::filesystem::exists(burn, ec)) return {};
   return {burn.string(), "--seconds", "5", "--phases"};
+}
+
+// A plan file is a few kB even for thousands of points; anything far larger is not one.
+constexpr std::size_t kMaxPlanBytes = 16 * 1024 * 1024;
+
+// The NVML could not be opened: say how to go on without a GPU, as `measure` does.
+Error with_sim_hint(const Error& e, const std::string& device) {
+  if (device == "sim") return e;
+  return make_error(e.code, e.message + " (use --device sim for the simulated GPU)");
 }
 
 Result<std::vector<unsigned>> parse_list(const std::string& text, const char* flag) {
@@ -89,10 +101,13 @@ int write_out(const std::string& path, const std::string& text) {
 bool text_wanted(const SweepFlags& f) { return !f.quiet && !is_stdout(f.json) && !is_stdout(f.csv); }
 
 // --report ID (and the end of a sweep): the table, --json, --csv and the SVG figures.
-int emit_report(const SweepFlags& f, const std::string& sweep_id, bool with_json) {
+int emit_report(const SweepFlags& f, const std::string& sweep_id_text, bool with_json) {
   auto store = Store::open(resolve_db_path(f.db), Store::Mode::read);
   if (!store) return report(store.error());
-  auto rep = sweep_report(*store, sweep_id);
+  // An id, a unique prefix or `last`.
+  auto sweep_id = ctl::resolve_sweep_id(*store, sweep_id_text);
+  if (!sweep_id) return report(sweep_id.error());
+  auto rep = sweep_report(*store, *sweep_id);
   if (!rep) return report(rep.error());
   if (text_wanted(f)) std::cout << sweep_report_text(*rep);
   if (with_json) {
@@ -119,10 +134,58 @@ int emit_report(const SweepFlags& f, const std::string& sweep_id, bool with_json
   return 0;
 }
 
+// --list: the sweeps of the store, newest first (the ids --report takes, `last` the first).
+int list_sweeps(const SweepFlags& f) {
+  auto store = Store::open(resolve_db_path(f.db), Store::Mode::read);
+  if (!store) return report(store.error());
+  auto all = ctl::list_sweeps(*store);
+  if (!all) return report(all.error());
+  nlohmann::json j = {{"schema_version", 1}, {"sweeps", nlohmann::json::array()}};
+  if (text_wanted(f)) {
+    if (all->empty()) fmt::print(stderr, "jouleprof: no sweep in {}\n", resolve_db_path(f.db));
+    else fmt::print("{:<24} {:>6} {:>6} {:>9}  {:<20}  {}\n", "sweep id", "points", "runs", "complete", "last stored (UTC)", "command");
+  }
+  for (const auto& s : *all) {
+    j["sweeps"].push_back({{"sweep_id", s.sweep_id}, {"points", s.points}, {"runs", s.runs}, {"complete", s.complete},
+                           {"first_recorded_utc", s.first_recorded_utc}, {"last_recorded_utc", s.last_recorded_utc},
+                           {"command", to_valid_utf8(s.command)}, {"simulated", s.simulated}});
+    if (text_wanted(f)) {
+      std::string cmd = for_terminal(s.command.empty() ? "(built-in workload)" : s.command);
+      if (cmd.size() > 60) cmd = cmd.substr(0, 57) + "...";
+      fmt::print("{:<24} {:>6} {:>6} {:>9}  {:<20}  {}{}\n", s.sweep_id, s.points, s.runs, s.complete, s.last_recorded_utc, cmd,
+                 s.simulated ? " [simulated]" : "");
+    }
+  }
+  return write_out(f.json, j.dump(2) + "\n");
+}
+
+// A `--param K=V` the user put after `--` went to the workload, not to sweep: when the command
+// uses {K} and no --param K was given, say so instead of "no --param K".
+Result<void> check_params_after_dashes(const ctl::SweepSpec& spec) {
+  for (std::size_t i = 0; i < spec.command.size(); ++i) {
+    std::string a = spec.command[i], value;
+    if (a == "--param" && i + 1 < spec.command.size()) value = spec.command[i + 1];
+    else if (a.rfind("--param=", 0) == 0) value = a.substr(8);
+    else continue;
+    const std::string key = value.substr(0, value.find('='));
+    if (key.empty() || value.find('=') == std::string::npos) continue;
+    const bool given = std::any_of(spec.params.begin(), spec.params.end(), [&](const auto& p) { return p.key == key; });
+    bool used = false;
+    for (const auto& c : spec.command) used = used || c.find("{" + key + "}") != std::string::npos;
+    if (!given && used) {
+      return make_error(Errc::invalid_argument,
+                        "the command uses {" + for_terminal(key) + "}, and '--param " + for_terminal(value) +
+                            "' comes after `--`, so it was passed to the command: put sweep's options before `--` "
+                            "(jouleprof sweep --param " + for_terminal(value) + " ... -- CMD)");
+    }
+  }
+  return {};
+}
+
 // --discover: what the GPUs support and how they are set now; nothing is changed.
 int discover(const SweepFlags& f) {
   auto backend = ctl::open_backend(f.spec.device == "auto" ? "nvml" : f.spec.device, f.spec.nvml_library, f.spec.sim_scenario);
-  if (!backend) return report(backend.error());
+  if (!backend) return report(with_sim_hint(backend.error(), f.spec.device));
   auto gpus = (*backend)->discover(f.spec.gpus);
   if (!gpus) return report(gpus.error());
   nlohmann::json j = {{"schema_version", 1}, {"backend", (*backend)->name()}, {"gpus", nlohmann::json::array()}};
@@ -168,13 +231,16 @@ int run(SweepFlags f) {
     f.spec.nvml_library = nvml_library(f.measuring.nvml_lib, f.spec.nvml_library);
     return discover(f);
   }
-  if (!f.report_id.empty()) return emit_report(f, f.report_id, true);
+  if (f.list) return list_sweeps(f);
+  if (f.report_given) {
+    if (f.report_id.empty()) return report(make_error(Errc::invalid_argument, "--report needs a sweep id (see `jouleprof sweep --list`; `last` is the newest)"));
+    return emit_report(f, f.report_id, true);
+  }
   if (!f.plan.empty()) {
-    std::ifstream in(f.plan);
-    if (!in) return report(make_error(Errc::invalid_argument, "cannot read the sweep plan " + f.plan));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto spec = ctl::spec_from_plan_json(ss.str(), f.plan);
+    // Read with a size limit, and only a regular file (a FIFO or /dev/zero is refused).
+    auto text = read_text_file(f.plan, kMaxPlanBytes);
+    if (!text) return report(make_error(text.error().code, "cannot read the sweep plan: " + text.error().message));
+    auto spec = ctl::spec_from_plan_json(*text, f.plan);
     if (!spec) return report(spec.error());
     f.spec = *spec;
   }
@@ -197,6 +263,10 @@ int run(SweepFlags f) {
     auto tags = parse_tags(f.tags);
     if (!tags) return report(tags.error());
     f.spec.tags = std::move(*tags);
+    if (auto r = check_params_after_dashes(f.spec); !r) return report(r.error());
+  }
+  if (!f.spec.sweep_id.empty()) {
+    if (auto r = ctl::check_sweep_id(f.spec.sweep_id); !r) return report(r.error());
   }
   ctl::SweepRunOptions o;
   o.spec = f.spec;
@@ -219,12 +289,28 @@ int run(SweepFlags f) {
   if (show_progress) o.progress = print_progress;
 
   if (f.dry_run || f.slurm) {
-    // Planning needs the GPUs' supported clocks, but nothing is changed.
-    auto backend = ctl::open_backend(f.spec.device == "auto" ? "nvml" : f.spec.device, f.spec.nvml_library, f.spec.sim_scenario);
-    if (!backend) return report(backend.error());
-    auto gpus = (*backend)->discover(f.spec.gpus);
-    if (!gpus) return report(gpus.error());
-    auto plan = ctl::plan_sweep(f.spec, *gpus);
+    // Planning asks the GPUs for their supported clocks, but changes nothing. A SLURM login node
+    // has no GPU and often no NVML: the plan is then made without them, and each task checks the
+    // settings against its GPUs inside the job, on the node (docs/sweep.md "On a cluster").
+    if (f.slurm) {
+      if (auto r = ctl::check_slurm_options(f.sl); !r) return report(r.error());
+    }
+    const std::string device = f.spec.device == "auto" ? "nvml" : f.spec.device;
+    auto backend = ctl::open_backend(device, f.spec.nvml_library, f.spec.sim_scenario);
+    Result<std::vector<ctl::GpuCapabilities>> gpus = backend ? (*backend)->discover(f.spec.gpus)
+                                                             : Result<std::vector<ctl::GpuCapabilities>>(backend.error());
+    Result<ctl::SweepPlan> plan = make_error(Errc::internal, "not planned");
+    if (gpus) {
+      plan = ctl::plan_sweep(f.spec, *gpus);
+    } else if (f.slurm && device == "nvml") {
+      if (!f.quiet) {
+        fmt::print(stderr, "jouleprof: no GPU here ({}): the plan is made without one; each task checks the clocks and "
+                           "power limits against its GPUs on the node\n", for_terminal(gpus.error().message));
+      }
+      plan = ctl::plan_sweep_unchecked(f.spec);
+    } else {
+      return report(with_sim_hint(gpus.error(), f.spec.device));
+    }
     if (!plan) return report(plan.error());
     if (f.slurm) {
       f.sl.self_exe = o.self_exe;
@@ -245,7 +331,7 @@ int run(SweepFlags f) {
       }
       return 0;
     }
-    fmt::print("sweep {}: {} units of work on {} GPU(s){}\n", plan->sweep_id, plan->units.size(), gpus->size(),
+    fmt::print("sweep {}: {} units of work on {} GPU(s){}\n", plan->sweep_id, plan->units.size(), gpus ? gpus->size() : 0,
                f.spec.observe_only ? " (observe-only: nothing changed)" : "");
     for (const auto& u : plan->units) {
       auto cmd = ctl::substitute(f.spec.command, u.params);
@@ -260,6 +346,14 @@ int run(SweepFlags f) {
   if (!sum) return report(sum.error());
   int rc = 0;
   const int failed = sum->count(ctl::UnitOutcome::Kind::failed);
+  if (f.quiet && failed > 0) {
+    // -q prints only errors, and a failed point is one: exit 1 never comes without a line.
+    for (const auto& u : sum->units) {
+      if (u.kind != ctl::UnitOutcome::Kind::failed) continue;
+      fmt::print(stderr, "jouleprof: error: sweep {}: {}{}\n", sum->sweep_id, u.unit.key.empty() ? "" : "point " + u.unit.key + " failed: ",
+                 for_terminal(u.message));
+    }
+  }
   if (!f.quiet) {
     fmt::print(stderr, "jouleprof: sweep {}: {} measured, {} already stored, {} failed{}\n", sum->sweep_id,
                sum->count(ctl::UnitOutcome::Kind::measured), sum->count(ctl::UnitOutcome::Kind::skipped), failed,
@@ -299,10 +393,12 @@ Runner add_sweep(CLI::App& app) {
   c->footer(
       "Examples:\n"
       "  jouleprof sweep --device sim --clocks step:10 --runs 3              # simulated GPU, built-in workload\n"
-      "  jouleprof sweep --clocks 1980,1410,990 --power-limits 700,400 -- python infer.py --batch {batch} --param batch=1,8\n"
+      "  jouleprof sweep --clocks 1980,1410,990 --power-limits 700,400 --param batch=1,8 -- python infer.py --batch {batch}\n"
       "  jouleprof sweep --observe-only --clocks all -- ./bench          # same schedule, nothing changed\n"
       "  jouleprof sweep --slurm --partition gpu --time 01:00:00 --clocks step:4 -- ./bench\n"
-      "  jouleprof sweep --report SWEEP_ID --csv sweep.csv --svg-dir figs\n"
+      "  jouleprof sweep --list                                     # the stored sweeps, newest first\n"
+      "  jouleprof sweep --report last --csv sweep.csv --svg-dir figs  # or a sweep id, or a unique prefix of one\n"
+      "Options go before `--`; everything after it is the workload's command line.\n"
       "The original clocks and power limit are journaled before any change and restored on exit, error,\n"
       "Ctrl-C, SIGTERM, SIGHUP; after SIGKILL by `jouleprof restore` or jouleprof's next start (docs/sweep.md).");
   auto& s = f->spec;
@@ -333,7 +429,9 @@ Runner add_sweep(CLI::App& app) {
   c->add_option("--journal-dir", f->journal_dir, "restore journal folder (default: see `jouleprof restore --help`)");
   c->add_flag("--discover", f->discover, "print the GPUs' supported clocks, power-limit range and current settings; change nothing");
   c->add_flag("--dry-run", f->dry_run, "print the plan (or with --slurm the batch script) and change nothing");
-  c->add_option("--report", f->report_id, "report a stored sweep instead of running one (SWEEP_ID)");
+  CLI::Option* report_opt =
+      c->add_option("--report", f->report_id, "report a stored sweep instead of running one: a sweep id, a unique prefix of one, or last");
+  c->add_flag("--list", f->list, "list the sweeps in the store, newest first (sweep id, points, runs), and exit");
   add_json_option(c, f->json, "the sweep's outcome per unit, or with --report the report (schemas/sweep*.schema.json)");
   c->add_option("--csv", f->csv, "the sweep report as CSV, one row per point ('-': stdout)");
   c->add_option("--svg-dir", f->svg_dir, "write energy, time, power, EDP and ED²P vs clock / power limit as SVG here");
@@ -356,7 +454,10 @@ Runner add_sweep(CLI::App& app) {
   checked(c->add_option("--array-max", f->sl.array_max, "at most this many tasks at once (0: no limit)"), IntRange{.min = 0, .max = 1000000});
   c->add_option("--slurm-dir", f->sl.out_dir, "folder for the plan, script, task stores and logs (default: jouleprof-sweep-ID)");
   c->add_option("command", s.command, "the workload and its arguments, after --")->expected(-1);
-  return [f] { return run(*f); };
+  return [f, report_opt] {
+    f->report_given = report_opt->count() > 0;
+    return run(*f);
+  };
 }
 
 const bool registered = register_command(add_sweep);

@@ -18,7 +18,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/core/json_checked.hpp"
+#include "jouleprof/core/text.hpp"
 
 namespace jouleprof::control {
 namespace {
@@ -91,18 +93,45 @@ Result<void> ensure_dir(const std::string& dir) {
   return {};
 }
 
-Result<std::vector<Journal>> read_folder(const std::string& dir) {
-  std::vector<Journal> out;
+// A journal is a few hundred bytes; anything far larger is not one (and is not read whole).
+constexpr std::size_t kMaxJournalBytes = 64 * 1024;
+
+// The uuid a file that is not a readable journal still names, where it names one: a newer
+// jouleprof's journal (another journal_version) or a damaged one may belong to a GPU this
+// process is about to change.
+std::string uuid_of_unreadable(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "";
+  const auto u = j.find("uuid");
+  if (u == j.end() || !u->is_string() || !valid_journal_uuid(u->get<std::string>())) return "";
+  return u->get<std::string>();
+}
+
+Result<JournalFolder> read_folder(const std::string& dir) {
+  JournalFolder out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || e.path().extension() != ".json" || name.rfind(".tmp", 0) == 0) continue;
-    auto j = journal_from_json(read_text(e.path().string()), e.path().string());
-    if (!j) return j.error();
-    out.push_back(*j);
+    std::error_code ec2;
+    if (e.is_directory(ec2) || e.path().extension() != ".json" || name.rfind(".tmp", 0) == 0) continue;
+    // One file that cannot be read never hides the others: each is reported on its own.
+    const std::string path = e.path().string();
+    auto text = read_text_file(path, kMaxJournalBytes);
+    if (!text) {
+      out.bad.push_back({path, "", "cannot be read as a restore journal: " + text.error().message});
+      continue;
+    }
+    auto j = journal_from_json(*text, path);
+    if (!j) {
+      out.bad.push_back({path, uuid_of_unreadable(*text), j.error().message});
+      continue;
+    }
+    out.journals.push_back(*j);
   }
-  std::sort(out.begin(), out.end(), [](const Journal& a, const Journal& b) { return a.index < b.index; });
+  if (ec) return make_error(Errc::io, "cannot list the journal folder " + dir + ": " + ec.message());
+  std::sort(out.journals.begin(), out.journals.end(), [](const Journal& a, const Journal& b) { return a.index < b.index; });
+  std::sort(out.bad.begin(), out.bad.end(), [](const BadJournal& a, const BadJournal& b) { return a.path < b.path; });
   return out;
 }
 
@@ -164,15 +193,19 @@ std::string journal_to_json(const Journal& j) {
 }
 
 Result<Journal> journal_from_json(const std::string& text, const std::string& path) {
+  const std::string where = for_terminal(path);
+  if (text.find('\0') != std::string::npos) return make_error(Errc::parse, where + ": not a jouleprof restore journal (a NUL byte)");
   const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return make_error(Errc::parse, path + ": not a jouleprof restore journal");
+  if (j.is_discarded()) return make_error(Errc::parse, where + ": not a jouleprof restore journal (not JSON)");
+  if (!j.is_object()) return make_error(Errc::parse, where + ": not a jouleprof restore journal (not a JSON object)");
   try {
     Journal out;
     // Numbers checked in their type's range: a journal edited to 2^32 + 300000 mW must not restore 300 W.
     out.version = checked_json<int>(j.at("journal_version"));
     if (out.version != kJournalVersion) {
-      return make_error(Errc::parse, fmt::format("{}: journal version {} (this jouleprof reads {})", path, out.version,
-                                                 kJournalVersion));
+      return make_error(Errc::parse, fmt::format("{}: journal version {} (this jouleprof reads {}): restore it with the "
+                                                 "jouleprof that wrote it",
+                                                 where, out.version, kJournalVersion));
     }
     out.host = j.at("host").get<std::string>();
     out.boot_id = j.at("boot_id").get<std::string>();
@@ -180,8 +213,16 @@ Result<Journal> journal_from_json(const std::string& text, const std::string& pa
     out.pid_start_ticks = checked_json<unsigned long long>(j.at("pid_start_ticks"));
     out.created_utc = j.value("created_utc", "");
     out.backend = j.at("backend").get<std::string>();
-    out.library = j.at("library").get<std::string>();
+    // Recorded for the reader only: a restore drives the NVML this jouleprof is configured with,
+    // never a library a journal names (anyone who can write the folder could name theirs).
+    out.library = j.value("library", "");
+    if (out.backend != "nvml") {
+      return make_error(Errc::parse, where + ": backend '" + for_terminal(out.backend) + "' (journals are written for nvml only)");
+    }
     out.uuid = j.at("uuid").get<std::string>();
+    if (!valid_journal_uuid(out.uuid)) {
+      return make_error(Errc::parse, where + ": '" + for_terminal(out.uuid) + "' is not a GPU UUID");
+    }
     out.name = j.value("name", "");
     out.index = j.contains("index") ? checked_json<int>(j.at("index")) : 0;
     const json& o = j.at("original");
@@ -193,12 +234,13 @@ Result<Journal> journal_from_json(const std::string& text, const std::string& pa
     out.original.persistence = opt_from<bool>(o, "persistence");
     out.path = path;
     return out;
-  } catch (const json::exception& e) {
-    return make_error(Errc::parse, path + ": malformed restore journal (" + e.what() + ")");
+  } catch (const std::exception& e) {
+    return make_error(Errc::parse, where + ": malformed restore journal (" + for_terminal(e.what()) + ")");
   }
 }
 
 Result<void> write_journal(const std::string& dir, const Journal& j) {
+  if (!valid_journal_uuid(j.uuid)) return make_error(Errc::invalid_argument, "'" + for_terminal(j.uuid) + "' is not a GPU UUID");
   if (auto r = ensure_dir(dir); !r) return r;
   const std::string path = dir + "/" + j.uuid + ".json";
   const std::string tmp = dir + "/.tmp." + j.uuid + "." + std::to_string(getpid());
@@ -214,9 +256,21 @@ Result<void> write_journal(const std::string& dir, const Journal& j) {
   return fsync_dir(dir);
 }
 
-Result<std::vector<Journal>> read_journals(const std::string& dir) { return read_folder(dir); }
+bool valid_journal_uuid(const std::string& uuid) {
+  // NVML UUIDs ("GPU-xxxxxxxx-...", "MIG-..."): letters, digits and '-'; the name of a file.
+  return !uuid.empty() && uuid.size() <= 96 && uuid.front() != '-' &&
+         uuid.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+}
 
-Result<std::vector<Journal>> read_restored_records(const std::string& dir) { return read_folder(dir + "/restored"); }
+Result<JournalFolder> scan_journals(const std::string& dir) { return read_folder(dir); }
+
+Result<std::vector<Journal>> read_journals(const std::string& dir) {
+  auto f = read_folder(dir);
+  if (!f) return f.error();
+  return f->journals;
+}
+
+Result<std::vector<Journal>> read_restored_records(const std::string& dir) { return read_journals(dir + "/restored"); }
 
 Result<void> retire_journal(const std::string& dir, const Journal& j) {
   const std::string done = dir + "/restored";

@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+
+#include "jouleprof/core/text.hpp"
 
 namespace jouleprof::control {
 namespace {
@@ -72,9 +75,22 @@ Result<std::unique_ptr<ControlSession>> ControlSession::begin(ControlBackend& ba
   }
   if (backend.durable()) {
     // What an earlier jouleprof left on these GPUs: refuse a running owner, restore a dead one's.
-    auto left = read_journals(s->opt_.journal_dir);
-    if (!left) return left.error();
-    for (const Journal& old : *left) {
+    auto folder = scan_journals(s->opt_.journal_dir);
+    if (!folder) return folder.error();
+    // A file that cannot be read is never restored. It blocks this sweep only where it names one
+    // of its GPUs (a newer jouleprof's journal, a damaged one): that GPU may still be changed.
+    for (const BadJournal& bad : folder->bad) {
+      const bool ours = !bad.uuid.empty() &&
+                        std::any_of(s->gpus_.begin(), s->gpus_.end(), [&](const auto& g) { return g.uuid == bad.uuid; });
+      if (ours) {
+        return make_error(Errc::unavailable,
+                          fmt::format("GPU {} may still be changed: {}; restore it with the jouleprof that wrote the "
+                                      "journal, or move the file away once the GPU is checked",
+                                      for_terminal(bad.uuid), bad.reason));
+      }
+      if (s->opt_.note) s->opt_.note("ignored: " + bad.reason);
+    }
+    for (const Journal& old : folder->journals) {
       const bool ours = std::any_of(s->gpus_.begin(), s->gpus_.end(), [&](const auto& g) { return g.uuid == old.uuid; });
       if (!ours) continue;
       if (const std::string why = foreign_reason(old); !why.empty()) return make_error(Errc::invalid_argument, why);
@@ -138,12 +154,21 @@ Result<void> ControlSession::restore() {
   return {};
 }
 
-Result<std::vector<RestoreOutcome>> restore_from_journals(const std::string& dir, bool include_running) {
-  auto journals = read_journals(dir);
-  if (!journals) return journals.error();
+std::string configured_nvml_library(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* e = std::getenv("JOULEPROF_NVML_LIB"); e != nullptr && e[0] != '\0') return e;
+  return "libnvidia-ml.so.1";
+}
+
+Result<std::vector<RestoreOutcome>> restore_from_journals(const std::string& dir, bool include_running,
+                                                          const std::string& nvml_library) {
+  auto folder = scan_journals(dir);
+  if (!folder) return folder.error();
   std::vector<RestoreOutcome> out;
-  std::map<std::string, std::unique_ptr<ControlBackend>> backends;
-  for (const Journal& j : *journals) {
+  // One backend, the configured NVML, for every journal: the library a journal names is never loaded.
+  std::unique_ptr<ControlBackend> backend;
+  std::string backend_error;
+  for (const Journal& j : folder->journals) {
     RestoreOutcome o;
     o.uuid = j.uuid;
     o.path = j.path;
@@ -154,18 +179,18 @@ Result<std::vector<RestoreOutcome>> restore_from_journals(const std::string& dir
       o.kind = RestoreOutcome::Kind::in_use;
       o.message = fmt::format("GPU {} is being changed by jouleprof pid {} (still running)", j.index, j.pid);
     } else {
-      const std::string key = j.backend + ":" + j.library;
-      if (backends.count(key) == 0) {
-        auto b = open_backend(j.backend, j.library);
-        if (!b) {
-          o.kind = RestoreOutcome::Kind::failed;
-          o.message = "cannot reach GPU " + j.uuid + ": " + b.error().message;
-          out.push_back(o);
-          continue;
+      if (!backend && backend_error.empty()) {
+        auto b = open_backend("nvml", configured_nvml_library(nvml_library));
+        if (b) {
+          backend = std::move(*b);
+        } else {
+          backend_error = b.error().message;
         }
-        backends[key] = std::move(*b);
       }
-      if (auto r = restore_one(*backends[key], j, dir); !r) {
+      if (!backend) {
+        o.kind = RestoreOutcome::Kind::failed;
+        o.message = "cannot reach GPU " + j.uuid + ": " + backend_error;
+      } else if (auto r = restore_one(*backend, j, dir); !r) {
         o.kind = RestoreOutcome::Kind::failed;
         o.message = r.error().message;
       } else {
@@ -174,30 +199,39 @@ Result<std::vector<RestoreOutcome>> restore_from_journals(const std::string& dir
     }
     out.push_back(o);
   }
+  for (const BadJournal& b : folder->bad) {
+    RestoreOutcome o;
+    o.kind = RestoreOutcome::Kind::unreadable;
+    o.uuid = b.uuid;
+    o.path = b.path;
+    o.message = b.reason + "; not restored: check " +
+                (b.uuid.empty() ? std::string("the GPUs") : "GPU " + for_terminal(b.uuid)) + ", then move the file away";
+    out.push_back(o);
+  }
   return out;
 }
 
-Result<std::vector<CheckOutcome>> check_journals(const std::string& dir) {
+Result<std::vector<CheckOutcome>> check_journals(const std::string& dir, const std::string& nvml_library) {
   std::vector<CheckOutcome> out;
-  auto journals = read_journals(dir);
-  if (!journals) return journals.error();
-  for (const Journal& j : *journals) {
+  auto folder = scan_journals(dir);
+  if (!folder) return folder.error();
+  for (const BadJournal& b : folder->bad) out.push_back({b.uuid, false, b.reason});
+  for (const Journal& j : folder->journals) {
     out.push_back({j.uuid, false,
                    fmt::format("GPU {} ({}) has a restore journal left by jouleprof pid {}{}: run `jouleprof restore`",
                                j.index, j.uuid, j.pid, owner_running(j) ? " (still running)" : "")});
   }
   auto records = read_restored_records(dir);
   if (!records) return records.error();
-  std::map<std::string, std::unique_ptr<ControlBackend>> backends;
+  std::unique_ptr<ControlBackend> backend;
   for (const Journal& j : *records) {
     if (!foreign_reason(j).empty()) continue;  // another host or boot: not this GPU's state now
-    const std::string key = j.backend + ":" + j.library;
-    if (backends.count(key) == 0) {
-      auto b = open_backend(j.backend, j.library);
+    if (!backend) {
+      auto b = open_backend("nvml", configured_nvml_library(nvml_library));
       if (!b) return b.error();
-      backends[key] = std::move(*b);
+      backend = std::move(*b);
     }
-    auto now = backends[key]->read_state(j.uuid);
+    auto now = backend->read_state(j.uuid);
     if (!now) {
       out.push_back({j.uuid, false, now.error().message});
       continue;
@@ -212,16 +246,20 @@ Result<std::vector<CheckOutcome>> check_journals(const std::string& dir) {
 
 void restore_leftovers_at_start(const std::function<void(const std::string&)>& note) {
   const std::string dir = default_journal_dir();
-  auto journals = read_journals(dir);
-  if (!journals || journals->empty()) return;
+  auto folder = scan_journals(dir);
+  if (!folder || (folder->journals.empty() && folder->bad.empty())) return;
   auto done = restore_from_journals(dir);
   if (!done) {
     note("cannot restore GPUs left changed: " + done.error().message);
     return;
   }
+  // Every good journal is restored; each bad file is one line (it stays until a person moves it).
   for (const auto& o : *done) {
     if (o.kind == RestoreOutcome::Kind::restored) note(o.message + " (left by a jouleprof that was killed)");
-    if (o.kind == RestoreOutcome::Kind::failed || o.kind == RestoreOutcome::Kind::foreign) note(o.message);
+    if (o.kind == RestoreOutcome::Kind::failed || o.kind == RestoreOutcome::Kind::foreign ||
+        o.kind == RestoreOutcome::Kind::unreadable) {
+      note(o.message);
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "control_backends.hpp"
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "sim/sim_gpu.hpp"
 
@@ -97,11 +98,10 @@ class SimControlBackend final : public ControlBackend {
 Result<std::unique_ptr<ControlBackend>> open_sim_control(const std::string& scenario) {
   SimConfig cfg;
   if (!scenario.empty()) {
-    std::ifstream in(scenario);
-    if (!in) return make_error(Errc::not_found, "cannot open simulated-GPU scenario " + scenario);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto parsed = parse_sim_scenario(ss.str(), cfg);
+    // A scenario is a few lines: read with a limit, and only a regular file.
+    auto text = read_text_file(scenario, 4 * 1024 * 1024);
+    if (!text) return make_error(text.error().code, "simulated-GPU scenario: " + text.error().message);
+    auto parsed = parse_sim_scenario(*text, cfg);
     if (!parsed) return make_error(Errc::parse, scenario + ": " + parsed.error().message);
     cfg = *parsed;
   }

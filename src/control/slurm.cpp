@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fstream>
 
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/store/store.hpp"
 
 namespace jouleprof::control {
@@ -27,7 +28,47 @@ int task_count(const SweepPlan& plan, const SlurmOptions& o) {
   return o.tasks > 0 ? std::min(o.tasks, units) : units;
 }
 
+// Whether `s` holds only bytes of `allowed` (and is not empty).
+bool only(const std::string& s, const char* allowed) { return !s.empty() && s.find_first_not_of(allowed) == std::string::npos; }
+
+bool has_control(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
 }  // namespace
+
+Result<void> check_slurm_options(const SlurmOptions& o) {
+  // Everything below is written into the batch script. The #SBATCH values are not quoted there
+  // (sbatch reads them to the end of the line), so they are held to what SLURM accepts: a newline
+  // in --time or --account would add a command or a directive.
+  constexpr const char* kName = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+@-";
+  if (!o.partition.empty() && !only(o.partition, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+@,-")) {
+    return make_error(Errc::invalid_argument, "--partition '" + for_terminal(o.partition) +
+                                                  "': use letters, digits and _ . + @ - (comma-separated partitions)");
+  }
+  if (!o.account.empty() && !only(o.account, kName)) {
+    return make_error(Errc::invalid_argument,
+                      "--account '" + for_terminal(o.account) + "': use letters, digits and _ . + @ -");
+  }
+  if (!o.time.empty() && (!only(o.time, "0123456789:-") || o.time.size() > 16)) {
+    return make_error(Errc::invalid_argument, "--time '" + for_terminal(o.time) +
+                                                  "': SLURM time limits are MINUTES, HH:MM:SS or D-HH:MM:SS (digits, ':' "
+                                                  "and '-')");
+  }
+  const std::string dir = std::filesystem::absolute(o.out_dir.empty() ? "." : o.out_dir).string();
+  if (has_control(dir) || dir.find(' ') != std::string::npos || dir.find('%') != std::string::npos) {
+    return make_error(Errc::invalid_argument, "--slurm-dir '" + for_terminal(o.out_dir) +
+                                                  "': the folder's path goes into an #SBATCH line, so it must hold no "
+                                                  "spaces, '%' or control characters");
+  }
+  for (const auto& [what, v] : {std::pair<const char*, const std::string&>{"jouleprof's path", o.self_exe},
+                                {"--journal-dir", o.journal_dir}}) {
+    if (has_control(v)) {
+      return make_error(Errc::invalid_argument, std::string(what) + " '" + for_terminal(v) + "' holds control characters");
+    }
+  }
+  return {};
+}
 
 std::string slurm_batch_script(const SweepPlan& plan, const SlurmOptions& o) {
   const int n = task_count(plan, o);
@@ -56,6 +97,8 @@ std::string slurm_batch_script(const SweepPlan& plan, const SlurmOptions& o) {
 }
 
 Result<std::string> write_slurm_files(const SweepPlan& plan, const SlurmOptions& o) {
+  if (auto r = check_slurm_options(o); !r) return r.error();
+  if (auto r = check_sweep_id(plan.sweep_id); !r) return r.error();
   std::error_code ec;
   std::filesystem::create_directories(o.out_dir, ec);
   if (ec) return make_error(Errc::io, "cannot create " + o.out_dir + ": " + ec.message());

@@ -182,7 +182,23 @@ Result<std::vector<std::string>> substitute(const std::vector<std::string>& comm
   return out;
 }
 
-Result<SweepPlan> plan_sweep(const SweepSpec& spec, const std::vector<GpuCapabilities>& gpus) {
+Result<void> check_sweep_id(const std::string& id) {
+  // An id names folders (jouleprof-sweep-ID), SLURM job names and tags: one path component of
+  // letters, digits, '.', '_' and '-', not starting with '.' or '-'.
+  const bool ok = !id.empty() && id.size() <= 64 && id.front() != '.' && id.front() != '-' &&
+                  id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+                      std::string::npos;
+  if (ok) return {};
+  return make_error(Errc::invalid_argument,
+                    "--sweep-id '" + for_terminal(id) +
+                        "': use 1-64 letters, digits, '.', '_' or '-', not starting with '.' or '-' (it names a folder)");
+}
+
+namespace {
+
+// The shared body of plan_sweep and plan_sweep_unchecked: `gpus` empty means no GPU can be asked
+// (a SLURM login node), so clocks must be a list and nothing is validated against a GPU.
+Result<SweepPlan> make_plan(const SweepSpec& spec, const std::vector<GpuCapabilities>& gpus, bool offline) {
   if (spec.runs < 1) return make_error(Errc::invalid_argument, "--runs must be ≥ 1");
   if (spec.warmup < 0) return make_error(Errc::invalid_argument, "--warmup must be ≥ 0");
   if (spec.mode != "baseline" && spec.mode != "dvfs" && spec.mode != "custom") {
@@ -191,14 +207,22 @@ Result<SweepPlan> plan_sweep(const SweepSpec& spec, const std::vector<GpuCapabil
   if (spec.order != "random" && spec.order != "interleaved" && spec.order != "sequential") {
     return make_error(Errc::invalid_argument, "--order must be random, interleaved or sequential, not '" + spec.order + "'");
   }
-  if (gpus.empty()) return make_error(Errc::not_found, "no GPU selected");
+  if (!spec.sweep_id.empty()) {
+    if (auto r = check_sweep_id(spec.sweep_id); !r) return r.error();
+  }
+  if (gpus.empty() && !offline) return make_error(Errc::not_found, "no GPU selected");
   SweepPlan plan;
   plan.spec = spec;
   // Settings: baseline changes nothing; dvfs defaults to every supported clock.
   std::vector<std::optional<unsigned>> clocks{std::nullopt}, mems{std::nullopt}, limits{std::nullopt};
   if (spec.mode != "baseline") {
     const std::string cs = spec.clocks.empty() && spec.mode == "dvfs" ? "all" : spec.clocks;
-    auto list = expand_clocks(cs, gpus.front().all_gpu_clocks());
+    if (offline && (cs == "all" || cs.rfind("step:", 0) == 0)) {
+      return make_error(Errc::unavailable,
+                        "--clocks " + cs + " needs the GPU's list of supported clocks, which this host cannot read (no "
+                        "GPU or NVML here): give the clocks as a list (--clocks 1980,1410), or run the plan on a GPU node");
+    }
+    auto list = expand_clocks(cs, offline ? std::vector<unsigned>{} : gpus.front().all_gpu_clocks());
     if (!list) return list.error();
     if (!list->empty()) clocks.assign(list->begin(), list->end());
     if (!spec.mem_clocks_mhz.empty()) mems.assign(spec.mem_clocks_mhz.begin(), spec.mem_clocks_mhz.end());
@@ -269,6 +293,14 @@ Result<SweepPlan> plan_sweep(const SweepSpec& spec, const std::vector<GpuCapabil
   if (spec.observe_only && spec.sweep_id.empty()) plan.sweep_id += "-observe";
   return plan;
 }
+
+}  // namespace
+
+Result<SweepPlan> plan_sweep(const SweepSpec& spec, const std::vector<GpuCapabilities>& gpus) {
+  return make_plan(spec, gpus, false);
+}
+
+Result<SweepPlan> plan_sweep_unchecked(const SweepSpec& spec) { return make_plan(spec, {}, true); }
 
 std::string plan_to_json(const SweepPlan& p) {
   json units = json::array();

@@ -17,6 +17,7 @@
 #include "jouleprof/control/sweep.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
+#include "jouleprof/sensors/sim_model.hpp"
 #include "jouleprof/store/store.hpp"
 
 namespace jouleprof::control {
@@ -257,7 +258,11 @@ Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
       for (const auto& [k, v] : u.params) mo.env.push_back("JOULEPROF_PARAM_" + upper(k) + "=" + v);
       mo.tags = point_tags(*plan, u);
       for (const auto& [k, v] : spec.tags) mo.tags.emplace(k, v);
+      // The simulated GPU behaves as the scenario says this point's application does
+      // (`application` lines keyed by --param values and tags; docs/simulated-gpu.md).
+      if (backend_name == "sim") set_sim_workload_labels(mo.tags);
       auto m = o.run_point(mo);
+      if (backend_name == "sim") set_sim_workload_labels({});
       if (!m) {
         out.kind = UnitOutcome::Kind::failed;
         out.message = m.error().message;

@@ -21,10 +21,10 @@ job=$("$jp" sweep --device sim --sim-scenario "$work/fast.txt" --clocks 1980,990
       --runs 2 --warmup 0 --idle 0 --no-cpu --metrics --metrics-source utilization --tag team=infer \
       --slurm --tasks 2 --gpus-per-task 0 --time 00:05:00 --slurm-dir "$work/array" -q)
 echo "submitted job array $job"
-for _ in $(seq 600); do
-  [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
-  sleep 0.2
-done
+# Wait for the array by a handshake, not a timer: a job that depends on the whole array and
+# `sbatch --wait` returns when it has run (120 s bound only against a hang).
+timeout 120 sbatch --wait --quiet --dependency="afterany:$job" --time 00:01:00 \
+  --output /dev/null --wrap true || true
 if [ -n "$(squeue -h -j "$job" 2>/dev/null)" ]; then
   echo "job array $job still queued or running after 120 s" >&2; squeue; exit 1
 fi

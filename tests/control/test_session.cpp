@@ -7,10 +7,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <memory>
+#include <regex>
 #include <stdexcept>
 #include <tuple>
 
+#include "common/run_program.hpp"
 #include "control/fake_state.hpp"
 #include "jouleprof/control/session.hpp"
 #include "jouleprof/control/slurm.hpp"
@@ -32,9 +35,11 @@ struct FakeEnv : FakeNvmlFolder {
   explicit FakeEnv(int gpus = 1)
       : FakeNvmlFolder(std::string("session-") + ::testing::UnitTest::GetInstance()->current_test_info()->name(), gpus) {
     for (const auto& [k, v] : fake_nvml_env()) setenv(k.c_str(), v.c_str(), 1);
+    setenv("JOULEPROF_NVML_LIB", JOULEPROF_FAKE_NVML, 1);  // the NVML a restore drives
   }
   ~FakeEnv() {
     for (const auto& [k, v] : fake_nvml_env()) unsetenv(k.c_str());
+    unsetenv("JOULEPROF_NVML_LIB");
     for (const char* v : {"JOULEPROF_FAKE_NVML_NO_PERMISSION", "JOULEPROF_FAKE_NVML_NO_APP_CLOCKS"}) unsetenv(v);
   }
 };
@@ -157,6 +162,113 @@ TEST(Session, LeftoversOfADeadOwnerAreRestoredFirst_ARunningOwnerIsRefused) {
   ASSERT_TRUE(out);
   ASSERT_EQ(out->size(), 1U);
   EXPECT_EQ(out->front().kind, ctl::RestoreOutcome::Kind::in_use);
+}
+
+// A journal of a GPU left at 990 MHz and 300 W by a killed jouleprof, written as it would be.
+ctl::Journal dead_owner_journal(const std::string& uuid) {
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  ctl::Journal j = ctl::journal_for_this_process();
+  j.pid = dead;
+  j.backend = "nvml";
+  j.library = JOULEPROF_FAKE_NVML;
+  j.uuid = uuid;
+  j.original.power_limit_mw = 650000;
+  j.original.app_gpu_mhz = 1410;
+  j.original.app_mem_mhz = 2619;
+  return j;
+}
+
+// Every kind of bad file found beside good journals (issue 35): each is reported on its own
+// line, and every good journal is restored all the same.
+TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
+  FakeEnv env(2);
+  auto b = fake_backend();
+  auto gpus = b->discover({});
+  ASSERT_TRUE(gpus);
+  for (const auto& g : *gpus) {
+    ASSERT_TRUE(ctl::write_journal(env.journal, dead_owner_journal(g.uuid)));
+    ASSERT_TRUE(b->apply(g.uuid, slow_and_capped()));
+  }
+  const std::string good = jp_test::slurp_file(env.journal + "/" + gpus->front().uuid + ".json");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"garbage", "}{ not json"},
+      {"empty", ""},
+      {"array", "[1, 2, 3]"},
+      {"version2", std::regex_replace(good, std::regex("\"journal_version\": 1"), "\"journal_version\": 2")},
+      {"stringpid", std::regex_replace(good, std::regex("\"pid\": [0-9]+"), "\"pid\": \"123\"")},
+      {"nouuid", std::regex_replace(good, std::regex("\"uuid\": \"[^\"]*\","), "")},
+      {"nul", std::string("{\"journal_version\": 1,") + '\0' + " \"x\": 1}"},
+  };
+  for (const auto& [name, text] : bad) std::ofstream(env.journal + "/" + name + ".json", std::ios::binary) << text;
+  auto out = ctl::restore_from_journals(env.journal);
+  ASSERT_TRUE(out) << out.error().message;
+  int restored = 0, unreadable = 0;
+  for (const auto& o : *out) {
+    restored += o.kind == ctl::RestoreOutcome::Kind::restored ? 1 : 0;
+    unreadable += o.kind == ctl::RestoreOutcome::Kind::unreadable ? 1 : 0;
+    EXPECT_EQ(o.message.find('\n'), std::string::npos) << o.message;
+  }
+  EXPECT_EQ(restored, 2);
+  EXPECT_EQ(unreadable, static_cast<int>(bad.size()));
+  EXPECT_EQ(read_fake_state(env.state), env.original);
+  EXPECT_EQ(env.journals(), 0U);
+  // The start-of-command restore does the same, and says one line per bad file.
+  for (const auto& g : *gpus) {
+    ASSERT_TRUE(ctl::write_journal(env.journal, dead_owner_journal(g.uuid)));
+    ASSERT_TRUE(b->apply(g.uuid, slow_and_capped()));
+  }
+  setenv(ctl::kJournalDirEnv, env.journal.c_str(), 1);
+  std::vector<std::string> notes;
+  ctl::restore_leftovers_at_start([&](const std::string& n) { notes.push_back(n); });
+  unsetenv(ctl::kJournalDirEnv);
+  EXPECT_EQ(notes.size(), 2 + bad.size());
+  EXPECT_EQ(read_fake_state(env.state), env.original);
+  EXPECT_EQ(env.journals(), 0U);
+  // A sweep may start on these GPUs: the bad files that name no GPU do not block it.
+  std::filesystem::remove(env.journal + "/version2.json");
+  std::filesystem::remove(env.journal + "/stringpid.json");
+  {
+    auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, false, {}});
+    ASSERT_TRUE(s) << s.error().message;
+  }
+  // A newer jouleprof's journal naming GPU 0: that GPU may still be changed, so no sweep starts on it.
+  std::ofstream(env.journal + "/version2.json") << std::regex_replace(good, std::regex("\"journal_version\": 1"),
+                                                                      "\"journal_version\": 2");
+  auto s = ctl::ControlSession::begin(*b, *gpus, {env.journal, false, {}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("may still be changed"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("journal version 2"), std::string::npos) << s.error().message;
+}
+
+// A journal names the library it was written with; the restore never loads it (a user who can
+// write the folder root's epilog restores from would otherwise run code as root).
+TEST(Session, TheLibraryAJournalNamesIsNeverLoaded) {
+  FakeEnv env;
+  const std::string marker = env.dir + "/evil-ran";
+  const std::string evil = env.dir + "/libevil.so";
+  const std::string src = env.dir + "/evil.c";
+  std::ofstream(src) << "#include <stdio.h>\n__attribute__((constructor)) static void boom(void) { FILE* f = fopen(\""
+                     << marker << "\", \"w\"); if (f) fclose(f); }\n";
+  if (std::system(("cc -shared -fPIC -o " + evil + " " + src + " 2>/dev/null").c_str()) != 0) GTEST_SKIP() << "no C compiler";
+  auto b = fake_backend();
+  auto gpus = b->discover({});
+  ASSERT_TRUE(gpus);
+  ctl::Journal j = dead_owner_journal(gpus->front().uuid);
+  j.library = evil;
+  ASSERT_TRUE(ctl::write_journal(env.journal, j));
+  ASSERT_TRUE(b->apply(j.uuid, slow_and_capped()));
+  auto out = ctl::restore_from_journals(env.journal);
+  ASSERT_TRUE(out) << out.error().message;
+  ASSERT_EQ(out->size(), 1U);
+  EXPECT_EQ(out->front().kind, ctl::RestoreOutcome::Kind::restored) << out->front().message;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_EQ(read_fake_state(env.state), env.original);  // restored through the configured (fake) NVML
+  ASSERT_TRUE(ctl::write_journal(env.journal + "/restored", j));
+  auto check = ctl::check_journals(env.journal);
+  ASSERT_TRUE(check) << check.error().message;
+  EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
 TEST(Session, AJournalFromAnotherHostIsRefused) {

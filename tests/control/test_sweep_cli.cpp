@@ -3,14 +3,16 @@
 // start; `restore --check`; observe-only; dry-run (plan and SLURM script); bad input; a failing
 // point; multi-GPU split (and what its workers record); resume.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -50,14 +52,28 @@ std::vector<std::string> fake_sweep(const std::string& seconds) {
           "--idle", "0", "--order", "sequential", "--no-cpu", "--", "sleep", seconds};
 }
 
-// Waits until the fake GPU has been changed (the sweep is inside its first point).
+// Waits until the fake GPU has been changed (the sweep is inside its first point): a handshake
+// on the fake's state file (inotify on its folder: each set call rewrites it), not a timer. The
+// 60-s bound only turns a hang into a failure.
 bool wait_changed(const Cli& c) {
-  for (int i = 0; i < 400; ++i) {
+  const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (fd < 0) return false;
+  inotify_add_watch(fd, c.dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_MODIFY);
+  bool changed = false;
+  for (;;) {
     auto st = read_fake_state(c.state);
-    if (st.count(0) && st.at(0).gpu_locked == 1) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    if (st.count(0) && st.at(0).gpu_locked == 1) {
+      changed = true;
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 60000) <= 0) break;
+    char buf[4096];
+    while (read(fd, buf, sizeof(buf)) > 0) {
+    }
   }
-  return false;
+  close(fd);
+  return changed;
 }
 
 bool log_has(const Cli& c, const std::string& what) {
@@ -303,4 +319,152 @@ TEST(SweepCli, DiscoverReportsWhatTheDriverSupports) {
   const std::string j = jp_test::slurp_file(c.dir + "/d.json");
   EXPECT_NE(j.find("\"may_change_settings\": true"), std::string::npos) << j;
   EXPECT_TRUE(read_lines(c.log).empty());  // nothing set
+}
+
+// Issue 35: a SLURM login node has no GPU and no NVML. The plan is made without them and the
+// tasks check the settings on the node; without --slurm the error says how to go on (--device sim).
+TEST(SweepCli, SlurmFromALoginNodeWithoutNvml) {
+  Cli c;
+  auto env = c.env();
+  for (auto& e : env) {
+    if (e.rfind("JOULEPROF_NVML_LIB=", 0) == 0) e = "JOULEPROF_NVML_LIB=" + c.dir + "/no-such-libnvidia-ml.so.1";
+  }
+  for (const bool observe : {false, true}) {
+    std::vector<std::string> args = {"sweep", "--slurm", "--dry-run", "--partition", "gpu", "--time", "02:00:00",
+                                     "--clocks", "1980,1410"};
+    if (observe) args.push_back("--observe-only");
+    for (const char* a : {"--", "python", "infer.py"}) args.push_back(a);
+    auto r = jp_test::run_program(JOULEPROF_CLI, args, env, c.dir, c.dir + "/out.txt", c.dir + "/err.txt", [](pid_t) {});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("#SBATCH --array=0-1"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("#SBATCH --time=02:00:00"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("each task checks the clocks and power limits"), std::string::npos) << r.err;
+  }
+  // all / step:N need the GPU's clock list: a clear error, not "cannot load NVML".
+  auto r = jp_test::run_program(JOULEPROF_CLI, {"sweep", "--slurm", "--dry-run", "--clocks", "all", "--", "true"}, env, c.dir,
+                                c.dir + "/out.txt", c.dir + "/err.txt", [](pid_t) {});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("give the clocks as a list"), std::string::npos) << r.err;
+  // Not SLURM: the GPU is needed here, and the error says how to do without one.
+  r = jp_test::run_program(JOULEPROF_CLI, {"sweep", "--dry-run", "--clocks", "1980", "--", "true"}, env, c.dir,
+                           c.dir + "/out.txt", c.dir + "/err.txt", [](pid_t) {});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--device sim"), std::string::npos) << r.err;
+}
+
+// Issue 35: everything written into the batch script is checked; a sweep id names a folder.
+TEST(SweepCli, NothingCanBeInjectedIntoTheBatchScript) {
+  Cli c;
+  const std::vector<std::vector<std::string>> bad = {
+      {"--time", "01:00:00\ntouch X"},
+      {"--account", "a\n#SBATCH --uid=0"},
+      {"--partition", "gpu\necho hi"},
+      {"--sweep-id", "../../../escape"},
+      {"--sweep-id", "a\nb"},
+      {"--slurm-dir", "out\n#SBATCH --uid=0"},
+  };
+  for (const auto& extra : bad) {
+    std::vector<std::string> args = {"sweep", "--device", "sim", "--clocks", "1980", "--slurm", "--dry-run"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("--");
+    args.push_back("true");
+    auto r = c.run(args);
+    EXPECT_EQ(r.exit_code, 2) << extra[0] << ": " << r.out << r.err;
+    EXPECT_EQ(r.out.find("#SBATCH"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("jouleprof: error: " + extra[0]), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(c.dir + "/X"));
+}
+
+// Issue 35: sweep --help's example, pasted with --param after `--`, says what happened.
+TEST(SweepCli, AParamAfterTheDashesSaysItWentToTheCommand) {
+  Cli c;
+  auto r = c.run({"sweep", "--device", "sim", "--dry-run", "--clocks", "1980,1410", "--", "python", "infer.py", "--batch",
+                  "{batch}", "--param", "batch=1,8"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("comes after `--`, so it was passed to the command"), std::string::npos) << r.err;
+  auto help = c.run({"sweep", "--help"});
+  // The help's example has its --param before `--`, and runs as pasted.
+  EXPECT_NE(help.out.find("--param batch=1,8 -- python infer.py --batch {batch}"), std::string::npos) << help.out;
+  r = c.run({"sweep", "--device", "sim", "--dry-run", "--clocks", "1980,1410,990", "--power-limits", "700,400", "--param",
+             "batch=1,8", "--", "python", "infer.py", "--batch", "{batch}"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("python infer.py --batch 8"), std::string::npos) << r.out;
+}
+
+// Issue 35: sweeps are found by `--list`, `last`, a unique prefix; an unknown id lists the known ones.
+TEST(SweepCli, SweepIdsAreListedAndFoundByPrefixOrLast) {
+  Cli c;
+  for (const char* id : {"alpha-1", "beta-2"}) {
+    auto r = c.run({"sweep", "--device", "sim", "--sim-scenario", c.scenario, "--clocks", "1980", "--runs", "1", "--warmup",
+                    "0", "--idle", "0", "--no-cpu", "-q", "--sweep-id", id});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto r = c.run({"sweep", "--list"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto a = r.out.find("alpha-1"), b = r.out.find("beta-2");
+  ASSERT_NE(a, std::string::npos) << r.out;
+  ASSERT_NE(b, std::string::npos) << r.out;
+  EXPECT_LT(b, a) << "newest first: " << r.out;
+  r = c.run({"sweep", "--report", "last", "--json", "-"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("beta-2"), std::string::npos) << r.out;
+  r = c.run({"sweep", "--report", "alp", "--json", "-"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("alpha-1"), std::string::npos) << r.out;
+  r = c.run({"sweep", "--report", "2044"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("known sweep ids, newest first: beta-2, alpha-1"), std::string::npos) << r.err;
+  r = c.run({"sweep", "--report", ""});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--report needs a sweep id"), std::string::npos) << r.err;
+  EXPECT_EQ(stored_runs(c.db).size(), 2U);  // nothing was measured
+  // `runs list` shows the sweep id in its own column.
+  r = c.run({"runs", "list"});
+  EXPECT_NE(r.out.find("sweep "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sweep=alpha-1"), std::string::npos) << r.out;
+}
+
+// Issue 35: under -q a failed point is an error, and an error has its line.
+TEST(SweepCli, QuietFailedPointPrintsOneErrorLine) {
+  Cli c;
+  auto r = c.run({"sweep", "--device", "nvml", "--clocks", "1410", "--param", "code=3", "--runs", "1", "--warmup", "0",
+                  "--idle", "0", "--no-cpu", "-q", "--", "sh", "-c", "exit {code}"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("jouleprof: error: sweep "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("point clock=1410 mem=- pl=- code=3 failed"), std::string::npos) << r.err;
+  EXPECT_EQ(read_fake_state(c.state), c.original);
+}
+
+// Issue 35: a plan file is read with a size limit, and only a regular file.
+TEST(SweepCli, APlanFileIsReadWithALimit) {
+  Cli c;
+  auto r = c.run({"sweep", "--plan", "/dev/zero"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot read the sweep plan"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
+// Issue 35: a bad file beside a good journal. `restore` restores the good one and reports the
+// bad one; so does the restore at the start of any command; a sweep then starts.
+TEST(RestoreCli, ABadFileBesideAGoodJournalStopsNothing) {
+  Cli c;
+  for (const char* cmd : {"restore", "runs"}) {
+    c.run(fake_sweep("2"), [&](pid_t pid) {
+      ASSERT_TRUE(wait_changed(c));
+      kill(pid, SIGKILL);
+    });
+    ASSERT_EQ(c.journals(), 1U);
+    std::ofstream(c.journal + "/garbage.json") << "}{";
+    auto r = std::string(cmd) == "restore" ? c.run({"restore"}) : c.run({"runs", "list"});
+    EXPECT_EQ(read_fake_state(c.state), c.original) << cmd << ": " << r.err;
+    EXPECT_EQ(c.journals(), 0U);
+    EXPECT_NE(r.err.find("garbage.json: not a jouleprof restore journal"), std::string::npos) << r.err;
+    if (std::string(cmd) == "restore") EXPECT_EQ(r.exit_code, 1) << r.err;
+  }
+  auto r = c.run({"sweep", "--device", "nvml", "--clocks", "1410", "--runs", "1", "--warmup", "0", "--idle", "0", "--no-cpu",
+                  "--", "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_fake_state(c.state), c.original);
 }

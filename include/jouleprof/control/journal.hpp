@@ -20,7 +20,10 @@ struct Journal {
   long pid = 0;
   unsigned long long pid_start_ticks = 0;  ///< /proc/PID/stat start time: a reused pid differs
   std::string created_utc;
-  std::string backend, library;  ///< how to reach the GPU again (e.g. nvml + libnvidia-ml.so.1)
+  std::string backend;  ///< "nvml" (the only backend whose settings outlive the process)
+  /// The NVML library the writer used: recorded for people only. A restore never loads it: it
+  /// drives the NVML this jouleprof is configured with (configured_nvml_library()).
+  std::string library;
   std::string uuid, name;
   int index = 0;
   GpuControlState original;
@@ -38,9 +41,26 @@ Journal journal_for_this_process();
 std::string journal_to_json(const Journal& j);
 Result<Journal> journal_from_json(const std::string& text, const std::string& path);
 
+/// A file in the journal folder that is not a readable journal (garbage, empty, another
+/// journal_version, wrong types, no uuid, a NUL byte, too large): reported, never restored.
+struct BadJournal {
+  std::string path;
+  std::string uuid;  ///< the GPU it names where it still names one, else empty
+  std::string reason;
+};
+struct JournalFolder {
+  std::vector<Journal> journals;  ///< readable journals, by GPU index
+  std::vector<BadJournal> bad;    ///< by path
+};
+/// Letters, digits and '-' (an NVML UUID; journals are named by it).
+bool valid_journal_uuid(const std::string& uuid);
+
 /// Writes `dir`/UUID.json atomically and durably (temporary file, fsync, rename, fsync of the folder).
 Result<void> write_journal(const std::string& dir, const Journal& j);
-/// Every journal in `dir` (not the restored records), sorted by GPU index.
+/// Every file of `dir` (not the restored records): the readable journals and the bad files.
+/// Errors only when the folder cannot be listed.
+Result<JournalFolder> scan_journals(const std::string& dir);
+/// The readable journals in `dir` (scan_journals without the bad files), sorted by GPU index.
 Result<std::vector<Journal>> read_journals(const std::string& dir);
 /// The records of restored GPUs (dir/restored/).
 Result<std::vector<Journal>> read_restored_records(const std::string& dir);

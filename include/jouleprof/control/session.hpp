@@ -50,14 +50,21 @@ class ControlSession {
 
 struct RestoreOutcome {
   std::string uuid, path;
-  enum class Kind { restored, in_use, foreign, failed } kind = Kind::restored;
+  /// unreadable: a bad file in the folder (BadJournal), reported and left in place.
+  enum class Kind { restored, in_use, foreign, failed, unreadable } kind = Kind::restored;
   std::string message;
 };
+
+/// The NVML a restore drives: `given`, else $JOULEPROF_NVML_LIB, else libnvidia-ml.so.1. Never
+/// the library a journal names.
+std::string configured_nvml_library(const std::string& given = "");
 
 /// Restores every GPU whose journal in `dir` was left by a process that no longer runs (and,
 /// with `include_running`, also those of running ones). Journals from another host or boot are
 /// refused, with the reason. Each GPU is verified after restore where the driver can read back.
-Result<std::vector<RestoreOutcome>> restore_from_journals(const std::string& dir, bool include_running = false);
+/// A bad file beside good journals is one `unreadable` outcome; every good journal is still restored.
+Result<std::vector<RestoreOutcome>> restore_from_journals(const std::string& dir, bool include_running = false,
+                                                          const std::string& nvml_library = "");
 
 struct CheckOutcome {
   std::string uuid;
@@ -66,7 +73,7 @@ struct CheckOutcome {
 };
 /// For a SLURM epilog: a journal left is a failure; every restored GPU of this host and boot is
 /// compared with its recorded original state.
-Result<std::vector<CheckOutcome>> check_journals(const std::string& dir);
+Result<std::vector<CheckOutcome>> check_journals(const std::string& dir, const std::string& nvml_library = "");
 
 /// Called at jouleprof's start: restores what a killed jouleprof left changed on this host
 /// (journals of dead owners only); says what it did through `note`. Never fails the command.

@@ -19,7 +19,12 @@ struct SlurmOptions {
   std::string journal_dir;               ///< passed on to the tasks when set
 };
 
-/// The batch script (what --dry-run prints). The plan is read from `out_dir`/plan.json.
+/// Checks everything that goes into the batch script: partition, account and time limit hold
+/// only what SLURM accepts (no newline can add a command or an #SBATCH directive), the folder's
+/// path no space, '%' or control character, the paths no control character.
+Result<void> check_slurm_options(const SlurmOptions& o);
+
+/// The batch script (what --dry-run prints; check_slurm_options first). The plan is read from `out_dir`/plan.json.
 std::string slurm_batch_script(const SweepPlan& plan, const SlurmOptions& o);
 
 /// Writes plan.json and sweep.sbatch into out_dir; returns the script's path.

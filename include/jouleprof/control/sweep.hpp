@@ -13,6 +13,7 @@
 
 #include "jouleprof/control/control.hpp"
 #include "jouleprof/measure/measure.hpp"
+#include "jouleprof/store/store.hpp"
 
 namespace jouleprof::control {
 
@@ -83,6 +84,15 @@ Result<std::vector<std::string>> substitute(const std::vector<std::string>& comm
 /// nearest; a power limit outside the range names it), in the requested order.
 Result<SweepPlan> plan_sweep(const SweepSpec& spec, const std::vector<GpuCapabilities>& gpus);
 
+/// The same plan without any GPU to ask (a SLURM login node: no GPU, no NVML): clocks must be a
+/// list (all / step:N need the GPU's list), and the settings are not checked against a GPU. The
+/// plan's tasks check them inside the job, on the node (docs/sweep.md "On a cluster").
+Result<SweepPlan> plan_sweep_unchecked(const SweepSpec& spec);
+
+/// A sweep id given by the user (--sweep-id, a plan file): 1-64 of [A-Za-z0-9._-], not starting
+/// with '.' or '-' (it names a folder and a SLURM job).
+Result<void> check_sweep_id(const std::string& id);
+
 std::string plan_to_json(const SweepPlan& p);
 Result<SweepSpec> spec_from_plan_json(const std::string& text, const std::string& path);
 
@@ -143,5 +153,19 @@ std::optional<double> busy_sm_clock_mhz(const Measurement& m, std::size_t gpu);
 /// The tags a stored point carries (sweep, point, pass, clock_mhz, mem_clock_mhz, power_limit_w,
 /// parameters, control).
 std::map<std::string, std::string> point_tags(const SweepPlan& plan, const SweepPoint& u);
+
+/// One sweep of a store (`sweep --list`).
+struct SweepListing {
+  std::string sweep_id;
+  int points = 0, runs = 0, complete = 0;  ///< distinct points; stored runs; complete ones
+  std::string first_recorded_utc, last_recorded_utc, command;
+  int64_t last_run_id = 0;
+  bool simulated = false;
+};
+/// Every sweep in the store (runs tagged `sweep`), the most recently stored first.
+Result<std::vector<SweepListing>> list_sweeps(Store& store);
+/// The sweep id `text` stands for: an id, a unique prefix of one, or `last` (the sweep stored
+/// most recently). An unknown id lists the known ones; an ambiguous prefix its matches.
+Result<std::string> resolve_sweep_id(Store& store, const std::string& text);
 
 }  // namespace jouleprof::control

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -38,6 +39,23 @@ class PowerSchedule {
   std::vector<Segment> segs_;
 };
 
+/// Per-application behaviour of the simulated GPU (scenario key `application`): a load started
+/// while the workload's labels (a sweep point's --param values and tags) hold every KEY=VALUE of
+/// `match` draws `power_scale` times the active power (above idle), takes `time_scale` times as
+/// long at full clock and, when set, has this compute share (how much of its time follows the
+/// graphics clock: 1 compute-bound, 0 memory-bound). The first matching one applies.
+struct SimApplication {
+  std::vector<std::pair<std::string, std::string>> match;
+  double power_scale = 1;
+  double time_scale = 1;
+  std::optional<double> compute_share;
+};
+
+/// The labels of the workload now running on the in-process simulated GPUs (a sweep sets its
+/// point's parameters and tags before each point): what `application` lines match.
+void set_sim_workload_labels(const std::map<std::string, std::string>& labels);
+std::map<std::string, std::string> sim_workload_labels();
+
 struct SimConfig {
   std::string name = "NVIDIA H100 80GB HBM3 (simulated)";
   std::string driver_version = "580.159 (simulated)";
@@ -59,6 +77,9 @@ struct SimConfig {
   std::vector<PowerSchedule::Segment> schedule;  ///< further segments from the scenario
   std::string load_file;            ///< lines "realtime_ns watts" appended by a workload
   double workload_time_scale = 1.0; ///< stretches the built-in simulated workload (tests: < 1)
+  std::vector<SimApplication> applications;  ///< per-application behaviour (first match applies)
+  /// The application the labels select (nullptr: none matches; the load runs as described).
+  const SimApplication* application_for(const std::map<std::string, std::string>& labels) const;
 };
 
 /// Clock and power-limit settings the simulated GPU obeys (set by jouleprof's control layer

@@ -118,13 +118,46 @@ Result<SimConfig> parse_sim_scenario(const std::string& text, SimConfig cfg) {
     } else if (key == "workload_time_scale") {
       if (!need(x) || x <= 0 || x > 100) return line_error(no, "workload_time_scale needs a number in (0, 100]");
       cfg.workload_time_scale = x;
+    } else if (key == "application") {
+      // application KEY=VALUE[,KEY=VALUE...] [power_scale X] [time_scale Y] [compute_share S]
+      SimApplication app;
+      std::string match;
+      if (!(in >> match)) return line_error(no, "application needs KEY=VALUE[,KEY=VALUE...]");
+      std::istringstream pairs(match);
+      std::string kv;
+      while (std::getline(pairs, kv, ',')) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+          return line_error(no, "application needs KEY=VALUE pairs, got '" + kv + "'");
+        }
+        app.match.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      }
+      std::string what;
+      while (in >> what) {
+        double v = 0;
+        if (!read_number(in, v)) return line_error(no, "application: " + what + " needs a number");
+        if (what == "power_scale" && v >= 0 && v <= 20) {
+          app.power_scale = v;
+        } else if (what == "time_scale" && v > 0 && v <= 100) {
+          app.time_scale = v;
+        } else if (what == "compute_share" && v >= 0 && v <= 1) {
+          app.compute_share = v;
+        } else if (what != "power_scale" && what != "time_scale" && what != "compute_share") {
+          return line_error(no, "application: unknown '" + what + "' (power_scale, time_scale, compute_share)");
+        } else {
+          return line_error(no, "application: " + what + " out of range (power_scale 0..20, time_scale (0, 100], "
+                                                         "compute_share 0..1)");
+        }
+      }
+      if (cfg.applications.size() >= 1000) return line_error(no, "more than 1000 applications");
+      cfg.applications.push_back(std::move(app));
     } else if (key == "load_file") {
       cfg.load_file = rest();
     } else {
       return line_error(no, "unknown key '" + key + "'");
     }
     std::string extra;
-    if (key != "name" && key != "driver" && key != "load_file" && key != "unsupported" &&
+    if (key != "name" && key != "driver" && key != "load_file" && key != "unsupported" && key != "application" &&
         (in >> extra)) {
       return line_error(no, "unexpected '" + extra + "'");
     }

@@ -182,8 +182,47 @@ SimControl SimGpuModel::control() const {
   return control_;
 }
 
+namespace {
+std::mutex g_labels_mu;
+std::map<std::string, std::string>& workload_labels() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+}  // namespace
+
+void set_sim_workload_labels(const std::map<std::string, std::string>& labels) {
+  std::lock_guard<std::mutex> lock(g_labels_mu);
+  workload_labels() = labels;
+}
+
+std::map<std::string, std::string> sim_workload_labels() {
+  std::lock_guard<std::mutex> lock(g_labels_mu);
+  return workload_labels();
+}
+
+const SimApplication* SimConfig::application_for(const std::map<std::string, std::string>& labels) const {
+  for (const SimApplication& a : applications) {
+    const bool all = std::all_of(a.match.begin(), a.match.end(), [&](const auto& kv) {
+      const auto it = labels.find(kv.first);
+      return it != labels.end() && it->second == kv.second;
+    });
+    if (all) return &a;
+  }
+  return nullptr;
+}
+
 SimOperatingPoint SimGpuModel::start_load(double t, double demand_w, double compute_share) {
-  const SimOperatingPoint op = sim_operating_point(cfg_, control(), demand_w, compute_share);
+  // The running application's own behaviour, where the scenario gives one (SimApplication).
+  double time_factor = 1;
+  if (!cfg_.applications.empty()) {
+    if (const SimApplication* app = cfg_.application_for(sim_workload_labels())) {
+      demand_w = cfg_.idle_w + std::max(0.0, demand_w - cfg_.idle_w) * app->power_scale;
+      if (app->compute_share) compute_share = *app->compute_share;
+      time_factor = app->time_scale;
+    }
+  }
+  SimOperatingPoint op = sim_operating_point(cfg_, control(), demand_w, compute_share);
+  op.time_scale *= time_factor;
   {
     std::lock_guard<std::mutex> lock(control_mu_);
     load_clock_mhz_ = op.clock_mhz;
