@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/control/session.hpp"
 #include "jouleprof/core/progress.hpp"
 #include "jouleprof/control/slurm.hpp"
@@ -161,11 +162,9 @@ int run(SweepFlags f) {
   }
   if (!f.report_id.empty()) return emit_report(f, f.report_id, true);
   if (!f.plan.empty()) {
-    std::ifstream in(f.plan);
-    if (!in) return report(make_error(Errc::invalid_argument, "cannot read the sweep plan " + f.plan));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto spec = ctl::spec_from_plan_json(ss.str(), f.plan);
+    auto text = read_text_file(f.plan);  // bounded, one open (core/files)
+    if (!text) return report(text.error());
+    auto spec = ctl::spec_from_plan_json(*text, f.plan);
     if (!spec) return report(spec.error());
     f.spec = *spec;
   }

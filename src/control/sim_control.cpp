@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "control_backends.hpp"
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "sim/sim_gpu.hpp"
 
@@ -97,11 +98,9 @@ class SimControlBackend final : public ControlBackend {
 Result<std::unique_ptr<ControlBackend>> open_sim_control(const std::string& scenario) {
   SimConfig cfg;
   if (!scenario.empty()) {
-    std::ifstream in(scenario);
-    if (!in) return make_error(Errc::not_found, "cannot open simulated-GPU scenario " + scenario);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto parsed = parse_sim_scenario(ss.str(), cfg);
+    auto text = read_text_file(scenario);  // bounded; a folder or device refused (core/files)
+    if (!text) return text.error();
+    auto parsed = parse_sim_scenario(*text, cfg);
     if (!parsed) return make_error(Errc::parse, scenario + ": " + parsed.error().message);
     cfg = *parsed;
   }
