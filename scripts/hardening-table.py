@@ -12,6 +12,9 @@ a hand-picked list; the seed and counts are printed with the table.
 Every class draws from its own seeded stream, so `--only` reproduces the full run's inputs of
 the classes it names. The sweep SIGTERM and restore classes use the fake NVML of the build tree
 (fake-nvml/), the trace class the fake traced program (tests/trace/jouleprof_fake_traced).
+Class 15 (issue 35) feeds input files of every kind to every command that reads one: long
+names, FIFOs and pipes, /dev/zero, folders, Triton-style args, Latin-1, terminal-injection
+strings, gzip bombs and files over the input size limit.
 Exit status 1 when any class has an abort, a hang, a wrong figure or an unprintable error.
 """
 import argparse
@@ -768,6 +771,167 @@ def class_restore(r, rng, n, fake_nvml):
     return t
 
 
+def kineto_doc(events):
+    return ('{"schemaVersion": 1, "traceEvents": [' + ", ".join(events) + "]}").encode("utf-8", "surrogateescape")
+
+
+def kineto_kernel(name_json, args_json, ts=1):
+    return '{"ph": "X", "cat": "kernel", "name": ' + name_json + ', "ts": ' + str(ts) + ', "dur": 2, "args": {' + args_json + "}}"
+
+
+def hostile_arg(rng):
+    """A Kineto arg value of an unexpected type or value (Triton / torch.compile traces, damage)."""
+    return rng.choice(['"grid(100,)"', '"x"', "-1", "-2147483649", "4294967296", "1e400", "1.5", "null", "true", "[]",
+                       "[1, 2]", "[-1, 1, 1]", '[1, "a", 1]', "{}", '{"a": [1]}', "[1, 1, 1, 1]", "9223372036854775808"])
+
+
+def class_inputs(r, rng, n):
+    """Issue 35's input classes: long names, pipes and FIFOs, /dev/zero, folders and special files,
+    Triton args, Latin-1, terminal-injection strings, gzip bombs, oversized whitespace files."""
+    import gzip
+    t = Tally("input files (issue 35): long names, FIFOs and pipes, /dev/zero, folders, Triton args, Latin-1, injection strings, gzip bombs")
+    d = os.path.join(r.work, "inputs")
+    os.makedirs(os.path.join(d, "emptydir"), exist_ok=True)
+    # File flags of every command that reads a whole file, each with a harmless rest of the line.
+    file_flags = [
+        lambda p: ["kernels", p],
+        lambda p: ["kernels", "/nonexistent.json", "--classes", p],
+        lambda p: ["kernels", "/nonexistent.json", "--tiers", p],
+        lambda p: ["replay", "/nonexistent.json", "--from", p],
+        lambda p: ["model", "fit", "--data", p, "-o", os.path.join(d, "m.json")],
+        lambda p: ["model", "eval", p, "--data", os.path.join(d, "nodata.csv")],
+        lambda p: ["measure", "--device", "sim", "--idle-from", p, "--no-store", "-q", "--", "true"],
+        lambda p: ["measure", "--device", "sim", "--idle", "0", "--sim-scenario", p, "--no-store", "-q", "--", "true"],
+        lambda p: ["measure", "--device", "sim", "--idle", "0", "--meter-csv", p, "--no-store", "-q", "--", "true"],
+        lambda p: ["sweep", "--device", "sim", "--plan", p, "--no-store", "-q"],
+        lambda p: ["estimate", "--model", "gemm:64x64x64", "--hw", "h100-sxm", "--calibration", p],
+        lambda p: ["estimate", "--validate", p],
+        lambda p: ["runs", "import", p],
+        lambda p: ["runs", "import", os.path.join(d, "good.json"), "--timeline", p],
+        lambda p: ["trace", "--device", "sim", "--inject-lib", p, "--no-store", "-q", "--", "true"],
+    ]
+    # A result to import with a bad --timeline.
+    r.run(["measure", "--device", "sim", "--idle", "0", "-q", "--no-store", "--json", os.path.join(d, "good.json"), "--", "true"], t)
+    fifo = os.path.join(d, "fifo")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    big = os.path.join(d, "whitespace.json")  # over the 256 MiB input limit, real bytes
+    with open(big, "wb") as f:
+        chunk = b" \n\t" * (1 << 20)
+        for _ in range(90):
+            f.write(chunk)
+        f.write(b"{}")
+    special = {"/dev/zero": "device", fifo: "fifo", os.path.join(d, "emptydir"): "folder", big: "big"}
+    kinds = ["special", "long_name", "long_option", "pipe", "triton", "latin1", "inject", "negative", "bomb"]
+    for i in range(n):
+        kind = kinds[i % len(kinds)] if i < len(kinds) else rng.choice(kinds)
+        if kind == "special":
+            p = rng.choice(list(special))
+            args = rng.choice(file_flags)(p)
+            rc, so, se = r.run(args, t, limit=20)
+            if rc == 0 and special[p] != "fifo":
+                t.note("wrong", f"{args[:3]} with {special[p]} {p}: exit 0")
+            if rc == 1:
+                t.note("unclear", f"{args[:3]} with {special[p]}: exit 1: {se[-200:]!r}")
+            if rc is not None and not one_line_error(rc, se):
+                t.note("unclear", f"{args[:3]} with {special[p]}: exit 2 without one printable error line")
+            continue
+        if kind == "long_option":
+            n_chars = rng.choice([50000, 100000, 400000])
+            args = rng.choice([["measure", "--device", "x" * n_chars], ["runs", "list", "--" + "y" * n_chars],
+                               ["measure", "--device", "sim", "--gpus", "z" * n_chars, "--", "true"],
+                               ["estimate", "--model", "m" * n_chars, "--hw", "h100-sxm"]])
+            rc, so, se = r.run(args, t, limit=20)
+            if rc is not None and not one_line_error(rc, se):
+                t.note("unclear", f"{args[0]} with a {n_chars}-character word: exit 2 without one printable error line")
+            if rc == 0:
+                t.note("wrong", f"{args[0]} with a {n_chars}-character word: exit 0")
+            continue
+        path = os.path.join(d, f"t{i}.json")
+        expect_kernels = None
+        if kind == "long_name":
+            length = rng.choice([40000, 200000, 1 << 20, (1 << 20) + 1, 3 << 20])
+            name = "".join(rng.choice("xyz_<>:,()") for _ in range(64)) * (length // 64)
+            doc = kineto_doc([kineto_kernel(json.dumps(name), '"grid": [1, 1, 1], "block": [32, 1, 1]'),
+                              kineto_kernel('"ok"', '"grid": [1, 1, 1]', 5)])
+            expect_kernels = 2 if len(name) <= (1 << 20) else 1
+        elif kind in ("triton", "negative"):
+            events, good = [], 0
+            for e in range(rng.randrange(1, 12)):
+                field = rng.choice(["grid", "block", "registers per thread", "shared memory", "External id", "correlation", "device", "bytes"])
+                v = hostile_arg(rng) if kind == "triton" else str(-rng.randrange(1, 1 << 40))
+                if rng.random() < 0.4:
+                    events.append(kineto_kernel(f'"k{e}"', f'"grid": [{rng.randrange(1, 99)}, 1, 1], "block": [128, 1, 1]', e))
+                    good += 1
+                else:
+                    events.append(kineto_kernel(f'"k{e}"', f'"{field}": {v}', e))
+                if rng.random() < 0.3:  # a Triton launcher op with a string grid
+                    events.append('{"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_0", "ts": 0, "dur": 1, "args": {"External id": 3, "grid": "grid(100,)", "num_warps": 4}}')
+            doc = kineto_doc(events)
+        elif kind == "latin1":
+            raw = bytes(rng.choice([0xe9, 0xfc, 0xa0, 0xff, 0x80]) for _ in range(rng.randrange(1, 8)))
+            doc = (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k' + raw + b'", "ts": 1, "dur": 2, "args": {}}]}')
+        elif kind == "inject":
+            evil = rng.choice(["\\u001b[2J\\u001b[H", "\\r0 fake row\\n", "\\u001b]0;title\\u0007", "\\u009b31m", "a\\nwarning: injected"])
+            doc = kineto_doc([kineto_kernel('"' + evil + 'kernel"', '"grid": [1, 1, 1]')])
+        elif kind == "bomb":
+            path += ".gz"
+            with gzip.open(path, "wb", compresslevel=1) as f:
+                f.write(b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "')
+                block = b"x" * (1 << 20)
+                for _ in range(rng.choice([80, 300])):
+                    f.write(block)
+            doc = None
+        else:  # pipe: /dev/stdin fed from a pipe
+            doc = kineto_doc([kineto_kernel('"piped"', '"grid": [2, 1, 1]', k) for k in range(rng.randrange(1, 50))])
+            expect_kernels = doc.count(b'"piped"')
+        if doc is not None:
+            with open(path, "wb") as f:
+                f.write(doc)
+        if kind == "pipe":
+            p = subprocess.Popen([r.cli, "kernels", "/dev/stdin", "--json", "-", "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=r.env, cwd=r.work)
+            t.tried += 1
+            try:
+                so, se = p.communicate(input=doc, timeout=20)
+                rc = p.returncode
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                t.note("hangs", "kernels /dev/stdin")
+                continue
+            if rc < 0 and -rc in ABORT_SIGNALS:
+                t.note("aborts", "kernels /dev/stdin")
+        else:
+            args = rng.choice([["kernels", path, "--json", "-", "-q"], ["replay", path, "--plan", os.path.join(d, "plan.json")]])
+            rc, so, se = r.run(args, t, limit=20)
+            if args[0] == "replay":
+                so = b""
+        if rc is None:
+            continue
+        if rc == 1:
+            t.note("unclear", f"{kind}: exit 1: {se[-200:]!r}")
+        if not one_line_error(rc, se):
+            t.note("unclear", f"{kind}: exit 2 without one printable error line")
+        if rc == 0 and so:
+            j = load_json_bytes(so)
+            if j is None:
+                t.note("wrong", f"{kind}: exit 0 without valid JSON")
+                continue
+            for k in j.get("kernels", []):
+                if any(x < 0 for x in k.get("grid", []) + k.get("block", [])) or k.get("registers_per_thread", 0) < 0:
+                    t.note("wrong", f"{kind}: a negative launch value in the table: {k.get('name', '')[:40]!r}")
+            if expect_kernels is not None and j.get("totals", {}).get("kernels") != expect_kernels:
+                t.note("wrong", f"{kind}: {j.get('totals', {}).get('kernels')} kernels, expected {expect_kernels}")
+        if kind == "inject" and rc == 0:
+            rc2, so2, se2 = r.run(["kernels", path], t, limit=20)
+            if b"\x1b" in so2 + se2 or b"\r" in so2 or b"\n0 fake row" in so2 or b"\nwarning: injected" in so2:
+                t.note("wrong", f"inject: a control character or a faked line reached the terminal: {so2[-120:]!r}")
+        if kind == "bomb" and rc == 0:
+            t.note("wrong", "a gzip bomb was accepted")
+    return t
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default="build/ci/bin/jouleprof")
@@ -794,7 +958,7 @@ def main():
             lambda: class_refs(r, rng, k(48)), lambda: class_signals(r, rng, k(24)), lambda: class_sampler(r, rng, k(140)),
             lambda: class_sweep_options(r, rng, k(160)), lambda: class_sweep_signals(r, rng, k(24), fake),
             lambda: class_model_options(r, rng, k(180)), lambda: class_trace_options(r, rng, k(80), traced),
-            lambda: class_restore(r, rng, k(60), fake)]
+            lambda: class_restore(r, rng, k(60), fake), lambda: class_inputs(r, rng, k(150))]
     only = {int(x) for x in a.only.split(",") if x}
     started = time.time()
     classes = []

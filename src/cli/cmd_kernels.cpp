@@ -2,11 +2,14 @@
 // (PyTorch profiler / Kineto trace, plain or .gz; jouleprof trace files), with tiers and shapes.
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/progress.hpp"
+#include "jouleprof/core/text.hpp"
 #include "jouleprof/replay/kernel_table.hpp"
 #include "options.hpp"
 
@@ -20,7 +23,8 @@ struct KernelsFlags {
   bool quiet = false;
 };
 
-Result<KernelTable> load_table(const std::vector<std::string>& traces, const std::string& classes_file, const std::string& tiers_file) {
+Result<KernelTable> load_table(const std::vector<std::string>& traces, const std::string& classes_file, const std::string& tiers_file,
+                               bool quiet) {
   auto classes = KernelClassifier::load(default_kernel_classes_path());
   if (!classes) return classes.error();
   if (!classes_file.empty()) {
@@ -33,11 +37,20 @@ Result<KernelTable> load_table(const std::vector<std::string>& traces, const std
   KernelTableOptions o;
   o.classes = &*classes;
   o.tiers = &*tiers;
+  // Long steps (a trace of gigabytes, a million rows) say where they are, after the first second.
+  const bool show = !quiet && Progress::wanted(global_flags().progress);
+  const double t0 = Progress::steady_clock();
+  if (show) {
+    o.progress = [t0](const std::string& what) {
+      const double s = Progress::steady_clock() - t0;
+      if (s >= 1.0) std::fprintf(stderr, "jouleprof: kernels: %s (%s)\n", for_terminal(what).c_str(), format_duration(s).c_str());
+    };
+  }
   return read_kernel_table(traces, o);
 }
 
 int run(const KernelsFlags& f) {
-  auto t = load_table(f.traces, f.classes, f.tiers);
+  auto t = load_table(f.traces, f.classes, f.tiers, f.quiet || global_flags().quiet);
   if (!t) return report(t.error());
   int rc = 0;
   if (!f.json.empty()) {

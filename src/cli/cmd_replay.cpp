@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/core/self_exe.hpp"
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/replay/replay.hpp"
 #include "jouleprof/store/run_source.hpp"
@@ -43,13 +44,7 @@ fs::path engine_path(const std::string& flag) {
   return dir.empty() ? fs::path("jouleprof-replay") : dir / "jouleprof-replay";
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(Errc::not_found, "cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+Result<std::string> read_file(const std::string& path) { return read_text_file(path); }  // bounded (core/files)
 
 Result<KernelTable> load_table(const ReplayFlags& f) {
   auto classes = KernelClassifier::load(default_kernel_classes_path());

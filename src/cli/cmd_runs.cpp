@@ -381,7 +381,8 @@ int cmd_rm(const RunsFlags& f) {
   for (const auto& ref : f.refs) {
     auto id = resolve_run_ref(*store, ref);
     if (!id) return report(id.error());
-    ids.push_back(*id);
+    // "rm 1 1" or "rm 3 last": each run once (a second removal would find it gone).
+    if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
   }
   if (auto r = store->remove(ids); !r) return report(r.error());
   for (int64_t id : ids) fmt::print("removed run {}\n", id);

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/core/self_exe.hpp"
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/control/session.hpp"
 #include "jouleprof/core/progress.hpp"
 #include "jouleprof/control/slurm.hpp"

@@ -78,6 +78,17 @@ int main(int argc, char** argv) {
                  jouleprof::cli::detail::help_path(app).c_str());
     return jouleprof::cli::kExitUsage;
   }
+  // Only the commands that run a command (measure, trace, sweep) take words after "--".
+  if (!jouleprof::cli::after_dashes().empty()) {
+    for (const auto& [sub, run] : runners) {
+      const std::string& n = sub->get_name();
+      if (sub->parsed() && n != "measure" && n != "trace" && n != "sweep") {
+        std::fprintf(stderr, "jouleprof: error: %s takes no command after '--', got '%s' (see jouleprof%s --help)\n", n.c_str(),
+                     jouleprof::for_terminal(jouleprof::cli::after_dashes().front()).c_str(), jouleprof::cli::detail::help_path(app).c_str());
+        return jouleprof::cli::kExitUsage;
+      }
+    }
+  }
   try {
     for (const auto& [sub, run] : runners) {
       if (!sub->parsed()) continue;

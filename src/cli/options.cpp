@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <regex>
+#include <re2/re2.h>
 #include <set>
 
 #include "jouleprof/core/files.hpp"
@@ -201,6 +201,9 @@ void apply_contract(CLI::App& app) {
             return v ? std::string() : v.error().message;
           },
           "", "number"));
+    } else if (name == "--db") {
+      // An empty store path would silently mean the default store.
+      o->check(CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "--db needs a file name, got ''" : std::string(); }, "", "FILE"));
     }
   }
   // Every command takes -q and --progress (docs/cli.md); where it has none of its own, the
@@ -255,11 +258,12 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, c
   }
   const CLI::App* where = deepest_parsed(app);
   const std::string cmd = command_path(where);
-  std::smatch m;
+  // RE2 (linear time, no recursion): the message quotes what was typed, which may be any length.
+  std::string m1, m2, m3, m4;
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-    static const std::regex extras(R"(not expected: (\S+))");
-    if (std::regex_search(msg, m, extras)) {
-      const std::string word = m[1];
+    static const RE2 extras(R"(not expected: (\S+))");
+    if (RE2::PartialMatch(msg, extras, &m1)) {
+      const std::string word = m1;
       if (starts_with(word, "-")) {
         std::vector<std::string> names;
         for (const CLI::App* a = where; a != nullptr; a = a->get_parent()) collect_option_names(*a, names);
@@ -300,10 +304,10 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, c
     return (cmd.empty() ? std::string("a command is needed") : cmd + " needs a command") + ": " +
            join(subcommand_names(*where), ", ");
   }
-  static const std::regex member(R"(^(\S+): (.*) not in \{(.*)\})");
-  if (std::regex_search(msg, m, member)) {
+  static const RE2 member(R"(^(\S+): (.*) not in \{(.*)\})");
+  if (RE2::PartialMatch(msg, member, &m1, &m2, &m3)) {
     std::vector<std::string> allowed;
-    const std::string list = m[3];
+    const std::string list = m3;
     std::size_t p = 0;
     while (p <= list.size()) {
       const auto q = list.find(',', p);
@@ -311,13 +315,12 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, c
       if (q == std::string::npos) break;
       p = q + 1;
     }
-    return std::string(m[1]) + " must be one of " + join(allowed, ", ") + ", got '" + std::string(m[2]) + "'" +
-           did_you_mean(m[2], allowed);
+    return m1 + " must be one of " + join(allowed, ", ") + ", got '" + m2 + "'" + did_you_mean(m2, allowed);
   }
   // CLI11's own range checks print DBL_MAX in full; say the range in words instead.
-  static const std::regex range(R"(^(\S+): Value (\S+) not in range (\S+) to (\S+))");
-  if (std::regex_search(msg, m, range)) {
-    const double lo = std::strtod(std::string(m[3]).c_str(), nullptr), hi = std::strtod(std::string(m[4]).c_str(), nullptr);
+  static const RE2 range(R"(^(\S+): Value (\S+) not in range (\S+) to (\S+))");
+  if (RE2::PartialMatch(msg, range, &m1, &m2, &m3, &m4)) {
+    const double lo = std::strtod(m3.c_str(), nullptr), hi = std::strtod(m4.c_str(), nullptr);
     DoubleRange r;
     if (lo > 0 && lo < 1e-300) {
       r.min = 0;
@@ -326,19 +329,19 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, c
       r.min = lo;
     }
     if (hi < 1e300) r.max = hi;
-    auto v = parse_checked_double(std::string(m[1]), std::string(m[2]), r);
+    auto v = parse_checked_double(m1, m2, r);
     if (v) {
       // CLI11 prints DBL_MIN (PositiveNumber's bound) as 0.000000: the value it refused is the bound.
       r.min_exclusive = true;
-      return range_message(std::string(m[1]), *v, r);
+      return range_message(m1, *v, r);
     }
     return v.error().message;
   }
   // Our validators already name the option: "--runs: --runs must be ≥ 1" → "--runs must be ≥ 1".
-  static const std::regex dup(R"(^(\S+): (\S+) (.*)$)");
-  if (std::regex_search(msg, m, dup) && m[1] == m[2]) return std::string(m[1]) + " " + std::string(m[3]);
-  static const std::regex conv(R"(Could not convert: (\S+) = (.*)$)");
-  if (std::regex_search(msg, m, conv)) return std::string(m[1]) + " needs a number that fits, got '" + std::string(m[2]) + "'";
+  static const RE2 dup(R"(^(\S+): (\S+) (.*)$)");
+  if (RE2::PartialMatch(msg, dup, &m1, &m2, &m3) && m1 == m2) return m1 + " " + m3;
+  static const RE2 conv(R"(Could not convert: (\S+) = (.*)$)");
+  if (RE2::PartialMatch(msg, conv, &m1, &m2)) return m1 + " needs a number that fits, got '" + m2 + "'";
   (void)args;
   return msg;
 }

@@ -1,3 +1,4 @@
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/models/dataset.hpp"
 
 #include <fmt/format.h>
@@ -181,11 +182,9 @@ Result<Dataset> parse_csv(const std::string& text, const ColumnMap& map, const s
 }
 
 Result<Dataset> read_csv(const std::string& path, const ColumnMap& map) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(Errc::not_found, "cannot open " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_csv(ss.str(), map, path);
+  auto text = read_text_file(path);  // bounded, one open (core/files)
+  if (!text) return text.error();
+  return parse_csv(*text, map, path);
 }
 
 namespace {

@@ -343,11 +343,9 @@ Result<Model> Model::from_json(const std::string& text, const std::string& sourc
 }
 
 Result<Model> load_model(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot open model " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return Model::from_json(ss.str(), path);
+  auto text = read_text_file(path);  // bounded, one open (core/files)
+  if (!text) return text.error();
+  return Model::from_json(*text, path);
 }
 
 Result<void> save_model(const Model& m, const std::string& path) { return write_file_atomic(path, m.to_json() + "\n"); }

@@ -126,6 +126,10 @@ std::optional<GemmShape> gemm_shape(const KernelRow& r, std::string& why) {
     g.accumulate = op == "aten::linear" && d.size() > 2 && !d[2].empty();
     g.dtype_a = type(0), g.dtype_b = type(1), g.dtype_c = type(0);
     if (g.dtype_a.empty()) g.dtype_a = g.dtype_b = g.dtype_c = "bf16";
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || std::any_of(x.begin(), x.end(), [](int64_t v) { return v < 0; })) {
+      why = fmt::format("the op's shapes give a non-positive GEMM dimension ({}x{}x{})", g.m, g.n, g.k);
+      return std::nullopt;
+    }
     return g;
   } else {
     why = "the op's input shapes do not give a GEMM (" + (op.empty() ? std::string("no op") : op) + ")";
@@ -159,6 +163,10 @@ std::optional<GemmShape> gemm_shape(const KernelRow& r, std::string& why) {
     g.stride_c = g.m * g.n;
   }
   g.dtype_a = type(ia), g.dtype_b = type(ib), g.dtype_c = type(ia);
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) {
+    why = fmt::format("the op's shapes give a non-positive GEMM dimension ({}x{}x{}, batch {})", g.m, g.n, g.k, g.batch);
+    return std::nullopt;
+  }
   if (g.dtype_a.empty() || g.dtype_b.empty()) {
     why = "the op's input types are missing";
     return std::nullopt;
@@ -184,6 +192,10 @@ std::optional<AttentionShape> attention_shape(const KernelRow& r, std::string& w
   a.head_dim = d[0][3];
   a.dtype = ty.empty() ? "bf16" : dtype_of(ty[0]);
   a.causal = a.seq_q == a.seq_kv && a.seq_q > 1;
+  if (a.batch <= 0 || a.heads_q <= 0 || a.heads_kv <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || a.head_dim <= 0) {
+    why = "the attention op's shapes hold a non-positive dimension";
+    return std::nullopt;
+  }
   return a;
 }
 
@@ -271,7 +283,9 @@ std::string default_replay_tiers_path() {
 
 void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o) {
   std::map<std::string, int> proxies;  // tier → rows that fall back to a proxy
+  std::size_t done = 0;
   for (KernelRow& r : t.rows) {
+    if (o.progress && ++done % 100000 == 0) o.progress(fmt::format("classes and tiers: {}/{} rows", done, t.rows.size()));
     r.kclass = o.classes->classify(r.kind == "kernel" ? r.name : r.kind == "memset" ? std::string("memset") : "memcpy " + r.copy_kind);
     r.tier = o.tiers->classify("kind:" + r.kind + " class:" + r.kclass + " op:" + r.op + " kernel:" + r.name);
     std::string why;
@@ -338,9 +352,15 @@ Result<void> import_jouleprof(const std::string& path, int rank, KernelTable& t)
   }
   std::map<std::tuple<std::string, int, uint32_t, int, int, int, int, int, int, uint32_t, uint32_t, uint64_t>, std::size_t> index;
   std::map<std::pair<int, uint32_t>, std::vector<std::pair<int64_t, int64_t>>> intervals;
+  uint64_t bad_launch = 0;
   for (const Activity& a : data->activities) {
     if (!a.on_gpu()) continue;
     const int64_t dur = a.end_ns - a.start_ns;
+    // A negative launch dimension or duration is damage, not a kernel: kept out of the table and replay plans.
+    if (dur < 0 || std::any_of(a.grid, a.grid + 3, [](int g) { return g < 0; }) || std::any_of(a.block, a.block + 3, [](int b) { return b < 0; })) {
+      ++bad_launch;
+      continue;
+    }
     const uint32_t shared = a.static_shared_bytes + a.dynamic_shared_bytes;
     const uint64_t bytes = a.kind == Activity::Kind::kernel ? 0 : a.bytes;
     auto key = std::make_tuple(a.name, static_cast<int>(a.kind), a.device, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1],
@@ -348,7 +368,7 @@ Result<void> import_jouleprof(const std::string& path, int rank, KernelTable& t)
     auto [it, inserted] = index.emplace(key, t.rows.size());
     if (inserted) {
       KernelRow r;
-      r.name = a.name;
+      r.name = to_valid_utf8(a.name);  // JSON output needs valid UTF-8
       r.kind = activity_kind_name(a.kind);
       r.rank = rank + a.process;
       r.device = a.device;
@@ -392,18 +412,12 @@ Result<void> import_jouleprof(const std::string& path, int rank, KernelTable& t)
     t.span_ns += b.span_ns;
     ++t.devices;
   }
+  if (bad_launch > 0) {
+    t.skipped_events += bad_launch;
+    t.warnings.push_back(fmt::format("{}: skipped {} GPU activit{} with a negative grid, block or duration", path, bad_launch,
+                                     bad_launch == 1 ? "y" : "ies"));
+  }
   return {};
-}
-
-bool is_jouleprof_trace(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return true;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
-  char magic[8] = {};
-  const bool ok = std::fread(magic, 1, 8, f) == 8 && std::equal(magic, magic + 8, trace_format::kMagic);
-  std::fclose(f);
-  return ok;
 }
 
 }  // namespace
@@ -415,17 +429,30 @@ Result<KernelTable> read_kernel_table(const std::vector<std::string>& paths, con
     const std::string& p = paths[i];
     std::error_code ec;
     if (!fs::exists(p, ec)) return make_error(Errc::not_found, "no such trace: " + p);
-    const bool own = is_jouleprof_trace(p);
-    const std::string format = own ? "jouleprof" : "kineto";
-    if (!t.format.empty() && t.format != format) return make_error(Errc::invalid_argument, "mixed trace formats: " + paths[0] + " and " + p);
-    t.format = format;
 #ifdef JOULEPROF_KINETO_NEEDS_AVX2
-    if (!own && !__builtin_cpu_supports("avx2")) {
+    if (!__builtin_cpu_supports("avx2")) {
       return make_error(Errc::unsupported, "reading Kineto traces needs a CPU with AVX2 (x86-64-v3)");
     }
 #endif
-    auto r = own ? import_jouleprof(p, static_cast<int>(i), t) : import_kineto(p, static_cast<int>(i), t, o);
+    // The file is opened once: its first bytes tell a jouleprof trace from a Kineto one (a pipe
+    // such as <(zcat t.json.gz) or /dev/stdin cannot be opened twice).
+    bool own = fs::is_directory(p, ec);
+    if (own) {
+      bool any = false;
+      for (const auto& e : fs::directory_iterator(p, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind(trace_format::kFilePrefix, 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == trace_format::kFileSuffix) any = true;
+      }
+      if (!any) return make_error(Errc::invalid_argument, p + " is a directory with no jouleprof trace files (" + std::string(trace_format::kFilePrefix) + "*" + trace_format::kFileSuffix + ") in it");
+    }
+    Result<void> r = own ? Result<void>{} : import_trace_file(p, static_cast<int>(i), t, o, own);
     if (!r) return r.error();
+    const std::string format = own ? "jouleprof" : "kineto";
+    if (!t.format.empty() && t.format != format) return make_error(Errc::invalid_argument, "mixed trace formats: " + paths[0] + " and " + p);
+    t.format = format;
+    if (own) {
+      if (auto j = import_jouleprof(p, static_cast<int>(i), t); !j) return j.error();
+    }
     t.files.push_back(p);
   }
   if (t.format == "kineto" && !t.shapes) {
@@ -461,6 +488,7 @@ nlohmann::json row_json(const KernelRow& r) {
     j["block"] = {r.block[0], r.block[1], r.block[2]};
     j["registers_per_thread"] = r.registers;
     j["shared_memory_bytes"] = r.shared_bytes;
+    if (r.graph >= 0) j["graph_id"] = r.graph;
   } else {
     j["bytes"] = r.bytes;
     j["copy_kind"] = r.copy_kind;
@@ -530,7 +558,9 @@ std::string kernel_table_json(const KernelTable& t) {
                  {"gpu_busy_s", static_cast<double>(t.busy_ns) * 1e-9},
                  {"gpu_idle_s", static_cast<double>(t.idle_ns()) * 1e-9},
                  {"devices", t.devices},
-                 {"events", t.events}};
+                 {"events", t.events},
+                 {"skipped_events", t.skipped_events},
+                 {"graph_kernels", t.graph_kernels}};
   nlohmann::json tiers = nlohmann::json::array();
   for (const auto& [tier, s] : tier_sums(t)) {
     tiers.push_back({{"tier", tier}, {"rows", s.rows}, {"count", s.count}, {"total_duration_s", static_cast<double>(s.ns) * 1e-9}});
@@ -564,7 +594,7 @@ std::string kernel_table_csv(const KernelTable& t) {
 
 std::string kernel_table_text(const KernelTable& t, std::size_t top) {
   std::string out = fmt::format("{} trace ({} file{}{}): {} kernels, {} memcpys, {} memsets in {} unique rows\n", t.format, t.files.size(),
-                                t.files.size() == 1 ? "" : "s", t.gpus.empty() ? "" : ", " + fmt::format("{}", fmt::join(t.gpus, ", ")),
+                                t.files.size() == 1 ? "" : "s", t.gpus.empty() ? "" : ", " + for_terminal(fmt::format("{}", fmt::join(t.gpus, ", "))),
                                 t.kernels, t.memcpys, t.memsets, t.rows.size());
   out += fmt::format("kernel time {:.3f} ms, copies {:.3f} ms; GPU span {:.3f} ms, busy {:.3f} ms, idle {:.3f} ms\n",
                      static_cast<double>(t.kernel_ns) * 1e-6, static_cast<double>(t.memcpy_ns + t.memset_ns) * 1e-6,
@@ -572,7 +602,7 @@ std::string kernel_table_text(const KernelTable& t, std::size_t top) {
   out += fmt::format("\n{:<14} {:>6} {:>9} {:>12} {:>7}\n", "tier", "rows", "count", "time ms", "share");
   const double gpu = static_cast<double>(std::max<int64_t>(t.gpu_ns(), 1));
   for (const auto& [tier, s] : tier_sums(t)) {
-    out += fmt::format("{:<14} {:>6} {:>9} {:>12.3f} {:>6.1f}%\n", tier, s.rows, s.count, static_cast<double>(s.ns) * 1e-6,
+    out += fmt::format("{:<14} {:>6} {:>9} {:>12.3f} {:>6.1f}%\n", for_terminal(tier), s.rows, s.count, static_cast<double>(s.ns) * 1e-6,
                        100.0 * static_cast<double>(s.ns) / gpu);
   }
   out += fmt::format("\n{:<10} {:>7} {:>10} {:>9}  {:<28} {}\n", "tier", "count", "total ms", "mean us", "shape", "kernel (op)");
@@ -591,11 +621,13 @@ std::string kernel_table_text(const KernelTable& t, std::size_t top) {
     } else if (r.bytes_read > 0) {
       shape = fmt::format("{:.3g} MB r/w", static_cast<double>(r.bytes_read + r.bytes_written) * 1e-6);
     }
-    std::string name = r.name.size() > 70 ? r.name.substr(0, 67) + "..." : r.name;
-    out += fmt::format("{:<10} {:>7} {:>10.3f} {:>9.2f}  {:<28} {}{}\n", r.tier, r.count, static_cast<double>(r.total_ns) * 1e-6,
-                       r.mean_ns() * 1e-3, shape, name, r.op.empty() ? "" : " (" + r.op + ")");
+    // Names come from the trace: escaped (ESC, CR, LF ...) so that they cannot move the cursor or fake rows.
+    std::string name = for_terminal(r.name);
+    if (name.size() > 70) name = name.substr(0, 67) + "...";
+    out += fmt::format("{:<10} {:>7} {:>10.3f} {:>9.2f}  {:<28} {}{}\n", for_terminal(r.tier), r.count, static_cast<double>(r.total_ns) * 1e-6,
+                       r.mean_ns() * 1e-3, shape, name, r.op.empty() ? "" : " (" + for_terminal(r.op) + ")");
   }
-  for (const std::string& w : t.warnings) out += "warning: " + w + "\n";
+  for (const std::string& w : t.warnings) out += "warning: " + for_terminal(w) + "\n";
   return out;
 }
 

@@ -9,12 +9,14 @@
 // piece is cut by the exact byte scanner instead. Peak memory is one chunk plus the compact
 // per-kernel records (32 bytes a kernel), not the file.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <simdjson.h>
 #include <atomic>
@@ -22,10 +24,13 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/replay/kernel_table.hpp"
+#include "jouleprof/trace/format.hpp"
 #include "jouleprof/trace/trace.hpp"
 #include "intervals.hpp"
 
@@ -34,58 +39,112 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-constexpr std::size_t kMaxPiece = 1u << 30;        // one event (or the members around the array) larger than this: refused
+// One event (or the members around the array) larger than this is refused: no real Kineto event
+// comes near it, and a 1 GB name in a 1 MB gzip is refused after 64 MiB, not read whole.
+constexpr std::size_t kMaxPiece = std::size_t{64} << 20;
+// A name longer than this makes its event unreadable (skipped and counted).
+constexpr std::size_t kMaxName = std::size_t{1} << 20;
+// A gzip that expands more than this many times, past 1 GiB, is refused (real traces: ~10x).
+constexpr uint64_t kMaxGzipRatio = 500;
 constexpr std::size_t kPad = simdjson::SIMDJSON_PADDING + 64;
 
-// Plain or gzip input, read in chunks.
+// Plain or gzip input, opened once (a pipe cannot be opened twice): the first bytes are sniffed
+// (gzip, jouleprof trace) from the same descriptor the rest is read from.
 class Input {
  public:
+  Input() = default;
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
   ~Input() {
-    if (gz_ != nullptr) gzclose(gz_);
-    if (fd_ >= 0) close(fd_);
+    if (z_open_) inflateEnd(&z_);
   }
   Result<void> open(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) return make_error(Errc::not_found, "cannot read " + path + ": " + std::strerror(errno));
-    unsigned char magic[2] = {0, 0};
-    const ssize_t n = ::pread(fd_, magic, 2, 0);
-    if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-      gz_ = gzdopen(fd_, "rb");
-      if (gz_ == nullptr) return make_error(Errc::io, "cannot open " + path + " as gzip");
-      fd_ = -1;  // owned by gz_ now
-      gzbuffer(gz_, 1u << 20);
-    }
+    auto f = InputFile::open(path, std::numeric_limits<std::size_t>::max());
+    if (!f) return f.error();
+    file_ = std::move(*f);
     path_ = path;
+    head_.resize(8);
+    auto got = file_.read(head_.data(), head_.size());
+    if (!got) return got.error();
+    head_.resize(*got);
+    if (head_.size() >= 2 && static_cast<unsigned char>(head_[0]) == 0x1f && static_cast<unsigned char>(head_[1]) == 0x8b) {
+      if (inflateInit2(&z_, 15 + 16) != Z_OK) return make_error(Errc::io, "cannot open " + path + " as gzip");
+      z_open_ = true;
+      in_buf_.resize(1u << 20);
+    }
     return {};
   }
+  /// The first (up to 8) bytes of the file as stored (before any decompression).
+  const std::string& head() const { return head_; }
+  bool gzip() const { return z_open_; }
+  bool is_pipe() const { return file_.is_pipe(); }
+
   /// Up to n bytes; 0 at the end.
   Result<std::size_t> read(char* dst, std::size_t n) {
-    if (gz_ != nullptr) {
-      const int got = gzread(gz_, dst, static_cast<unsigned>(std::min<std::size_t>(n, 1u << 30)));
-      if (got < 0) {
-        int err = 0;
-        const char* msg = gzerror(gz_, &err);
-        return make_error(Errc::parse, path_ + ": gzip data corrupt (" + std::string(msg != nullptr ? msg : "?") + ")");
+    if (!z_open_) return raw(dst, n);
+    z_.next_out = reinterpret_cast<Bytef*>(dst);
+    z_.avail_out = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
+    const uInt want = z_.avail_out;
+    while (z_.avail_out > 0 && !z_done_) {
+      if (z_.avail_in == 0) {
+        auto got = raw(in_buf_.data(), in_buf_.size());
+        if (!got) return got.error();
+        if (*got == 0) {
+          if (member_end_) {
+            z_done_ = true;
+            break;
+          }
+          return make_error(Errc::parse, path_ + ": gzip data truncated at compressed byte " + std::to_string(compressed_));
+        }
+        compressed_ += *got;
+        z_.next_in = reinterpret_cast<Bytef*>(in_buf_.data());
+        z_.avail_in = static_cast<uInt>(*got);
       }
-      if (got == 0 && !gzeof(gz_)) return make_error(Errc::parse, path_ + ": gzip data corrupt");
-      return static_cast<std::size_t>(got);
+      if (member_end_) {  // another gzip member follows (concatenated .gz); other trailing bytes are ignored
+        if (z_.next_in[0] != 0x1f) {
+          z_done_ = true;
+          break;
+        }
+        inflateReset(&z_);
+        member_end_ = false;
+      }
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        member_end_ = true;
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        return make_error(Errc::parse, path_ + ": gzip data corrupt (" + std::string(z_.msg != nullptr ? z_.msg : "?") + ")");
+      }
     }
-    std::size_t total = 0;
-    while (total < n) {
-      const ssize_t got = ::read(fd_, dst + total, n - total);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return make_error(Errc::io, "cannot read " + path_ + ": " + std::strerror(errno));
-      if (got == 0) break;
-      total += static_cast<std::size_t>(got);
+    const std::size_t out = want - z_.avail_out;
+    expanded_ += out;
+    if (expanded_ > (uint64_t{1} << 30) && expanded_ > kMaxGzipRatio * std::max<uint64_t>(compressed_, 1)) {
+      return make_error(Errc::invalid_argument, path_ + ": the gzip expands more than " + std::to_string(kMaxGzipRatio) + " times (" +
+                                                    format_bytes(expanded_) + " from " + format_bytes(compressed_) +
+                                                    "): refused as a decompression bomb");
     }
-    return total;
+    return out;
   }
-  bool gzip() const { return gz_ != nullptr; }
 
  private:
-  int fd_ = -1;
-  gzFile gz_ = nullptr;
-  std::string path_;
+  Result<std::size_t> raw(char* dst, std::size_t n) {
+    std::size_t total = 0;
+    if (head_used_ < head_.size()) {
+      total = std::min(n, head_.size() - head_used_);
+      std::memcpy(dst, head_.data() + head_used_, total);
+      head_used_ += total;
+    }
+    if (total == n) return total;
+    auto got = file_.read(dst + total, n - total);
+    if (!got) return got.error();
+    return total + *got;
+  }
+  InputFile file_;
+  std::string path_, head_;
+  std::size_t head_used_ = 0;
+  z_stream z_{};
+  bool z_open_ = false, member_end_ = false, z_done_ = false;
+  std::vector<char> in_buf_;
+  uint64_t compressed_ = 0, expanded_ = 0;
 };
 
 // Exact JSON structure scanner (strings, escapes, nesting), byte by byte.
@@ -194,6 +253,8 @@ struct Partial {
   std::vector<std::pair<uint32_t, int64_t>> corr_ext;  // runtime launch correlation → External id
   std::vector<Pending> pending;
   std::vector<TraceRange> annotations;
+  uint64_t skipped = 0, graph_kernels = 0;  // unreadable events (skipped); GPU activities launched by CUDA graphs
+  std::string first_skip;                   // why the first was unreadable
   std::string key;  // scratch
 };
 
@@ -207,8 +268,9 @@ struct Piece {
 class Importer {
  public:
   enum class Cat { skip, kernel, memcpy, memset, op, runtime, annotation };
-  Importer(KernelTable& t, int rank, std::string path, std::size_t chunk, int threads)
-      : t_(t), rank_(rank), path_(std::move(path)), chunk_(std::max<std::size_t>(chunk, 64)), threads_(std::max(threads, 1)) {}
+  Importer(KernelTable& t, int rank, std::string path, std::size_t chunk, int threads, std::function<void(const std::string&)> progress)
+      : t_(t), rank_(rank), path_(std::move(path)), chunk_(std::max<std::size_t>(chunk, 64)), threads_(std::max(threads, 1)),
+        progress_(std::move(progress)) {}
 
   /// Parallel: pieces cut at guessed boundaries go to worker threads; a piece that does not parse
   /// (a wrong guess, or bad data) makes run() return `retry` so the caller reads again serially.
@@ -226,6 +288,7 @@ class Importer {
   std::vector<std::unique_ptr<Partial>> parts_;  // [0]: the reading thread's
   const std::size_t chunk_;  // bytes read at a time
   const int threads_;
+  std::function<void(const std::string&)> progress_;
 };
 
 Importer::Cat category(std::string_view cat) {
@@ -276,19 +339,81 @@ bool key_is(const char* raw, std::string_view lit) {
   return std::memcmp(raw, lit.data(), lit.size()) == 0 && raw[lit.size()] == '"';
 }
 
+// An integer arg: false (and the field noted) when it is not one. A type error is recoverable in
+// simdjson On Demand: the value is skipped; a structural error throws (the JSON is broken).
+bool int_arg(od::value v, int64_t& out, const char* field, const char*& bad) {
+  const auto err = v.get_int64().get(out);
+  if (err == simdjson::SUCCESS) return true;
+  if (err != simdjson::INCORRECT_TYPE && err != simdjson::NUMBER_ERROR && err != simdjson::NUMBER_OUT_OF_RANGE &&
+      err != simdjson::BIGINT_ERROR) {
+    throw simdjson::simdjson_error(err);
+  }
+  if (bad == nullptr) bad = field;
+  return false;
+}
+
+// A [x, y, z] launch dimension: non-negative integers that fit an int.
+bool dim_arg(od::value v, int* dst, const char* field, const char*& bad) {
+  od::array arr;
+  const auto err = v.get_array().get(arr);
+  if (err != simdjson::SUCCESS) {
+    if (err != simdjson::INCORRECT_TYPE) throw simdjson::simdjson_error(err);
+    if (bad == nullptr) bad = field;
+    return false;
+  }
+  int i = 0;
+  bool ok = true;
+  for (auto e : arr) {
+    od::value x;
+    if (const auto ee = e.get(x); ee != simdjson::SUCCESS) throw simdjson::simdjson_error(ee);
+    int64_t n = 0;
+    if (!int_arg(x, n, field, bad)) {
+      ok = false;
+      continue;
+    }
+    if (n < 0 || n > INT32_MAX) {
+      if (bad == nullptr) bad = field;
+      ok = false;
+      continue;
+    }
+    if (i < 3) dst[i++] = static_cast<int>(n);
+  }
+  return ok;
+}
+
+std::string_view raw_array(od::value v, const char*& bad, const char* field) {
+  od::array arr;
+  const auto err = v.get_array().get(arr);
+  if (err != simdjson::SUCCESS) {
+    if (err != simdjson::INCORRECT_TYPE) throw simdjson::simdjson_error(err);
+    if (bad == nullptr) bad = field;
+    return {};
+  }
+  return arr.raw_json();
+}
+
+void skip_event(Partial& p, std::string why) {
+  ++p.skipped;
+  if (p.first_skip.empty()) p.first_skip = std::move(why);
+}
+
 void Importer::event(Partial& p, od::object obj) {
   std::string_view cat, name, dims, types, strides;
   Cat c = Cat::skip;
   std::string_view ts_raw, dur_raw;
-  int64_t external = -1, correlation = -1, device = 0, regs = 0, shared = 0, bytes = 0;
+  int64_t external = -1, correlation = -1, device = 0, regs = 0, shared = 0, bytes = 0, graph = -1;
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
-  bool have_dur = false;
+  bool have_dur = false, have_name = true;
+  // The first arg of an unexpected type or value: whether it matters depends on the event's kind.
+  const char* bad_launch = nullptr;  // grid, block, registers, shared memory, device, bytes, graph id
+  const char* bad_link = nullptr;    // External id, correlation
+  const char* bad_shape = nullptr;   // Input Dims/type/Strides
   for (auto field : obj) {
     const char* k = field.key().value().raw();
     switch (k[0]) {
       case 'c':
         if (key_is(k, "cat")) {
-          cat = field.value().get_string();
+          if (field.value().get_string().get(cat) != simdjson::SUCCESS) cat = {};
           c = category(cat);
           if (c == Cat::skip) {  // flows, metadata, python functions ... (cat precedes args in Kineto's output)
             ++p.c.events;
@@ -297,7 +422,14 @@ void Importer::event(Partial& p, od::object obj) {
         }
         break;
       case 'n':
-        if (key_is(k, "name")) name = field.value().get_string();
+        if (key_is(k, "name")) {
+          const auto err = field.value().get_string().get(name);
+          if (err == simdjson::STRING_ERROR || err == simdjson::INCORRECT_TYPE) {
+            have_name = false;
+          } else if (err != simdjson::SUCCESS) {
+            throw simdjson::simdjson_error(err);
+          }
+        }
         break;
       case 't':
         if (key_is(k, "ts")) ts_raw = field.value().raw_json_token();
@@ -308,50 +440,63 @@ void Importer::event(Partial& p, od::object obj) {
           have_dur = true;
         }
         break;
-      case 'a':
+      case 'a': {
         if (!key_is(k, "args")) break;
-        for (auto a : field.value().get_object()) {
+        od::object args;
+        if (const auto err = field.value().get_object().get(args); err != simdjson::SUCCESS) {
+          if (err != simdjson::INCORRECT_TYPE) throw simdjson::simdjson_error(err);
+          break;  // "args" that is not an object: as if absent
+        }
+        for (auto a : args) {
           const char* ak = a.key().value().raw();
           switch (ak[0]) {
             case 'E':
             case 'e':
-              if (key_is(ak + 1, "xternal id")) external = a.value().get_int64();
+              if (key_is(ak + 1, "xternal id")) int_arg(a.value(), external, "External id", bad_link);
               break;
             case 'c':
-              if (key_is(ak, "correlation") || key_is(ak, "correlation id")) correlation = a.value().get_int64();
+              if (key_is(ak, "correlation") || key_is(ak, "correlation id")) int_arg(a.value(), correlation, "correlation", bad_link);
               break;
             case 'd':
-              if (key_is(ak, "device")) device = a.value().get_int64();
+              if (key_is(ak, "device")) {
+                if (int_arg(a.value(), device, "device", bad_launch) && (device < 0 || device > 255)) {
+                  if (bad_launch == nullptr) bad_launch = "device";
+                }
+              }
               break;
             case 'g':
             case 'b':
-              if (key_is(ak, "grid") || key_is(ak, "block")) {
-                int* dst = ak[0] == 'g' ? grid : block;
-                int i = 0;
-                for (auto v : a.value().get_array()) {
-                  const int64_t x = v.get_int64();
-                  if (i < 3) dst[i++] = static_cast<int>(x);
-                }
+              if (key_is(ak, "grid")) {
+                dim_arg(a.value(), grid, "grid", bad_launch);
+              } else if (key_is(ak, "block")) {
+                dim_arg(a.value(), block, "block", bad_launch);
               } else if (key_is(ak, "bytes")) {
-                bytes = a.value().get_int64();
+                if (int_arg(a.value(), bytes, "bytes", bad_launch) && bytes < 0 && bad_launch == nullptr) bad_launch = "bytes";
+              } else if (key_is(ak, "graph id")) {
+                if (int_arg(a.value(), graph, "graph id", bad_launch) && graph < 0) graph = -1;
               }
               break;
             case 'r':
-              if (key_is(ak, "registers per thread")) regs = a.value().get_int64();
+              if (key_is(ak, "registers per thread")) {
+                if (int_arg(a.value(), regs, "registers per thread", bad_launch) && (regs < 0 || regs > 65536) && bad_launch == nullptr) {
+                  bad_launch = "registers per thread";
+                }
+              }
               break;
             case 's':
-              if (key_is(ak, "shared memory")) shared = a.value().get_int64();
+              if (key_is(ak, "shared memory")) {
+                if (int_arg(a.value(), shared, "shared memory", bad_launch) && (shared < 0 || shared > INT32_MAX) && bad_launch == nullptr) {
+                  bad_launch = "shared memory";
+                }
+              }
               break;
             case 'I':
               if (key_is(ak, "Input Dims") || key_is(ak, "Input dims")) {
-                od::array arr = a.value().get_array();
-                dims = arr.raw_json();
+                dims = raw_array(a.value(), bad_shape, "Input Dims");
               } else if (key_is(ak, "Input type")) {
-                od::array arr = a.value().get_array();
-                types = arr.raw_json();
+                types = raw_array(a.value(), bad_shape, "Input type");
               } else if (key_is(ak, "Input Strides")) {
-                od::array arr = a.value().get_array();
-                strides = arr.raw_json();
+                strides = raw_array(a.value(), bad_shape, "Input Strides");
               }
               break;
             default:
@@ -359,14 +504,20 @@ void Importer::event(Partial& p, od::object obj) {
           }
         }
         break;
+      }
       default:
         break;
     }
   }
   ++p.c.events;
   if (c == Cat::skip) return;
+  const char* what = c == Cat::op ? "an op" : c == Cat::runtime ? "a runtime" : c == Cat::annotation ? "an annotation" : "a GPU";
+  if (!have_name) return skip_event(p, std::string(what) + " event's \"name\" is not a string");
+  if (name.size() > kMaxName) return skip_event(p, std::string(what) + " event's \"name\" is longer than 1 MiB");
   if (c == Cat::op) {
+    if (bad_link != nullptr) return skip_event(p, fmt::format("an op event's \"{}\" is not a non-negative integer", bad_link));
     if (external < 0) return;
+    if (bad_shape != nullptr) dims = types = strides = {};  // the op is kept, without shapes
     if (!dims.empty()) p.shapes = true;
     p.key.assign(name).append("\x1f").append(dims).append("\x1f").append(types).append("\x1f").append(strides);
     auto [it, inserted] = p.sig_ids.emplace(p.key, static_cast<uint32_t>(p.sigs.size()));
@@ -374,8 +525,9 @@ void Importer::event(Partial& p, od::object obj) {
     p.ext_sig.emplace_back(external, it->second);
     return;
   }
-  if (c == Cat::runtime) {
-    if (correlation >= 0 && external >= 0) p.corr_ext.emplace_back(static_cast<uint32_t>(correlation), external);
+  if (c == Cat::runtime) {  // cudaLaunchKernel, cudaGraphLaunch ...: correlation → the op's External id
+    if (bad_link != nullptr) return skip_event(p, fmt::format("a runtime event's \"{}\" is not an integer", bad_link));
+    if (correlation >= 0 && correlation <= UINT32_MAX && external >= 0) p.corr_ext.emplace_back(static_cast<uint32_t>(correlation), external);
     return;
   }
   if (c == Cat::annotation) {  // record_function ranges: the phases of the run
@@ -385,17 +537,25 @@ void Importer::event(Partial& p, od::object obj) {
     return;
   }
   // A GPU activity.
-  if (!have_dur) throw std::runtime_error("a GPU event without \"dur\"");
+  if (!have_dur) return skip_event(p, "a GPU event has no \"dur\"");
   const auto start = us_to_ns(ts_raw);
   const auto dur = us_to_ns(dur_raw);
-  if (!start || !dur || *dur < 0) throw std::runtime_error("a GPU event with a bad \"ts\"/\"dur\"");
+  if (!start) return skip_event(p, "a GPU event's \"ts\" is not a number");
+  if (!dur || *dur < 0) return skip_event(p, "a GPU event's \"dur\" is not a non-negative number");
+  if (bad_launch != nullptr) return skip_event(p, fmt::format("a GPU event's \"{}\" is not a valid value (negative, too large or of the wrong type)", bad_launch));
+  if (bad_link != nullptr) {  // the kernel is kept; only its link to the launching op is lost
+    external = -1;
+    correlation = -1;
+  }
   const bool memset = c == Cat::memset, memcpy = c == Cat::memcpy;
+  if (graph >= 0) ++p.graph_kernels;
   p.key.clear();
   p.key.append(name).append("\x1f");
   p.key.append(std::to_string(static_cast<int>(c))).append(",").append(std::to_string(device));
   for (int i = 0; i < 3; ++i) p.key.append(",").append(std::to_string(grid[i])).append(",").append(std::to_string(block[i]));
   p.key.append(",").append(std::to_string(regs)).append(",").append(std::to_string(shared)).append(",");
   if (memset || memcpy) p.key.append(std::to_string(bytes));
+  p.key.append(",").append(std::to_string(graph));
   auto [it, inserted] = p.launch_ids.emplace(p.key, static_cast<uint32_t>(p.launches.size()));
   if (inserted) {
     KernelRow r;
@@ -408,13 +568,14 @@ void Importer::event(Partial& p, od::object obj) {
     }
     r.registers = static_cast<uint32_t>(regs);
     r.shared_bytes = static_cast<uint32_t>(shared);
+    r.graph = graph;
     if (memset || memcpy) {
-      r.bytes = static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
+      r.bytes = static_cast<uint64_t>(bytes);
       r.copy_kind = copy_kind_of(name, memset);
     }
     p.launches.push_back(std::move(r));
   }
-  p.pending.push_back({it->second, static_cast<uint32_t>(correlation < 0 ? 0 : correlation), external, *start, *dur});
+  p.pending.push_back({it->second, static_cast<uint32_t>(correlation < 0 || correlation > UINT32_MAX ? 0 : correlation), external, *start, *dur});
   if (memset) {
     ++p.c.memsets;
     p.c.memset_ns += *dur;
@@ -552,14 +713,16 @@ Result<void> Importer::run(Input& in, bool& retry) {
   auto fill = [&]() -> Result<void> {
     if (eof) return {};
     if (buf.size() < 1 + size + chunk_ + kPad) {
-      if (size + chunk_ > kMaxPiece) return make_error(Errc::parse, path_ + ": an event larger than 1 GiB at byte " + std::to_string(consumed));
+      if (size + chunk_ > kMaxPiece) return make_error(Errc::parse, path_ + ": an event larger than 64 MiB (the limit for one trace event) at byte " + std::to_string(consumed));
       buf.resize(1 + size + chunk_ + kPad);
     }
     auto got = in.read(buf.data() + 1 + size, chunk_);
     if (!got) return got.error();
     if (*got == 0) eof = true;
     size += *got;
+    const uint64_t before = t_.bytes;
     t_.bytes += *got;
+    if (progress_ && (before >> 28) != (t_.bytes >> 28)) progress_(path_ + ": " + format_bytes(t_.bytes) + " read");
     return {};
   };
   auto drop = [&](std::size_t n) {  // drops the first n bytes
@@ -595,7 +758,7 @@ Result<void> Importer::run(Input& in, bool& retry) {
         return make_error(Errc::parse, path_ + ": no \"traceEvents\" array (not a Kineto/PyTorch profiler trace)");
       }
       outer.push_back(c);
-      if (outer.size() > kMaxPiece) return make_error(Errc::parse, path_ + ": no \"traceEvents\" array in the first 1 GiB");
+      if (outer.size() > kMaxPiece) return make_error(Errc::parse, path_ + ": no \"traceEvents\" array in the first 64 MiB");
       if (e == Scanner::string_end && sc.depth == 1) last_string.assign(outer, string_start, outer.size() - 1 - string_start);
       if (e == Scanner::open && sc.depth == 2 && c == '[' && last_string == "traceEvents") {
         found = true;
@@ -658,6 +821,7 @@ Result<void> Importer::run(Input& in, bool& retry) {
       const std::size_t pending_before = main.pending.size(), ext_before = main.ext_sig.size(), corr_before = main.corr_ext.size(),
                         ann_before = main.annotations.size();
       const Counts before = main.c;
+      const uint64_t skipped_before = main.skipped, graph_before = main.graph_kernels;
       if (parse_events(main, data, cut, buf.size() - 1, consumed)) {
         drop(cut);
         continue;
@@ -668,6 +832,8 @@ Result<void> Importer::run(Input& in, bool& retry) {
       main.corr_ext.resize(corr_before);
       main.annotations.resize(ann_before);
       main.c = before;
+      main.skipped = skipped_before;
+      main.graph_kernels = graph_before;
     }
     // Exact cut: scan to the last complete event at depth 0 (or the array's closing ']').
     Scanner ex;
@@ -730,7 +896,7 @@ Result<void> Importer::run(Input& in, bool& retry) {
       outer.push_back(buf[1 + i]);
       sc.feed(buf[1 + i]);
     }
-    if (outer.size() > kMaxPiece) return make_error(Errc::parse, path_ + ": more than 1 GiB after traceEvents");
+    if (outer.size() > kMaxPiece) return make_error(Errc::parse, path_ + ": more than 64 MiB after traceEvents");
     consumed += size;
     size = 0;
     if (eof) break;
@@ -754,6 +920,8 @@ void Importer::finish() {
   std::unordered_map<int64_t, uint32_t> op_by_ext_sparse;
   std::unordered_map<uint32_t, int64_t> ext_by_corr;
   bool shapes = false;
+  uint64_t skipped = 0;
+  std::string skip_why;
   std::vector<std::vector<uint32_t>> launch_map(parts_.size());
   for (std::size_t pi = 0; pi < parts_.size(); ++pi) {
     Partial& p = *parts_[pi];
@@ -765,9 +933,12 @@ void Importer::finish() {
     t_.kernel_ns += p.c.kernel_ns;
     t_.memcpy_ns += p.c.memcpy_ns;
     t_.memset_ns += p.c.memset_ns;
+    t_.graph_kernels += p.graph_kernels;
+    if (p.skipped > 0 && skip_why.empty()) skip_why = p.first_skip;
+    skipped += p.skipped;
     for (const auto& [key, local] : p.launch_ids) {
       auto [it, inserted] = launch_ids.emplace(key, static_cast<uint32_t>(launches.size()));
-      if (inserted) launches.push_back(p.launches[local]);
+      if (inserted) launches.push_back(std::move(p.launches[local]));
       if (launch_map[pi].size() <= local) launch_map[pi].resize(p.launches.size());
       launch_map[pi][local] = it->second;
     }
@@ -790,6 +961,9 @@ void Importer::finish() {
     for (const auto& [corr, ext] : p.corr_ext) ext_by_corr[corr] = ext;
     p.ext_sig = {};
     p.corr_ext = {};
+    p.launches = {};
+    p.launch_ids = {};
+    p.sig_ids = {};
   }
   auto lookup = [&](int64_t e) -> uint32_t {
     if (e < 0) return 0;
@@ -846,23 +1020,51 @@ void Importer::finish() {
     ++t_.devices;
   }
   if (shapes) t_.shapes = true;
+  if (skipped > 0) {
+    t_.skipped_events += skipped;
+    t_.warnings.push_back(fmt::format("{}: skipped {} unreadable event{} (the first: {}); the rest of the trace is read", path_, skipped,
+                                      skipped == 1 ? "" : "s", skip_why));
+  }
 }
 
 }  // namespace
 
-Result<void> import_kineto(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o) {
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-  const KernelTable before = t;
+Result<void> import_trace_file(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o, bool& jouleprof_file) {
+  jouleprof_file = false;
+  int threads = o.threads > 0 ? o.threads : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  auto in = std::make_unique<Input>();
+  if (auto r = in->open(path); !r) return r;
+  if (!in->gzip() && in->head().size() == sizeof(trace_format::kMagic) &&
+      std::memcmp(in->head().data(), trace_format::kMagic, sizeof(trace_format::kMagic)) == 0) {
+    jouleprof_file = true;
+    if (in->is_pipe()) return make_error(Errc::invalid_argument, path + ": a jouleprof trace file is read from a regular file, not a pipe");
+    return {};
+  }
+  // A pipe is read once: serially (exact cuts), so that no second pass is needed.
+  if (in->is_pipe()) threads = 1;
+  // Parallel reads may need a second, serial pass: the table as it was before this file.
+  std::optional<KernelTable> before;
+  if (threads > 1) before = t;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    Input in;
-    if (auto r = in.open(path); !r) return r;
-    Importer imp(t, rank, path, o.chunk_bytes, attempt == 0 ? threads : 1);
+    if (attempt > 0) {
+      in = std::make_unique<Input>();
+      if (auto r = in->open(path); !r) return r;
+    }
+    Importer imp(t, rank, path, o.chunk_bytes, attempt == 0 ? threads : 1, o.progress);
     bool retry = false;
-    auto r = imp.run(in, retry);
+    auto r = imp.run(*in, retry);
     if (!r || !retry) return r;
-    t = before;  // a piece did not parse in parallel: read again serially (exact cuts, exact error positions)
+    if (!before) break;
+    t = *before;  // a piece did not parse in parallel: read again serially (exact cuts, exact error positions)
   }
   return make_error(Errc::internal, path + ": import failed");
+}
+
+Result<void> import_kineto(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o) {
+  bool own = false;
+  auto r = import_trace_file(path, rank, t, o, own);
+  if (r && own) return make_error(Errc::invalid_argument, path + ": a jouleprof trace file, not a Kineto trace");
+  return r;
 }
 
 }  // namespace jouleprof

@@ -1,16 +1,22 @@
 #include "jouleprof/trace/kernel_classes.hpp"
 #include "jouleprof/core/self_exe.hpp"
 
+#include <re2/re2.h>
+
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+
+#include "jouleprof/core/files.hpp"
 
 #ifndef JOULEPROF_SOURCE_DATA_DIR
 #define JOULEPROF_SOURCE_DATA_DIR ""
 #endif
 
 namespace jouleprof {
+namespace {
+constexpr std::size_t kMaxRulesBytes = std::size_t{16} << 20;  // a rules file is a few KB
+}  // namespace
 
 Result<KernelClassifier> KernelClassifier::parse(const std::string& text, const std::string& origin) {
   KernelClassifier k;
@@ -25,22 +31,22 @@ Result<KernelClassifier> KernelClassifier::parse(const std::string& text, const 
     if (tab == std::string::npos || tab == 0 || tab + 1 >= line.size()) {
       return make_error(Errc::parse, origin + ":" + std::to_string(n) + ": expected CLASS<TAB>REGEX");
     }
-    try {
-      k.rules_.push_back({line.substr(0, tab), std::regex(line.substr(tab + 1), std::regex::ECMAScript | std::regex::icase |
-                                                                                 std::regex::optimize)});
-    } catch (const std::regex_error& e) {
-      return make_error(Errc::parse, origin + ":" + std::to_string(n) + ": bad regular expression: " + e.what());
+    RE2::Options opts;
+    opts.set_case_sensitive(false);
+    opts.set_log_errors(false);
+    auto re = std::make_shared<const RE2>(line.substr(tab + 1), opts);
+    if (!re->ok()) {
+      return make_error(Errc::parse, origin + ":" + std::to_string(n) + ": bad regular expression: " + re->error());
     }
+    k.rules_.push_back({line.substr(0, tab), std::move(re)});
   }
   return k;
 }
 
 Result<KernelClassifier> KernelClassifier::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::invalid_argument, "cannot read kernel class rules " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  auto text = read_text_file(path, kMaxRulesBytes);
+  if (!text) return make_error(text.error().code, "cannot read rules: " + text.error().message);
+  return parse(*text, path);
 }
 
 void KernelClassifier::prepend(const KernelClassifier& first) {
@@ -50,7 +56,7 @@ void KernelClassifier::prepend(const KernelClassifier& first) {
 const std::string& KernelClassifier::classify(const std::string& name) const {
   static const std::string other = "other";
   for (const Rule& r : rules_) {
-    if (std::regex_search(name, r.re)) return r.kclass;
+    if (RE2::PartialMatch(name, *r.re)) return r.kclass;
   }
   return other;
 }

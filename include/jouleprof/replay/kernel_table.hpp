@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ struct KernelRow {
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   uint32_t registers = 0, shared_bytes = 0;
   uint64_t bytes = 0;     ///< copies: bytes per call
+  int64_t graph = -1;     ///< the CUDA graph that launched it (Kineto "graph id"), -1: none
   std::string copy_kind;  ///< copies: HtoD DtoH DtoD PtoP (memset: "set")
   std::string op;         ///< the CPU op that launched it (aten::mm ...), "" when unknown
   std::string input_dims, input_types, input_strides;  ///< the op's record_shapes, as JSON text
@@ -82,6 +84,8 @@ struct KernelTable {
   int64_t busy_ns = 0;  ///< union of GPU activity intervals (summed over devices/ranks)
   int devices = 0;      ///< distinct (rank, device) pairs with GPU activity
   uint64_t events = 0, bytes = 0;  ///< trace events and (uncompressed) bytes read
+  uint64_t skipped_events = 0;     ///< events that could not be read (args of unexpected types or values): skipped, counted
+  uint64_t graph_kernels = 0;      ///< GPU activities launched by CUDA graphs
   std::vector<std::string> warnings;
   std::vector<TraceActivity> activities;  ///< every GPU activity, by start time per device
   std::vector<TraceRange> annotations;    ///< user annotation ranges (record_function), by start
@@ -98,6 +102,8 @@ struct KernelTableOptions {
   const KernelClassifier* tiers = nullptr;    ///< replay tiers (required)
   std::size_t chunk_bytes = 4u << 20;         ///< Kineto import: bytes read at a time (tests use small ones)
   int threads = 0;                            ///< Kineto import: parsing threads (0: the CPUs, at most 8)
+  /// Called now and then during long steps ("t.json: 512 MiB read", "tiers: 200000/1000000 rows").
+  std::function<void(const std::string&)> progress;
 };
 
 /// Reads one or several traces: Kineto/PyTorch profiler JSON (.json, .json.gz; several files =
@@ -105,8 +111,12 @@ struct KernelTableOptions {
 /// for malformed JSON, the byte offset.
 Result<KernelTable> read_kernel_table(const std::vector<std::string>& paths, const KernelTableOptions& o);
 
-/// Streams one Kineto trace into `t` (exposed for tests and the import benchmark).
+/// Streams one Kineto trace into `t` (exposed for tests and the import benchmark). The file is
+/// opened once (pipes work); an event that cannot be read is skipped, counted and named in one warning.
 Result<void> import_kineto(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o);
+/// Like import_kineto, but a jouleprof trace file (its magic in the first bytes, read from the
+/// same descriptor) is not read: `jouleprof_file` says so and the caller reads it.
+Result<void> import_trace_file(const std::string& path, int rank, KernelTable& t, const KernelTableOptions& o, bool& jouleprof_file);
 
 /// Fills each row's tier and replay parameters (GEMM shape, attention shape, bytes) and sorts rows.
 void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o);

@@ -1,12 +1,18 @@
 // Kernel classes (GEMM, attention, normalization, elementwise, reduction, copy, communication,
 // other) from ordered name rules in a data file (data/kernel-classes.tsv; users add their own).
+// The rules are RE2 expressions (case-insensitive, searched anywhere in the name): matching takes
+// time linear in the name, whatever its length, and uses no stack recursion.
 #pragma once
 
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
+
+namespace re2 {
+class RE2;
+}
 
 namespace jouleprof {
 
@@ -24,7 +30,7 @@ class KernelClassifier {
  private:
   struct Rule {
     std::string kclass;
-    std::regex re;
+    std::shared_ptr<const re2::RE2> re;  ///< RE2: linear time in the name's length, no recursion
   };
   std::vector<Rule> rules_;
 };
