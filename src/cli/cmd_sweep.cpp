@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "db_option.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/control/session.hpp"
@@ -326,7 +327,7 @@ Runner add_sweep(CLI::App& app) {
   checked(c->add_option("--sim-power", s.sim_power_w, "simulated GPU power at full clock while a command runs, W"), DoubleRange{.min = 0, .max = 5000})
       ->capture_default_str();
   c->add_option("--nvml-lib", f->nvml_lib, "NVML library (default: libnvidia-ml.so.1, or $JOULEPROF_NVML_LIB)");
-  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else ~/.local/share/jouleprof/runs.db)");
+  c->add_option("--db", f->db, kDbOptionHelp);
   c->add_option("--journal-dir", f->journal_dir, "restore journal folder (default: see `jouleprof restore --help`)");
   c->add_flag("--discover", f->discover, "print the GPUs' supported clocks, power-limit range and current settings; change nothing");
   c->add_flag("--dry-run", f->dry_run, "print the plan (or with --slurm the batch script) and change nothing");

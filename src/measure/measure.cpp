@@ -25,6 +25,7 @@
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/markers.hpp"
 #include "jouleprof/measure/output.hpp"
+#include "jouleprof/measure/repeat_label.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "jouleprof/core/files.hpp"
@@ -371,7 +372,8 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   int exit_code = 0;
   std::string incomplete;
   const std::vector<std::string>& argv = builtin ? opt.builtin_command : opt.command;
-  Progress progress("run", opt.warmup + opt.runs, opt.show_progress);
+  // Repeats are numbered from 1, warm-ups apart (README "Words").
+  Progress progress(opt.warmup > 0 ? "warm-ups and repeats" : "repeat", opt.warmup + opt.runs, opt.show_progress);
   for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
     const bool warm = i < opt.warmup;
     if (opt.cooldown && (i > 0 || opt.cooldown_first)) {
@@ -383,7 +385,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     run.index = i;
     run.warmup = warm;
     if (!opt.show_progress) {
-      say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
+      say(std::string(warm ? "warm-up " : "repeat ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
           std::to_string(warm ? opt.warmup : opt.runs));
     }
     const auto id = mon.begin_at(warm ? "warmup" : "run", std::nullopt, warm ? "warmup" : "run", i);
@@ -431,18 +433,20 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     for (auto open : mon.open_windows()) {
       if (open != id) {
         mon.end_at(open, std::nullopt, false);
-        warnings.push_back("a phase was still open when run " + std::to_string(i) + " ended; closed as incomplete");
+        warnings.push_back("a phase was still open when " +
+                           (warm ? "warm-up " + std::to_string(i + 1) : "repeat " + std::to_string(i - opt.warmup + 1)) +
+                           " ended; closed as incomplete");
       }
     }
     mon.end_at(id, std::nullopt, run.complete);
     runs.push_back(run);
     if (opt.show_progress) {
       // The last point's figure: the run's GPU energy so far (the final figures come at the end).
-      std::string last = warm ? "warm-up" : "";
+      std::string last = warm ? "warm-up " + std::to_string(i + 1) + " done" : "";
       if (auto e = mon.energy(id); e && !warm) {
         double j = 0;
         for (const auto& g : e->gpus) j += g.energy_j;
-        last = fmt::format("{:.1f} J in {:.2f} s", j, e->t1_s - e->t0_s);
+        last = fmt::format("repeat {}: {:.1f} J in {:.2f} s", i - opt.warmup + 1, j, e->t1_s - e->t0_s);
       }
       progress.step(last);
     }
@@ -494,12 +498,13 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   for (const RunInfo& r : runs) {
     if (!r.complete && m.complete) {
       m.complete = false;
-      m.incomplete_reason = "run " + std::to_string(r.index) + ": " + r.reason;
+      m.incomplete_reason = repeat_label(m, r.index) + ": " + r.reason;
     }
   }
   if (static_cast<int>(runs.size()) < opt.warmup + opt.runs && m.complete) {
     m.complete = false;
-    m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) + " runs done";
+    m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) +
+                          (opt.warmup > 0 ? " warm-ups and repeats done" : " repeats done");
   }
   for (std::size_t g = 0; g < m.gpu_state.size(); ++g) {
     const auto& lost = m.gpu_state[g].lost_at_s;

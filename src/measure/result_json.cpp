@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jouleprof/core/files.hpp"
+#include "jouleprof/analysis/energy.hpp"
 #include "jouleprof/core/utc.hpp"
 #include "jouleprof/measure/output.hpp"
 
@@ -122,6 +123,7 @@ std::string result_to_json(const Measurement& m, int indent) {
       gs.push_back({{"energy_j", e.energy_j},
                     {"method", e.method},
                     {"uncertainty_j", e.uncertainty_j},
+                    {"uncertainty_basis", uncertainty_basis(e).empty() ? json(nullptr) : json(uncertainty_basis(e))},
                     {"counter_energy_j", opt(e.counter_j)},
                     {"counter_note", e.counter_note},
                     {"timeline_energy_j", opt(e.timeline_j)},
