@@ -88,7 +88,7 @@ def _build_module():
                          "(Debian: python3-dev)")
     tty = _tty()
     given = os.environ.get("JOULEPROF_BUILD_DIR")
-    tag = f"{sys.implementation.cache_tag}-{abs(hash(sys.executable)) % 10**8}"
+    tag = f"{sys.implementation.cache_tag}-{hashlib.sha1(sys.executable.encode()).hexdigest()[:8]}"  # stable across runs
     build = Path(given).resolve() if given else HERE / "build" / f"cmake-{tag}"
     if not (given and (build / "CMakeCache.txt").exists()):
         build.mkdir(parents=True, exist_ok=True)

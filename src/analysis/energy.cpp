@@ -73,6 +73,21 @@ void set_uncertainty_basis(GpuEnergy& e, const std::string& basis) {
   e.note = std::string(kBasisMark) + basis + (e.note.empty() ? "" : "; " + e.note);
 }
 
+void apply_counter_update_period(Measurement& m, double period_s) {
+  for (WindowResult& w : m.windows) {
+    const double dur = w.duration_s();
+    for (GpuEnergy& g : w.gpus) {
+      if (g.method != "counter" || !g.counter_j || !(dur > 0)) continue;
+      const double stale = std::max(*g.counter_j / dur, 0.0) * period_s;
+      const std::string basis = uncertainty_basis(g);
+      if (basis == "staleness" || stale < g.uncertainty_j) {
+        g.uncertainty_j = stale;
+        set_uncertainty_basis(g, "staleness");
+      }
+    }
+  }
+}
+
 double repeats_staleness_bound(double stdev, std::size_t n) {
   if (n < 3 || !(stdev >= 0)) return INFINITY;
   const double s_upper = stdev * std::sqrt(static_cast<double>(n - 1) / chi2_lower95(n - 1));

@@ -132,7 +132,8 @@ void print_footprint_text(const std::string& section_json, std::ostream& out) {
     const std::string c = amount(w, "gco2e", " gCO2e"), p = amount(w, "cost", "");
     if (!c.empty()) line += "  " + c;
     if (!p.empty()) line += "  cost " + p;
-    for (const auto& [unit, per] : w.value("per", json::object()).items()) {
+    const json pers = w.value("per", json::object());
+    for (const auto& [unit, per] : pers.items()) {
       const std::string pc = amount(per, "gco2e", " gCO2e"), pp = amount(per, "cost", "");
       line += "  (per " + unit + ":" + (pc.empty() ? "" : " " + pc) + (pp.empty() ? "" : " cost " + pp) + ")";
     }

@@ -46,6 +46,10 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
 std::string uncertainty_basis(const GpuEnergy& e);
 void set_uncertainty_basis(GpuEnergy& e, const std::string& basis);
 
+/// Re-bounds every counter figure of `m` with a measured update period: its staleness term
+/// becomes mean power × `period_s`, and stays the bound where it is smaller than the cross-check.
+void apply_counter_update_period(Measurement& m, double period_s);
+
 /// The bound on a counter window's staleness error that n repeats with sample stdev `stdev`
 /// support: the error is the difference of two independent uniform staleness terms
 /// (triangular, stdev = range / sqrt 6), and stdev <= the repeats' stdev; with the one-sided

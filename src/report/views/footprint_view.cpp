@@ -42,7 +42,8 @@ void render_footprint_view(const std::vector<ReportRun>& runs, const ReportOptio
             "<th>per unit</th></tr></thead><tbody>\n";
     for (const auto& w : j.value("windows", nlohmann::json::array())) {
       std::string per;
-      for (const auto& [unit, p] : w.value("per", nlohmann::json::object()).items()) {
+      const nlohmann::json pers = w.value("per", nlohmann::json::object());
+      for (const auto& [unit, p] : pers.items()) {
         per += html_escape(unit) + ": " + cell(p, "gco2e") + " gCO2e, " + cell(p, "cost") + " ";
       }
       body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
