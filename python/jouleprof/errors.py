@@ -1,8 +1,34 @@
 """Typed exceptions of the jouleprof package. Every one derives from JouleprofError."""
 
 
+import re
+
+# The C++ library words its hints for the command line; in Python they name Monitor's arguments.
+_CLI_TO_PYTHON = [
+    (re.compile(r"--device (auto|nvml|sim)\b"), lambda m: f'device="{m.group(1)}"'),
+    (re.compile(r"--device\b"), lambda m: "device="),
+    (re.compile(r"--gpus\b"), lambda m: "gpus="),
+    (re.compile(r"--idle\b"), lambda m: "idle_s="),
+    (re.compile(r"--period-ms\b"), lambda m: "period_ms="),
+    (re.compile(r"--sim-scenario\b"), lambda m: "sim_scenario="),
+    (re.compile(r"--counter-min-window\b"), lambda m: "counter_min_window_s="),
+]
+
+
+def python_words(message):
+    """A library message with its command-line flags named as Monitor's arguments."""
+    if not isinstance(message, str):
+        return message
+    for pattern, repl in _CLI_TO_PYTHON:
+        message = pattern.sub(repl, message)
+    return message.replace('use device="sim"', 'use Monitor(device="sim")')
+
+
 class JouleprofError(Exception):
     """Base class of every jouleprof error."""
+
+    def __init__(self, message="", *args):
+        super().__init__(python_words(message), *args)
 
 
 class NoGpuError(JouleprofError):

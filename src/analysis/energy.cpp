@@ -2,7 +2,10 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <iterator>
 #include <map>
+#include <optional>
+#include <string_view>
 
 #include "jouleprof/core/units.hpp"
 #include "jouleprof/core/integrate.hpp"
@@ -24,7 +27,72 @@ const Sample* nearest(const std::vector<Sample>& s, double t) {
   return best;
 }
 
+// The counter's bound from the timeline cross-check: |timeline − counter| + the timeline's edge
+// term, when the driver's sample buffer covers the window without gaps (a gap longer than
+// kMaxGap would hide power the trapezoid cannot see).
+std::optional<double> cross_check_bound(const GpuWindowData& d, const GpuEnergy& e, double t0, double t1) {
+  constexpr double kMaxGap = 0.1;
+  if (!e.counter_j || !e.timeline_j || d.power_source != "timeline" || d.power.size() < 2) return std::nullopt;
+  const Integral in = integrate_trapezoid(d.power, t0, t1);
+  if (!in.covered || in.max_gap_s > kMaxGap || in.samples_inside < 2) return std::nullopt;
+  // Plus the counter's resolution: two reads of whole millijoules.
+  return std::fabs(*e.timeline_j - *e.counter_j) + e.timeline_uncertainty_j + 0.002;
+}
+
+// One-sided 95% lower quantile of chi-square with k degrees of freedom (k >= 2): a table to
+// 10, Wilson–Hilferty beyond (within 1% there).
+double chi2_lower95(std::size_t k) {
+  static const double table[] = {0, 0.00393, 0.1026, 0.3518, 0.7107, 1.1455, 1.6354, 2.1673, 2.7326, 3.3251, 3.9403};
+  if (k < std::size(table)) return table[k];
+  const double kk = static_cast<double>(k), a = 2.0 / (9.0 * kk);
+  return kk * std::pow(1 - a - 1.6449 * std::sqrt(a), 3);
+}
+
 }  // namespace
+
+namespace {
+constexpr std::string_view kBasisMark = "counter bound: ";
+}  // namespace
+
+std::string uncertainty_basis(const GpuEnergy& e) {
+  const auto at = e.note.find(kBasisMark);
+  if (at == std::string::npos) return {};
+  const auto from = at + kBasisMark.size();
+  return e.note.substr(from, e.note.find(';', from) - from);
+}
+
+void set_uncertainty_basis(GpuEnergy& e, const std::string& basis) {
+  if (const auto at = e.note.find(kBasisMark); at != std::string::npos) {
+    auto end = e.note.find(';', at);
+    end = end == std::string::npos ? e.note.size() : end + 1;
+    e.note.erase(at, end - at);
+    while (!e.note.empty() && (e.note.back() == ' ' || e.note.back() == ';')) e.note.pop_back();
+    while (!e.note.empty() && e.note.front() == ' ') e.note.erase(0, 1);
+  }
+  if (basis.empty()) return;
+  e.note = std::string(kBasisMark) + basis + (e.note.empty() ? "" : "; " + e.note);
+}
+
+void apply_counter_update_period(Measurement& m, double period_s) {
+  for (WindowResult& w : m.windows) {
+    const double dur = w.duration_s();
+    for (GpuEnergy& g : w.gpus) {
+      if (g.method != "counter" || !g.counter_j || !(dur > 0)) continue;
+      const double stale = std::max(*g.counter_j / dur, 0.0) * period_s;
+      const std::string basis = uncertainty_basis(g);
+      if (basis == "staleness" || stale < g.uncertainty_j) {
+        g.uncertainty_j = stale;
+        set_uncertainty_basis(g, "staleness");
+      }
+    }
+  }
+}
+
+double repeats_staleness_bound(double stdev, std::size_t n) {
+  if (n < 3 || !(stdev >= 0)) return INFINITY;
+  const double s_upper = stdev * std::sqrt(static_cast<double>(n - 1) / chi2_lower95(n - 1));
+  return std::sqrt(6.0) * s_upper;
+}
 
 GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const EnergyOptions& opt) {
   GpuEnergy e;
@@ -45,6 +113,13 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
     e.counter_note = "energy-counter reads too far from the window edges";
   } else if (r1->value < r0->value) {
     e.counter_note = "energy counter went backwards (reset)";
+  } else if (dur < opt.counter_update_s) {
+    // The counter holds the energy up to its last update, not up to the read: across a window
+    // shorter than one update it either did not change (the edge corrections alone are left,
+    // a few hundredths of a joule of either sign) or changed by a whole period's energy.
+    // Neither is this window's energy, so there is no counter figure.
+    e.counter_note = fmt::format("window ({:.0f} ms) shorter than the energy counter's {:.0f} ms update period", dur * 1e3,
+                                 opt.counter_update_s * 1e3);
   } else {
     double c = r1->value - r0->value;
     if (!d.power.empty()) c += signed_integral(d.power, t0, r0->t_s) + signed_integral(d.power, r1->t_s, t1);
@@ -85,8 +160,15 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
     e.energy_j = *e.counter_j;
     e.method = "counter";
     // The counter reflects energy up to its last update: up to one update period stale at
-    // each edge; the staleness differs between edges by at most one period.
-    e.uncertainty_j = (*e.counter_j / dur) * opt.counter_update_s;
+    // each edge; the staleness differs between edges by at most one period. Where the sample
+    // timeline covers the window densely, it is an independent figure: the counter is within
+    // their disagreement plus the timeline's own edge term of the truth, usually far less.
+    e.uncertainty_j = std::max(*e.counter_j / dur, 0.0) * opt.counter_update_s;
+    set_uncertainty_basis(e, "staleness");
+    if (const auto cross = cross_check_bound(d, e, t0, t1); cross && *cross < e.uncertainty_j) {
+      e.uncertainty_j = *cross;
+      set_uncertainty_basis(e, "timeline cross-check");
+    }
   } else if (e.response_j) {
     e.energy_j = *e.response_j;
     e.method = "timeline(response)";
@@ -108,6 +190,7 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
     e.energy_j = *e.counter_j;
     e.method = "counter";
     e.uncertainty_j = dur > 0 ? std::max(*e.counter_j / dur, 0.0) * opt.counter_update_s : 0;
+    set_uncertainty_basis(e, "staleness");
   } else {
     e.method = "none";
   }
@@ -154,12 +237,34 @@ void summarize_repeats(Measurement& m, double ci_warn_relative) {
     }
   }
   m.stats.clear();
+  // The repeats bound the counter's staleness: it is random from repeat to repeat (where the
+  // window edges fall between counter updates), so its spread is inside the repeats' spread.
+  // A repeat's counter bound is the smaller of its own and sqrt(6) × the 95% upper bound of the
+  // repeats' stdev (docs/energy-methods.md). Only the whole-run and per-phase windows repeat.
+  for (const RunInfo& r : m.runs) {
+    if (r.warmup || !r.complete || r.window < 0) continue;
+    auto tighten = [&](WindowResult& w, const std::string& key) {
+      auto it = values.find(key);
+      if (it == values.end() || w.gpus.size() != 1) return;  // per-GPU spread unknown with several GPUs
+      const Summary s = summarize(it->second);
+      const double b = repeats_staleness_bound(s.stdev, s.n);
+      GpuEnergy& g = w.gpus.front();
+      if (g.method == "counter" && uncertainty_basis(g) == "staleness" && b < g.uncertainty_j) {
+        g.uncertainty_j = b;
+        set_uncertainty_basis(g, "repeats");
+      }
+    };
+    tighten(m.windows[static_cast<std::size_t>(r.window)], "gpu_energy_j");
+    for (WindowResult& p : m.windows) {
+      if (p.run == r.index && p.kind == "phase" && p.complete) tighten(p, "phase:" + p.name + ":gpu_energy_j");
+    }
+  }
   for (const auto& k : order) {
     RepeatStat s{k, summarize(values[k])};
     if (s.summary.n >= 2 && s.summary.ci95_relative() > ci_warn_relative &&
         (k == "gpu_energy_j" || k == "duration_s")) {
       m.warnings.push_back(fmt::format(
-          "{}: 95% CI is ±{:.1f}% of the mean over {} runs (threshold {:.1f}%); add --runs", k,
+          "{}: 95% CI is ±{:.1f}% of the mean over {} repeats (threshold {:.1f}%); add --runs", k,
           100 * s.summary.ci95_relative(), s.summary.n, 100 * ci_warn_relative));
     }
     m.stats.push_back(std::move(s));

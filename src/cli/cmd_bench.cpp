@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "jouleprof/core/self_exe.hpp"
+#include "db_option.hpp"
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -185,8 +186,7 @@ Runner add_bench(CLI::App& app) {
       "Every configuration is recorded in the run store (--no-store: not). On a GPU this runs jouleprof-llm from\n"
       "beside jouleprof ($JOULEPROF_LLM names another). Method and fields: docs/bench-llm.md");
   llm::add_bench_options(llm, f->o);
-  llm->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else "
-                                 "$XDG_DATA_HOME/jouleprof/runs.db, else ~/.local/share/jouleprof/runs.db)");
+  llm->add_option("--db", f->db, kDbOptionHelp);
   llm->add_flag("--no-store", f->no_store, "do not record the configurations in the run store");
   return [f] { return run_llm(*f); };
 }

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "db_option.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "options.hpp"
@@ -37,7 +38,7 @@ Runner add_export_trace(CLI::App& app) {
             "Times are microseconds on the run time base; otherData.origin_realtime_ns is its wall-clock origin.");
   c->add_option("run", f->ref, "RUN: a run id, 'last', 'last~N' or a result JSON file")->required();
   c->add_option("-o,--output", f->output, "the trace file (default: run-ID.trace.json; '-': stdout)");
-  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
+  c->add_option("--db", f->db, kDbOptionHelp);
   checked(c->add_option("--max-points", f->max_points, "downsample each counter track to about this many points (0: all)"),
           IntRange{.min = 0, .max = 100000000})->capture_default_str();
   return [f] { return run(*f); };

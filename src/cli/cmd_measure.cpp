@@ -6,10 +6,12 @@
 #include <iostream>
 #include <memory>
 
+#include "db_option.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/core/self_exe.hpp"
 #include "jouleprof/core/progress.hpp"
+#include "jouleprof/measure/footprint.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
@@ -35,6 +37,8 @@ struct MeasureFlags {
   double burn_seconds = 5;
   std::string db;
   bool no_store = false;
+  std::optional<double> carbon_intensity, price;
+  std::string carbon_source;
   bool metrics = false;
   std::string metrics_source = "auto";
   double metrics_period_ms = 500;
@@ -84,8 +88,12 @@ int run(MeasureFlags f) {
   if (!f.quiet) o.progress = [](const std::string& s) { std::cerr << "jouleprof: " << s << "\n"; };
   o.show_progress = !f.quiet && Progress::wanted(f.progress);
 
+  auto footprint = resolve_footprint(f.carbon_intensity, f.price, f.carbon_source);
+  if (!footprint) return report(footprint.error());
+
   auto result = run_measure(o);
   if (!result) return report(result.error());
+  add_footprint(*result, *footprint);
   const Measurement& m = *result;
   int rc = m.exit_code;
   if (!f.json.empty()) {
@@ -109,7 +117,14 @@ int run(MeasureFlags f) {
     }
   }
   // With the JSON on stdout, stdout carries the JSON only.
-  if (!f.quiet) print_summary(m, is_stdout(f.json) ? std::cerr : std::cout);
+  if (!f.quiet) {
+    std::ostream& out = is_stdout(f.json) ? std::cerr : std::cout;
+    print_summary(m, out);
+    if (auto it = m.sections.find(kFootprintSection); it != m.sections.end()) {
+      out << "\ncarbon and cost:\n";
+      print_footprint(it->second, out);
+    }
+  }
   if (m.meter_source.rfind("error: ", 0) == 0) {
     const int e = report(make_error(Errc::parse, m.meter_source.substr(7)));
     if (rc == 0) rc = e;
@@ -147,8 +162,14 @@ Runner add_measure(CLI::App& app) {
   c->add_flag("--meter-utc", f->meter_utc, "meter date-times are UTC (default: local time)");
   checked(c->add_option("--burn-seconds", f->burn_seconds, "duration of the built-in GPU workload per run"),
           DoubleRange{.min = 0, .max = 86400, .min_exclusive = true})->capture_default_str();
-  c->add_option("--db", f->db, "run store to record into (default: $JOULEPROF_DB, else "
-                               "$XDG_DATA_HOME/jouleprof/runs.db, else ~/.local/share/jouleprof/runs.db)");
+  c->add_option("--db", f->db, kDbOptionHelp);
+  c->add_option("--carbon-intensity", f->carbon_intensity,
+                "grid carbon intensity in gCO2e/kWh: energy as gCO2e per run, window and token (also "
+                "$JOULEPROF_CARBON_INTENSITY, config carbon-intensity)");
+  c->add_option("--carbon-source", f->carbon_source,
+                "where the carbon intensity comes from, recorded with the run (also $JOULEPROF_CARBON_SOURCE)");
+  c->add_option("--price", f->price, "electricity price per kWh: energy as cost per run, window and token (also "
+                                     "$JOULEPROF_PRICE, config price)");
   c->add_flag("--no-store", f->no_store, "do not record the run in the run store");
   c->add_flag("--metrics", f->metrics, "also record activity metrics (SM, tensor, FP, DRAM busy) per window: DCGM "
                                       "profiling fields, else NVML GPM, else NVML utilization; the result's \"activity\" section (docs/models.md)");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "db_option.hpp"
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -112,7 +113,7 @@ Runner add_plot(CLI::App& app) {
                                "for scaling and throughput (default: the first that varies)");
   checked(c->add_option("--width", f->width, "pixels"), IntRange{.min = 200, .max = 8000})->capture_default_str();
   checked(c->add_option("--height", f->height, "pixels"), IntRange{.min = 150, .max = 8000})->capture_default_str();
-  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
+  c->add_option("--db", f->db, kDbOptionHelp);
   return [f] { return run(*f); };
 }
 

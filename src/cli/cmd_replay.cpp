@@ -95,11 +95,20 @@ Result<EngineRun> run_engine(const ReplayFlags& f, const std::string& plan) {
   if (auto a = apply_measuring_flags(f.measuring, o); !a) return a.error();
   o.tags["replay"] = "true";
   if (!f.quiet && !global_flags().quiet) o.progress = [](const std::string& line) { std::cerr << "jouleprof: " << line << "\n"; };
+  // The engine runs the trace's kernels on an NVIDIA GPU; --device sim simulates only the sensors.
+  static const std::string kNoGpu = "replay runs the trace's kernels on an NVIDIA GPU (--device sim simulates only the power "
+                                    "sensors); without a GPU, --plan FILE writes the replay plan and --from FILE reads an "
+                                    "earlier engine output";
   auto m = run_measure(o);
-  if (!m) return m.error();
+  if (!m) {
+    Error e = m.error();
+    if (const auto at = e.message.find(" (use --device sim"); at != std::string::npos) e.message = e.message.substr(0, at) + ": " + kNoGpu;
+    return e;
+  }
   if (m->exit_code != 0) {
-    return make_error(m->exit_code == 3 ? Errc::unavailable : Errc::internal,
-                      fmt::format("the replay engine failed (exit {}): see its messages above", m->exit_code));
+    return make_error(m->exit_code == 3 || f.device == "sim" ? Errc::unavailable : Errc::internal,
+                      fmt::format("the replay engine failed (exit {}): see its messages above{}", m->exit_code,
+                                  f.device == "sim" ? "; " + kNoGpu : std::string()));
   }
   auto text = read_file(out_file);
   if (!text) return text.error();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "db_option.hpp"
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -48,7 +49,7 @@ Runner add_report(CLI::App& app) {
             "Example: jouleprof report 12 13 14 --by batch -o batch.html");
   c->add_option("run", f->refs, "RUN...")->required();
   c->add_option("-o,--output", f->output, "the HTML file ('-': stdout)")->capture_default_str();
-  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else the XDG data folder)");
+  c->add_option("--db", f->db, kDbOptionHelp);
   c->add_option("--title", f->title, "report title");
   c->add_option("--by", f->by, "tag to compare runs along (default: the first tag whose values differ)");
   checked(c->add_option("--max-points", f->max_points, "points per timeline series after downsampling"),

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "db_option.hpp"
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/core/files.hpp"
 #include "commands.hpp"
@@ -401,8 +402,7 @@ Runner add_runs(CLI::App& app) {
   auto f = std::make_shared<RunsFlags>();
   CLI::App* c = app.add_subcommand("runs", "The run store: list, show, compare, export, import and remove runs");
   c->require_subcommand(1);
-  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else $XDG_DATA_HOME/jouleprof/runs.db, "
-                               "else ~/.local/share/jouleprof/runs.db)");
+  c->add_option("--db", f->db, kDbOptionHelp);
   c->footer(
       "RUN is a run id, 'last' (the newest run) or 'last~N'; compare and export also take result JSON files.\n"
       "Examples:\n"

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "db_option.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/core/self_exe.hpp"
@@ -426,7 +427,7 @@ Runner add_sweep(CLI::App& app) {
       ->check(CLI::IsMember({"split", "together"}))->capture_default_str();
   c->add_option("--sweep-id", s.sweep_id, "name of the sweep (default: derived from its settings, so a rerun resumes)");
   c->add_option("--tag", f->tags, "KEY=VALUE recorded with every point (repeatable)");
-  c->add_option("--db", f->db, "run store (default: $JOULEPROF_DB, else ~/.local/share/jouleprof/runs.db)");
+  c->add_option("--db", f->db, kDbOptionHelp);
   c->add_option("--journal-dir", f->journal_dir, "restore journal folder (default: see `jouleprof restore --help`)");
   c->add_flag("--discover", f->discover, "print the GPUs' supported clocks, power-limit range and current settings; change nothing");
   c->add_flag("--dry-run", f->dry_run, "print the plan (or with --slurm the batch script) and change nothing");

@@ -159,8 +159,19 @@ int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const Kern
     }
   }
   if (!f.quiet) {
-    print_summary(m, std::cout);
+    // The trace's warnings once: the trace text below prints them, so the summary does not.
+    Measurement shown = m;
+    std::erase_if(shown.warnings, [](const std::string& w) { return w.rfind("trace: ", 0) == 0; });
+    print_summary(shown, std::cout);
     std::cout << trace_profile_text(*profile, f.top);
+  }
+  // A trace that recorded nothing is a failed trace, not a result (issue 35 item 7).
+  if (store && traced.activities.empty() && rc == 0) {
+    rc = report(make_error(f.device == "sim" ? Errc::unavailable : Errc::unsupported,
+                           "nothing was traced: the command recorded no CUDA activity (it never used a GPU through CUDA" +
+                               std::string(f.device == "sim" ? "; --device sim simulates only the power sensors, and tracing "
+                                                               "needs a CUDA GPU" : "") +
+                               "); the measurement itself was kept"));
   }
   return rc;
 }

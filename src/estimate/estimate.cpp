@@ -464,6 +464,8 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
   est.eager = opt.eager;
   est.warm = opt.warm;
   est.clock_mhz = f_req;
+  est.clock_requested_mhz = f_req;
+  est.power_cap_w = hw.tdp_w.value;
   est.calibration = cal ? cal->file : "";
   est.weight_bytes = g.weight_bytes();
 
@@ -573,6 +575,9 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
       else lo = mid;
     }
     run_at(lo);
+    est.clock_mhz = lo;
+    est.power_capped = true;
+    est.uncapped_power_w = e_req / std::max(t_req, 1e-30);
   }
   // (3) Energy: dynamic events at each subgraph's clock, static power over its wall time.
   std::map<std::pair<std::string, std::string>, std::size_t> total_index;

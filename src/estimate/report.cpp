@@ -70,6 +70,10 @@ json estimate_json(const Estimate& e) {
   j["precision"] = to_string(e.precision);
   j["mode"] = {{"fused", e.fused}, {"eager_dispatch", e.eager}, {"warm_cache", e.warm}};
   j["clock_mhz"] = e.clock_mhz;
+  j["clock_requested_mhz"] = e.clock_requested_mhz;
+  j["power_capped"] = e.power_capped;
+  j["power_cap_w"] = e.power_cap_w;
+  if (e.power_capped) j["uncapped_power_w"] = e.uncapped_power_w;
   j["calibration"] = e.calibration.empty() ? json(nullptr) : json(e.calibration);
   j["ops"] = e.ops;
   j["subgraph_count"] = e.subgraphs.size();
@@ -129,8 +133,10 @@ std::string column_unit(const std::vector<double>& vs, const char* unit, double&
 std::string render_tree(const Estimate& e, const TreeOptions& opt) {
   std::string out;
   out += e.model + " on " + e.hw_name + " (" + e.hw_id + ", " + to_string(e.cls) + "), " + to_string(e.precision) +
-         ", " + fmt("%.0f", e.clock_mhz) + " MHz" + (e.fused ? ", fused" : ", unfused") +
-         (e.eager ? ", eager dispatch" : "") + (e.warm ? ", warm cache" : ", cold cache") + "\n";
+         ", " + fmt("%.0f", e.clock_mhz) + " MHz" + (e.power_capped ? " (power-capped)" : "") +
+         (e.fused ? ", fused" : ", unfused") + (e.eager ? ", eager dispatch" : "") +
+         (e.warm ? ", warm cache" : ", cold cache") + "\n";
+  if (e.power_capped) out += "  " + power_cap_text(e) + "\n";
   out += "  " + std::to_string(e.ops) + " ops in " + std::to_string(e.subgraphs.size()) + " subgraphs, " +
          eng(e.flops, "FLOP") + ", weights " + eng(e.weight_bytes, "B") + ", DRAM traffic " + eng(e.dram_bytes, "B") + "\n";
   out += "  latency " + eng(e.latency_s, "s") + ", energy " + eng(e.energy_j, "J") + " (dynamic " + eng(e.dynamic_j, "J") +
@@ -252,7 +258,7 @@ std::string render_comparison(const std::vector<Estimate>& es) {
   }
   double ls = 1, es_ = 1, ps = 1;
   const std::string lu = column_unit(lat, "s", ls), eu = column_unit(en, "J", es_), pu = column_unit(pw, "W", ps);
-  std::snprintf(line, sizeof(line), "%-22s %-5s %-6s %12s %12s %10s %10s %12s", "hardware", "class", "prec",
+  std::snprintf(line, sizeof(line), "%-22s %-5s %-6s %9s %12s %12s %10s %10s %12s", "hardware", "class", "prec", "clock MHz",
                 ("latency " + lu).c_str(), ("energy " + eu).c_str(), ("power " + pu).c_str(), "TFLOP/s", "J/GFLOP");
   out += line;
   if (llm) {
@@ -260,9 +266,11 @@ std::string render_comparison(const std::vector<Estimate>& es) {
     out += line;
   }
   out += " calibrated\n";
+  bool capped = false;
   for (const Estimate& e : es) {
-    std::snprintf(line, sizeof(line), "%-22s %-5s %-6s %12.4g %12.4g %10.4g %10.1f %12.4g", e.hw_id.c_str(), to_string(e.cls),
-                  to_string(e.precision), e.latency_s / ls, e.energy_j / es_, e.avg_power_w / ps,
+    capped = capped || e.power_capped;
+    std::snprintf(line, sizeof(line), "%-22s %-5s %-6s %9s %12.4g %12.4g %10.4g %10.1f %12.4g", e.hw_id.c_str(), to_string(e.cls),
+                  to_string(e.precision), (fmt("%.0f", e.clock_mhz) + (e.power_capped ? "*" : "")).c_str(), e.latency_s / ls, e.energy_j / es_, e.avg_power_w / ps,
                   e.latency_s > 0 ? e.flops / e.latency_s / 1e12 : 0.0, e.flops > 0 ? e.energy_j / (e.flops / 1e9) : 0.0);
     out += line;
     if (llm) {
@@ -270,6 +278,12 @@ std::string render_comparison(const std::vector<Estimate>& es) {
       out += line;
     }
     out += std::string(" ") + (e.calibration.empty() ? "no" : "yes") + "\n";
+  }
+  if (capped) {
+    out += "* power-capped: at the requested clock the average power would exceed the TDP, so the clock is lowered\n";
+    for (const Estimate& e : es) {
+      if (e.power_capped) out += "  " + e.hw_id + ": " + power_cap_text(e) + "\n";
+    }
   }
   if (!es.empty()) out += "stack modelled: " + stack_text(es.front()) + "\n";
   return out;
@@ -307,6 +321,14 @@ std::string render_model_list() {
     out += line;
   }
   return out;
+}
+
+std::string power_cap_text(const Estimate& e) {
+  if (!e.power_capped) return {};
+  return "power-capped: at " + fmt("%.0f", e.clock_requested_mhz) + " MHz the average power would be " +
+         fmt("%.0f", e.uncapped_power_w) + " W, above the " + fmt("%.0f", e.power_cap_w) +
+         " W TDP, so the clock is lowered to " + fmt("%.0f", e.clock_mhz) +
+         " MHz for the whole run (as the GPU's power limit does; --no-power-cap to ignore it)";
 }
 
 std::string stack_text(const Estimate& e) {

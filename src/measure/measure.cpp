@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -25,6 +27,7 @@
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/measure/markers.hpp"
 #include "jouleprof/measure/output.hpp"
+#include "jouleprof/measure/repeat_label.hpp"
 #include "jouleprof/measure/process.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "jouleprof/core/files.hpp"
@@ -272,6 +275,32 @@ void wait_for_stable_temperature(Monitor& mon, const MeasureOptions& opt, std::v
   warnings.push_back("cool-down: temperature not stable after " + std::to_string(opt.cooldown_max_s) + " s");
 }
 
+// The energy counter's update period, measured (docs/energy-methods.md "The counter's bound"):
+// the first GPU's counter polled every millisecond for `seconds`, the median spacing of its
+// changes. nullopt when it changed fewer than three times (an idle GPU drawing ~0 W, a counter
+// that does not move) or the figure is outside 1 ms - 2 s.
+std::optional<double> measure_counter_update_period(Monitor& mon, double seconds) {
+  if (mon.gpus().gpus.empty()) return std::nullopt;
+  GpuSensor& gpu = *mon.gpus().gpus.front();
+  std::vector<double> changes;
+  std::optional<uint64_t> last;
+  const double start = mon.timebase().now_s();
+  while (mon.timebase().now_s() - start < seconds && interrupting_signal() == 0) {
+    auto mj = gpu.read_energy_mj();
+    if (!mj) return std::nullopt;
+    if (last && *mj != *last) changes.push_back(mon.timebase().now_s());
+    last = *mj;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (changes.size() < 3) return std::nullopt;
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < changes.size(); ++i) gaps.push_back(changes[i] - changes[i - 1]);
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+  const double period = gaps[gaps.size() / 2];
+  if (!(period >= 0.001 && period <= 2.0)) return std::nullopt;
+  return period;
+}
+
 }  // namespace
 
 void warn_short_windows(Measurement& m, const EnergyOptions& energy) {
@@ -350,6 +379,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
 
   // Idle baseline: measured now, or taken from an earlier result.
   const std::size_t n_gpu = mon.gpus().gpus.size();
+  std::optional<double> counter_period;  // measured during the idle baseline
   if (!opt.idle_w.empty()) {
     if (opt.idle_w.size() != n_gpu) {
       return make_error(Errc::invalid_argument, "the idle baseline file has " + std::to_string(opt.idle_w.size()) +
@@ -359,7 +389,9 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   } else if (opt.idle_s > 0) {
     say("measuring the idle baseline for " + std::to_string(opt.idle_s).substr(0, 4) + " s");
     const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
-    const bool ok = sleep_for(opt.idle_s);
+    const double polled_s = std::min(0.6, opt.idle_s);
+    counter_period = measure_counter_update_period(mon, polled_s);
+    const bool ok = sleep_for(opt.idle_s - polled_s);
     mon.end_at(id, std::nullopt, ok);
     if (ok) set_idle_baseline(mon, id, warnings);
   }
@@ -371,7 +403,8 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   int exit_code = 0;
   std::string incomplete;
   const std::vector<std::string>& argv = builtin ? opt.builtin_command : opt.command;
-  Progress progress("run", opt.warmup + opt.runs, opt.show_progress);
+  // Repeats are numbered from 1, warm-ups apart (README "Words").
+  Progress progress(opt.warmup > 0 ? "warm-ups and repeats" : "repeat", opt.warmup + opt.runs, opt.show_progress);
   for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
     const bool warm = i < opt.warmup;
     if (opt.cooldown && (i > 0 || opt.cooldown_first)) {
@@ -383,7 +416,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     run.index = i;
     run.warmup = warm;
     if (!opt.show_progress) {
-      say(std::string(warm ? "warm-up " : "run ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
+      say(std::string(warm ? "warm-up " : "repeat ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
           std::to_string(warm ? opt.warmup : opt.runs));
     }
     const auto id = mon.begin_at(warm ? "warmup" : "run", std::nullopt, warm ? "warmup" : "run", i);
@@ -431,18 +464,20 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     for (auto open : mon.open_windows()) {
       if (open != id) {
         mon.end_at(open, std::nullopt, false);
-        warnings.push_back("a phase was still open when run " + std::to_string(i) + " ended; closed as incomplete");
+        warnings.push_back("a phase was still open when " +
+                           (warm ? "warm-up " + std::to_string(i + 1) : "repeat " + std::to_string(i - opt.warmup + 1)) +
+                           " ended; closed as incomplete");
       }
     }
     mon.end_at(id, std::nullopt, run.complete);
     runs.push_back(run);
     if (opt.show_progress) {
       // The last point's figure: the run's GPU energy so far (the final figures come at the end).
-      std::string last = warm ? "warm-up" : "";
+      std::string last = warm ? "warm-up " + std::to_string(i + 1) + " done" : "";
       if (auto e = mon.energy(id); e && !warm) {
         double j = 0;
         for (const auto& g : e->gpus) j += g.energy_j;
-        last = fmt::format("{:.1f} J in {:.2f} s", j, e->t1_s - e->t0_s);
+        last = fmt::format("repeat {}: {:.1f} J in {:.2f} s", i - opt.warmup + 1, j, e->t1_s - e->t0_s);
       }
       progress.step(last);
     }
@@ -494,12 +529,13 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   for (const RunInfo& r : runs) {
     if (!r.complete && m.complete) {
       m.complete = false;
-      m.incomplete_reason = "run " + std::to_string(r.index) + ": " + r.reason;
+      m.incomplete_reason = repeat_label(m, r.index) + ": " + r.reason;
     }
   }
   if (static_cast<int>(runs.size()) < opt.warmup + opt.runs && m.complete) {
     m.complete = false;
-    m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) + " runs done";
+    m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) +
+                          (opt.warmup > 0 ? " warm-ups and repeats done" : " repeats done");
   }
   for (std::size_t g = 0; g < m.gpu_state.size(); ++g) {
     const auto& lost = m.gpu_state[g].lost_at_s;
@@ -545,6 +581,13 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
   }
 
+  // The counter's staleness bound with its measured update period, before the repeats tighten it.
+  if (counter_period) apply_counter_update_period(m, *counter_period);
+  m.sections["energy_counter"] =
+      nlohmann::json{{"update_period_s", counter_period.value_or(opt.monitor.energy.counter_update_s)},
+                     {"update_period_source", counter_period ? "measured: the counter polled every millisecond during the idle baseline"
+                                                             : "nominal (H100/H200 measurement; no idle baseline polled here)"}}
+          .dump();
   warn_short_windows(m, opt.monitor.energy);
   summarize_repeats(m, opt.ci_warn_relative);
   fill_provenance(m);

@@ -2,14 +2,19 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "jouleprof/analysis/energy.hpp"
 #include "jouleprof/core/units.hpp"
 #include "jouleprof/measure/output.hpp"
+#include "jouleprof/measure/repeat_label.hpp"
 
 namespace jouleprof {
 namespace {
 
 std::string pm(const GpuEnergy& e) {
-  return e.uncertainty_j > 0 ? fmt::format(" ± {:.3g} J", e.uncertainty_j) : "";
+  if (!(e.uncertainty_j > 0)) return "";
+  // A counter figure's bound says what it rests on when it is not the plain staleness term.
+  const std::string basis = uncertainty_basis(e);
+  return fmt::format(" ± {:.3g} J", e.uncertainty_j) + (basis.empty() || basis == "staleness" ? "" : " (" + basis + ")");
 }
 
 // "36 °C" when the range is one value, "36–41 °C" otherwise.
@@ -19,6 +24,16 @@ std::string range_text(double lo, double hi, const char* unit) {
 }
 
 }  // namespace
+
+std::string repeat_label(const Measurement& m, int run_index) {
+  bool warm = false;
+  int warmups = 0;
+  for (const RunInfo& r : m.runs) {
+    if (r.warmup) ++warmups;
+    if (r.index == run_index) warm = r.warmup;
+  }
+  return warm ? fmt::format("warm-up {}", run_index + 1) : fmt::format("repeat {}", run_index - warmups + 1);
+}
 
 void print_summary(const Measurement& m, std::ostream& out) {
   const char* sim = m.simulated ? " [simulated]" : "";
@@ -54,7 +69,7 @@ void print_summary(const Measurement& m, std::ostream& out) {
   for (const WindowResult& w : m.windows) {
     std::string name = w.name;
     if (w.run >= 0 && w.kind == "phase") name = "  " + name;
-    if (w.kind == "run" || w.kind == "warmup") name += " " + std::to_string(w.run);
+    if (w.kind == "run" || w.kind == "warmup") name = repeat_label(m, w.run);
     if (!w.complete) name += " (incomplete)";
     std::string method, ratio = "-";
     if (!w.gpus.empty()) {
@@ -85,7 +100,7 @@ void print_summary(const Measurement& m, std::ostream& out) {
   for (const RepeatStat& s : m.stats) {
     if (s.summary.n < 2) continue;
     if (!header) {
-      fmt::print(out, "\n  over {} runs: {:<34} {:>12} {:>12} {:>10} {:>12}\n", s.summary.n, "", "mean", "median", "stdev",
+      fmt::print(out, "\n  over {} repeats: {:<31} {:>12} {:>12} {:>10} {:>12}\n", s.summary.n, "", "mean", "median", "stdev",
                  "95% CI ±");
       header = true;
     }

@@ -2,6 +2,8 @@
 // no functions, so that the same JSON renders in the browser and in Node (SVG).
 #include "jouleprof/report/charts.hpp"
 
+#include "jouleprof/measure/repeat_label.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -102,8 +104,9 @@ bool any_simulated(const std::vector<ReportRun>& runs) {
   return false;
 }
 
-std::string window_label(const WindowResult& w) {
-  return (w.kind == "run" || w.kind == "warmup") ? w.name + " " + std::to_string(w.run) : w.name;
+// Repeats are numbered from 1 and warm-ups apart (README "Words"): "run 3" is a stored run.
+std::string window_label(const Measurement& m, const WindowResult& w) {
+  return (w.kind == "run" || w.kind == "warmup") ? repeat_label(m, w.run) : w.name;
 }
 
 // Shading colours per window kind (translucent, drawn under the lines).
@@ -176,7 +179,7 @@ ChartSpec timeline_chart(const ReportRun& r, std::size_t index, const ChartOptio
     std::size_t k = 0;
     if (w.kind == "phase") k = phase_colour.emplace(w.name, phase_colour.size()).first->second;
     if (w.kind == "run") continue;  // runs are the sum of their phases; drawn as boundary lines below
-    areas.push_back(json::array({{{"name", window_label(w)},
+    areas.push_back(json::array({{{"name", window_label(m, w)},
                                   {"xAxis", round_sig(w.t0_s)},
                                   {"itemStyle", {{"color", area_colour(w.kind, k)}}},
                                   {"label", {{"fontSize", 9}, {"color", "#666"}}}},
@@ -184,7 +187,7 @@ ChartSpec timeline_chart(const ReportRun& r, std::size_t index, const ChartOptio
   }
   json run_lines = json::array();
   for (const WindowResult& w : m.windows) {
-    if (w.kind == "run" || w.kind == "warmup") run_lines.push_back({{"xAxis", round_sig(w.t0_s)}, {"name", window_label(w)}});
+    if (w.kind == "run" || w.kind == "warmup") run_lines.push_back({{"xAxis", round_sig(w.t0_s)}, {"name", window_label(m, w)}});
   }
   bool first = true;
   for (std::size_t g = 0; g < m.gpus.size() && g < m.timelines.size(); ++g) {
@@ -288,8 +291,8 @@ ChartSpec windows_chart(const ReportRun& r, std::size_t index, const ChartOption
   json above = json::array(), bars = json::array();
   bool any_above = false, negative = false;
   for (const WindowResult& w : m.windows) {
-    std::string label = window_label(w);
-    if (w.kind == "phase") label = w.name + " (run " + std::to_string(w.run) + ")";
+    std::string label = window_label(m, w);
+    if (w.kind == "phase") label = w.name + (w.run >= 0 ? " (" + repeat_label(m, w.run) + ")" : "");
     cats.push_back(label);
     double unc = 0;
     for (std::size_t g = 0; g < m.gpus.size(); ++g) {

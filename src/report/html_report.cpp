@@ -1,6 +1,7 @@
 // The HTML report: tables written here (all user text escaped), charts by the embedded
 // charting library from the specifications in charts.cpp.
 #include "jouleprof/report/html_report.hpp"
+#include "jouleprof/measure/repeat_label.hpp"
 
 #include <fmt/format.h>
 
@@ -115,7 +116,7 @@ void windows_table(std::string& h, const Measurement& m) {
        "<th>energy per count</th></tr></thead><tbody>\n";
   for (const WindowResult& w : m.windows) {
     std::string name = w.name;
-    if (w.kind == "run" || w.kind == "warmup") name += " " + std::to_string(w.run);
+    if (w.kind == "run" || w.kind == "warmup") name = repeat_label(m, w.run);
     std::string counts, per;
     for (const auto& [k, v] : w.counts) {
       counts += html_escape(k) + "=" + num(v, 6) + " ";

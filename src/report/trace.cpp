@@ -1,5 +1,6 @@
 // Chrome trace-event JSON, written directly (a 2-hour 8-GPU run has millions of events).
 #include "jouleprof/report/trace.hpp"
+#include "jouleprof/measure/repeat_label.hpp"
 
 #include "jouleprof/core/files.hpp"
 
@@ -91,7 +92,7 @@ std::string chrome_trace_json(const Measurement& m, const TraceOptions& o) {
   });
   for (std::size_t i : order) {
     const WindowResult& w = m.windows[i];
-    const std::string kind = w.kind == "phase" ? "phases" : (w.kind == "window" ? "windows" : "runs");
+    const std::string kind = w.kind == "phase" ? "phases" : (w.kind == "window" ? "windows" : "repeats");
     std::size_t lane = lanes.size();
     for (std::size_t l = 0; l < lanes.size(); ++l) {
       if (lanes[l].kind != kind) continue;
@@ -109,7 +110,7 @@ std::string chrome_trace_json(const Measurement& m, const TraceOptions& o) {
     }
     lanes[lane].open.push_back({w.t0_s, w.t1_s});
     std::string name = w.name;
-    if (w.kind == "run" || w.kind == "warmup") name += " " + std::to_string(w.run);
+    if (w.kind == "run" || w.kind == "warmup") name = repeat_label(m, w.run);
     fmt::format_to(out, "{{\"ph\":\"X\",\"name\":{},\"cat\":{},\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{"
                         "\"gpu_energy_j\":{},\"duration_s\":{},\"status\":\"{}\"",
                    detail::json_string(name), detail::json_string(w.kind), kRunPid, lane + 1, w.t0_s * 1e6,

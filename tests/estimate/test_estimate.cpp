@@ -2,6 +2,8 @@
 // and golden tree/JSON output.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -42,6 +44,11 @@ void golden(const std::string& name, const std::string& text) {
     return;
   }
   EXPECT_EQ(read(path), text) << "golden " << path << " differs (JOULEPROF_UPDATE_GOLDEN=1 rewrites it)";
+}
+std::string fmt_clock(double mhz) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", mhz);
+  return b;
 }
 }  // namespace
 
@@ -91,6 +98,47 @@ TEST(EstimateModel, PowerCapThrottlesHeavyGemms) {
   EXPECT_LE(c.avg_power_w, 700 * 1.001);
   EXPECT_LT(c.subgraphs[0].clock_mhz, 1980);
   EXPECT_GT(c.latency_s, f.latency_s);
+}
+
+// Issue 35 item 3: --clock 1410 and 1980 gave identical results with a headline saying the
+// requested clock; the headline and JSON now state the clock used and why it is lower.
+TEST(EstimateModel, PowerCappedClockIsTheHeadlineAndSaysWhy) {
+  Calibration cal;
+  cal.hw_id = "test-gpu";
+  cal.k_compute = cal.k_onchip = 20;
+  EstimateOptions at_max, at_1410;
+  at_1410.clock_mhz = 1410;
+  const Estimate a = run("gemm:8192x8192x8192", at_max, &cal), b = run("gemm:8192x8192x8192", at_1410, &cal);
+  ASSERT_TRUE(a.power_capped);
+  EXPECT_DOUBLE_EQ(a.clock_requested_mhz, 1980);
+  EXPECT_DOUBLE_EQ(a.clock_mhz, a.subgraphs[0].clock_mhz);
+  EXPECT_LT(a.clock_mhz, 1980);
+  EXPECT_GT(a.uncapped_power_w, 700);
+  const std::string tree = render_tree(a, {4});
+  EXPECT_NE(tree.find(fmt_clock(a.clock_mhz) + " MHz (power-capped)"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("power-capped: at 1980 MHz the average power would be"), std::string::npos) << tree;
+  const auto j = nlohmann::json::parse(to_json(a));
+  EXPECT_EQ(j["power_capped"], true);
+  EXPECT_DOUBLE_EQ(j["clock_mhz"].get<double>(), a.clock_mhz);
+  EXPECT_DOUBLE_EQ(j["clock_requested_mhz"].get<double>(), 1980);
+  // Below the capped clock the request holds, and is not called capped.
+  if (a.clock_mhz > 1410) {
+    EXPECT_TRUE(b.power_capped);
+  } else {
+    EXPECT_FALSE(b.power_capped);
+    EXPECT_DOUBLE_EQ(b.clock_mhz, 1410);
+  }
+  EstimateOptions low;
+  low.clock_mhz = std::floor(a.clock_mhz) - 100;
+  const Estimate l = run("gemm:8192x8192x8192", low, &cal);
+  EXPECT_FALSE(l.power_capped);
+  EXPECT_DOUBLE_EQ(l.clock_mhz, low.clock_mhz.value());
+  EXPECT_EQ(render_tree(l, {4}).find("power-capped"), std::string::npos);
+  EXPECT_LE(l.avg_power_w, 700);
+  // The comparison table names the clock and marks the capped one.
+  const std::string cmp = render_comparison({a, l});
+  EXPECT_NE(cmp.find(fmt_clock(a.clock_mhz) + "*"), std::string::npos) << cmp;
+  EXPECT_NE(cmp.find("* power-capped"), std::string::npos) << cmp;
 }
 
 TEST(EstimateModel, WaveQuantizationPenalisesSkinnyGemms) {

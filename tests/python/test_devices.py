@@ -16,6 +16,8 @@ def test_no_driver_raises_no_gpu_error():
     p = python(code, {"JOULEPROF_NVML_LIB": "/nonexistent/libnvidia-ml.so.1"})
     assert p.returncode == 0, p.stderr
     assert "NoGpuError:" in p.stdout and "sim" in p.stdout
+    # Python's words, not the command line's (issue 35 item 6).
+    assert 'Monitor(device="sim")' in p.stdout and "--device" not in p.stdout, p.stdout
 
 
 def test_driver_init_failure_raises_no_gpu_error():

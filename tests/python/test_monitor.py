@@ -191,5 +191,6 @@ def test_absent_gpu_and_hidden_gpus_are_different_errors(monkeypatch):
     with pytest.raises(jouleprof.GpuNotFoundError):
         jouleprof.Monitor(device="sim", idle_s=0)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
-    with pytest.raises(jouleprof.NoGpuError, match="hides every GPU"):
+    with pytest.raises(jouleprof.NoGpuError, match="hides every GPU") as e:
         jouleprof.Monitor(device="sim", idle_s=0)
+    assert "gpus=" in str(e.value) and "--gpus" not in str(e.value), str(e.value)

@@ -1,6 +1,8 @@
 // Window energy on synthetic timelines with known answers.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "jouleprof/analysis/energy.hpp"
 
 using namespace jouleprof;
@@ -32,8 +34,43 @@ TEST(WindowEnergy, LongWindowUsesTheCounterAndAgreesWithTheTimeline) {
   EXPECT_NEAR(*e.timeline_j, 3000, 1e-6);
   ASSERT_TRUE(e.disagreement);
   EXPECT_NEAR(*e.disagreement, 0, 1e-9);
-  EXPECT_NEAR(e.uncertainty_j, 300 * 0.1, 1e-9);
+  // Counter and a gap-free timeline agree exactly: the bound is their agreement (plus the
+  // counter's mJ resolution), not mean power × the update period (30 J; issue 35 item 9).
+  EXPECT_EQ(uncertainty_basis(e), "timeline cross-check");
+  EXPECT_LT(e.uncertainty_j, 0.01);
+  EXPECT_GT(e.uncertainty_j, 0);
   EXPECT_NEAR(e.mean_power_w, 300, 1e-9);
+}
+
+// Issue 35 item 9: a counter stale by 60 ms at its end read, and a timeline that disagrees by
+// that much: the bound is the disagreement plus the timeline's edge term, and covers the truth.
+TEST(WindowEnergy, CounterBoundIsTheTimelineCrossCheckWhenSmaller) {
+  GpuWindowData d = step(300, 300, 0, 12);
+  for (Sample& c : d.counter) c.value -= c.t_s > 5 ? 300 * 0.06 : 0;  // the end read lags 60 ms
+  const GpuEnergy e = window_energy(d, 1.0, 11.0, EnergyOptions{});
+  EXPECT_EQ(e.method, "counter");
+  EXPECT_EQ(uncertainty_basis(e), "timeline cross-check");
+  EXPECT_NEAR(e.uncertainty_j, 18, 0.01);
+  EXPECT_LE(std::abs(e.energy_j - 3000), e.uncertainty_j + 1e-9);
+  // A timeline with a gap (a drained buffer that overflowed) is no cross-check: staleness.
+  GpuWindowData g = d;
+  std::erase_if(g.power, [](const Sample& x) { return x.t_s > 4 && x.t_s < 6; });
+  const GpuEnergy s = window_energy(g, 1.0, 11.0, EnergyOptions{});
+  EXPECT_EQ(uncertainty_basis(s), "staleness");
+  EXPECT_NEAR(s.uncertainty_j, s.energy_j / 10 * 0.1, 1e-9);
+}
+
+// Issue 35: about half of 20 ms simulated windows had counter_energy_j ≈ −0.02 J — the counter
+// did not update inside the window and only the edge corrections were left. A window shorter
+// than the counter's update period has no counter figure.
+TEST(WindowEnergy, NoCounterFigureForWindowsShorterThanItsUpdatePeriod) {
+  GpuWindowData d = step(300, 300, 0, 2);
+  d.counter = {{1.000, 5000}, {1.025, 5000}};  // stale: no update between the reads
+  const GpuEnergy e = window_energy(d, 1.003, 1.023, EnergyOptions{});
+  EXPECT_FALSE(e.counter_j);
+  EXPECT_NE(e.counter_note.find("shorter than the energy counter's 100 ms update period"), std::string::npos)
+      << e.counter_note;
+  EXPECT_NEAR(e.energy_j, 6, 1e-6);  // the timeline's figure
 }
 
 TEST(WindowEnergy, CounterEdgesAreAlignedWithTheTimeline) {
@@ -107,6 +144,43 @@ TEST(Repeats, StatisticsAndCiWarning) {
   EXPECT_TRUE(per_token);
   ASSERT_EQ(m.warnings.size(), 1u);  // CI ±24.8% > 5%
   EXPECT_NE(m.warnings[0].find("gpu_energy_j"), std::string::npos);
+}
+
+// Issue 35 item 9: the repeats bound the counter's staleness error (random from repeat to
+// repeat): five repeats with a 1.4 J stdev give sqrt(6) × 1.4 × sqrt(4 / 0.7107) ≈ 8.1 J, not
+// mean power × 100 ms (45 J at 450 W).
+TEST(Repeats, CounterStalenessBoundFromTheRepeats) {
+  EXPECT_TRUE(std::isinf(repeats_staleness_bound(1.0, 2)));
+  EXPECT_NEAR(repeats_staleness_bound(1.4, 5), std::sqrt(6.0) * 1.4 * std::sqrt(4 / 0.7107), 1e-3);
+  EXPECT_GT(repeats_staleness_bound(1.4, 30), 1.4 * std::sqrt(6.0));  // an upper bound of the stdev
+  Measurement m;
+  const double e[] = {675.0, 676.2, 673.9, 675.8, 674.4};
+  for (int i = 0; i < 5; ++i) {
+    WindowResult w;
+    w.kind = "run";
+    w.run = i;
+    w.t0_s = i * 10;
+    w.t1_s = i * 10 + 1.5;
+    w.gpu_energy_j = e[i];
+    GpuEnergy g;
+    g.energy_j = e[i];
+    g.method = "counter";
+    g.uncertainty_j = 450 * 0.1;
+    set_uncertainty_basis(g, "staleness");
+    w.gpus.push_back(g);
+    m.windows.push_back(w);
+    RunInfo r;
+    r.index = i;
+    r.window = i;
+    m.runs.push_back(r);
+  }
+  summarize_repeats(m, 0.05);
+  const double sd = m.stats[0].summary.stdev;
+  for (const WindowResult& w : m.windows) {
+    EXPECT_EQ(uncertainty_basis(w.gpus[0]), "repeats");
+    EXPECT_NEAR(w.gpus[0].uncertainty_j, repeats_staleness_bound(sd, 5), 1e-9);
+    EXPECT_LT(w.gpus[0].uncertainty_j, 10);
+  }
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "jouleprof/core/series.hpp"
@@ -37,6 +38,24 @@ struct GpuWindowData {
 };
 
 GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const EnergyOptions& opt);
+
+/// What a counter figure's bound rests on (docs/energy-methods.md "The counter's bound"):
+/// "staleness" (mean power × the counter's update period), "timeline cross-check"
+/// (|timeline − counter| + the timeline's edge term) or "repeats" (the repeats' spread bounds the
+/// staleness); "" for other figures. Kept in the figure's note as "counter bound: BASIS".
+std::string uncertainty_basis(const GpuEnergy& e);
+void set_uncertainty_basis(GpuEnergy& e, const std::string& basis);
+
+/// Re-bounds every counter figure of `m` with a measured update period: its staleness term
+/// becomes mean power × `period_s`, and stays the bound where it is smaller than the cross-check.
+void apply_counter_update_period(Measurement& m, double period_s);
+
+/// The bound on a counter window's staleness error that n repeats with sample stdev `stdev`
+/// support: the error is the difference of two independent uniform staleness terms
+/// (triangular, stdev = range / sqrt 6), and stdev <= the repeats' stdev; with the one-sided
+/// 95% chi-square upper bound of that stdev, range <= sqrt(6) × stdev × sqrt((n-1)/chi2_0.05).
+/// Infinity for n < 3.
+double repeats_staleness_bound(double stdev, std::size_t n);
 
 /// Fills repeat statistics and warnings (CI too wide, windows shorter than the sensors allow).
 void summarize_repeats(Measurement& m, double ci_warn_relative);

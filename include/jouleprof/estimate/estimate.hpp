@@ -70,7 +70,12 @@ struct Estimate {
   HwClass cls = HwClass::gpu;
   DType precision = DType::bf16;
   bool fused = true, eager = false, warm = true;
-  double clock_mhz = 0;
+  double clock_mhz = 0;            ///< the clock the estimate runs at (after the power cap)
+  double clock_requested_mhz = 0;  ///< --clock, else the maximum
+  /// The power cap lowered the clock: at the requested clock the average power would have been
+  /// uncapped_power_w, above power_cap_w (the TDP).
+  bool power_capped = false;
+  double uncapped_power_w = 0, power_cap_w = 0;
   std::size_t ops = 0;
   double flops = 0, weight_bytes = 0, dram_bytes = 0;
   double latency_s = 0, energy_j = 0, dynamic_j = 0, static_j = 0, avg_power_w = 0;
@@ -81,6 +86,9 @@ struct Estimate {
   /// 0 otherwise): with it the report gives tok/s and J/token.
   double tokens = 0;
 };
+
+/// Why and how far the power cap lowered the clock, in words ("" when it did not).
+std::string power_cap_text(const Estimate& e);
 
 /// The software stack the estimate's mode stands for, in words (stated with every estimate).
 std::string stack_text(const Estimate& e);
