@@ -21,7 +21,7 @@ from typing import Callable, Iterator, List, Optional
 
 import torch
 
-__all__ = ["annotate", "Annotation", "phase", "count", "MarkerWriter"]
+__all__ = ["annotate", "Annotation", "phase", "count", "MarkerWriter", "replay_step"]
 
 
 class MarkerWriter:
@@ -168,3 +168,10 @@ def annotate(model: torch.nn.Module, depth: int = 4,
     forwards of one kind form one measured window with its token count.
     """
     return Annotation(model, depth, include, phases)
+
+
+def replay_step(fn, *args, **options):
+    """Captures one call of ``fn(*args)`` as a CUDA graph and replays each of its kernels exactly,
+    alone, measured with the GPU's power sensor (jouleprof.replay.replay_step; docs/replay.md)."""
+    from .replay import replay_step as _replay_step
+    return _replay_step(fn, *args, **options)

@@ -17,6 +17,7 @@
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/result/result_json.hpp"
+#include "jouleprof/replay/graph_replay.hpp"
 #include "jouleprof/sampler/monitor.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "jouleprof/store/store.hpp"
@@ -441,4 +442,38 @@ PYBIND11_MODULE(_jouleprof, mod) {
       .def_property_readonly("path", &PyStore::path);
 
   mod.def("default_db_path", [] { return resolve_db_path(""); });
+  // The exact replay of a captured CUDA graph (jouleprof.torch.replay_step): the options and the
+  // result as JSON (graph_replay.hpp); the GIL is released while the GPU runs.
+  mod.def("list_cuda_graph", [](std::uintptr_t graph, const std::string& cuda_library) {
+    GraphListing l = value_or_raise(list_cuda_graph(graph, cuda_library));
+    std::vector<std::tuple<std::string, std::string, std::size_t>> out;
+    for (const GraphGroup& g : l.groups) out.emplace_back(g.kind, g.name, g.count);
+    return std::make_pair(out, l.warnings);
+  }, py::arg("graph"), py::arg("cuda_library") = "");
+  mod.def("replay_cuda_graph", [](std::uintptr_t graph, const py::dict& opts) {
+    GraphReplayOptions o;
+    auto get = [&](const char* k, auto& v) {
+      if (opts.contains(k)) v = opts[k].cast<std::remove_reference_t<decltype(v)>>();
+    };
+    get("cuda_library", o.cuda_library);
+    get("sensor", o.sensor);
+    get("trials", o.trials);
+    get("trial_s", o.trial_s);
+    get("settle_s", o.settle_s);
+    get("warmup_s", o.warmup_s);
+    get("ci_target", o.ci_target);
+    get("long_trial_s", o.long_trial_s);
+    get("row_cap_s", o.row_cap_s);
+    get("max_trials", o.max_trials);
+    get("coverage", o.coverage);
+    get("max_rows", o.max_rows);
+    get("graph_ms", o.graph_ms);
+    get("measure_step", o.measure_step);
+    Result<GraphReplay> r = make_error(Errc::internal, "not run");
+    {
+      py::gil_scoped_release release;
+      r = replay_cuda_graph(graph, o);
+    }
+    return graph_replay_json(value_or_raise(std::move(r)));
+  }, py::arg("graph"), py::arg("options"));
 }

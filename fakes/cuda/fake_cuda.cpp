@@ -1,0 +1,305 @@
+// A fake CUDA driver (libcuda.so.1) for the exact replay's tests: the entry points of
+// src/replay/cuda_entry_points.def over synthetic graphs, with a virtual GPU clock (each launch
+// advances its stream by the nodes' nominal durations; events are reached at once), so the
+// listing, grouping, trial rounds and error paths run on a CPU without sleeping.
+//
+// fakecuda_build_graph(spec) makes a graph: items separated by ';', each
+//   KIND,NAME,COUNT,DURATION_NS[,FLAG]
+// KIND kernel | memcpy | memset | host | typeN (an unknown node type N); COUNT nodes of it, chained.
+// Kernels take (float* in, float* out, int n): each node gets its own device pointers (so the
+// pointer-masked grouping puts them in one row) and the same n, unless FLAG is "distinct" (n = node
+// index). FLAG "fault": a graph of copies of it faults at launch (CUDA_ERROR_ILLEGAL_ADDRESS, sticky:
+// every later call fails); "oom": a graph of copies of it fails to instantiate (out of memory).
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cuda_driver.hpp"
+
+using namespace jouleprof::cuda;
+
+namespace {
+
+struct FFunc {
+  std::string name, flag;
+  double ns = 0;
+};
+struct FNode {
+  int type = 0;
+  FFunc* func = nullptr;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {128, 1, 1};
+  // kernel arguments: in, out, n
+  CUdeviceptr in = 0, out = 0;
+  int n = 0;
+  void* params[3] = {&in, &out, &n};
+  CudaMemcpy3D copy{};
+  CudaMemsetNodeParams set{};
+  double ns = 0;
+};
+struct FGraph {
+  std::vector<FNode*> nodes;
+  std::vector<std::unique_ptr<FNode>> owned;  // the nodes added by cuGraphAdd*Node (freed with the graph)
+  bool original = false;
+};
+struct FExec {
+  FGraph* g = nullptr;
+};
+struct FStream {
+  double gpu_ns = 0;
+};
+struct FEvent {
+  double t = 0;
+};
+
+std::deque<FFunc> funcs;
+std::deque<FNode> nodes;
+std::deque<FGraph> graphs;
+std::deque<FExec> execs;
+std::deque<FStream> streams;
+std::deque<FEvent> events;
+CUresult sticky = kSuccess;
+CUdeviceptr next_ptr = 0x7f0000000000ULL;
+constexpr CUdeviceptr kDeviceLo = 0x7f0000000000ULL, kDeviceHi = 0x7f8000000000ULL;
+int ctx_dummy = 0;
+
+CUdeviceptr alloc(std::size_t bytes) {
+  const CUdeviceptr p = next_ptr;
+  next_ptr += (bytes + 0xfff) & ~std::size_t{0xfff};
+  return p;
+}
+
+FNode* node_of(CUgraphNode h) { return reinterpret_cast<FNode*>(h); }
+FGraph* graph_of(CUgraph h) { return reinterpret_cast<FGraph*>(h); }
+
+}  // namespace
+
+#define FAKE extern "C" __attribute__((visibility("default")))
+
+FAKE void* fakecuda_build_graph(const char* spec) {
+  FGraph& g = graphs.emplace_back();
+  g.original = true;
+  std::stringstream items(spec);
+  std::string item;
+  while (std::getline(items, item, ';')) {
+    std::stringstream f(item);
+    std::string kind, name, count, dur, flag;
+    std::getline(f, kind, ',');
+    std::getline(f, name, ',');
+    std::getline(f, count, ',');
+    std::getline(f, dur, ',');
+    std::getline(f, flag, ',');
+    FFunc* fn = nullptr;
+    if (kind == "kernel") fn = &funcs.emplace_back(FFunc{name, flag, std::atof(dur.c_str())});
+    const long n = std::atol(count.c_str());
+    for (long i = 0; i < n; ++i) {
+      FNode& x = nodes.emplace_back();
+      x.ns = std::atof(dur.c_str());
+      if (kind == "kernel") {
+        x.type = kNodeKernel;
+        x.func = fn;
+        x.in = alloc(4096);
+        x.out = alloc(4096);
+        x.n = flag == "distinct" ? static_cast<int>(i) : 1024;
+        x.grid[0] = 8;
+      } else if (kind == "memcpy") {
+        x.type = kNodeMemcpy;
+        x.copy.srcMemoryType = kMemoryTypeDevice;
+        x.copy.dstMemoryType = kMemoryTypeDevice;
+        x.copy.WidthInBytes = 1 << 20;
+        x.copy.Height = 1;
+        x.copy.Depth = 1;
+        x.ns = static_cast<double>(x.copy.WidthInBytes) / 1000.0;
+      } else if (kind == "memset") {
+        x.type = kNodeMemset;
+        x.set.elementSize = 4;
+        x.set.width = 1 << 18;
+        x.set.height = 1;
+        x.ns = static_cast<double>(x.set.width * x.set.elementSize) / 2000.0;
+      } else if (kind == "host") {
+        x.type = kNodeHost;
+      } else if (kind.rfind("type", 0) == 0) {
+        x.type = std::atoi(kind.c_str() + 4);
+      }
+      g.nodes.push_back(&x);
+    }
+  }
+  return &g;
+}
+
+/// Clears the sticky error (a fresh process, as far as the tests are concerned).
+FAKE void fakecuda_reset() { sticky = kSuccess; }
+
+FAKE CUresult cuInit(unsigned) { return kSuccess; }
+FAKE CUresult cuGetErrorName(CUresult rc, const char** s) {
+  *s = rc == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : rc == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : rc == 1 ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_UNKNOWN";
+  return kSuccess;
+}
+FAKE CUresult cuCtxGetCurrent(CUcontext* c) {
+  *c = std::getenv("FAKECUDA_NO_CONTEXT") != nullptr ? nullptr : reinterpret_cast<CUcontext>(&ctx_dummy);
+  return kSuccess;
+}
+FAKE CUresult cuCtxGetDevice(CUdevice* d) {
+  *d = 0;
+  return kSuccess;
+}
+FAKE CUresult cuDeviceGetName(char* name, int len, CUdevice) {
+  std::strncpy(name, "Fake CUDA GPU", static_cast<std::size_t>(len));
+  return kSuccess;
+}
+FAKE CUresult cuGraphGetNodes(CUgraph g, CUgraphNode* out, size_t* n) {
+  if (g == nullptr) return kInvalidValue;
+  FGraph* fg = graph_of(g);
+  if (out == nullptr) {
+    *n = fg->nodes.size();
+    return kSuccess;
+  }
+  const size_t k = std::min(*n, fg->nodes.size());
+  for (size_t i = 0; i < k; ++i) out[i] = reinterpret_cast<CUgraphNode>(fg->nodes[i]);
+  *n = k;
+  return kSuccess;
+}
+FAKE CUresult cuGraphNodeGetType(CUgraphNode h, int* type) {
+  *type = node_of(h)->type;
+  return kSuccess;
+}
+FAKE CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode h, CudaKernelNodeParams* p) {
+  FNode* x = node_of(h);
+  if (x->type != kNodeKernel) return kInvalidValue;
+  *p = CudaKernelNodeParams{};
+  p->func = reinterpret_cast<CUfunction>(x->func);
+  p->gridDimX = x->grid[0];
+  p->gridDimY = x->grid[1];
+  p->gridDimZ = x->grid[2];
+  p->blockDimX = x->block[0];
+  p->blockDimY = x->block[1];
+  p->blockDimZ = x->block[2];
+  p->kernelParams = x->params;
+  return kSuccess;
+}
+FAKE CUresult cuGraphMemcpyNodeGetParams(CUgraphNode h, CudaMemcpy3D* p) {
+  *p = node_of(h)->copy;
+  return node_of(h)->type == kNodeMemcpy ? kSuccess : kInvalidValue;
+}
+FAKE CUresult cuGraphMemsetNodeGetParams(CUgraphNode h, CudaMemsetNodeParams* p) {
+  *p = node_of(h)->set;
+  return node_of(h)->type == kNodeMemset ? kSuccess : kInvalidValue;
+}
+FAKE CUresult cuKernelGetFunction(CUfunction* f, CUkernel k) {
+  *f = reinterpret_cast<CUfunction>(k);
+  return kSuccess;
+}
+FAKE CUresult cuFuncGetName(const char** name, CUfunction f) {
+  *name = reinterpret_cast<FFunc*>(f)->name.c_str();
+  return kSuccess;
+}
+FAKE CUresult cuFuncGetParamInfo(CUfunction, size_t index, size_t* offset, size_t* size) {
+  static const size_t off[] = {0, 8, 16}, sz[] = {8, 8, 4};
+  if (index >= 3) return kInvalidValue;
+  *offset = off[index];
+  *size = sz[index];
+  return kSuccess;
+}
+FAKE CUresult cuPointerGetAttribute(void* data, int attr, CUdeviceptr p) {
+  if (attr != kPointerAttributeMemoryType || p < kDeviceLo || p >= kDeviceHi) return kInvalidValue;
+  *static_cast<int*>(data) = kMemoryTypeDevice;
+  return kSuccess;
+}
+FAKE CUresult cuGraphCreate(CUgraph* g, unsigned) {
+  *g = reinterpret_cast<CUgraph>(&graphs.emplace_back());
+  return kSuccess;
+}
+FAKE CUresult cuGraphDestroy(CUgraph g) {
+  graph_of(g)->nodes.clear();
+  graph_of(g)->owned.clear();
+  return kSuccess;
+}
+static CUresult add_node(CUgraphNode* out, CUgraph g, const FNode& x) {
+  if (sticky != kSuccess) return sticky;
+  FNode& n = *graph_of(g)->owned.emplace_back(std::make_unique<FNode>(x));
+  n.params[0] = &n.in;
+  n.params[1] = &n.out;
+  n.params[2] = &n.n;
+  graph_of(g)->nodes.push_back(&n);
+  *out = reinterpret_cast<CUgraphNode>(&n);
+  return kSuccess;
+}
+FAKE CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode*, size_t, const CudaKernelNodeParams* p) {
+  FNode x;
+  x.type = kNodeKernel;
+  x.func = reinterpret_cast<FFunc*>(p->func);
+  x.grid[0] = p->gridDimX;
+  x.block[0] = p->blockDimX;
+  std::memcpy(&x.in, p->kernelParams[0], 8);
+  std::memcpy(&x.out, p->kernelParams[1], 8);
+  std::memcpy(&x.n, p->kernelParams[2], 4);
+  x.ns = x.func->ns;
+  return add_node(out, g, x);
+}
+FAKE CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode*, size_t, const CudaMemcpy3D* p, CUcontext) {
+  FNode x;
+  x.type = kNodeMemcpy;
+  x.copy = *p;
+  x.ns = static_cast<double>(p->WidthInBytes) / 1000.0;
+  return add_node(out, g, x);
+}
+FAKE CUresult cuGraphAddMemsetNode(CUgraphNode* out, CUgraph g, const CUgraphNode*, size_t, const CudaMemsetNodeParams* p, CUcontext) {
+  FNode x;
+  x.type = kNodeMemset;
+  x.set = *p;
+  x.ns = static_cast<double>(p->width * p->elementSize) / 2000.0;
+  return add_node(out, g, x);
+}
+FAKE CUresult cuGraphInstantiateWithFlags(CUgraphExec* e, CUgraph g, unsigned long long) {
+  if (sticky != kSuccess) return sticky;
+  FGraph* fg = graph_of(g);
+  for (FNode* n : fg->nodes) {
+    if (!fg->original && n->func != nullptr && n->func->flag == "oom") return 2;
+  }
+  *e = reinterpret_cast<CUgraphExec>(&execs.emplace_back(FExec{fg}));
+  return kSuccess;
+}
+FAKE CUresult cuGraphExecDestroy(CUgraphExec) { return kSuccess; }
+FAKE CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  if (sticky != kSuccess) return sticky;
+  FExec* x = reinterpret_cast<FExec*>(e);
+  for (FNode* n : x->g->nodes) {
+    if (!x->g->original && n->func != nullptr && n->func->flag == "fault") {
+      sticky = 700;
+      return sticky;
+    }
+    if (n->type == kNodeKernel || n->type == kNodeMemcpy || n->type == kNodeMemset) reinterpret_cast<FStream*>(s)->gpu_ns += n->ns;
+  }
+  return kSuccess;
+}
+FAKE CUresult cuStreamCreate(CUstream* s, unsigned) {
+  *s = reinterpret_cast<CUstream>(&streams.emplace_back());
+  return kSuccess;
+}
+FAKE CUresult cuStreamDestroy_v2(CUstream) { return kSuccess; }
+FAKE CUresult cuStreamSynchronize(CUstream) { return sticky; }
+FAKE CUresult cuEventCreate(CUevent* e, unsigned) {
+  *e = reinterpret_cast<CUevent>(&events.emplace_back());
+  return kSuccess;
+}
+FAKE CUresult cuEventDestroy_v2(CUevent) { return kSuccess; }
+FAKE CUresult cuEventRecord(CUevent e, CUstream s) {
+  if (sticky != kSuccess) return sticky;
+  reinterpret_cast<FEvent*>(e)->t = reinterpret_cast<FStream*>(s)->gpu_ns;
+  return kSuccess;
+}
+FAKE CUresult cuEventQuery(CUevent) { return sticky; }
+FAKE CUresult cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
+  if (sticky != kSuccess) return sticky;
+  *ms = static_cast<float>((reinterpret_cast<FEvent*>(b)->t - reinterpret_cast<FEvent*>(a)->t) / 1e6);
+  return kSuccess;
+}
+
+// The signatures above are those of the table (a mismatch does not compile).
+#define JP_CUDA(member, params, sym) [[maybe_unused]] static const Api::member##_fn check_##member = &sym;
+#include "cuda_entry_points.def"
+#undef JP_CUDA

@@ -1,0 +1,146 @@
+"""Exact replay of a PyTorch step's own kernels (docs/replay.md, "Exact replay").
+
+    import jouleprof.torch as jt
+    r = jt.replay_step(model, x)            # or a function: jt.replay_step(lambda: model(x))
+    print(r.text())                          # per kernel: count, time and energy per call, ±
+    t, e = r.predict(steps=100)              # 100 steps: seconds, joules
+    r.save("exact.json")                     # rows for `jouleprof replay --exact exact.json`
+
+The step is run a few times (warm-up), captured as a CUDA graph in this process
+(``torch.cuda.CUDAGraph(keep_graph=True)``), and the C++ library lists the graph's kernel,
+memcpy and memset nodes, groups identical ones (function, launch configuration, argument bytes
+with device pointers masked) and replays each group alone: a graph of copies of that node, with
+its real arguments and the step's buffers still alive, measured in paced trials with the GPU's
+power sensor. Where the step cannot be captured (a host synchronisation, a data-dependent shape)
+the result says so in one line (``r.captured`` is False, ``r.reason``) and the step has to be
+predicted from a trace with the shape tiers (``jouleprof kernels`` / ``jouleprof replay``).
+"""
+
+from __future__ import annotations
+
+import json as _json
+import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+__all__ = ["replay_step", "ExactReplay"]
+
+_OPTION_KEYS = ("trials", "trial_s", "settle_s", "warmup_s", "ci_target", "long_trial_s", "row_cap_s", "max_trials",
+                "coverage", "max_rows", "graph_ms", "measure_step", "sensor", "cuda_library")
+
+
+class ExactReplay:
+    """The exact replay of one step: rows (one per group of identical nodes), the whole graph's own
+    figures (``step``), and the prediction of one step (Σ count × per-call figures)."""
+
+    def __init__(self, captured: bool, reason: str = "", data: Optional[Dict[str, Any]] = None, graph=None,
+                 output=None):
+        self.captured = captured
+        self.reason = reason
+        self.data = data or {}
+        self.graph = graph      # the torch.cuda.CUDAGraph (keeps the step's buffers alive)
+        self.output = output    # what the captured step returned
+
+    @property
+    def rows(self) -> List[Dict[str, Any]]:
+        return list(self.data.get("rows", []))
+
+    @property
+    def step(self) -> Dict[str, Any]:
+        return dict(self.data.get("step", {}))
+
+    @property
+    def prediction(self) -> Dict[str, Any]:
+        return dict(self.data.get("prediction", {}))
+
+    @property
+    def warnings(self) -> List[str]:
+        return list(self.data.get("warnings", []))
+
+    def predict(self, steps: int = 1) -> Tuple[float, float]:
+        """(seconds, joules) of `steps` steps run back to back: Σ over rows of count × per call."""
+        p = self.prediction
+        return steps * p.get("time_s", 0.0), steps * p.get("energy_j", 0.0)
+
+    def save(self, path: str) -> None:
+        with open(path, "w") as f:
+            _json.dump(self.data if self.captured else {"schema": "jouleprof.exact_replay", "schema_version": 1,
+                                                         "captured": False, "reason": self.reason}, f, indent=1)
+
+    def text(self, top: int = 15) -> str:
+        if not self.captured:
+            return f"not captured: {self.reason}"
+        p, s = self.prediction, self.step
+        out = [f"exact replay on {self.data.get('gpu')}: {self.data.get('nodes')} nodes, {len(self.rows)} rows",
+               f"one step (Σ rows): {p['time_s'] * 1e3:.4f} ms, {p['energy_j']:.4f} J ± {p['energy_half_width_j']:.4f} "
+               f"(measured rows {100 * p['measured_share']:.1f}% of the energy, timed {100 * p['timed_share']:.1f}%)"]
+        if s.get("measured"):
+            out.append(f"the whole graph replayed: {s['time_s'] * 1e3:.4f} ms, {s['energy_j']:.4f} J at {s['power_w']:.1f} W")
+        out.append(f"{'status':<12} {'count':>6} {'us/call':>10} {'W':>8} {'J':>10}  kernel")
+        for r in self.rows[:top]:
+            out.append(f"{r['status']:<12} {r['count']:>6} {r.get('time_s', 0) * 1e6:>10.2f} {r.get('power_w', 0):>8.1f} "
+                       f"{r.get('energy_j', 0):>10.4f}  {r['name'][:80]}")
+        out += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(out)
+
+    def __repr__(self):
+        if not self.captured:
+            return f"<ExactReplay not captured: {self.reason}>"
+        t, e = self.predict()
+        return f"<ExactReplay {len(self.rows)} rows: {t * 1e3:.3f} ms, {e:.4f} J per step>"
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
+
+
+def capture(fn: Callable, *args, warmup: int = 3):
+    """Warms `fn(*args)` up on a side stream and captures one call as a CUDA graph that keeps its
+    cudaGraph_t. Returns (graph, output); raises on a step that cannot be captured."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            fn(*args)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(g):
+        out = fn(*args)
+    torch.cuda.synchronize()
+    return g, out
+
+
+def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] = None, quiet: bool = False,
+                **options) -> ExactReplay:
+    """Captures one call of ``fn(*args)`` and replays its kernels exactly (module docstring).
+
+    options: trials (5), trial_s (0.2), settle_s (0.3), warmup_s (3: the whole graph replayed to a
+    stable temperature first), ci_target (0.02), long_trial_s (1), row_cap_s (6), coverage (0.99 of
+    the step's kernel time measured, longest first; the rest timed, at the measured rows' mean
+    power), max_rows (60), graph_ms (2), measure_step (True), sensor ("nvml").
+    """
+    unknown = set(options) - set(_OPTION_KEYS)
+    if unknown:
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError(f"replay_step: unknown option(s) {sorted(unknown)} (known: {', '.join(_OPTION_KEYS)})")
+    try:
+        graph, output = capture(fn, *args, warmup=warmup)
+        handle = graph.raw_cuda_graph()
+    except Exception as e:  # a host sync or a dynamic shape inside the step
+        reason = (f"the step cannot be captured as a CUDA graph ({_first_line(e)}); no exact rows: "
+                  "trace it and use `jouleprof kernels` / `jouleprof replay` (shape tiers)")
+        if not quiet:
+            print(f"jouleprof: {reason}", file=sys.stderr)
+        r = ExactReplay(False, reason)
+        if json_path:
+            r.save(json_path)
+        return r
+    from . import _jouleprof
+    text = _jouleprof.replay_cuda_graph(int(handle), dict(options))
+    r = ExactReplay(True, "", _json.loads(text), graph, output)
+    if json_path:
+        r.save(json_path)
+    return r

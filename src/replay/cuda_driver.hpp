@@ -1,0 +1,90 @@
+// The CUDA driver API as the graph replay uses it: the few types (ABI of cuda.h, CUDA 12 and 13)
+// and the function table loaded from libcuda.so.1 at run time (dlopen, never linked). No CUDA
+// header is needed to build it; fakes/cuda/fake_cuda.cpp implements the same table for the tests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace jouleprof::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+using CUfunction = struct CUfunc_st*;
+using CUkernel = struct CUkern_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+
+inline constexpr CUresult kSuccess = 0, kNotReady = 600, kInvalidValue = 1;
+// CUgraphNodeType
+inline constexpr int kNodeKernel = 0, kNodeMemcpy = 1, kNodeMemset = 2, kNodeHost = 3, kNodeGraph = 4, kNodeEmpty = 5,
+                     kNodeWaitEvent = 6, kNodeEventRecord = 7, kNodeSemSignal = 8, kNodeSemWait = 9, kNodeMemAlloc = 10,
+                     kNodeMemFree = 11, kNodeBatchMemOp = 12, kNodeConditional = 13;
+inline constexpr int kPointerAttributeMemoryType = 2;
+inline constexpr int kMemoryTypeHost = 1, kMemoryTypeDevice = 2, kMemoryTypeArray = 3, kMemoryTypeUnified = 4;
+
+/// CUDA_KERNEL_NODE_PARAMS_v2
+struct CudaKernelNodeParams {
+  CUfunction func;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;
+  CUcontext ctx;
+};
+
+/// CUDA_MEMCPY3D_v2
+struct CudaMemcpy3D {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  int srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  void* srcArray;
+  void* reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  int dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  void* dstArray;
+  void* reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+};
+
+/// CUDA_MEMSET_NODE_PARAMS
+struct CudaMemsetNodeParams {
+  CUdeviceptr dst;
+  size_t pitch;
+  unsigned int value, elementSize;
+  size_t width, height;
+};
+
+struct Api {
+#define JP_CUDA(member, params, sym)        \
+  using member##_fn = CUresult(*) params; \
+  member##_fn member = nullptr;
+#include "cuda_entry_points.def"
+#undef JP_CUDA
+  std::vector<std::string> missing;
+  std::string library;
+  std::shared_ptr<void> handle;
+  /// "cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS (700)".
+  std::string describe(const char* call, CUresult rc) const;
+};
+
+/// Loads `library` ("" : $JOULEPROF_CUDA_LIB, else libcuda.so.1). Null and `error` set when the
+/// library or a required entry point is missing.
+std::shared_ptr<const Api> load_driver(const std::string& library, std::string& error);
+
+}  // namespace jouleprof::cuda

@@ -1,0 +1,800 @@
+// Exact replay of a captured CUDA graph's own nodes (include/jouleprof/replay/graph_replay.hpp).
+#include "jouleprof/replay/graph_replay.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unordered_map>
+
+#include "cuda_driver.hpp"
+#include "jouleprof/core/timebase.hpp"
+#include "jouleprof/sensors/gpu_sensor.hpp"
+#include "trials.hpp"
+
+namespace jouleprof {
+namespace cuda {
+
+std::string Api::describe(const char* call, CUresult rc) const {
+  const char* name = nullptr;
+  if (GetErrorName != nullptr) GetErrorName(rc, &name);
+  return fmt::format("{}: {} ({})", call, name != nullptr ? name : "CUDA error", rc);
+}
+
+std::shared_ptr<const Api> load_driver(const std::string& library, std::string& error) {
+  std::string lib = library;
+  if (lib.empty()) {
+    const char* env = std::getenv("JOULEPROF_CUDA_LIB");
+    lib = env != nullptr && *env != '\0' ? env : "libcuda.so.1";
+  }
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* why = dlerror();
+    error = "cannot load the CUDA driver (" + lib + "): " + (why != nullptr ? why : "unknown reason");
+    return nullptr;
+  }
+  auto api = std::make_shared<Api>();
+  api->library = lib;
+  api->handle = std::shared_ptr<void>(h, [](void* p) { dlclose(p); });
+#define JP_CUDA(member, params, sym)                                           \
+  api->member = reinterpret_cast<Api::member##_fn>(dlsym(h, #sym));            \
+  if (api->member == nullptr) api->missing.emplace_back(#sym);
+#include "cuda_entry_points.def"
+#undef JP_CUDA
+  for (const std::string& m : api->missing) {
+    if (m != "cuFuncGetParamInfo" && m != "cuFuncGetName" && m != "cuKernelGetFunction" && m != "cuGetErrorName" &&
+        m != "cuDeviceGetName" && m != "cuPointerGetAttribute") {
+      error = "the CUDA driver " + lib + " lacks " + m + " (CUDA 12 or later is needed)";
+      return nullptr;
+    }
+  }
+  return api;
+}
+
+}  // namespace cuda
+
+namespace {
+
+using namespace cuda;
+using nlohmann::json;
+
+std::string node_kind(int type) {
+  switch (type) {
+    case kNodeKernel: return "kernel";
+    case kNodeMemcpy: return "memcpy";
+    case kNodeMemset: return "memset";
+    case kNodeHost: return "host";
+    case kNodeGraph: return "child_graph";
+    case kNodeEmpty: return "empty";
+    case kNodeWaitEvent: return "event_wait";
+    case kNodeEventRecord: return "event_record";
+    case kNodeSemSignal: return "semaphore_signal";
+    case kNodeSemWait: return "semaphore_wait";
+    case kNodeMemAlloc: return "mem_alloc";
+    case kNodeMemFree: return "mem_free";
+    case kNodeBatchMemOp: return "batch_mem_op";
+    case kNodeConditional: return "conditional";
+    default: return fmt::format("type {}", type);
+  }
+}
+
+std::string demangle(const char* mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? d : mangled;
+  std::free(d);
+  return out;
+}
+
+const char* memtype(int t) { return t == kMemoryTypeHost ? "H" : "D"; }
+
+// What the listing keeps of each node beyond GraphNode: the handle and, for kernels, the key.
+struct RawNode {
+  CUgraphNode handle = nullptr;
+  int type = -1;
+  std::string key;
+};
+
+struct Listed {
+  GraphListing listing;
+  std::vector<RawNode> raw;
+};
+
+Result<Listed> list_graph(const Api& api, CUgraph graph) {
+  if (graph == nullptr) return make_error(Errc::invalid_argument, "no CUDA graph (null handle)");
+  size_t n = 0;
+  if (CUresult rc = api.GraphGetNodes(graph, nullptr, &n); rc != kSuccess) {
+    return make_error(Errc::invalid_argument, "not a CUDA graph: " + api.describe("cuGraphGetNodes", rc));
+  }
+  std::vector<CUgraphNode> handles(n);
+  if (n > 0) {
+    if (CUresult rc = api.GraphGetNodes(graph, handles.data(), &n); rc != kSuccess) {
+      return make_error(Errc::io, api.describe("cuGraphGetNodes", rc));
+    }
+    handles.resize(n);
+  }
+  Listed out;
+  GraphListing& L = out.listing;
+  L.nodes.resize(n);
+  out.raw.resize(n);
+  std::unordered_map<std::string, std::size_t> group_of;
+  std::unordered_map<CUfunction, std::string> names;
+  std::unordered_map<CUdeviceptr, bool> is_device_ptr;
+  const bool arg_info = api.FuncGetParamInfo != nullptr;
+  if (!arg_info) L.warnings.push_back("this CUDA driver has no cuFuncGetParamInfo (CUDA < 12.4): nodes are grouped without their argument bytes");
+  auto device_pointer = [&](CUdeviceptr v) {
+    if (v == 0 || api.PointerGetAttribute == nullptr) return false;
+    auto it = is_device_ptr.find(v);
+    if (it != is_device_ptr.end()) return it->second;
+    int mt = 0;
+    const bool dev = api.PointerGetAttribute(&mt, kPointerAttributeMemoryType, v) == kSuccess;
+    is_device_ptr.emplace(v, dev);
+    return dev;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    GraphNode& g = L.nodes[i];
+    RawNode& r = out.raw[i];
+    r.handle = handles[i];
+    if (CUresult rc = api.GraphNodeGetType(handles[i], &r.type); rc != kSuccess) {
+      g.kind = "unreadable";
+      L.not_replayed[g.kind]++;
+      continue;
+    }
+    g.kind = node_kind(r.type);
+    std::string key;
+    if (r.type == kNodeKernel) {
+      CudaKernelNodeParams p{};
+      if (CUresult rc = api.GraphKernelNodeGetParams(handles[i], &p); rc != kSuccess) {
+        L.warnings.push_back(fmt::format("node {}: {}: not replayed", i, api.describe("cuGraphKernelNodeGetParams", rc)));
+        g.kind = "kernel (unreadable)";
+        L.not_replayed[g.kind]++;
+        continue;
+      }
+      CUfunction f = p.func;
+      if (f == nullptr && p.kern != nullptr && api.KernelGetFunction != nullptr) api.KernelGetFunction(&f, p.kern);
+      auto nit = names.find(f);
+      if (nit == names.end()) {
+        const char* mangled = nullptr;
+        std::string nm;
+        if (f != nullptr && api.FuncGetName != nullptr && api.FuncGetName(&mangled, f) == kSuccess && mangled != nullptr) {
+          nm = demangle(mangled);
+        } else {
+          nm = fmt::format("kernel@{}", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)));
+        }
+        nit = names.emplace(f, nm).first;
+      }
+      g.name = nit->second;
+      g.grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
+      g.block = {p.blockDimX, p.blockDimY, p.blockDimZ};
+      g.shared_bytes = p.sharedMemBytes;
+      key = fmt::format("k{}|{},{},{}|{},{},{}|{}|", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)),
+                        p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ, p.sharedMemBytes);
+      // The argument bytes, device pointers masked (8-byte aligned words the driver knows as
+      // device memory): the same kernel and sizes on another layer's buffers is the same row.
+      if (arg_info && f != nullptr && p.kernelParams != nullptr) {
+        for (size_t a = 0; a < 4096; ++a) {
+          size_t off = 0, size = 0;
+          if (api.FuncGetParamInfo(f, a, &off, &size) != kSuccess) break;
+          const auto* bytes = static_cast<const unsigned char*>(p.kernelParams[a]);
+          if (bytes == nullptr) break;
+          std::string arg(reinterpret_cast<const char*>(bytes), size);
+          for (size_t w = 0; w + 8 <= size; w += 8) {
+            CUdeviceptr v = 0;
+            std::memcpy(&v, bytes + w, 8);
+            if (device_pointer(v)) std::memset(arg.data() + w, 0, 8);
+          }
+          key += arg;
+          key += '\x1f';
+        }
+      }
+    } else if (r.type == kNodeMemcpy) {
+      CudaMemcpy3D c{};
+      if (CUresult rc = api.GraphMemcpyNodeGetParams(handles[i], &c); rc != kSuccess) {
+        g.kind = "memcpy (unreadable)";
+        L.not_replayed[g.kind]++;
+        continue;
+      }
+      g.bytes = static_cast<uint64_t>(c.WidthInBytes) * std::max<size_t>(1, c.Height) * std::max<size_t>(1, c.Depth);
+      g.name = fmt::format("memcpy {}to{}", memtype(c.srcMemoryType), memtype(c.dstMemoryType));
+      key = fmt::format("c{}|{}", g.name, g.bytes);
+    } else if (r.type == kNodeMemset) {
+      CudaMemsetNodeParams s{};
+      if (CUresult rc = api.GraphMemsetNodeGetParams(handles[i], &s); rc != kSuccess) {
+        g.kind = "memset (unreadable)";
+        L.not_replayed[g.kind]++;
+        continue;
+      }
+      g.bytes = static_cast<uint64_t>(s.width) * std::max<size_t>(1, s.height) * s.elementSize;
+      g.name = "memset";
+      key = fmt::format("s|{}|{}", g.bytes, s.elementSize);
+    } else {
+      if (r.type != kNodeEmpty) L.not_replayed[g.kind]++;
+      continue;
+    }
+    r.key = key;
+    auto [it, inserted] = group_of.emplace(key, L.groups.size());
+    if (inserted) {
+      GraphGroup gr;
+      gr.kind = g.kind;
+      gr.name = g.name;
+      gr.grid = g.grid;
+      gr.block = g.block;
+      gr.shared_bytes = g.shared_bytes;
+      gr.bytes = g.bytes;
+      gr.first_node = i;
+      gr.argument_bytes = key.size();
+      L.groups.push_back(gr);
+    }
+    L.groups[it->second].count++;
+    g.group = it->second;
+  }
+  for (const auto& [kind, count] : L.not_replayed) {
+    L.warnings.push_back(fmt::format("{} node{} of type {} not replayed (the replay re-creates kernel, memcpy and memset nodes)", count,
+                                     count == 1 ? "" : "s", kind));
+  }
+  return out;
+}
+
+double t975(std::size_t dof) {
+  static const double q[] = {0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
+  return dof < 11 ? q[dof] : 1.96 + 2.5 / static_cast<double>(dof);
+}
+
+struct Stat {
+  double mean = 0, half_width = 0;
+};
+
+Stat stat(const std::vector<double>& v) {
+  Stat s;
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return s;
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean) * (x - s.mean);
+  s.half_width = t975(v.size() - 1) * std::sqrt(ss / static_cast<double>(v.size() - 1)) / std::sqrt(static_cast<double>(v.size()));
+  return s;
+}
+
+// The replay::Device the trial rounds drive: one instantiated graph on its own stream.
+class GraphDevice final : public replay::Device {
+ public:
+  explicit GraphDevice(const Api& api) : api_(api) {}
+  ~GraphDevice() override { release(); }
+  std::string open() {
+    if (CUresult rc = api_.StreamCreate(&stream_, 1 /* non-blocking */); rc != kSuccess) return api_.describe("cuStreamCreate", rc);
+    events_.assign(replay::kPaceSlot0 + replay::kPaceSlots, nullptr);
+    for (CUevent& e : events_) {
+      if (CUresult rc = api_.EventCreate(&e, 0); rc != kSuccess) return api_.describe("cuEventCreate", rc);
+    }
+    return "";
+  }
+  /// Uses `exec` for launch() (owned by the caller).
+  void use(CUgraphExec exec) { exec_ = exec; }
+  std::string name() const override { return "cuda"; }
+  std::string prepare(const replay::Item&, int) override { return "not used"; }
+  int reps() const override { return 1; }
+  std::string prepare_units(const std::vector<replay::Item>&, std::vector<std::string>&) override { return "not used"; }
+  void call_unit(int) override {}
+  void launch(int graphs) override {
+    for (int i = 0; i < graphs && error_.empty(); ++i) check(api_.GraphLaunch(exec_, stream_), "cuGraphLaunch");
+  }
+  void mark(int slot) override { check(api_.EventRecord(events_.at(static_cast<std::size_t>(slot)), stream_), "cuEventRecord"); }
+  void synchronize() override { check(api_.StreamSynchronize(stream_), "cuStreamSynchronize"); }
+  bool reached(int slot) override {
+    if (!error_.empty()) return true;  // nothing more will run: never wait on it
+    const CUresult rc = api_.EventQuery(events_.at(static_cast<std::size_t>(slot)));
+    if (rc == kNotReady) return false;
+    check(rc, "cuEventQuery");
+    return true;
+  }
+  double elapsed_ms(int from, int to) override {
+    float ms = 0;
+    if (!error_.empty()) return 0;
+    check(api_.EventElapsedTime(&ms, events_.at(static_cast<std::size_t>(from)), events_.at(static_cast<std::size_t>(to))), "cuEventElapsedTime");
+    return ms;
+  }
+  void gap_pattern(double, double) override {}
+  void release() override {
+    for (CUevent& e : events_) {
+      if (e != nullptr) api_.EventDestroy(e);
+      e = nullptr;
+    }
+    if (stream_ != nullptr) api_.StreamDestroy(stream_);
+    stream_ = nullptr;
+  }
+  std::string error() const override { return error_; }
+  void clear_error() { error_.clear(); }
+  CUstream stream() const { return stream_; }
+
+ private:
+  void check(CUresult rc, const char* call) {
+    if (rc != kSuccess && error_.empty()) error_ = api_.describe(call, rc);
+  }
+  const Api& api_;
+  CUstream stream_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  std::vector<CUevent> events_;
+  std::string error_;
+};
+
+// jouleprof's GPU sensor as the rounds' probe (as workloads/replay/main.cpp's Meter).
+class SensorProbe final : public replay::Probe {
+ public:
+  SensorProbe(GpuSet set, std::size_t index) : set_(std::move(set)), s_(*set_.gpus.at(index)) {}
+  void drain() override {
+    std::vector<Sample> got;
+    if (s_.drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
+    if (samples_.size() > 200000) samples_.erase(samples_.begin(), samples_.begin() + 100000);
+  }
+  std::pair<double, std::size_t> mean_power(double a, double b) override {
+    double sum = 0;
+    std::size_t n = 0;
+    for (const Sample& x : samples_) {
+      if (x.t_s >= a && x.t_s <= b) {
+        sum += x.value;
+        ++n;
+      }
+    }
+    return {n > 0 ? sum / static_cast<double>(n) : std::nan(""), n};
+  }
+  std::optional<double> counter_j() override {
+    auto e = s_.read_energy_mj();
+    return e ? std::optional<double>(static_cast<double>(*e) / 1000.0) : std::nullopt;
+  }
+  double now() override { return tb_.now_s(); }
+  void pause(double s) override { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+  GpuSensor& sensor() { return s_; }
+
+ private:
+  TimeBase tb_;
+  GpuSet set_;
+  GpuSensor& s_;
+  std::vector<Sample> samples_;
+};
+
+// A graph of `copies` copies of one node, each depending on the one before (they run in order,
+// as the program's nodes did), instantiated.
+struct Copies {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  const Api* api = nullptr;
+  Copies() = default;
+  Copies(const Copies&) = delete;
+  Copies& operator=(const Copies&) = delete;
+  ~Copies() {
+    if (exec != nullptr) api->GraphExecDestroy(exec);
+    if (graph != nullptr) api->GraphDestroy(graph);
+  }
+};
+
+std::string build_copies(const Api& api, const RawNode& node, std::size_t copies, Copies& out) {
+  out.api = &api;
+  if (CUresult rc = api.GraphCreate(&out.graph, 0); rc != kSuccess) return api.describe("cuGraphCreate", rc);
+  CUcontext ctx = nullptr;
+  api.CtxGetCurrent(&ctx);
+  CudaKernelNodeParams kp{};
+  CudaMemcpy3D cp{};
+  CudaMemsetNodeParams sp{};
+  CUresult rc = kSuccess;
+  if (node.type == kNodeKernel) rc = api.GraphKernelNodeGetParams(node.handle, &kp);
+  if (node.type == kNodeMemcpy) rc = api.GraphMemcpyNodeGetParams(node.handle, &cp);
+  if (node.type == kNodeMemset) rc = api.GraphMemsetNodeGetParams(node.handle, &sp);
+  if (rc != kSuccess) return api.describe("reading the node's parameters", rc);
+  CUgraphNode prev = nullptr;
+  for (std::size_t i = 0; i < copies; ++i) {
+    CUgraphNode added = nullptr;
+    const CUgraphNode* deps = prev != nullptr ? &prev : nullptr;
+    const size_t ndeps = prev != nullptr ? 1 : 0;
+    if (node.type == kNodeKernel) {
+      rc = api.GraphAddKernelNode(&added, out.graph, deps, ndeps, &kp);
+      if (rc != kSuccess) return api.describe("cuGraphAddKernelNode", rc);
+    } else if (node.type == kNodeMemcpy) {
+      rc = api.GraphAddMemcpyNode(&added, out.graph, deps, ndeps, &cp, ctx);
+      if (rc != kSuccess) return api.describe("cuGraphAddMemcpyNode", rc);
+    } else {
+      rc = api.GraphAddMemsetNode(&added, out.graph, deps, ndeps, &sp, ctx);
+      if (rc != kSuccess) return api.describe("cuGraphAddMemsetNode", rc);
+    }
+    prev = added;
+  }
+  if (rc = api.GraphInstantiateWithFlags(&out.exec, out.graph, 0); rc != kSuccess) return api.describe("cuGraphInstantiate", rc);
+  return "";
+}
+
+// Times one launch of `exec` (after `warm` launches): ms.
+double time_launch(GraphDevice& dev, CUgraphExec exec, int warm) {
+  dev.use(exec);
+  dev.launch(warm);
+  dev.mark(0);
+  dev.launch(1);
+  dev.mark(1);
+  dev.synchronize();
+  return dev.error().empty() ? dev.elapsed_ms(0, 1) : 0.0;
+}
+
+struct Measured {
+  replay::Round round;
+  double first_ci = -1;
+  std::string error;
+};
+
+// Settling, short trials, and long trials while the energy CI misses the target (kernels ≥ ci_min_ns).
+Measured measure(GraphDevice& dev, replay::Probe& probe, const GraphReplayOptions& o, double graph_ms, double calls_per_graph,
+                 const replay::CounterRules& rules) {
+  auto round = [&](int n, double seconds) {
+    replay::RoundPlan rp;
+    rp.graph_s = graph_ms / 1e3;
+    rp.settle_graphs = std::max(1, static_cast<int>(std::ceil(o.settle_s * 1e3 / graph_ms)));
+    rp.trial_graphs = std::max(1, static_cast<int>(std::ceil(seconds * 1e3 / graph_ms)));
+    rp.trials = n;
+    rp.calls_per_graph = calls_per_graph;
+    replay::Round rd = replay::run_round(dev, probe, rp, rules);
+    rd.seconds = seconds;
+    return rd;
+  };
+  Measured m;
+  m.round = round(o.trials, o.trial_s);
+  if (!dev.error().empty()) {
+    m.error = dev.error();
+    return m;
+  }
+  auto rel_ci = [](const replay::Round& x) {
+    const Stat e = stat(x.energy_j);
+    return e.mean > 0 ? e.half_width / e.mean : 1.0;
+  };
+  m.first_ci = rel_ci(m.round);
+  if (m.round.energy_j.size() >= 2 && stat(m.round.time_ns).mean >= o.ci_min_ns && m.first_ci > o.ci_target) {
+    replay::Round lng;
+    lng.seconds = o.long_trial_s;
+    double spent = 0;
+    while (static_cast<int>(lng.energy_j.size()) < o.max_trials && spent + 4 * o.long_trial_s <= o.row_cap_s) {
+      const int n = std::min(4, o.max_trials - static_cast<int>(lng.energy_j.size()));
+      lng.append(round(n, o.long_trial_s));
+      if (!dev.error().empty()) break;
+      spent += n * o.long_trial_s + o.settle_s;
+      if (lng.energy_j.size() >= 3 && rel_ci(lng) <= o.ci_target) break;
+    }
+    if (lng.energy_j.size() >= 2 && rel_ci(lng) < m.first_ci) m.round = lng;
+  }
+  m.error = dev.error();
+  return m;
+}
+
+bool sticky(const std::string& error) {
+  // Errors after which the CUDA context is unusable (a kernel fault): nothing more can run.
+  for (const char* s : {"ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "INVALID_PC", "HARDWARE_STACK_ERROR",
+                        "ASSERT", "(700)", "(719)", "(715)", "(716)", "(718)", "(714)", "(710)"}) {
+    if (error.find(s) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string short_name(const std::string& n) { return n.size() > 90 ? n.substr(0, 87) + "..." : n; }
+
+}  // namespace
+
+Result<GraphListing> list_cuda_graph(std::uintptr_t graph, const std::string& cuda_library) {
+  std::string err;
+  auto api = load_driver(cuda_library, err);
+  if (!api) return make_error(Errc::unavailable, err);
+  auto l = list_graph(*api, reinterpret_cast<CUgraph>(graph));
+  if (!l) return l.error();
+  return std::move(l->listing);
+}
+
+Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphReplayOptions& o, replay::Probe* probe_in) {
+  std::string err;
+  auto api_p = load_driver(o.cuda_library, err);
+  if (!api_p) return make_error(Errc::unavailable, err);
+  const Api& api = *api_p;
+  CUcontext ctx = nullptr;
+  if (api.CtxGetCurrent(&ctx) != kSuccess || ctx == nullptr) {
+    return make_error(Errc::unavailable, "no current CUDA context on this thread: call from the thread that ran the graph's CUDA work");
+  }
+  auto listed = list_graph(api, reinterpret_cast<CUgraph>(graph_handle));
+  if (!listed) return listed.error();
+  GraphListing& L = listed->listing;
+  GraphReplay R;
+  R.nodes = L.nodes.size();
+  R.not_replayed = L.not_replayed;
+  R.warnings = L.warnings;
+  {
+    CUdevice dev = 0;
+    char name[256] = {0};
+    if (api.CtxGetDevice(&dev) == kSuccess && api.DeviceGetName != nullptr && api.DeviceGetName(name, sizeof name, dev) == kSuccess) R.gpu = name;
+  }
+  std::unique_ptr<SensorProbe> own;
+  if (probe_in == nullptr) {
+    TimeBase tb;
+    GpuSelection sel;
+    sel.backend = o.sensor;
+    if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) sel.cuda_visible_devices = cvd;
+    auto gpus = open_gpus(sel, tb);
+    if (!gpus) return gpus.error();
+    if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
+    CUdevice dev = 0;
+    api.CtxGetDevice(&dev);
+    const std::size_t index = static_cast<std::size_t>(dev) < gpus->gpus.size() ? static_cast<std::size_t>(dev) : 0;
+    if (!gpus->gpus[index]->supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
+    own = std::make_unique<SensorProbe>(std::move(*gpus), index);
+    if (R.gpu.empty()) R.gpu = own->sensor().info().name;
+  }
+  replay::Probe& probe = probe_in != nullptr ? *probe_in : *own;
+  auto temperature = [&]() -> double {
+    if (!own || !own->sensor().supports(Metric::temperature_c)) return -1;
+    auto t = own->sensor().read(Metric::temperature_c);
+    return t ? *t : -1;
+  };
+
+  GraphDevice dev(api);
+  if (std::string e = dev.open(); !e.empty()) return make_error(Errc::unavailable, e);
+  replay::CounterRules rules;
+  probe.drain();
+  {
+    const double t0 = probe.now();
+    rules.update_s = replay::counter_update_period(probe, 0.5);
+    probe.drain();
+    R.idle_w = probe.mean_power(t0 + 0.2, probe.now()).first;
+  }
+
+  // The whole graph as captured: warm-up (a stable temperature) and the step's own figures.
+  CUgraphExec step_exec = nullptr;
+  if (CUresult rc = api.GraphInstantiateWithFlags(&step_exec, reinterpret_cast<CUgraph>(graph_handle), 0); rc != kSuccess) {
+    R.step.reason = api.describe("cuGraphInstantiate of the whole graph", rc);
+    R.warnings.push_back("the whole graph: " + R.step.reason);
+  } else {
+    const double step_ms = std::max(time_launch(dev, step_exec, 1), 1e-3);
+    dev.use(step_exec);
+    const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.warmup_s);
+    while (dev.error().empty() && std::chrono::steady_clock::now() < t_end) {
+      dev.launch(std::max(1, static_cast<int>(50 / step_ms)));
+      dev.synchronize();
+      probe.drain();
+    }
+    if (o.measure_step && dev.error().empty()) {
+      Measured m = measure(dev, probe, o, step_ms, 1, rules);
+      if (m.error.empty() && m.round.energy_j.size() >= 2) {
+        const Stat t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
+        R.step = {true, "", t.mean, t.half_width, p.mean, e.mean, e.half_width};
+      } else {
+        R.step.reason = m.error.empty() ? "fewer than two trials had power samples" : m.error;
+      }
+    }
+    if (!dev.error().empty()) R.step.reason = dev.error();
+    api.GraphExecDestroy(step_exec);
+  }
+  if (!dev.error().empty() && sticky(dev.error())) {
+    return make_error(Errc::io, "the captured graph itself failed on replay: " + dev.error());
+  }
+  dev.clear_error();
+
+  // Each group: its copies graph and a first time; then energy, longest (count × time) first.
+  struct Work {
+    ExactRow row;
+    std::unique_ptr<Copies> copies;
+  };
+  std::vector<Work> work(L.groups.size());
+  std::string lost;  // set once a fault left the context unusable
+  for (std::size_t g = 0; g < L.groups.size(); ++g) {
+    Work& w = work[g];
+    w.row.group = L.groups[g];
+    const RawNode& node = listed->raw[L.groups[g].first_node];
+    if (!lost.empty()) {
+      w.row.status = "not_measured";
+      w.row.reason = lost;
+      continue;
+    }
+    auto fail = [&](const std::string& why) {
+      w.row.status = "failed";
+      w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), why);
+      R.warnings.push_back(w.row.reason);
+      if (sticky(why)) lost = "not measured: the CUDA context was lost when " + short_name(w.row.group.name) + " faulted";
+      dev.clear_error();
+    };
+    // Its time: 8 copies, then as many as make ~0.2 ms (at most 256: the launch overhead shared
+    // out); the graph for the energy trials is built for the rows measured, below.
+    Copies probe_copies;
+    if (std::string e = build_copies(api, node, 8, probe_copies); !e.empty()) {
+      fail(e);
+      continue;
+    }
+    const double ms8 = time_launch(dev, probe_copies.exec, 1);
+    if (!dev.error().empty()) {
+      fail(dev.error());
+      continue;
+    }
+    const std::size_t n_time = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(0.2 / std::max(ms8 / 8, 1e-6) - 1e-6)), 8, 256);
+    double ms = ms8;
+    if (n_time != 8) {
+      Copies timing;
+      if (std::string e = build_copies(api, node, n_time, timing); !e.empty()) {
+        fail(e);
+        continue;
+      }
+      ms = time_launch(dev, timing.exec, 1);
+      if (!dev.error().empty()) {
+        fail(dev.error());
+        continue;
+      }
+    }
+    w.row.time_ns = ms * 1e6 / static_cast<double>(n_time);
+    w.row.status = "timed";
+  }
+  std::vector<std::size_t> order(work.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto weight = [&](std::size_t i) { return work[i].row.time_ns * static_cast<double>(work[i].row.group.count); };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return weight(a) > weight(b); });
+  double total = 0;
+  for (std::size_t i : order) total += weight(i);
+  double covered = 0;
+  std::size_t measured_rows = 0;
+  for (std::size_t i : order) {
+    Work& w = work[i];
+    if (w.row.status != "timed") continue;
+    if (!lost.empty()) {
+      w.row.status = "not_measured";
+      w.row.reason = lost;
+      continue;
+    }
+    if (measured_rows >= o.max_rows || (total > 0 && covered >= o.coverage * total)) break;
+    covered += weight(i);
+    ++measured_rows;
+    w.row.copies = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(o.graph_ms * 1e6 / std::max(w.row.time_ns, 1.0) - 1e-6)), 1, o.max_copies);
+    w.copies = std::make_unique<Copies>();
+    if (std::string e = build_copies(api, listed->raw[w.row.group.first_node], w.row.copies, *w.copies); !e.empty()) {
+      w.row.status = "failed";
+      w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), e);
+      R.warnings.push_back(w.row.reason);
+      w.copies.reset();
+      continue;
+    }
+    dev.use(w.copies->exec);
+    w.row.temperature_c = temperature();
+    const double graph_ms = std::max(w.row.time_ns * static_cast<double>(w.row.copies) / 1e6, 1e-3);
+    Measured m = measure(dev, probe, o, graph_ms, static_cast<double>(w.row.copies), rules);
+    if (!m.error.empty()) {
+      w.row.status = "failed";
+      w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), m.error);
+      R.warnings.push_back(w.row.reason);
+      if (sticky(m.error)) lost = "not measured: the CUDA context was lost when " + short_name(w.row.group.name) + " faulted";
+      dev.clear_error();
+      continue;
+    }
+    if (m.round.energy_j.size() < 2) {
+      w.row.reason = "fewer than two trials had power samples: time only";
+      continue;
+    }
+    const Stat t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
+    w.row.status = "measured";
+    w.row.time_ns = t.mean;
+    w.row.time_half_width_ns = t.half_width;
+    w.row.power_w = p.mean;
+    w.row.power_half_width_w = p.half_width;
+    w.row.energy_j = e.mean;
+    w.row.energy_half_width_j = e.half_width;
+    w.row.short_trials_ci = m.first_ci;
+    w.row.trial_s = m.round.seconds;
+    w.row.trial_power_w = m.round.power_w;
+    w.row.trial_time_ns = m.round.time_ns;
+    w.copies.reset();
+  }
+  for (Work& w : work) w.copies.reset();
+  dev.release();
+
+  // Timed rows: their measured time at the time-weighted mean power of the measured rows.
+  double mt = 0, me = 0;
+  for (const Work& w : work) {
+    if (w.row.status != "measured") continue;
+    mt += w.row.time_ns * static_cast<double>(w.row.group.count);
+    me += w.row.energy_j * static_cast<double>(w.row.group.count);
+  }
+  const double mean_w = mt > 0 ? me / (mt * 1e-9) : 0;
+  double var = 0, e_measured = 0, e_timed = 0;
+  for (std::size_t i : order) {
+    ExactRow& r = work[i].row;
+    const double c = static_cast<double>(r.group.count);
+    if (r.status == "timed") {
+      r.power_w = mean_w;
+      r.energy_j = mean_w * r.time_ns * 1e-9;
+      if (r.reason.empty()) r.reason = "beyond the coverage: its time measured, its power the measured rows' mean";
+      e_timed += c * r.energy_j;
+    } else if (r.status == "measured") {
+      e_measured += c * r.energy_j;
+      var += std::pow(c * r.energy_half_width_j, 2);
+    }
+    if (r.status == "measured" || r.status == "timed") R.predicted_time_s += c * r.time_ns * 1e-9;
+    R.rows.push_back(std::move(r));
+  }
+  R.predicted_energy_j = e_measured + e_timed;
+  R.predicted_energy_half_width_j = std::sqrt(var);
+  if (R.predicted_energy_j > 0) {
+    R.measured_share = e_measured / R.predicted_energy_j;
+    R.timed_share = e_timed / R.predicted_energy_j;
+  }
+  std::size_t failed = 0;
+  for (const ExactRow& r : R.rows) failed += r.status == "failed" || r.status == "not_measured" ? r.group.count : 0;
+  if (failed > 0) R.warnings.push_back(fmt::format("{} of {} replayable nodes not in the prediction (failed or not measured)", failed, R.nodes));
+  R.failed_share = R.nodes > 0 ? static_cast<double>(failed) / static_cast<double>(R.nodes) : 0;
+  return R;
+}
+
+std::string graph_replay_json(const GraphReplay& r) {
+  json rows = json::array();
+  for (const ExactRow& x : r.rows) {
+    json j = {{"kind", x.group.kind},
+              {"name", x.group.name},
+              {"grid", x.group.grid},
+              {"block", x.group.block},
+              {"shared_bytes", x.group.shared_bytes},
+              {"count", x.group.count},
+              {"status", x.status},
+              {"exact", true}};
+    if (x.group.bytes > 0) j["bytes"] = x.group.bytes;
+    if (!x.reason.empty()) j["reason"] = x.reason;
+    if (x.status == "measured" || x.status == "timed") {
+      j.update({{"copies", x.copies}, {"time_s", x.time_ns * 1e-9}, {"time_half_width_s", x.time_half_width_ns * 1e-9}, {"power_w", x.power_w},
+                {"energy_per_call_j", x.energy_j}, {"energy_per_call_half_width_j", x.energy_half_width_j},
+                {"energy_j", x.energy_j * static_cast<double>(x.group.count)}});
+    }
+    if (x.status == "measured") {
+      j.update({{"power_half_width_w", x.power_half_width_w}, {"trial_s", x.trial_s}, {"trial_power_w", x.trial_power_w},
+                {"trial_time_ns", x.trial_time_ns}, {"short_trials_ci", x.short_trials_ci}});
+      if (x.temperature_c >= 0) j["temperature_c"] = x.temperature_c;
+    }
+    rows.push_back(j);
+  }
+  json step = {{"measured", r.step.measured}};
+  if (r.step.measured) {
+    step.update({{"time_s", r.step.time_ns * 1e-9}, {"time_half_width_s", r.step.time_half_width_ns * 1e-9}, {"power_w", r.step.power_w},
+                 {"energy_j", r.step.energy_j}, {"energy_half_width_j", r.step.energy_half_width_j}});
+  } else if (!r.step.reason.empty()) {
+    step["reason"] = r.step.reason;
+  }
+  json j = {{"schema", "jouleprof.exact_replay"},
+            {"schema_version", 1},
+            {"gpu", r.gpu},
+            {"idle_power_w", r.idle_w},
+            {"nodes", r.nodes},
+            {"not_replayed", r.not_replayed},
+            {"rows", rows},
+            {"step", step},
+            {"prediction",
+             {{"time_s", r.predicted_time_s},
+              {"energy_j", r.predicted_energy_j},
+              {"energy_half_width_j", r.predicted_energy_half_width_j},
+              {"measured_share", r.measured_share},
+              {"timed_share", r.timed_share},
+              {"failed_node_share", r.failed_share}}},
+            {"warnings", r.warnings}};
+  return j.dump(1) + "\n";
+}
+
+std::string graph_replay_text(const GraphReplay& r, std::size_t top) {
+  std::string out = fmt::format("exact replay on {}: {} nodes, {} rows; idle {:.1f} W\n", r.gpu, r.nodes, r.rows.size(), r.idle_w);
+  out += fmt::format("one step, Σ rows: {:.4f} ms, {:.4f} J ± {:.4f} (measured rows {:.1f}% of the energy, timed {:.1f}%)\n",
+                     r.predicted_time_s * 1e3, r.predicted_energy_j, r.predicted_energy_half_width_j, 100 * r.measured_share, 100 * r.timed_share);
+  if (r.step.measured) {
+    out += fmt::format("the whole graph replayed: {:.4f} ms, {:.4f} J ± {:.4f} at {:.1f} W\n", r.step.time_ns * 1e-6, r.step.energy_j,
+                       r.step.energy_half_width_j, r.step.power_w);
+  }
+  out += fmt::format("{:<12} {:>6} {:>10} {:>8} {:>10} {:>6}  {}\n", "status", "count", "us/call", "W", "J", "±%", "node");
+  for (std::size_t i = 0; i < r.rows.size() && i < top; ++i) {
+    const ExactRow& x = r.rows[i];
+    out += fmt::format("{:<12} {:>6} {:>10.2f} {:>8.1f} {:>10.4f} {:>6}  {}\n", x.status, x.group.count, x.time_ns * 1e-3, x.power_w,
+                       x.energy_j * static_cast<double>(x.group.count),
+                       x.status == "measured" && x.energy_j > 0 ? fmt::format("{:.1f}", 100 * x.energy_half_width_j / x.energy_j) : "-",
+                       short_name(x.group.name));
+  }
+  for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+}  // namespace jouleprof

@@ -1,0 +1,60 @@
+"""The exact replay's binding (jouleprof.replay) against the fake CUDA driver (fakes/cuda): the
+listing and grouping of a synthetic graph, one-line errors, and the result object's prediction.
+The capture itself needs torch and a GPU (scripts/device-replay-exact.sh)."""
+import ctypes
+import json
+import os
+
+import pytest
+
+import jouleprof
+from jouleprof import _jouleprof
+from jouleprof.replay import ExactReplay
+
+FAKE = os.environ.get("JOULEPROF_TEST_FAKE_CUDA")
+
+
+@pytest.fixture
+def fake():
+    if not FAKE:
+        pytest.skip("JOULEPROF_TEST_FAKE_CUDA is not set (run through ctest)")
+    lib = ctypes.CDLL(FAKE)
+    lib.fakecuda_build_graph.restype = ctypes.c_void_p
+    lib.fakecuda_build_graph.argtypes = [ctypes.c_char_p]
+    return lib
+
+
+def test_list_groups_a_graph(fake):
+    g = fake.fakecuda_build_graph(b"kernel,_Z4gemmPfS_i,12,20000;kernel,relu,3,1000;host,,2,0")
+    groups, warnings = _jouleprof.list_cuda_graph(g, FAKE)
+    assert groups == [("kernel", "gemm(float*, float*, int)", 12), ("kernel", "relu", 3)]
+    assert warnings == ["2 nodes of type host not replayed (the replay re-creates kernel, memcpy and memset nodes)"]
+
+
+def test_errors_are_one_line(fake):
+    with pytest.raises(jouleprof.InvalidArgumentError, match=r"^no CUDA graph \(null handle\)$"):
+        _jouleprof.replay_cuda_graph(0, {"cuda_library": FAKE})
+    with pytest.raises(jouleprof.JouleprofError, match="cannot load the CUDA driver"):
+        _jouleprof.replay_cuda_graph(1, {"cuda_library": "/nonexistent/libcuda.so.1"})
+
+
+def test_unknown_option_is_refused():
+    from jouleprof.replay import replay_step
+    with pytest.raises(jouleprof.InvalidArgumentError, match="unknown option"):
+        replay_step(lambda: None, trails=3)
+
+
+def test_prediction_scales_with_steps(tmp_path):
+    data = {"schema": "jouleprof.exact_replay", "rows": [], "step": {"measured": False},
+            "prediction": {"time_s": 0.002, "energy_j": 1.5, "energy_half_width_j": 0.01, "measured_share": 1.0,
+                           "timed_share": 0.0}}
+    r = ExactReplay(True, "", data)
+    assert r.predict(10) == pytest.approx((0.02, 15.0))
+    p = tmp_path / "x.json"
+    r.save(str(p))
+    assert json.loads(p.read_text())["prediction"]["energy_j"] == 1.5
+    n = ExactReplay(False, "the step cannot be captured as a CUDA graph (RuntimeError: x)")
+    n.save(str(p))
+    assert json.loads(p.read_text()) == {"schema": "jouleprof.exact_replay", "schema_version": 1, "captured": False,
+                                         "reason": "the step cannot be captured as a CUDA graph (RuntimeError: x)"}
+    assert "not captured" in n.text()

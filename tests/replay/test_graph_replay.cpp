@@ -1,0 +1,214 @@
+// The exact replay (graph_replay.cpp) against the fake CUDA driver (fakes/cuda): listing and
+// grouping of a synthetic graph's nodes, each group replayed as copies of itself with a virtual GPU
+// clock, and the error paths: a node type the replay does not know, a 100k-node graph, a node whose
+// replay fails (one line naming the kernel, the rest goes on) or faults (the context is lost: the
+// rest is "not_measured", never silently missing), no current context, a null graph.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "jouleprof/replay/graph_replay.hpp"
+#include "trials.hpp"
+
+using namespace jouleprof;
+
+namespace {
+
+// A host clock that advances only when paused or read, and a GPU drawing a constant 300 W.
+class FakeProbe final : public replay::Probe {
+ public:
+  double now() override { return t_ += 1e-6; }
+  void pause(double s) override { t_ += s; }
+  std::optional<double> counter_j() override { return std::nullopt; }
+  void drain() override {}
+  std::pair<double, std::size_t> mean_power(double a, double b) override { return {300.0, b > a ? 10 : 0}; }
+
+ private:
+  double t_ = 0;
+};
+
+struct Fake {
+  void* lib = nullptr;
+  void* (*build)(const char*) = nullptr;
+  void (*reset)() = nullptr;
+  Fake() {
+    lib = dlopen(JOULEPROF_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return;
+    build = reinterpret_cast<void* (*)(const char*)>(dlsym(lib, "fakecuda_build_graph"));
+    reset = reinterpret_cast<void (*)()>(dlsym(lib, "fakecuda_reset"));
+  }
+  std::uintptr_t graph(const char* spec) {
+    reset();
+    return reinterpret_cast<std::uintptr_t>(build(spec));
+  }
+};
+
+Fake& fake() {
+  static Fake f;
+  return f;
+}
+
+GraphReplayOptions quick() {
+  GraphReplayOptions o;
+  o.cuda_library = JOULEPROF_FAKE_CUDA;
+  o.warmup_s = 0;
+  o.trials = 3;
+  o.trial_s = 0.05;
+  o.settle_s = 0.01;
+  return o;
+}
+
+const ExactRow* row(const GraphReplay& r, const std::string& name) {
+  for (const ExactRow& x : r.rows) {
+    if (x.group.name == name) return &x;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(GraphReplay, ListsAndGroupsNodesWithPointersMasked) {
+  ASSERT_NE(fake().build, nullptr);
+  // 12 calls of one GEMM on 12 layers' buffers (one row), 5 elementwise calls of distinct sizes
+  // (five rows), copies, a host node (not replayed, said so), an empty node (ignored).
+  const auto g = fake().graph("kernel,_Z4gemmPfS_i,12,20000;kernel,relu_kernel,5,3000,distinct;memcpy,,2,0;memset,,3,0;host,,1,0;type5,,1,0");
+  auto l = list_cuda_graph(g, JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_EQ(l->nodes.size(), 24u);
+  ASSERT_EQ(l->groups.size(), 1u + 5u + 1u + 1u);
+  EXPECT_EQ(l->groups[0].name, "gemm(float*, float*, int)");  // demangled
+  EXPECT_EQ(l->groups[0].count, 12u);
+  EXPECT_EQ(l->groups[0].grid[0], 8u);
+  EXPECT_EQ(l->groups[1].count, 1u);
+  EXPECT_EQ(l->groups[6].name, "memcpy DtoD");
+  EXPECT_EQ(l->groups[6].count, 2u);
+  EXPECT_EQ(l->groups[6].bytes, 1u << 20);
+  EXPECT_EQ(l->groups[7].bytes, 1u << 20);  // 2^18 elements of 4 bytes
+  EXPECT_EQ(l->not_replayed.at("host"), 1u);
+  EXPECT_EQ(l->not_replayed.count("empty"), 0u);
+  ASSERT_EQ(l->warnings.size(), 1u);
+  EXPECT_NE(l->warnings[0].find("1 node of type host not replayed"), std::string::npos);
+}
+
+TEST(GraphReplay, UnknownNodeTypeIsCountedNotFatal) {
+  const auto g = fake().graph("kernel,k,2,1000;type99,,3,0");
+  auto l = list_cuda_graph(g, JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->groups.size(), 1u);
+  EXPECT_EQ(l->not_replayed.at("type 99"), 3u);
+}
+
+TEST(GraphReplay, ReplaysEachGroupWithItsOwnTimeAndTheSensorsPower) {
+  const auto g = fake().graph("kernel,gemm,12,20000;kernel,relu,30,3000;memset,,3,0");
+  FakeProbe probe;
+  GraphReplayOptions o = quick();
+  o.coverage = 1.0;
+  auto r = replay_cuda_graph(g, o, &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->gpu, "Fake CUDA GPU");
+  EXPECT_EQ(r->nodes, 45u);
+  ASSERT_EQ(r->rows.size(), 3u);
+  EXPECT_EQ(r->rows[0].group.name, "gemm");  // longest (count × time) first
+  for (const ExactRow& x : r->rows) EXPECT_EQ(x.status, "measured") << x.group.name << ": " << x.reason;
+  const ExactRow* gemm = row(*r, "gemm");
+  const ExactRow* relu = row(*r, "relu");
+  ASSERT_TRUE(gemm && relu);
+  EXPECT_NEAR(gemm->time_ns, 20000, 20);
+  EXPECT_NEAR(relu->time_ns, 3000, 3);
+  EXPECT_NEAR(gemm->energy_j, 300 * 20000e-9, 1e-6);
+  EXPECT_EQ(gemm->trial_time_ns.size(), 3u);
+  EXPECT_EQ(gemm->copies, 100u);  // 2 ms of 20 µs calls
+  // Σ count × per call; the whole graph (12 × 20 + 30 × 3 + 3 × 0.5 µs) measured the same way.
+  EXPECT_NEAR(r->predicted_time_s, 12 * 20e-6 + 30 * 3e-6 + 3 * 0.524288e-6, 1e-9);
+  ASSERT_TRUE(r->step.measured) << r->step.reason;
+  EXPECT_NEAR(r->step.time_ns * 1e-9, r->predicted_time_s, 1e-10);
+  EXPECT_NEAR(r->measured_share, 1.0, 1e-12);
+  const auto j = nlohmann::json::parse(graph_replay_json(*r));
+  EXPECT_EQ(j["schema"], "jouleprof.exact_replay");
+  EXPECT_EQ(j["rows"][0]["status"], "measured");
+  EXPECT_EQ(j["rows"][0]["exact"], true);
+}
+
+TEST(GraphReplay, CoverageLeavesShortRowsTimedAtTheMeasuredPower) {
+  const auto g = fake().graph("kernel,big,10,100000;kernel,small,1,1000");
+  GraphReplayOptions o = quick();
+  o.coverage = 0.9;
+  FakeProbe probe;
+  auto r = replay_cuda_graph(g, o, &probe);
+  ASSERT_TRUE(r);
+  const ExactRow* small = row(*r, "small");
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->status, "timed");
+  EXPECT_NEAR(small->time_ns, 1000, 1);
+  EXPECT_NEAR(small->power_w, 300, 1e-9);
+  EXPECT_GT(r->timed_share, 0);
+  EXPECT_LT(r->timed_share, 0.01);
+}
+
+TEST(GraphReplay, AFailingNodeFailsItsRowAndTheRestGoesOn) {
+  const auto g = fake().graph("kernel,gemm,4,20000;kernel,needs_memory,2,5000,oom;kernel,relu,8,3000");
+  FakeProbe probe;
+  auto r = replay_cuda_graph(g, quick(), &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  const ExactRow* bad = row(*r, "needs_memory");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, "failed");
+  EXPECT_EQ(bad->reason, "kernel needs_memory: cuGraphInstantiate: CUDA_ERROR_OUT_OF_MEMORY (2)");
+  EXPECT_EQ(row(*r, "gemm")->status, "measured");
+  EXPECT_EQ(row(*r, "relu")->status, "measured");
+  EXPECT_NEAR(r->predicted_time_s, 4 * 20e-6 + 8 * 3e-6, 1e-9);
+}
+
+TEST(GraphReplay, AFaultLosesTheContextAndTheRestIsNotMeasuredSaidSo) {
+  const auto g = fake().graph("kernel,reads_freed,2,5000,fault;kernel,relu,8,3000");
+  FakeProbe probe;
+  auto r = replay_cuda_graph(g, quick(), &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  const ExactRow* bad = row(*r, "reads_freed");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, "failed");
+  EXPECT_NE(bad->reason.find("reads_freed: cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS (700)"), std::string::npos);
+  EXPECT_EQ(row(*r, "relu")->status, "not_measured");
+  EXPECT_NE(row(*r, "relu")->reason.find("lost when reads_freed faulted"), std::string::npos);
+  EXPECT_EQ(r->predicted_energy_j, 0);
+  EXPECT_GT(r->failed_share, 0.99);
+}
+
+TEST(GraphReplay, HundredThousandNodes) {
+  const auto g = fake().graph("kernel,gemm,58000,20000;kernel,relu,2000,3000,distinct;kernel,add,40000,2000;host,,5,0");
+  auto l = list_cuda_graph(g, JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->nodes.size(), 100005u);
+  EXPECT_EQ(l->groups.size(), 2002u);
+  GraphReplayOptions o = quick();
+  o.max_rows = 3;
+  o.coverage = 1.0;
+  o.measure_step = false;
+  FakeProbe probe;
+  auto r = replay_cuda_graph(g, o, &probe);
+  ASSERT_TRUE(r);
+  std::size_t measured = 0, timed = 0;
+  for (const ExactRow& x : r->rows) (x.status == "measured" ? measured : timed) += 1;
+  EXPECT_EQ(measured, 3u);
+  EXPECT_EQ(timed, 1999u);
+}
+
+TEST(GraphReplay, ErrorsAreOneLine) {
+  FakeProbe probe;
+  auto r = replay_cuda_graph(0, quick(), &probe);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "no CUDA graph (null handle)");
+  GraphReplayOptions o = quick();
+  o.cuda_library = "/nonexistent/libcuda.so.1";
+  auto n = replay_cuda_graph(1, o, &probe);
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find("cannot load the CUDA driver (/nonexistent/libcuda.so.1)"), std::string::npos);
+  setenv("FAKECUDA_NO_CONTEXT", "1", 1);
+  auto c = replay_cuda_graph(fake().graph("kernel,k,1,1000"), quick(), &probe);
+  unsetenv("FAKECUDA_NO_CONTEXT");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("no current CUDA context"), std::string::npos);
+}
