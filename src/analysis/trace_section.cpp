@@ -10,7 +10,7 @@
 
 namespace jouleprof {
 
-const char kTraceSectionSchema[] = "jouleprof.trace";
+const char* const kTraceSectionSchema = "jouleprof.trace";
 
 namespace {
 

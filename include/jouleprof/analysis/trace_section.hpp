@@ -6,6 +6,6 @@
 namespace jouleprof {
 
 /// The "schema" value of the trace section.
-extern const char kTraceSectionSchema[];
+extern const char* const kTraceSectionSchema;
 
 }  // namespace jouleprof
