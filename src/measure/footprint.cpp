@@ -13,7 +13,7 @@
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/core/units.hpp"
 #include "jouleprof/measure/repeat_label.hpp"
-#include "jouleprof/measure/section_renderers.hpp"
+#include "jouleprof/result/sections.hpp"
 
 namespace jouleprof {
 namespace {

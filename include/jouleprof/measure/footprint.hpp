@@ -9,7 +9,7 @@
 #include <string>
 
 #include "jouleprof/core/error.hpp"
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 
 namespace jouleprof {
 

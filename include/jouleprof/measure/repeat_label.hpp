@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "jouleprof/measure/result.hpp"
+#include "jouleprof/result/result.hpp"
 
 namespace jouleprof {
 
