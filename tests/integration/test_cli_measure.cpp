@@ -385,7 +385,9 @@ TEST(CliMeasure, CounterBoundUsesTheMeasuredUpdatePeriodAndTheEvidence) {
   // Short windows have no counter figure, never a negative one.
   for (const auto& w : j["windows"]) {
     for (const auto& g : w["gpus"]) {
-      if (!g["counter_energy_j"].is_null()) EXPECT_GE(g["counter_energy_j"].get<double>(), 0) << w.dump();
+      if (!g["counter_energy_j"].is_null()) {
+        EXPECT_GE(g["counter_energy_j"].get<double>(), 0) << w.dump();
+      }
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "jouleprof/measure/footprint.hpp"
 #include "jouleprof/report/assets.hpp"
 #include "jouleprof/report/charts.hpp"
 #include "jouleprof/report/downsample.hpp"
@@ -227,6 +228,38 @@ TEST(ReportHtml, TraceSectionChartsAndTables) {
   }
   m.sections.erase("trace");
   EXPECT_TRUE(trace_breakdown_chart(r, 0, {}).option_json.empty());
+}
+
+// Issue 35 item 8: a plot titled "GPU power — run 3" had lanes "run 0, run 1, run 2"; the repeats
+// are "repeat 1..N" (a "run" is the stored run) in the charts, the windows table and the trace.
+TEST(ReportCharts, RepeatsAreLabelledRepeatFromOne) {
+  auto m = make_synthetic_measurement();
+  const ReportRun r{"run 3", 3, &m};
+  for (const std::string& spec : {timeline_chart(r, 0, {}).option_json, windows_chart(r, 0, {}).option_json}) {
+    EXPECT_NE(spec.find("repeat 1"), std::string::npos) << spec.substr(0, 400);
+    EXPECT_EQ(spec.find("\"run 0"), std::string::npos);
+    EXPECT_EQ(spec.find("(run 0)"), std::string::npos);
+  }
+}
+
+// Carbon and cost (issue 35): the footprint section in the HTML report, sources escaped.
+TEST(ReportHtml, CarbonAndCostTable) {
+  auto m = make_synthetic_measurement();
+  FootprintSettings s;
+  s.carbon_g_per_kwh = 400;
+  s.carbon_source = "--carbon-intensity: <b>grid</b>";
+  s.price_per_kwh = 0.3;
+  s.price_source = "--price";
+  add_footprint(m, s);
+  const json fp = json::parse(m.sections.at("footprint"));
+  EXPECT_NEAR(fp["windows"][1]["gco2e"].get<double>(), m.windows[1].gpu_energy_j / 3.6e6 * 400, 1e-12);
+  if (!charting_library_js().ok()) GTEST_SKIP() << "charting library not installed";
+  auto html = render_html_report({{"run 1", 1, &m}});
+  ASSERT_TRUE(html.ok()) << html.error().message;
+  EXPECT_NE(html->find("Carbon and cost"), std::string::npos);
+  EXPECT_NE(html->find("&lt;b&gt;grid&lt;/b&gt;"), std::string::npos);
+  EXPECT_EQ(html->find("<b>grid</b>"), std::string::npos);
+  EXPECT_NE(html->find("repeat 2"), std::string::npos);
 }
 
 TEST(ReportHtml, ReplaySectionPredictedVsMeasuredPerTierAndPhase) {
