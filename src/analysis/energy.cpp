@@ -50,39 +50,16 @@ double chi2_lower95(std::size_t k) {
 
 }  // namespace
 
-namespace {
-constexpr std::string_view kBasisMark = "counter bound: ";
-}  // namespace
-
-std::string uncertainty_basis(const GpuEnergy& e) {
-  const auto at = e.note.find(kBasisMark);
-  if (at == std::string::npos) return {};
-  const auto from = at + kBasisMark.size();
-  return e.note.substr(from, e.note.find(';', from) - from);
-}
-
-void set_uncertainty_basis(GpuEnergy& e, const std::string& basis) {
-  if (const auto at = e.note.find(kBasisMark); at != std::string::npos) {
-    auto end = e.note.find(';', at);
-    end = end == std::string::npos ? e.note.size() : end + 1;
-    e.note.erase(at, end - at);
-    while (!e.note.empty() && (e.note.back() == ' ' || e.note.back() == ';')) e.note.pop_back();
-    while (!e.note.empty() && e.note.front() == ' ') e.note.erase(0, 1);
-  }
-  if (basis.empty()) return;
-  e.note = std::string(kBasisMark) + basis + (e.note.empty() ? "" : "; " + e.note);
-}
-
 void apply_counter_update_period(Measurement& m, double period_s) {
   for (WindowResult& w : m.windows) {
     const double dur = w.duration_s();
     for (GpuEnergy& g : w.gpus) {
       if (g.method != "counter" || !g.counter_j || !(dur > 0)) continue;
       const double stale = std::max(*g.counter_j / dur, 0.0) * period_s;
-      const std::string basis = uncertainty_basis(g);
+      const std::string basis = g.uncertainty_basis;
       if (basis == "staleness" || stale < g.uncertainty_j) {
         g.uncertainty_j = stale;
-        set_uncertainty_basis(g, "staleness");
+        g.uncertainty_basis = "staleness";
       }
     }
   }
@@ -164,10 +141,10 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
     // timeline covers the window densely, it is an independent figure: the counter is within
     // their disagreement plus the timeline's own edge term of the truth, usually far less.
     e.uncertainty_j = std::max(*e.counter_j / dur, 0.0) * opt.counter_update_s;
-    set_uncertainty_basis(e, "staleness");
+    e.uncertainty_basis = "staleness";
     if (const auto cross = cross_check_bound(d, e, t0, t1); cross && *cross < e.uncertainty_j) {
       e.uncertainty_j = *cross;
-      set_uncertainty_basis(e, "timeline cross-check");
+      e.uncertainty_basis = "timeline cross-check";
     }
   } else if (e.response_j) {
     e.energy_j = *e.response_j;
@@ -190,7 +167,7 @@ GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const Ener
     e.energy_j = *e.counter_j;
     e.method = "counter";
     e.uncertainty_j = dur > 0 ? std::max(*e.counter_j / dur, 0.0) * opt.counter_update_s : 0;
-    set_uncertainty_basis(e, "staleness");
+    e.uncertainty_basis = "staleness";
   } else {
     e.method = "none";
   }
@@ -249,9 +226,9 @@ void summarize_repeats(Measurement& m, double ci_warn_relative) {
       const Summary s = summarize(it->second);
       const double b = repeats_staleness_bound(s.stdev, s.n);
       GpuEnergy& g = w.gpus.front();
-      if (g.method == "counter" && uncertainty_basis(g) == "staleness" && b < g.uncertainty_j) {
+      if (g.method == "counter" && g.uncertainty_basis == "staleness" && b < g.uncertainty_j) {
         g.uncertainty_j = b;
-        set_uncertainty_basis(g, "repeats");
+        g.uncertainty_basis = "repeats";
       }
     };
     tighten(m.windows[static_cast<std::size_t>(r.window)], "gpu_energy_j");

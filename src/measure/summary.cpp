@@ -13,7 +13,7 @@ namespace {
 std::string pm(const GpuEnergy& e) {
   if (!(e.uncertainty_j > 0)) return "";
   // A counter figure's bound says what it rests on when it is not the plain staleness term.
-  const std::string basis = uncertainty_basis(e);
+  const std::string basis = e.uncertainty_basis;
   return fmt::format(" ± {:.3g} J", e.uncertainty_j) + (basis.empty() || basis == "staleness" ? "" : " (" + basis + ")");
 }
 

@@ -274,6 +274,7 @@ Measurement from_json(const json& j) {
       e.response_j = opt<double>(g, "response_energy_j");
       e.response_uncertainty_j = get_or(g, "response_uncertainty_j", 0.0);
       e.note = get_or<std::string>(g, "note", "");
+      if (g.contains("uncertainty_basis") && g["uncertainty_basis"].is_string()) e.uncertainty_basis = g["uncertainty_basis"].get<std::string>();
       e.disagreement = opt<double>(g, "timeline_vs_counter");
       e.idle_power_w = opt<double>(g, "idle_power_w");
       e.above_idle_j = opt<double>(g, "above_idle_energy_j");

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "jouleprof/core/files.hpp"
-#include "jouleprof/analysis/energy.hpp"
 #include "jouleprof/core/utc.hpp"
 #include "jouleprof/result/result_json.hpp"
 
@@ -41,7 +40,7 @@ static json gpu_energy_object(const GpuEnergy& e) {
   return json{{"energy_j", e.energy_j},
               {"method", e.method},
               {"uncertainty_j", e.uncertainty_j},
-              {"uncertainty_basis", uncertainty_basis(e).empty() ? json(nullptr) : json(uncertainty_basis(e))},
+              {"uncertainty_basis", e.uncertainty_basis.empty() ? json(nullptr) : json(e.uncertainty_basis)},
               {"counter_energy_j", opt(e.counter_j)},
               {"counter_note", e.counter_note},
               {"timeline_energy_j", opt(e.timeline_j)},

@@ -36,7 +36,7 @@ TEST(WindowEnergy, LongWindowUsesTheCounterAndAgreesWithTheTimeline) {
   EXPECT_NEAR(*e.disagreement, 0, 1e-9);
   // Counter and a gap-free timeline agree exactly: the bound is their agreement (plus the
   // counter's mJ resolution), not mean power × the update period (30 J; issue 35 item 9).
-  EXPECT_EQ(uncertainty_basis(e), "timeline cross-check");
+  EXPECT_EQ(e.uncertainty_basis, "timeline cross-check");
   EXPECT_LT(e.uncertainty_j, 0.01);
   EXPECT_GT(e.uncertainty_j, 0);
   EXPECT_NEAR(e.mean_power_w, 300, 1e-9);
@@ -49,14 +49,14 @@ TEST(WindowEnergy, CounterBoundIsTheTimelineCrossCheckWhenSmaller) {
   for (Sample& c : d.counter) c.value -= c.t_s > 5 ? 300 * 0.06 : 0;  // the end read lags 60 ms
   const GpuEnergy e = window_energy(d, 1.0, 11.0, EnergyOptions{});
   EXPECT_EQ(e.method, "counter");
-  EXPECT_EQ(uncertainty_basis(e), "timeline cross-check");
+  EXPECT_EQ(e.uncertainty_basis, "timeline cross-check");
   EXPECT_NEAR(e.uncertainty_j, 18, 0.01);
   EXPECT_LE(std::abs(e.energy_j - 3000), e.uncertainty_j + 1e-9);
   // A timeline with a gap (a drained buffer that overflowed) is no cross-check: staleness.
   GpuWindowData g = d;
   std::erase_if(g.power, [](const Sample& x) { return x.t_s > 4 && x.t_s < 6; });
   const GpuEnergy s = window_energy(g, 1.0, 11.0, EnergyOptions{});
-  EXPECT_EQ(uncertainty_basis(s), "staleness");
+  EXPECT_EQ(s.uncertainty_basis, "staleness");
   EXPECT_NEAR(s.uncertainty_j, s.energy_j / 10 * 0.1, 1e-9);
 }
 
@@ -166,7 +166,7 @@ TEST(Repeats, CounterStalenessBoundFromTheRepeats) {
     g.energy_j = e[i];
     g.method = "counter";
     g.uncertainty_j = 450 * 0.1;
-    set_uncertainty_basis(g, "staleness");
+    g.uncertainty_basis = "staleness";
     w.gpus.push_back(g);
     m.windows.push_back(w);
     RunInfo r;
@@ -177,7 +177,7 @@ TEST(Repeats, CounterStalenessBoundFromTheRepeats) {
   summarize_repeats(m, 0.05);
   const double sd = m.stats[0].summary.stdev;
   for (const WindowResult& w : m.windows) {
-    EXPECT_EQ(uncertainty_basis(w.gpus[0]), "repeats");
+    EXPECT_EQ(w.gpus[0].uncertainty_basis, "repeats");
     EXPECT_NEAR(w.gpus[0].uncertainty_j, repeats_staleness_bound(sd, 5), 1e-9);
     EXPECT_LT(w.gpus[0].uncertainty_j, 10);
   }

@@ -39,13 +39,6 @@ struct GpuWindowData {
 
 GpuEnergy window_energy(const GpuWindowData& d, double t0, double t1, const EnergyOptions& opt);
 
-/// What a counter figure's bound rests on (docs/energy-methods.md "The counter's bound"):
-/// "staleness" (mean power × the counter's update period), "timeline cross-check"
-/// (|timeline − counter| + the timeline's edge term) or "repeats" (the repeats' spread bounds the
-/// staleness); "" for other figures. Kept in the figure's note as "counter bound: BASIS".
-std::string uncertainty_basis(const GpuEnergy& e);
-void set_uncertainty_basis(GpuEnergy& e, const std::string& basis);
-
 /// Re-bounds every counter figure of `m` with a measured update period: its staleness term
 /// becomes mean power × `period_s`, and stays the bound where it is smaller than the cross-check.
 void apply_counter_update_period(Measurement& m, double period_s);

@@ -33,6 +33,7 @@ struct GpuEnergy {
   double response_uncertainty_j = 0;
   std::optional<double> disagreement;  ///< (timeline - counter) / counter, for counter-method windows
   std::string note;                    ///< how the figure was obtained when not obvious
+  std::string uncertainty_basis;       ///< which bound gave a counter figure's uncertainty_j: staleness, timeline cross-check, repeats
   std::optional<double> idle_power_w;
   std::optional<double> above_idle_j;
   double mean_power_w = 0;
