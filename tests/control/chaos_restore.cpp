@@ -73,9 +73,7 @@ std::vector<std::pair<std::string, std::string>> bad_files(const std::string& go
   const auto pid_end = good.find(',', pid_at);
   std::string string_pid = good;
   if (pid_at != std::string::npos) string_pid.replace(pid_at, pid_end - pid_at, "\"pid\": \"123\"");
-  const auto uuid_at = good.find("\"uuid\": ");
-  std::string no_uuid = good;
-  if (uuid_at != std::string::npos) no_uuid.erase(uuid_at, good.find('\n', uuid_at) - uuid_at + 1);
+  const std::string no_uuid = edit("\"uuid\": ", "\"gpu\": ");
   return {{"garbage", "}{ not json"},
           {"empty", ""},
           {"array", "[1, 2]"},
