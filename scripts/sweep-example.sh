@@ -19,14 +19,15 @@ export JOULEPROF_DB="$out/runs.db" JOULEPROF_CONTROL_DIR="$out/journal"
 
 if [ "$chain" = 1 ]; then
   cat > "$out/apps.txt" <<'SCENARIO'
-# Three applications with their own behaviour on the simulated GPU (docs/simulated-gpu.md).
-workload_time_scale 0.05                                                    # 20x faster than the real workload
+# Four applications with their own behaviour on the simulated GPU (docs/simulated-gpu.md).
+workload_time_scale 0.25                                                    # 4x faster than the real workload
 application app=gemm    power_scale 1.10 compute_share 0.95                 # compute-bound
 application app=decode  power_scale 0.70 compute_share 0.15 time_scale 1.5  # memory-bound
 application app=stream  power_scale 0.85 compute_share 0.45
+application app=mixed   power_scale 1.00 compute_share 0.60 time_scale 0.8
 SCENARIO
   "$J" sweep --device sim --sim-scenario "$out/apps.txt" --clocks "${CHAIN_CLOCKS:-step:8}" \
-    --param app=gemm,decode,stream --runs 2 --warmup 0 --idle 0 --no-cpu --metrics --sweep-id sim-apps \
+    --param app=gemm,decode,stream,mixed --runs 2 --warmup 0 --idle 0 --no-cpu --metrics --sweep-id sim-apps \
     --csv "$out/apps.csv" | tee "$out/apps.txt.out"
   "$J" model fit --sweep sim-apps --form "${CHAIN_FORM:-knn}" -o "$out/sim.model.json" --gpu H100
   "$J" optimize --sweep sim-apps --objective slowdown:5 | tee "$out/optimize.txt"

@@ -188,7 +188,9 @@ TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
   auto gpus = b->discover({});
   ASSERT_TRUE(gpus);
   for (const auto& g : *gpus) {
-    ASSERT_TRUE(ctl::write_journal(env.journal, dead_owner_journal(g.uuid)));
+    ctl::Journal j = dead_owner_journal(g.uuid);
+    j.original = *b->read_state(g.uuid);
+    ASSERT_TRUE(ctl::write_journal(env.journal, j));
     ASSERT_TRUE(b->apply(g.uuid, slow_and_capped()));
   }
   const std::string good = jp_test::slurp_file(env.journal + "/" + gpus->front().uuid + ".json");
@@ -198,7 +200,7 @@ TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
       {"array", "[1, 2, 3]"},
       {"version2", std::regex_replace(good, std::regex("\"journal_version\": 1"), "\"journal_version\": 2")},
       {"stringpid", std::regex_replace(good, std::regex("\"pid\": [0-9]+"), "\"pid\": \"123\"")},
-      {"nouuid", std::regex_replace(good, std::regex("\"uuid\": \"[^\"]*\","), "")},
+      {"nouuid", std::regex_replace(good, std::regex("\"uuid\": "), "\"gpu\": ")},
       {"nul", std::string("{\"journal_version\": 1,") + '\0' + " \"x\": 1}"},
   };
   for (const auto& [name, text] : bad) std::ofstream(env.journal + "/" + name + ".json", std::ios::binary) << text;
@@ -216,7 +218,9 @@ TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
   EXPECT_EQ(env.journals(), 0U);
   // The start-of-command restore does the same, and says one line per bad file.
   for (const auto& g : *gpus) {
-    ASSERT_TRUE(ctl::write_journal(env.journal, dead_owner_journal(g.uuid)));
+    ctl::Journal j = dead_owner_journal(g.uuid);
+    j.original = *b->read_state(g.uuid);
+    ASSERT_TRUE(ctl::write_journal(env.journal, j));
     ASSERT_TRUE(b->apply(g.uuid, slow_and_capped()));
   }
   setenv(ctl::kJournalDirEnv, env.journal.c_str(), 1);

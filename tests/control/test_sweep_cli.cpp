@@ -461,7 +461,9 @@ TEST(RestoreCli, ABadFileBesideAGoodJournalStopsNothing) {
     EXPECT_EQ(read_fake_state(c.state), c.original) << cmd << ": " << r.err;
     EXPECT_EQ(c.journals(), 0U);
     EXPECT_NE(r.err.find("garbage.json: not a jouleprof restore journal"), std::string::npos) << r.err;
-    if (std::string(cmd) == "restore") EXPECT_EQ(r.exit_code, 1) << r.err;
+    if (std::string(cmd) == "restore") {
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+    }
   }
   auto r = c.run({"sweep", "--device", "nvml", "--clocks", "1410", "--runs", "1", "--warmup", "0", "--idle", "0", "--no-cpu",
                   "--", "true"});
