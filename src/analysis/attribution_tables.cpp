@@ -38,7 +38,7 @@ std::string truncate_path(const std::string& p, std::size_t depth) {
 // ± 1.96 σ and the replay's CI (their uncertainty), [0, cap] where the sensor does not resolve it,
 // never above what the power limit allows.
 void finish_row(GroupRow& r, const Acc& a, const std::vector<Attribution>& results, std::size_t table, double below_s, double cap_w) {
-  r.energy_j = a.e[table];
+  r.energy_j = std::isnan(a.e[table]) ? 0.0 : a.e[table];  // a method with no figure for the row: 0 J, as before
   r.uncertainty_j = a.u[table];
   r.mean_power_w = r.busy_s > 0 ? r.energy_j / r.busy_s : 0;
   r.below_resolution = r.busy_s < below_s;
@@ -153,7 +153,9 @@ void build_tables(GpuProfile& gp, const std::vector<Attribution>& results, std::
     for (std::size_t c = 0; c < cls.size() && c < results[m].item_j.size(); ++c) {
       auto it = by_class.find(cls[c]);
       if (it == by_class.end()) continue;
-      it->second.e[m] = results[m].item_j[c];
+      // A class the method gave nothing (interval: every stretch too short) has no figure from
+      // it, not a figure of 0 J.
+      it->second.e[m] = results[m].item_j[c] != 0 ? results[m].item_j[c] : std::numeric_limits<double>::quiet_NaN();
       it->second.u[m] = results[m].item_uncertainty_j[c];
     }
   }
