@@ -148,26 +148,7 @@ int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const Kern
     if (!out) rc = report(make_error(Errc::io, "cannot write " + f.csv));
   }
   if (!f.perfetto.empty()) {
-    std::vector<TraceSlice> slices;
-    slices.reserve(traced.activities.size());
-    for (const Activity& a : traced.activities) {
-      if (a.kind == Activity::Kind::sync || a.kind == Activity::Kind::mark) continue;
-      TraceSlice s;
-      if (a.on_gpu()) {
-        const int g = measured_gpu(m, traced, a);
-        s.gpu = g >= 0 ? g : static_cast<int>(a.device);
-      } else {
-        s.gpu = -1;
-      }
-      const auto& pr = traced.processes[static_cast<std::size_t>(a.process)];
-      s.track = a.on_gpu() ? fmt::format("pid {} stream {}", pr.pid, a.stream)
-                           : fmt::format("pid {} {}", pr.pid, a.thread != 0 ? "thread " + std::to_string(a.thread) : std::string("process ranges"));
-      s.name = a.name;
-      s.t0_s = a.t0_s;
-      s.t1_s = a.t1_s;
-      s.args_json = activity_attrs_json(a);
-      slices.push_back(std::move(s));
-    }
+    const std::vector<TraceSlice> slices = trace_slices(m, traced);
     TraceOptions to;
     to.slices = &slices;
     if (auto w = write_chrome_trace(m, f.perfetto, to); !w) rc = report(w.error());

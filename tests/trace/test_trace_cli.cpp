@@ -183,6 +183,15 @@ TEST(TraceCli, FromStoredRunGivesTheLiveOutputsAgain) {
   ASSERT_EQ(lj["trace"]["processes"].size(), 2u);
   const std::string kernels = jp_test::slurp_file(e.dir + "/k.jsonl"), perfetto = jp_test::slurp_file(e.dir + "/t.json");
   fs::remove(e.dir + "/r.json");
+  // export-trace of the stored run gives the same kernel and range slices as the live --perfetto.
+  auto exported = jp_test::run_program(JOULEPROF_CLI, {"export-trace", "last", "--db", e.dir + "/runs.db", "-o", e.dir + "/x.json"}, {}, "",
+                                       e.dir + "/out.txt", e.dir + "/err.txt", [](pid_t) {});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const std::string xt = jp_test::slurp_file(e.dir + "/x.json");
+  EXPECT_TRUE(nlohmann::json::accept(xt));
+  for (const char* track : {"stream 7", "gemm_kernel(float*, float*, int)", "model.layers.1.mlp"}) {
+    EXPECT_NE(xt.find(track), std::string::npos) << track;
+  }
   auto again = from(e, {"--from", "last", "--json", e.dir + "/r.json", "--kernels", e.dir + "/k.jsonl", "--perfetto", e.dir + "/t.json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.err.find("run 1 attributed again"), std::string::npos) << again.err;
