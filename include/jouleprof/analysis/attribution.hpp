@@ -1,16 +1,19 @@
 // Attribution of one GPU's measured energy to activities (kernels, copies) or groups of them.
 //
-// Three methods, each in its own file, all answering the same question and all conserving energy
-// exactly: attributed + idle/static + unattributed = measured (docs/trace.md, "Attribution"):
+// The methods, each in its own file and listed once in the registry (attribution_methods()), all
+// answer the same question and all conserve energy exactly: attributed + idle/static +
+// unattributed = measured (docs/trace.md, "Attribution"):
 //   interval    direct integration of the power timeline over long busy intervals of an item,
 //               minus idle (only items busy for longer than a few sensor periods at a time);
 //   split       each power sample's energy above idle split across the items busy in the window
 //               the sample reflects (the sensor's lag and averaging window modelled), in
-//               proportion to busy time weighted by the class's active power;
+//               proportion to busy time weighted by the class's active power (the regression's);
 //   regression  non-negative least squares of sample power on per-class busy fractions with the
 //               idle/static power as intercept, each class's power pulled toward the classes'
 //               common power as far as the data cannot tell them apart: each class's active
-//               power with a standard error.
+//               power with a standard error;
+//   replay      each item's energy per call as replayed in isolation, scaled by one factor to the
+//               run's energy above idle (only with replay figures in the input).
 #pragma once
 
 #include <cstddef>
