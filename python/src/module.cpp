@@ -22,6 +22,13 @@
 #include "jouleprof/sensors/sim_model.hpp"
 #include "jouleprof/store/store.hpp"
 #include "jouleprof/version.hpp"
+// trace analysis (helper "trace")
+#include "jouleprof/analysis/attribution_replay.hpp"
+#include "jouleprof/analysis/trace_profile.hpp"
+#include "jouleprof/analysis/trace_store.hpp"
+#include "jouleprof/core/files.hpp"
+#include "jouleprof/store/activities.hpp"
+#include "jouleprof/store/run_source.hpp"
 
 namespace py = pybind11;
 using namespace jouleprof;
@@ -377,6 +384,29 @@ py::dict timeline_columns(const PyMeasurement& pm) {
   return d;
 }
 
+// ---- trace analysis of a stored run (helper "trace"; keep replay bindings in their own block) ----
+// A traced run of the store analysed again as `jouleprof trace --from RUN` does (other method,
+// replay data): its "trace" section as JSON text.
+std::string trace_analysis(const std::string& run, const std::string& db, const std::string& method, const std::string& replay) {
+  auto runs = value_or_raise(load_runs({run}, db, true));
+  LoadedRun& r = runs.front();
+  if (r.id == 0) raise(Error{Errc::invalid_argument, run + ": a result file keeps no activities; give a run of the store"});
+  auto rows = value_or_raise(load_activities(resolve_db_path(db), r.id));
+  auto classes = value_or_raise(KernelClassifier::load(default_kernel_classes_path()));
+  TraceProfileOptions o;
+  o.method = method;
+  std::optional<ReplayReference> rep;
+  if (!replay.empty()) {
+    auto text = value_or_raise(read_text_file(replay));
+    rep = value_or_raise(parse_replay_reference(text, replay));
+    o.replay = &*rep;
+  }
+  TraceData t;
+  const TraceProfile p = value_or_raise(analyze_stored_trace(r.m, rows, classes, o, t));
+  return trace_profile_json(p);
+}
+// ---- end of trace analysis ----
+
 }  // namespace
 
 PYBIND11_MODULE(_jouleprof, mod) {
@@ -476,4 +506,6 @@ PYBIND11_MODULE(_jouleprof, mod) {
     }
     return graph_replay_json(value_or_raise(std::move(r)));
   }, py::arg("graph"), py::arg("options"));
+  // trace analysis (helper "trace")
+  mod.def("trace_analysis", &trace_analysis, py::arg("run"), py::arg("db") = "", py::arg("method") = "", py::arg("replay") = "");
 }

@@ -1,6 +1,8 @@
 // What the three attribution methods share: the books that always balance, sample intervals.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <fmt/format.h>
 
 #include "jouleprof/analysis/attribution.hpp"
 #include "jouleprof/core/integrate.hpp"
@@ -108,13 +110,119 @@ std::vector<std::size_t> fittable_classes(const AttributionInput& in, const std:
 
 }  // namespace detail
 
+const std::vector<AttributionMethodEntry>& attribution_methods() {
+  // The registry: one line per method, in the order their books are reported.
+  static const std::vector<AttributionMethodEntry> r = {
+      {"interval", "long busy stretches of each class integrated directly", true, make_interval_method},
+      {"split", "each power sample split across the kernels busy in its window", true, make_split_method},
+      {"regression", "per-class power by least squares", true, make_regression_method},
+      {"replay", "each kernel's replayed energy per call, scaled to the run's energy (with --replay)", false, make_replay_method},
+  };
+  return r;
+}
+
 std::unique_ptr<AttributionMethod> make_attribution_method(const std::string& name) {
-  if (name == "interval") return make_interval_method();
-  if (name == "split") return make_split_method();
-  if (name == "regression") return make_regression_method();
+  for (const AttributionMethodEntry& e : attribution_methods()) {
+    if (e.name == name) return e.make();
+  }
   return nullptr;
 }
 
-std::vector<std::string> attribution_method_names() { return {"interval", "split", "regression"}; }
+std::vector<std::string> attribution_method_names(bool in_situ_only) {
+  std::vector<std::string> out;
+  for (const AttributionMethodEntry& e : attribution_methods()) {
+    if (e.in_situ || !in_situ_only) out.push_back(e.name);
+  }
+  return out;
+}
+
+std::string attribution_method_choices() {
+  const auto names = attribution_method_names();
+  std::string s;
+  for (std::size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
+}
+
+namespace {
+
+// Each method once, the ones it uses first (on the input of their own granularity).
+const Attribution& run_once(const AttributionMethod& m, const AttributionInput& per_activity, const AttributionInput& per_class,
+                            PriorAttributions& done) {
+  if (auto it = done.find(m.name()); it != done.end()) return it->second;
+  for (const std::string& u : m.uses()) {
+    if (done.count(u) != 0) continue;
+    auto dep = make_attribution_method(u);
+    if (dep) run_once(*dep, per_activity, per_class, done);
+  }
+  const AttributionInput& in = m.granularity() == Granularity::activity ? per_activity : per_class;
+  Attribution a = m.attribute_with(in, done);
+  a.granularity = m.granularity();
+  bound_by_power_limit(a, in);
+  return done.emplace(m.name(), std::move(a)).first->second;
+}
+
+}  // namespace
+
+Attribution AttributionMethod::attribute(const AttributionInput& in) const {
+  PriorAttributions done;
+  for (const std::string& u : uses()) {
+    auto dep = make_attribution_method(u);
+    if (dep) run_once(*dep, in, in, done);
+  }
+  Attribution a = attribute_with(in, done);
+  a.granularity = granularity();
+  return a;
+}
+
+std::vector<Attribution> run_attribution_methods(const AttributionInput& per_activity, const AttributionInput& per_class) {
+  PriorAttributions done;
+  std::vector<Attribution> out;
+  for (const AttributionMethodEntry& e : attribution_methods()) {
+    const auto m = e.make();
+    if (!m->applies(m->granularity() == Granularity::activity ? per_activity : per_class)) continue;
+    out.push_back(run_once(*m, per_activity, per_class, done));
+  }
+  return out;
+}
+
+void bound_by_power_limit(Attribution& a, const AttributionInput& in) {
+  if (!in.power_limit_w || a.item_j.size() != in.items) return;
+  const double cap_w = std::max(0.0, *in.power_limit_w - in.idle_w);
+  std::vector<double> busy(in.items, 0.0);
+  std::vector<std::size_t> group(in.items, SIZE_MAX);
+  for (const BusyInterval& b : in.busy) {
+    if (b.item >= in.items) continue;
+    busy[b.item] += std::max(0.0, std::min(b.t1_s, in.t1_s) - std::max(b.t0_s, in.t0_s));
+    group[b.item] = b.group;
+  }
+  // Excess per class, and the room its other items have.
+  std::map<std::size_t, double> excess, room;
+  for (std::size_t i = 0; i < in.items; ++i) {
+    const double cap = cap_w * busy[i];
+    if (a.item_j[i] > cap) {
+      excess[group[i]] += a.item_j[i] - cap;
+      a.item_j[i] = cap;
+    } else {
+      room[group[i]] += cap - a.item_j[i];
+    }
+  }
+  if (excess.empty()) return;
+  double moved = 0, left = 0;
+  for (std::size_t i = 0; i < in.items; ++i) {
+    const auto e = excess.find(group[i]);
+    if (e == excess.end()) continue;
+    const double cap = cap_w * busy[i], r = room[group[i]];
+    if (a.item_j[i] < cap && r > 0) a.item_j[i] += (cap - a.item_j[i]) * std::min(1.0, e->second / r);
+  }
+  for (const auto& [g, e] : excess) {
+    moved += e;
+    left += std::max(0.0, e - room[g]);
+  }
+  a.capped_j = moved;
+  detail::close_books(a);
+  a.notes.push_back(fmt::format("{:.4g} J above the board's power limit ({:.0f} W, {:.0f} W above idle) moved off the items that had it: "
+                                "{:.4g} J to their classes' other items, {:.4g} J unattributed",
+                                moved, *in.power_limit_w, cap_w, moved - left, left));
+}
 
 }  // namespace jouleprof

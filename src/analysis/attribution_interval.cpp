@@ -14,7 +14,8 @@ class IntervalMethod final : public AttributionMethod {
  public:
   std::string name() const override { return "interval"; }
 
-  Attribution attribute(const AttributionInput& in) const override {
+  Granularity granularity() const override { return Granularity::kernel_class; }
+  Attribution attribute_with(const AttributionInput& in, const PriorAttributions&) const override {
     Attribution a;
     a.method = name();
     a.measured_j = in.measured_j;

@@ -131,7 +131,8 @@ class RegressionMethod final : public AttributionMethod {
  public:
   std::string name() const override { return "regression"; }
 
-  Attribution attribute(const AttributionInput& in) const override {
+  Granularity granularity() const override { return Granularity::activity; }
+  Attribution attribute_with(const AttributionInput& in, const PriorAttributions&) const override {
     Attribution a;
     a.method = name();
     a.measured_j = in.measured_j;

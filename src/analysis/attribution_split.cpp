@@ -23,10 +23,35 @@ class SplitMethod final : public AttributionMethod {
   static constexpr int kMaxIterations = 50;
   static constexpr std::size_t kMinAwakeWindows = 10;  ///< gap windows needed to measure the awake power
 
+  // The regression's class powers (the result it is given, else its own fit) as the split's
+  // starting weights in W above idle; false where it has none (the weights stay 1).
+  static bool start_weights(const AttributionInput& in, const PriorAttributions& prior, std::size_t groups, std::vector<double>& weight,
+                            std::vector<bool>& shared, std::vector<bool>& fixed) {
+    if (in.groups < 1) return false;
+    // The regression's result as run on this input (uses()), not fitted again.
+    const auto found = prior.find("regression");
+    Attribution fitted;
+    if (found == prior.end()) fitted = make_regression_method()->attribute(in);
+    const Attribution& r = found != prior.end() ? found->second : fitted;
+    const double static_w = r.intercept_w ? std::max(0.0, *r.intercept_w - in.idle_w) : 0;
+    double top = 0;
+    for (const GroupFit& g : r.groups) top = std::max(top, std::isfinite(g.active_power_w) ? g.active_power_w : 0.0);
+    if (r.groups.size() != groups || top <= 0) return false;
+    for (std::size_t g = 0; g < groups; ++g) {
+      const double p = r.groups[g].active_power_w;
+      weight[g] = (std::isfinite(p) ? std::max(p, 1e-3 * top) : top) + static_w;  // above idle, not above the intercept
+      shared[g] = r.groups[g].shared;
+      fixed[g] = !r.groups[g].fitted && r.groups[g].busy_s > 0;
+    }
+    return true;
+  }
+
  public:
   std::string name() const override { return "split"; }
 
-  Attribution attribute(const AttributionInput& in) const override {
+  Granularity granularity() const override { return Granularity::activity; }
+  std::vector<std::string> uses() const override { return {"regression"}; }
+  Attribution attribute_with(const AttributionInput& in, const PriorAttributions& prior) const override {
     Attribution a;
     a.method = name();
     a.measured_j = in.measured_j;
@@ -87,22 +112,7 @@ class SplitMethod final : public AttributionMethod {
     // Start from the regression's class powers: where every window mixes the classes alike (short
     // bursts), any weights are a fixed point, and only the regression, which sees how the busy
     // fractions co-vary with the power, knows better than "equal".
-    bool weights_in_watts = false;  // else all 1: no scale to weigh the gaps against
-    if (in.groups >= 1) {
-      const Attribution r = make_regression_method()->attribute(in);
-      const double static_w = r.intercept_w ? std::max(0.0, *r.intercept_w - in.idle_w) : 0;
-      double top = 0;
-      for (const GroupFit& g : r.groups) top = std::max(top, std::isfinite(g.active_power_w) ? g.active_power_w : 0.0);
-      if (r.groups.size() == groups && top > 0) {
-        weights_in_watts = true;
-        for (std::size_t g = 0; g < groups; ++g) {
-          const double p = r.groups[g].active_power_w;
-          weight[g] = (std::isfinite(p) ? std::max(p, 1e-3 * top) : top) + static_w;  // above idle, not above the intercept
-          shared[g] = r.groups[g].shared;
-          fixed[g] = !r.groups[g].fitted && r.groups[g].busy_s > 0;
-        }
-      }
-    }
+    const bool weights_in_watts = start_weights(in, prior, groups, weight, shared, fixed);  // else all 1: no scale for the gaps
     if (!weights_in_watts) awake_w = 0;
     for (const BusyInterval& b : in.busy) {
       if (b.item < in.items) busy_s[group_of(b)] += b.t1_s - b.t0_s;

@@ -142,4 +142,13 @@ Result<TraceData> trace_from_store(const Measurement& m, const std::vector<Store
   return t;
 }
 
+Result<TraceProfile> analyze_stored_trace(Measurement& m, const std::vector<StoredActivity>& rows, const KernelClassifier& classes,
+                                          const TraceProfileOptions& o, TraceData& t) {
+  auto traced = trace_from_store(m, rows);
+  if (!traced) return traced.error();
+  t = std::move(*traced);
+  std::erase_if(m.warnings, [](const std::string& w) { return w.rfind("trace: ", 0) == 0; });
+  return analyze_trace(m, t, classes, o);
+}
+
 }  // namespace jouleprof

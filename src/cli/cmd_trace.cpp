@@ -15,7 +15,9 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/core/self_exe.hpp"
+#include "jouleprof/analysis/attribution_replay.hpp"
 #include "jouleprof/analysis/trace_profile.hpp"
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/analysis/trace_store.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
@@ -36,7 +38,8 @@ struct TraceFlags {
   double period_ms = 100;
   std::vector<std::string> tags;
   std::string json, csv, kernels, perfetto, keep_dir;
-  std::string method = "split";
+  std::string method;  ///< empty: replay where --replay is given, else split
+  std::string replay;  ///< replayed kernels: `jouleprof replay --json` output, or a stored replay run
   std::string classes;
   std::optional<double> lag_ms, window_ms;  ///< either given: the sensor model as given, not fitted
   double min_interval_ms = 100;
@@ -87,9 +90,33 @@ std::string find_cupti(const std::string& flag) {
 
 // The tables and outputs of a placed trace: the same for a run just traced (`store`: record it)
 // and a stored run read back (--from).
+// --replay: a replay's output file (its JSON, or a result with its "replay" section), else a run
+// of the store that holds one.
+Result<ReplayReference> load_replay(const std::string& ref, const std::string& db) {
+  std::error_code ec;
+  if (fs::is_regular_file(ref, ec)) {
+    auto text = read_text_file(ref);
+    if (!text) return text.error();
+    return parse_replay_reference(*text, ref);
+  }
+  auto runs = load_runs({ref}, db, false);
+  if (!runs) return make_error(runs.error().code, "--replay " + ref + ": " + runs.error().message);
+  const LoadedRun& r = runs->front();
+  auto it = r.m.sections.find("replay");
+  if (it == r.m.sections.end()) return make_error(Errc::invalid_argument, "--replay " + ref + ": " + r.label + " is not a replay (no replay section)");
+  return parse_replay_reference(it->second, r.label);
+}
+
 int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const KernelClassifier& classes, int rc, bool store) {
   TraceProfileOptions po;
   po.method = f.method;
+  std::optional<ReplayReference> replay;
+  if (!f.replay.empty()) {
+    auto r = load_replay(f.replay, f.db);
+    if (!r) return report(make_error(r.error().code == Errc::parse ? Errc::invalid_argument : r.error().code, r.error().message));
+    replay = std::move(*r);
+    po.replay = &*replay;
+  }
   if (f.lag_ms || f.window_ms) {
     po.fit_sensor = false;
     if (f.lag_ms) po.sensor.lag_s = *f.lag_ms / 1000.0;
@@ -97,14 +124,8 @@ int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const Kern
   }
   po.min_interval_s = f.min_interval_ms / 1000.0;
   po.path_depth = f.path_depth;
-  auto profile = build_trace_profile(m, traced, classes, po);
+  auto profile = analyze_trace(m, traced, classes, po);
   if (!profile) return report(profile.error());
-  if (!profile->complete && m.complete) {
-    m.complete = false;
-    m.incomplete_reason = "trace incomplete (a process was killed, its file damaged, or records dropped)";
-  }
-  m.sections["trace"] = trace_profile_json(*profile);
-  for (const std::string& w : profile->warnings) m.warnings.push_back("trace: " + w);
 
   if (!f.json.empty()) {
     if (auto w = write_result_json(m, f.json); !w) rc = report(w.error());
@@ -120,26 +141,7 @@ int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const Kern
     if (!out) rc = report(make_error(Errc::io, "cannot write " + f.csv));
   }
   if (!f.perfetto.empty()) {
-    std::vector<TraceSlice> slices;
-    slices.reserve(traced.activities.size());
-    for (const Activity& a : traced.activities) {
-      if (a.kind == Activity::Kind::sync || a.kind == Activity::Kind::mark) continue;
-      TraceSlice s;
-      if (a.on_gpu()) {
-        const int g = measured_gpu(m, traced, a);
-        s.gpu = g >= 0 ? g : static_cast<int>(a.device);
-      } else {
-        s.gpu = -1;
-      }
-      const auto& pr = traced.processes[static_cast<std::size_t>(a.process)];
-      s.track = a.on_gpu() ? fmt::format("pid {} stream {}", pr.pid, a.stream)
-                           : fmt::format("pid {} {}", pr.pid, a.thread != 0 ? "thread " + std::to_string(a.thread) : std::string("process ranges"));
-      s.name = a.name;
-      s.t0_s = a.t0_s;
-      s.t1_s = a.t1_s;
-      s.args_json = activity_attrs_json(a);
-      slices.push_back(std::move(s));
-    }
+    const std::vector<TraceSlice> slices = trace_slices(m, traced);
     TraceOptions to;
     to.slices = &slices;
     if (auto w = write_chrome_trace(m, f.perfetto, to); !w) rc = report(w.error());
@@ -207,8 +209,11 @@ int run(TraceFlags f) {
   } else if (f.command.empty()) {
     return report(make_error(Errc::invalid_argument, "give the command to trace after -- (or a stored run with --from RUN)"));
   }
-  if (!make_attribution_method(f.method)) {
-    return report(make_error(Errc::invalid_argument, "--method must be interval, split or regression, got '" + f.method + "'"));
+  if (!f.method.empty() && !make_attribution_method(f.method)) {
+    return report(make_error(Errc::invalid_argument, "--method must be " + attribution_method_choices() + ", got '" + f.method + "'"));
+  }
+  if (f.method == "replay" && f.replay.empty()) {
+    return report(make_error(Errc::invalid_argument, "--method replay needs the run's kernels replayed: give --replay FILE"));
   }
   auto classes = KernelClassifier::load(default_kernel_classes_path());
   if (!classes) return report(classes.error());
@@ -284,6 +289,13 @@ int run(TraceFlags f) {
   return attribute(f, m, *traced, *classes, rc, !f.no_store);
 }
 
+// The registry's methods, one line each, for --help.
+std::string method_help() {
+  std::string s;
+  for (const AttributionMethodEntry& e : attribution_methods()) s += fmt::format("  {:<11} {}\n", e.name, e.help);
+  return s;
+}
+
 Runner add_trace(CLI::App& app) {
   auto f = std::make_shared<TraceFlags>();
   CLI::App* c = app.add_subcommand("trace", "Measure a CUDA program and attribute its energy to kernels, classes, NVTX ranges and phases");
@@ -292,10 +304,11 @@ Runner add_trace(CLI::App& app) {
       "  jouleprof trace -- python generate.py\n"
       "  jouleprof trace --kernels kernels.jsonl --perfetto run.trace.json --json run.json -- ./my_app\n"
       "  jouleprof trace --from last --method regression --lag-ms 30   (the stored run again, nothing run)\n"
+      "  jouleprof trace --from last --replay replay.json   (replay-informed: each kernel's replayed energy)\n"
       "The program is not changed: CUDA loads the CUPTI injection library (CUDA_INJECTION64_PATH) into it and\n"
-      "every child process. Methods: split (default: each power sample split across the kernels busy in its\n"
-      "window), regression (per-class power by least squares), interval (long busy stretches integrated);\n"
-      "all three are always computed per class. docs/trace.md.");
+      "every child process. Every table row has one estimate and an interval covering the methods' spread,\n"
+      "their uncertainty and the sensor's limits. Methods (all computed per class; --method picks the tables'):\n" +
+      method_help() + "docs/trace.md.");
   add_measuring_flags(c, f->measuring, {.sim_scenario = false, .idle_help = "seconds of idle baseline before the run (0: none)"});
   checked(c->add_option("--period-ms", f->period_ms, "sampler period"), DoubleRange{.min = 10, .max = 2000})->capture_default_str();
   c->add_option("--tag", f->tags, "KEY=VALUE recorded with the result (repeatable)");
@@ -304,7 +317,10 @@ Runner add_trace(CLI::App& app) {
   c->add_option("--kernels", f->kernels, "write the unique-kernel table here: JSON Lines, or CSV for a .csv name");
   c->add_option("--perfetto", f->perfetto, "write a Chrome/Perfetto trace with kernel slices and NVTX ranges here");
   c->add_option("--keep-trace", f->keep_dir, "keep the per-process trace files in this directory");
-  c->add_option("--method", f->method, "attribution method of the kernel/range tables: split, regression or interval")->capture_default_str();
+  c->add_option("--method", f->method,
+                "attribution method of the tables: " + attribution_method_choices() + " (default: replay with --replay, else split)");
+  c->add_option("--replay", f->replay,
+                "the run's kernels replayed in isolation (`jouleprof replay --json` output, or its stored run): replay-informed tables");
   c->add_flag("--record-sync", f->record_sync,
               "also record CUDA synchronisation (cudaStreamSynchronize, events): costs up to ~40% on launch-bound programs");
   c->add_flag("--record-launches", f->record_launches,

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <map>
 
+#include "jouleprof/analysis/trace_profile.hpp"
+#include "jouleprof/analysis/trace_store.hpp"
 #include "jouleprof/report/downsample.hpp"
 #include "json_text.hpp"
 
@@ -158,6 +160,30 @@ std::string chrome_trace_json(const Measurement& m, const TraceOptions& o) {
 
 Result<void> write_chrome_trace(const Measurement& m, const std::string& path, const TraceOptions& o) {
   return write_file_atomic(path, chrome_trace_json(m, o));
+}
+
+std::vector<TraceSlice> trace_slices(const Measurement& m, const TraceData& t) {
+  std::vector<TraceSlice> slices;
+  slices.reserve(t.activities.size());
+  for (const Activity& a : t.activities) {
+    if (a.kind == Activity::Kind::sync || a.kind == Activity::Kind::mark) continue;
+    TraceSlice s;
+    if (a.on_gpu()) {
+      const int g = measured_gpu(m, t, a);
+      s.gpu = g >= 0 ? g : static_cast<int>(a.device);
+    } else {
+      s.gpu = -1;
+    }
+    const auto& pr = t.processes[static_cast<std::size_t>(a.process)];
+    s.track = a.on_gpu() ? fmt::format("pid {} stream {}", pr.pid, a.stream)
+                         : fmt::format("pid {} {}", pr.pid, a.thread != 0 ? "thread " + std::to_string(a.thread) : std::string("process ranges"));
+    s.name = a.name;
+    s.t0_s = a.t0_s;
+    s.t1_s = a.t1_s;
+    s.args_json = activity_attrs_json(a);
+    slices.push_back(std::move(s));
+  }
+  return slices;
 }
 
 }  // namespace jouleprof

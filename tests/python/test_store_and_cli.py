@@ -106,3 +106,21 @@ def test_missing_store_raises_not_found(tmp_path):
     bad.write_text("not a database")
     with pytest.raises(jouleprof.JouleprofError):
         jouleprof.store.open(bad).runs()
+
+
+# --- trace analysis of a stored run (branch trace) ---
+def test_trace_analysis_of_a_stored_run(db, tmp_path):
+    from jouleprof.trace_analysis import analyse
+    lib = tmp_path / "libfake_inject.so"  # any file: the command never loads CUDA
+    lib.write_text("not loaded")
+    cli("trace", "--device", "sim", "--idle", "0.3", "--db", db, "--inject-lib", str(lib), "-q", "--", "true")
+    t = analyse("last", db=db)
+    assert t["schema_version"] == 1 and len(t["gpus"]) == 1
+    assert t["gpus"][0]["table_method"] == "split"
+    assert "no traced process" in " ".join(t["warnings"])
+    assert analyse(1, db=db, method="regression")["gpus"][0]["table_method"] == "regression"
+    with pytest.raises(jouleprof.InvalidArgumentError):
+        analyse(1, db=db, method="psychic")
+    cli("measure", "--device", "sim", "--idle", "0", "--db", db, "--no-cpu", "--", "true")
+    with pytest.raises(jouleprof.InvalidArgumentError, match="not traced"):
+        analyse("last", db=db)

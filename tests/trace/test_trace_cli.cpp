@@ -183,6 +183,15 @@ TEST(TraceCli, FromStoredRunGivesTheLiveOutputsAgain) {
   ASSERT_EQ(lj["trace"]["processes"].size(), 2u);
   const std::string kernels = jp_test::slurp_file(e.dir + "/k.jsonl"), perfetto = jp_test::slurp_file(e.dir + "/t.json");
   fs::remove(e.dir + "/r.json");
+  // export-trace of the stored run gives the same kernel and range slices as the live --perfetto.
+  auto exported = jp_test::run_program(JOULEPROF_CLI, {"export-trace", "last", "--db", e.dir + "/runs.db", "-o", e.dir + "/x.json"}, {}, "",
+                                       e.dir + "/out.txt", e.dir + "/err.txt", [](pid_t) {});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const std::string xt = jp_test::slurp_file(e.dir + "/x.json");
+  EXPECT_TRUE(nlohmann::json::accept(xt));
+  for (const char* track : {"stream 7", "gemm_kernel(float*, float*, int)", "model.layers.1.mlp"}) {
+    EXPECT_NE(xt.find(track), std::string::npos) << track;
+  }
   auto again = from(e, {"--from", "last", "--json", e.dir + "/r.json", "--kernels", e.dir + "/k.jsonl", "--perfetto", e.dir + "/t.json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.err.find("run 1 attributed again"), std::string::npos) << again.err;
@@ -306,4 +315,52 @@ TEST(TraceCli, FromReadsActivitiesStoredWithoutProcessOrThread) {
   const nlohmann::json lg = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"))["trace"]["gpus"];
   const nlohmann::json fg = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/f.json"))["trace"]["gpus"];
   EXPECT_EQ(fg, lg);
+}
+
+// --replay: replay-informed tables for a stored run (the replay's rows matched by name and launch
+// configuration), and bad replay data refused with its reason.
+TEST(TraceCli, FromStoredRunWithReplayGivesReplayInformedTables) {
+  Env e;
+  auto live = e.run({"-q", "--", JOULEPROF_FAKE_TRACED, "1.2"});
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  const std::string gpu = "NVIDIA H100 80GB HBM3 (simulated)";
+  auto write_replay = [&](const std::string& path, const std::string& on, const std::string& kernel) {
+    nlohmann::json k = {{"name", kernel}, {"status", "replayed"}, {"count", 10}, {"replayed_energy_per_call_j", 0.02},
+                        {"replayed_mean_s", 1e-4}, {"energy_per_call_half_width_j", 0.001}};
+    nlohmann::json r = {{"replay", {{"schema", "jouleprof.replay"}, {"replay_gpu", on}, {"idle_power_w", 60}, {"kernels", {k}}}}};
+    std::ofstream(path) << r.dump();
+  };
+  write_replay(e.dir + "/replay.json", gpu, "gemm_kernel(float*, float*, int)");
+  auto r = from(e, {"--from", "1", "--replay", e.dir + "/replay.json", "--json", e.dir + "/r.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tables: method replay"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replay: " + e.dir + "/replay.json, energies scaled by"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("determined: "), std::string::npos) << r.out;
+  const nlohmann::json g = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"))["trace"]["gpus"][0];
+  EXPECT_EQ(g["table_method"], "replay");
+  ASSERT_EQ(g["methods"].size(), 4u);
+  EXPECT_EQ(g["methods"][3]["method"], "replay");
+  EXPECT_GT(g["replay"]["scale"].get<double>(), 0);
+  EXPECT_GT(g["replay"]["unmatched_busy_share"].get<double>(), 0);  // the copies were not replayed
+  expect_books_balance(g);
+  for (const auto& row : g["by_class"]) {
+    EXPECT_LE(row["low_j"].get<double>(), row["energy_j"].get<double>());
+    EXPECT_GE(row["high_j"].get<double>(), row["energy_j"].get<double>());
+  }
+  write_replay(e.dir + "/a100.json", "NVIDIA A100-SXM4-80GB", "gemm_kernel(float*, float*, int)");
+  auto other = from(e, {"--from", "1", "--replay", e.dir + "/a100.json"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("jouleprof: error: the replay " + e.dir + "/a100.json ran on NVIDIA A100-SXM4-80GB"), std::string::npos) << other.err;
+  write_replay(e.dir + "/model.json", gpu, "another_models_kernel");
+  auto model = from(e, {"--from", "1", "--replay", e.dir + "/model.json"});
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_NE(model.err.find("no measured row for any kernel of this run"), std::string::npos) << model.err;
+  std::ofstream(e.dir + "/junk.json") << "{\"schema\": \"jouleprof.result\"}";
+  auto junk = from(e, {"--from", "1", "--replay", e.dir + "/junk.json"});
+  EXPECT_EQ(junk.exit_code, 2);
+  EXPECT_NE(junk.err.find("not `jouleprof replay` output"), std::string::npos) << junk.err;
+  auto none = from(e, {"--from", "1", "--method", "replay"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("--method replay needs the run's kernels replayed"), std::string::npos) << none.err;
+  EXPECT_EQ(stored_runs(e), 1u);
 }

@@ -19,8 +19,13 @@ namespace jouleprof {
 
 inline constexpr int kTraceSchemaVersion = 1;
 
+struct ReplayReference;
+
 struct TraceProfileOptions {
-  std::string method = "split";  ///< the method of the per-kernel/path tables (all three give class books)
+  /// The method of the tables (every registered method gives class books): empty: replay where
+  /// replay data is given, else split.
+  std::string method;
+  const ReplayReference* replay = nullptr;  ///< replayed kernels (replay-informed attribution), or none
   SensorModel sensor;       ///< the model given, or the default where a run cannot determine one
   bool fit_sensor = true;   ///< fit lag and window to each GPU's samples (fit_sensor_model)
   double min_interval_s = 0.1;
@@ -36,6 +41,12 @@ struct GroupRow {
   double share = 0;           ///< of the attributed energy
   double mean_power_w = 0;    ///< energy / busy time (above idle)
   bool below_resolution = false;  ///< busy for less than 5 sensor periods in total
+  /// The interval the estimate lies in: the methods' figures for the row and their own
+  /// uncertainty (regression ± 1.96 σ, the replay's 95% CI), [0, the power limit's worth] where
+  /// the sensor cannot resolve the row; never above (limit - idle) × busy time.
+  double low_j = 0, high_j = 0;
+  std::map<std::string, double> by_method;  ///< each method's figure (activity-level methods; class rows: all)
+  std::size_t merged = 0;     ///< rows below resolution summed into this one (0: a row of its own)
 };
 
 struct MethodBooks {
@@ -55,12 +66,22 @@ struct GpuProfile {
   std::string measured_method;
   double window_t0_s = 0, window_t1_s = 0;
   double idle_w = 0;
+  std::optional<double> power_limit_w;  ///< the board's: no row's mean power above it minus idle
   SensorFit sensor;                  ///< the sensor model the methods used, and where it came from
   std::vector<MethodBooks> methods;  ///< interval, split, regression
   std::string table_method;
   std::vector<GroupRow> by_kernel, by_class, by_path, by_layer, by_component, by_phase;
   uint64_t kernels = 0, copies = 0;
   double busy_s = 0;
+  /// How well the run determines the split: the share of the table's energy in kernels busy
+  /// long enough for the sensor to resolve, and the by-class table's interval as a share of its
+  /// energy (half its summed width).
+  double resolved_share = 0, class_interval_share = 0;
+  // Replay-informed attribution (table method "replay").
+  std::string replay_source;
+  std::optional<double> replay_scale;
+  double replay_unmatched_share = 0;  ///< of the busy time: kernels without a replayed row
+  std::vector<std::string> replay_marks;  ///< why the replay may not fit this run (driver, clock)
 };
 
 struct PhaseEnergy {
@@ -103,9 +124,15 @@ void place_trace(const Measurement& m, TraceData& t);
 int measured_gpu(const Measurement& m, const TraceData& t, const Activity& a);
 
 /// Classifies and groups the activities of a placed trace and attributes each GPU's run energy
-/// with the three methods. The same for a run just traced and one read back from the store.
+/// with every registered method (the stages: classify, per-GPU input, sensor fit, methods, tables).
+/// Replay data of another GPU, or matching none of the run's kernels: Errc::invalid_argument. The same for a run just traced and one read back from the store.
 Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, const KernelClassifier& classes,
                                          const TraceProfileOptions& o = {});
+
+/// The attribute stage of `jouleprof trace` as a library call: build_trace_profile, then the
+/// profile into `m` (its "trace" section, its warnings prefixed "trace: ", incomplete where the
+/// trace is). The same for a run just traced and a stored run read back (trace_store.hpp).
+Result<TraceProfile> analyze_trace(Measurement& m, TraceData& t, const KernelClassifier& classes, const TraceProfileOptions& o = {});
 
 /// The profile as JSON (the "trace" section of `jouleprof trace --json`).
 std::string trace_profile_json(const TraceProfile& p);

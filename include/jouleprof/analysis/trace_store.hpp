@@ -28,4 +28,14 @@ std::vector<StoredActivity> stored_activities(const Measurement& m, const TraceD
 /// "trace" section (a run that was not traced).
 Result<TraceData> trace_from_store(const Measurement& m, const std::vector<StoredActivity>& rows);
 
+struct TraceProfile;
+struct TraceProfileOptions;
+class KernelClassifier;
+
+/// A stored traced run analysed again (`jouleprof trace --from`, Python's `trace_analysis`): the
+/// placed trace from its rows (trace_from_store), the warnings of its first analysis dropped from
+/// `m` (this one gives them again), then analyze_trace. `t` receives the placed trace (Perfetto).
+Result<TraceProfile> analyze_stored_trace(Measurement& m, const std::vector<StoredActivity>& rows, const KernelClassifier& classes,
+                                          const TraceProfileOptions& o, TraceData& t);
+
 }  // namespace jouleprof

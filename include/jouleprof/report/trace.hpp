@@ -28,6 +28,13 @@ struct TraceOptions {
   const std::vector<TraceSlice>* slices = nullptr;  ///< kernel/range slices (trace)
 };
 
+struct TraceData;
+
+/// The slices of a placed trace `t` of measurement `m`: kernels and copies on a track per process
+/// and stream of their measured GPU, NVTX ranges on a track per process and thread (`jouleprof
+/// trace --perfetto`, `trace --from`); syncs and marks are left out.
+std::vector<TraceSlice> trace_slices(const Measurement& m, const TraceData& t);
+
 std::string chrome_trace_json(const Measurement& m, const TraceOptions& o = {});
 Result<void> write_chrome_trace(const Measurement& m, const std::string& path, const TraceOptions& o = {});
 

@@ -24,6 +24,7 @@ std::mutex g_names_lock;
 std::deque<std::string> g_names;  // stable addresses: registered strings and domains point here
 std::unordered_map<std::string_view, uint32_t> g_name_ids;
 std::vector<uint32_t> g_writer_ids;  // global id → the writer's string id (under the writer's lock)
+uint64_t g_writer_session = 0;       // the file g_writer_ids refer to (string ids are per file)
 
 uint32_t global_name_id(std::string_view s) {
   std::lock_guard<std::mutex> lock(g_names_lock);
@@ -225,6 +226,12 @@ namespace {
 // Global name id → the writer's string id (caller holds the writer's lock).
 uint32_t writer_id(TraceWriter& w, uint32_t gid) {
   if (gid == 0) return 0;
+  // Another file (a test's next writer): its string ids start again. Reusing the last file's
+  // ids named every range after the strings first interned in it ("prefill" for "decode").
+  if (w.session() != g_writer_session) {
+    g_writer_ids.clear();
+    g_writer_session = w.session();
+  }
   if (g_writer_ids.size() < gid) g_writer_ids.resize(gid, 0);
   uint32_t& id = g_writer_ids[gid - 1];
   if (id == 0) {

@@ -12,6 +12,8 @@ using namespace trace_format;
 
 bool TraceWriter::open(const std::string& dir, int64_t pid, int64_t ppid, int64_t start_realtime_ns,
                        uint32_t cupti_version) {
+  static std::atomic<uint64_t> sessions{0};
+  session_ = ++sessions;
   path_ = dir + "/" + kFilePrefix + std::to_string(pid) + kFileSuffix;
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {

@@ -3,6 +3,7 @@
 // leaves every batch completed before the kill readable.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -44,6 +45,8 @@ class TraceWriter {
   std::mutex& lock() { return mu_; }
   uint64_t records() const { return records_; }
   uint64_t dropped() const { return dropped_; }
+  /// Which opened file this is (a new number on every open): string ids are per file.
+  uint64_t session() const { return session_; }
 
  private:
   std::mutex mu_;
@@ -52,6 +55,7 @@ class TraceWriter {
   std::vector<char> pending_;
   std::unordered_map<std::string, uint32_t> strings_;
   uint64_t records_ = 0, dropped_ = 0;
+  uint64_t session_ = 0;
 };
 
 }  // namespace jouleprof::inject

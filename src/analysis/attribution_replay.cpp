@@ -1,0 +1,178 @@
+// The replay-informed method: each activity's energy is its kernel's energy per call as replayed
+// in isolation (above the replay's idle), scaled by one factor so that the books balance exactly
+// against the run's measured energy: the factor absorbs what the isolated replay does not see
+// (the static power above idle while the GPU is awake, the gaps between kernels, the clock and
+// temperature difference). Activities the replay has no measured row for keep the split's figure
+// and the factor applies to the rest. Also the replay file's reader and the kernel matching.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "jouleprof/analysis/attribution.hpp"
+#include "jouleprof/analysis/attribution_replay.hpp"
+
+namespace jouleprof {
+namespace {
+
+class ReplayMethod final : public AttributionMethod {
+ public:
+  std::string name() const override { return "replay"; }
+  Granularity granularity() const override { return Granularity::activity; }
+  std::vector<std::string> uses() const override { return {"split"}; }
+  bool applies(const AttributionInput& in) const override { return in.reference_j.size() == in.items && in.items > 0; }
+
+  Attribution attribute_with(const AttributionInput& in, const PriorAttributions& prior) const override {
+    Attribution a;
+    a.method = name();
+    a.measured_j = in.measured_j;
+    a.item_j.assign(in.items, 0.0);
+    a.item_uncertainty_j.assign(in.items, 0.0);
+    const auto sp = prior.find("split");
+    Attribution fallback;
+    if (sp == prior.end()) fallback = make_split_method()->attribute(in);
+    const Attribution& split = sp != prior.end() ? sp->second : fallback;
+    a.timeline_j = split.timeline_j;
+    const double T = in.t1_s - in.t0_s;
+    a.idle_j = in.idle_w * T;
+    if (!applies(in)) {
+      a.notes.push_back("no replay figures for this run");
+      detail::close_books(a);
+      return a;
+    }
+    std::vector<double> busy(in.items, 0.0);
+    for (const BusyInterval& b : in.busy) {
+      if (b.item < in.items) busy[b.item] += std::max(0.0, std::min(b.t1_s, in.t1_s) - std::max(b.t0_s, in.t0_s));
+    }
+    double ref_sum = 0, unref_j = 0, busy_all = 0, busy_unref = 0;
+    for (std::size_t i = 0; i < in.items; ++i) {
+      busy_all += busy[i];
+      if (std::isfinite(in.reference_j[i])) {
+        ref_sum += std::max(0.0, in.reference_j[i]);
+      } else {
+        unref_j += i < split.item_j.size() ? split.item_j[i] : 0;
+        busy_unref += busy[i];
+      }
+    }
+    a.unreferenced_busy_share = busy_all > 0 ? busy_unref / busy_all : 0;
+    // What the replayed kernels get: the run's energy above idle, less the windows with no
+    // activity (the split leaves them unattributed) and the unreplayed kernels' split figures.
+    const double target = in.measured_j - a.idle_j - split.unattributed_j - unref_j;
+    if (ref_sum <= 0 || target <= 0) {
+      a.item_j = split.item_j;
+      a.item_uncertainty_j = split.item_uncertainty_j;
+      a.notes.push_back(ref_sum <= 0 ? "the replay gives these kernels no energy above idle: the split's figures kept"
+                                     : "nothing left above idle for the replayed kernels: the split's figures kept");
+      detail::close_books(a);
+      return a;
+    }
+    const double s = target / ref_sum;
+    a.scale = s;
+    for (std::size_t i = 0; i < in.items; ++i) {
+      if (std::isfinite(in.reference_j[i])) {
+        a.item_j[i] = s * std::max(0.0, in.reference_j[i]);
+        a.item_uncertainty_j[i] = i < in.reference_half_width_j.size() ? s * in.reference_half_width_j[i] : 0;
+      } else {
+        a.item_j[i] = split.item_j[i];
+        a.item_uncertainty_j[i] = split.item_uncertainty_j[i];
+      }
+    }
+    // What the factor absorbs: the gaps' and static power (the split's awake-gap energy), the
+    // rest is the clock/temperature difference between the replay and the run.
+    const double gaps_j = std::max(0.0, split.idle_j - a.idle_j);
+    a.notes.push_back(fmt::format("replayed energies scaled by {:.3f} to the run's energy above idle: {:.4g} J replayed, {:.4g} J in the run, "
+                                  "of the difference {:.4g} J the awake gaps and static power between kernels (split's estimate) and "
+                                  "{:.4g} J the clock, temperature and context difference",
+                                  s, ref_sum, target, gaps_j, target - ref_sum - gaps_j));
+    if (a.unreferenced_busy_share > 0) {
+      a.notes.push_back(fmt::format("{:.1f}% of the busy time is in kernels the replay did not measure: their split figures kept ({:.4g} J)",
+                                    100 * a.unreferenced_busy_share, unref_j));
+    }
+    if (split.unattributed_j != 0) a.unattributed_j = split.unattributed_j;
+    detail::close_books(a);
+    return a;
+  }
+};
+
+using nlohmann::json;
+
+std::optional<std::array<int, 3>> dims(const json& r, const char* key) {
+  if (!r.contains(key) || !r[key].is_array() || r[key].size() != 3) return std::nullopt;
+  std::array<int, 3> d{};
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (!r[key][i].is_number_integer()) return std::nullopt;
+    d[i] = r[key][i].get<int>();
+  }
+  return d;
+}
+
+}  // namespace
+
+std::unique_ptr<AttributionMethod> make_replay_method() { return std::make_unique<ReplayMethod>(); }
+
+Result<ReplayReference> parse_replay_reference(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception&) {
+    return make_error(Errc::parse, source + ": not JSON");
+  }
+  if (j.is_object() && j.contains("replay") && j["replay"].is_object()) {
+    const json section = j["replay"];
+    j = section;
+  }
+  if (!j.is_object() || j.value("schema", std::string()) != "jouleprof.replay" || !j.contains("kernels") || !j["kernels"].is_array()) {
+    return make_error(Errc::parse, source + ": not `jouleprof replay` output (no \"replay\" section of schema jouleprof.replay)");
+  }
+  ReplayReference r;
+  r.source = source;
+  r.gpu = j.value("replay_gpu", std::string());
+  r.driver = j.value("driver_version", std::string());
+  if (j.contains("sm_clock_mhz") && j["sm_clock_mhz"].is_number()) r.sm_clock_mhz = j["sm_clock_mhz"].get<double>();
+  r.idle_w = j.contains("idle_power_w") && j["idle_power_w"].is_number() ? j["idle_power_w"].get<double>() : 0.0;
+  if (!std::isfinite(r.idle_w) || r.idle_w < 0) return make_error(Errc::parse, source + ": idle_power_w must be a number >= 0");
+  for (const json& k : j["kernels"]) {
+    if (!k.is_object() || !k.contains("name") || !k["name"].is_string()) return make_error(Errc::parse, source + ": a kernel row without a name");
+    ReplayKernel x;
+    x.name = k["name"].get<std::string>();
+    x.status = k.value("status", std::string());
+    auto num = [&](const char* key) { return k.contains(key) && k[key].is_number() ? k[key].get<double>() : std::nan(""); };
+    x.energy_per_call_j = num("replayed_energy_per_call_j");
+    if (!std::isfinite(x.energy_per_call_j)) x.energy_per_call_j = num("energy_per_call_j");
+    x.half_width_j = num("energy_per_call_half_width_j");
+    if (!std::isfinite(x.half_width_j)) x.half_width_j = 0;
+    x.time_per_call_s = num("replayed_mean_s");
+    x.count = k.value("count", uint64_t{0});
+    x.grid = dims(k, "grid");
+    x.block = dims(k, "block");
+    if (x.measured() && (!std::isfinite(x.energy_per_call_j) || !std::isfinite(x.time_per_call_s) || x.energy_per_call_j < 0 ||
+                         x.time_per_call_s < 0)) {
+      return make_error(Errc::parse, source + ": kernel row '" + x.name + "' is " + x.status + " without its energy and time per call");
+    }
+    r.kernels.push_back(std::move(x));
+  }
+  return r;
+}
+
+std::optional<ReplayMatch> match_replay(const ReplayReference& r, const std::string& name, const int grid[3], const int block[3]) {
+  auto above = [&](const ReplayKernel& k) { return std::max(0.0, k.energy_per_call_j - r.idle_w * k.time_per_call_s); };
+  double e = 0, hw = 0, n = 0;
+  std::size_t loose = 0;
+  for (const ReplayKernel& k : r.kernels) {
+    if (!k.measured() || k.name != name) continue;
+    if (k.grid && k.block) {
+      const bool same = std::equal(k.grid->begin(), k.grid->end(), grid) && std::equal(k.block->begin(), k.block->end(), block);
+      if (same) return ReplayMatch{above(k), k.half_width_j};
+      continue;
+    }
+    const double w = static_cast<double>(std::max<uint64_t>(k.count, 1));
+    e += w * above(k);
+    hw += w * k.half_width_j;
+    n += w;
+    ++loose;
+  }
+  if (loose == 0) return std::nullopt;
+  return ReplayMatch{e / n, hw / n};
+}
+
+}  // namespace jouleprof

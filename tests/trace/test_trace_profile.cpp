@@ -1,0 +1,403 @@
+// build_trace_profile on synthetic runs (a Measurement and a placed TraceData built here): the
+// stages (registry, the split given the regression's result), physically possible rows (no row
+// above the power limit minus idle, rows below the sensor's resolution summed; a rapidcheck
+// property over random runs), intervals, and replay-informed attribution with its bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "jouleprof/analysis/attribution.hpp"
+#include "jouleprof/analysis/attribution_replay.hpp"
+#include "jouleprof/analysis/trace_profile.hpp"
+#include "jouleprof/sampler/sampler.hpp"
+
+#ifdef JOULEPROF_HAVE_RAPIDCHECK
+#include <rapidcheck.h>
+#endif
+
+using namespace jouleprof;
+
+namespace {
+
+constexpr double kIdle = 70, kLimit = 700;
+
+struct Kernel {
+  double t0, t1;
+  std::string name, path;
+  double power_w;  ///< true power while it runs
+};
+
+// A run of `seconds` whose true power is idle plus each kernel's power while it runs (1 ms
+// steps), sampled every 20 ms as the mean over the 20 ms before (the default sensor model), plus
+// an optional extra power everywhere the kernels leave gaps (the awake GPU).
+struct SynthRun {
+  Measurement m;
+  TraceData t;
+};
+
+SynthRun make_run(const std::vector<Kernel>& ks, double seconds, double awake_w = 0, double noise_w = 0, unsigned seed = 1) {
+  const double dt = 0.0005;
+  const auto steps = static_cast<std::size_t>(seconds / dt);
+  std::vector<double> truth(steps, kIdle);
+  for (const Kernel& k : ks) {
+    for (auto i = static_cast<std::size_t>(k.t0 / dt); i < static_cast<std::size_t>(k.t1 / dt) && i < steps; ++i) truth[i] = k.power_w;
+  }
+  if (awake_w > 0 && !ks.empty()) {
+    for (auto i = static_cast<std::size_t>(ks.front().t0 / dt); i < static_cast<std::size_t>(ks.back().t1 / dt) && i < steps; ++i) {
+      truth[i] = std::max(truth[i], kIdle + awake_w);
+    }
+  }
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0, noise_w > 0 ? noise_w : 1);
+  SynthRun r;
+  GpuInfo gi;
+  gi.name = "NVIDIA H100 80GB HBM3";
+  gi.uuid = "GPU-00000000-0000-0000-0000-000000000000";
+  gi.driver_version = "570.00";
+  gi.power_limit_w = kLimit;
+  r.m.gpus.push_back(gi);
+  GpuRunState st;
+  st.idle_power_w = kIdle;
+  st.power_limit_w = kLimit;
+  r.m.gpu_state.push_back(st);
+  auto tl = std::make_shared<GpuTimeline>(std::size_t{1} << 20);
+  std::vector<Sample> samples;
+  for (double t = 0.02; t <= seconds + 0.2; t += 0.02) {
+    double e = 0;
+    int n = 0;
+    for (double u = t - 0.02; u < t - 1e-9; u += dt, ++n) {
+      const auto i = static_cast<long>(std::floor(u / dt + 1e-9));
+      e += i >= 0 && static_cast<std::size_t>(i) < steps ? truth[static_cast<std::size_t>(i)] : kIdle;
+    }
+    samples.push_back({t, e / n + (noise_w > 0 ? noise(rng) : 0)});
+  }
+  for (const Sample& s : samples) tl->series[static_cast<std::size_t>(Metric::power_sample_w)].append(s.t_s, s.value);
+  r.m.timelines.push_back(tl);
+  WindowResult run;
+  run.kind = "run";
+  run.name = "run";
+  run.t0_s = 0;
+  run.t1_s = seconds;
+  GpuEnergy ge;
+  ge.method = "timeline";
+  ge.energy_j = detail::energy_between(samples, 0, seconds);
+  run.gpus.push_back(ge);
+  run.gpu_energy_j = ge.energy_j;
+  r.m.windows.push_back(run);
+  ProcessTrace pr;
+  pr.pid = 1;
+  pr.ended = true;
+  r.t.processes.push_back(pr);
+  for (const Kernel& k : ks) {
+    Activity a;
+    a.kind = Activity::Kind::kernel;
+    a.t0_s = k.t0;
+    a.t1_s = k.t1;
+    a.name = k.name;
+    a.path = k.path;
+    a.grid[0] = 128;
+    a.block[0] = 256;
+    r.t.activities.push_back(a);
+  }
+  return r;
+}
+
+const KernelClassifier& classifier() {
+  static const KernelClassifier c = *KernelClassifier::load(default_kernel_classes_path());
+  return c;
+}
+
+// Two classes in bursts of `burst_s`: a GEMM at `gemm_w` and an elementwise kernel at `ew_w`,
+// alternating, over 24 layers' paths; returns the true energy above idle per class.
+std::vector<Kernel> two_classes(double burst_s, double seconds, double gemm_w, double ew_w, double* gemm_j, double* ew_j) {
+  std::vector<Kernel> ks;
+  *gemm_j = *ew_j = 0;
+  int i = 0;
+  for (double t = 0.2; t + burst_s < seconds - 0.3; t += burst_s * 1.05, ++i) {
+    const bool g = i % 2 == 0;
+    const std::string layer = "model.layers." + std::to_string((i / 2) % 24);
+    ks.push_back({t, t + burst_s, g ? "gemm_bf16_kernel" : "vectorized_elementwise_kernel", layer + (g ? "/mlp/up_proj" : "/self_attn/act"),
+                  g ? gemm_w : ew_w});
+    (g ? *gemm_j : *ew_j) += ((g ? gemm_w : ew_w) - kIdle) * burst_s;
+  }
+  return ks;
+}
+
+const GroupRow* row(const std::vector<GroupRow>& rows, const std::string& key) {
+  for (const GroupRow& r : rows) {
+    if (r.key == key) return &r;
+  }
+  return nullptr;
+}
+
+// Every row of every table: mean power within the limit, the estimate inside its interval.
+void expect_physical(const GpuProfile& g) {
+  const double cap = kLimit - kIdle;
+  auto check = [&](const std::vector<GroupRow>& rows, const char* what) {
+    for (const GroupRow& r : rows) {
+      EXPECT_LE(r.mean_power_w, cap * (1 + 1e-9)) << what << " " << r.key;
+      EXPECT_LE(r.low_j, r.energy_j + 1e-9) << what << " " << r.key;
+      EXPECT_GE(r.high_j, r.energy_j - 1e-9) << what << " " << r.key;
+    }
+  };
+  check(g.by_kernel, "kernel");
+  check(g.by_path, "path");
+  check(g.by_layer, "layer");
+  check(g.by_component, "component");
+  check(g.by_phase, "phase");
+  for (const MethodBooks& b : g.methods) {
+    check(b.by_class, b.method.c_str());
+    EXPECT_NEAR(b.attributed_j + b.idle_j + b.unattributed_j, b.measured_j, 1e-9 * std::max(1.0, b.measured_j)) << b.method;
+  }
+}
+
+}  // namespace
+
+// The registry feeds every name, each method declares its granularity, and the split starts from
+// the regression result it is given (not a second fit of its own).
+TEST(TraceProfile, RegistryAndTheSplitTakesTheRegressionsResult) {
+  const auto names = attribution_method_names();
+  EXPECT_EQ(names, (std::vector<std::string>{"interval", "split", "regression", "replay"}));
+  EXPECT_EQ(attribution_method_names(true), (std::vector<std::string>{"interval", "split", "regression"}));
+  EXPECT_EQ(attribution_method_choices(), "interval, split, regression or replay");
+  EXPECT_EQ(make_attribution_method("interval")->granularity(), Granularity::kernel_class);
+  EXPECT_EQ(make_attribution_method("split")->granularity(), Granularity::activity);
+  EXPECT_EQ(make_attribution_method("split")->uses(), std::vector<std::string>{"regression"});
+  double gj = 0, ej = 0;
+  SynthRun r = make_run(two_classes(0.010, 10, 650, 300, &gj, &ej), 10);
+  AttributionInput in;
+  in.power = r.m.timelines[0]->series[static_cast<std::size_t>(Metric::power_sample_w)].all();
+  in.t1_s = 10;
+  in.idle_w = kIdle;
+  in.measured_j = r.m.windows[0].gpus[0].energy_j;
+  in.groups = 2;
+  for (const Activity& a : r.t.activities) in.busy.push_back({a.t0_s, a.t1_s, in.items++, a.name == "gemm_bf16_kernel" ? 0u : 1u});
+  auto split = make_split_method();
+  const Attribution own = split->attribute(in);
+  PriorAttributions prior;
+  prior["regression"] = make_regression_method()->attribute(in);
+  EXPECT_EQ(split->attribute_with(in, prior).item_j, own.item_j);  // the same regression: the same split
+  for (GroupFit& f : prior["regression"].groups) f.active_power_w = f.active_power_w > 400 ? 100 : 900;  // swapped class powers
+  const Attribution given = split->attribute_with(in, prior);
+  EXPECT_NE(given.item_j, own.item_j);
+  EXPECT_NEAR(given.attributed_j + given.idle_j + given.unattributed_j, in.measured_j, 1e-9 * in.measured_j);
+}
+
+// The tables of the stages give what the methods give: the split's class figures recover the two
+// classes, every method's books balance, intervals hold the estimate.
+TEST(TraceProfile, TwoClassRunThroughTheStages) {
+  double gj = 0, ej = 0;
+  SynthRun r = make_run(two_classes(0.020, 12, 650, 300, &gj, &ej), 12);
+  auto p = build_trace_profile(r.m, r.t, classifier());
+  ASSERT_TRUE(p) << p.error().message;
+  ASSERT_EQ(p->gpus.size(), 1u);
+  const GpuProfile& g = p->gpus[0];
+  EXPECT_EQ(g.table_method, "split");
+  ASSERT_EQ(g.methods.size(), 3u);  // no replay data: the replay method does not apply
+  EXPECT_NEAR(row(g.by_class, "gemm")->energy_j, gj, 0.03 * gj);
+  EXPECT_NEAR(row(g.by_class, "elementwise")->energy_j, ej, 0.05 * ej);
+  EXPECT_GT(g.resolved_share, 0.99);
+  // split and regression give every class a figure; interval none (every 20 ms stretch is
+  // shorter than its 100 ms): no figure from it, not 0 J.
+  for (const GroupRow& c : g.by_class) {
+    EXPECT_EQ(c.by_method.count("split") + c.by_method.count("regression"), 2u) << c.key;
+    EXPECT_EQ(c.by_method.count("interval"), 0u) << c.key;
+  }
+  expect_physical(g);
+}
+
+// A 0.5 ms kernel in every sample window while the GPU stays 450 W above idle between them:
+// the split gives the kernels the windows' whole excess (~9 kW above idle per busy second). They
+// keep at most the power limit's worth, the rest is unattributed, and the books still balance.
+TEST(TraceProfile, NoRowAboveThePowerLimit) {
+  std::vector<Kernel> ks;
+  for (int i = 0; i < 300; ++i) {
+    const double t = 0.2 + 0.01 * i;
+    ks.push_back({t, t + 0.0005, "gemm_bf16_kernel", "model.layers." + std::to_string(i % 2) + "/mlp", kLimit});
+  }
+  SynthRun r = make_run(ks, 3.5, /*awake_w=*/450);
+  auto p = build_trace_profile(r.m, r.t, classifier());
+  ASSERT_TRUE(p) << p.error().message;
+  const GpuProfile& g = p->gpus[0];
+  expect_physical(g);
+  bool noted = false;
+  for (const MethodBooks& b : g.methods) {
+    for (const std::string& n : b.notes) noted |= n.find("above the board's power limit") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
+// 60 distinct short kernels of one class, each busy far less than 5 sensor periods: one row
+// "gemm (60 kernels below resolution)", not 60 rows of guessed watts; layers likewise.
+TEST(TraceProfile, RowsBelowResolutionAreSummedIntoTheirClassAndLayer) {
+  std::vector<Kernel> ks;
+  for (int i = 0; i < 60; ++i) {
+    const double t = 0.2 + 0.05 * i;
+    ks.push_back({t, t + 0.004, "gemm_kernel_" + std::to_string(i), "model.layers." + std::to_string(i) + "/mlp", 400});
+  }
+  ks.push_back({3.5, 4.5, "long_gemm_kernel", "model.layers.99/mlp", 500});
+  SynthRun r = make_run(ks, 5);
+  auto p = build_trace_profile(r.m, r.t, classifier());
+  ASSERT_TRUE(p) << p.error().message;
+  const GpuProfile& g = p->gpus[0];
+  ASSERT_EQ(g.by_kernel.size(), 2u);
+  const GroupRow* merged = row(g.by_kernel, "gemm (60 kernels below resolution)");
+  ASSERT_NE(merged, nullptr);
+  EXPECT_EQ(merged->merged, 60u);
+  EXPECT_EQ(merged->count, 60u);
+  EXPECT_TRUE(row(g.by_layer, "(60 layers below resolution)"));
+  EXPECT_TRUE(row(g.by_layer, "layers.99"));
+  EXPECT_LT(g.resolved_share, 0.9);
+  EXPECT_GT(g.resolved_share, 0.3);
+  expect_physical(g);
+}
+
+#ifdef JOULEPROF_HAVE_RAPIDCHECK
+TEST(TraceProfile, EveryRowIsPhysicallyPossibleOnRandomRuns) {
+  const bool ok = rc::check("rows within the power limit, books balanced, estimate in its interval", [] {
+    const int n = *rc::gen::inRange(1, 80);
+    std::vector<Kernel> ks;
+    double t = 0.05;
+    for (int i = 0; i < n; ++i) {
+      t += *rc::gen::inRange(0, 100000) / 1e6;
+      const double d = *rc::gen::inRange(1, 80000) / 1e6;
+      const int c = *rc::gen::inRange(0, 4);
+      const char* names[] = {"gemm_bf16_kernel", "vectorized_elementwise_kernel", "flash_fwd_kernel", "rms_norm_kernel"};
+      ks.push_back({t, t + d, std::string(names[c]) + (*rc::gen::inRange(0, 2) ? "_b" : ""),
+                    "model.layers." + std::to_string(*rc::gen::inRange(0, 6)) + (c == 2 ? "/self_attn" : "/mlp"),
+                    kIdle + *rc::gen::inRange(0, 700)});
+      t += d;
+    }
+    const double seconds = t + 0.3;
+    SynthRun r = make_run(ks, seconds, *rc::gen::inRange(0, 400), *rc::gen::inRange(0, 30), *rc::gen::inRange(1, 1000));
+    auto p = build_trace_profile(r.m, r.t, classifier());
+    RC_ASSERT(static_cast<bool>(p));
+    const double cap = kLimit - kIdle;
+    for (const GpuProfile& g : p->gpus) {
+      for (const auto* rows : {&g.by_kernel, &g.by_path, &g.by_layer, &g.by_component, &g.by_phase}) {
+        for (const GroupRow& x : *rows) {
+          RC_ASSERT(x.mean_power_w <= cap * (1 + 1e-9));
+          RC_ASSERT(x.low_j <= x.energy_j + 1e-9 && x.energy_j <= x.high_j + 1e-9);
+        }
+      }
+      for (const MethodBooks& b : g.methods) {
+        for (const GroupRow& x : b.by_class) RC_ASSERT(x.mean_power_w <= cap * (1 + 1e-9));
+        RC_ASSERT(std::fabs(b.attributed_j + b.idle_j + b.unattributed_j - b.measured_j) <= 1e-9 * std::max(1.0, std::fabs(b.measured_j)));
+      }
+    }
+  });
+  EXPECT_TRUE(ok);
+}
+#endif
+
+namespace {
+
+// The replay's rows for the two-class run: each kernel's true energy per call (total, with the
+// replay's idle) times `factor` (another clock or temperature).
+ReplayReference replay_for(double burst_s, double gemm_w, double ew_w, double factor, const std::string& gpu = "NVIDIA H100 80GB HBM3") {
+  ReplayReference r;
+  r.source = "replay.json";
+  r.gpu = gpu;
+  r.idle_w = 60;
+  for (const auto& [name, w] : {std::pair<std::string, double>{"gemm_bf16_kernel", gemm_w}, {"vectorized_elementwise_kernel", ew_w}}) {
+    ReplayKernel k;
+    k.name = name;
+    k.status = "replayed";
+    k.time_per_call_s = burst_s;
+    k.energy_per_call_j = (60 + factor * (w - kIdle)) * burst_s;
+    k.half_width_j = 0.02 * factor * (w - kIdle) * burst_s;
+    k.count = 1;
+    r.kernels.push_back(k);
+  }
+  return r;
+}
+
+}  // namespace
+
+// 5 ms bursts inside 20 ms sensor windows: the in-situ methods cannot tell the classes apart
+// well; the replay's per-call energies can, scaled to the run's energy above idle (the books
+// balance exactly), and the scale factor undoes the replay's 20% lower power.
+TEST(TraceProfile, ReplayInformedAttributionRecoversTheClassesAndBalances) {
+  double gj = 0, ej = 0;
+  SynthRun r = make_run(two_classes(0.005, 10, 650, 250, &gj, &ej), 10);
+  const ReplayReference rep = replay_for(0.005, 650, 250, 0.8);
+  TraceProfileOptions o;
+  o.replay = &rep;
+  auto p = build_trace_profile(r.m, r.t, classifier(), o);
+  ASSERT_TRUE(p) << p.error().message;
+  const GpuProfile& g = p->gpus[0];
+  EXPECT_EQ(g.table_method, "replay");
+  ASSERT_EQ(g.methods.size(), 4u);
+  ASSERT_TRUE(g.replay_scale);
+  EXPECT_NEAR(*g.replay_scale, 1 / 0.8, 0.03);
+  EXPECT_EQ(g.replay_unmatched_share, 0);
+  EXPECT_NEAR(row(g.by_class, "gemm")->energy_j, gj, 0.02 * gj);
+  EXPECT_NEAR(row(g.by_class, "elementwise")->energy_j, ej, 0.02 * ej);
+  const MethodBooks& b = g.methods[3];
+  EXPECT_EQ(b.method, "replay");
+  EXPECT_DOUBLE_EQ(b.attributed_j + b.idle_j + b.unattributed_j, b.measured_j);
+  for (const GroupRow& c : g.by_class) {
+    EXPECT_EQ(c.by_method.count("split") + c.by_method.count("regression") + c.by_method.count("replay"), 3u) << c.key;
+    EXPECT_LT(c.low_j, c.energy_j);  // the replay's CI at least
+  }
+  expect_physical(g);
+  for (const UniqueKernel& k : p->kernels) EXPECT_EQ(k.method, "replay");
+}
+
+// Another GPU or none of the run's kernels: refused with the reason; a replay missing a kernel:
+// its share said, the split's figures kept for it; another driver: marked.
+TEST(TraceProfile, ReplayOfAnotherGpuOrModelIsRefusedAndMissingKernelsAreSaid) {
+  double gj = 0, ej = 0;
+  SynthRun r = make_run(two_classes(0.005, 6, 650, 250, &gj, &ej), 6);
+  TraceProfileOptions o;
+  const ReplayReference other_gpu = replay_for(0.005, 650, 250, 1, "NVIDIA A100-SXM4-80GB");
+  o.replay = &other_gpu;
+  auto a = build_trace_profile(r.m, r.t, classifier(), o);
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.error().message.find("ran on NVIDIA A100-SXM4-80GB, the run on NVIDIA H100 80GB HBM3"), std::string::npos) << a.error().message;
+  ReplayReference other_model = replay_for(0.005, 650, 250, 1);
+  for (ReplayKernel& k : other_model.kernels) k.name += "_of_another_model";
+  o.replay = &other_model;
+  auto b = build_trace_profile(r.m, r.t, classifier(), o);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("no measured row for any kernel of this run"), std::string::npos) << b.error().message;
+  ReplayReference partial = replay_for(0.005, 650, 250, 1);
+  partial.kernels.pop_back();
+  partial.driver = "550.54";
+  o.replay = &partial;
+  auto c = build_trace_profile(r.m, r.t, classifier(), o);
+  ASSERT_TRUE(c) << c.error().message;
+  const GpuProfile& g = c->gpus[0];
+  EXPECT_NEAR(g.replay_unmatched_share, 0.5, 0.01);
+  ASSERT_FALSE(g.replay_marks.empty());
+  EXPECT_NE(g.replay_marks[0].find("driver 550.54"), std::string::npos);
+  const GroupRow* ew = row(g.by_class, "elementwise");
+  ASSERT_NE(ew, nullptr);
+  EXPECT_DOUBLE_EQ(ew->energy_j, ew->by_method.at("split"));
+  const MethodBooks& books = g.methods[3];
+  EXPECT_NEAR(books.attributed_j + books.idle_j + books.unattributed_j, books.measured_j, 1e-9 * books.measured_j);
+}
+
+TEST(TraceProfile, ReplayFileIsReadAndMatchedByNameAndLaunchConfiguration) {
+  const std::string text = R"({"command": ["jouleprof", "replay"], "replay": {"schema": "jouleprof.replay", "replay_gpu": "G", "idle_power_w": 50,
+    "kernels": [
+      {"name": "k", "status": "replayed", "count": 3, "energy_per_call_j": 0.6, "replayed_energy_per_call_j": 0.5, "replayed_mean_s": 0.001,
+       "energy_per_call_half_width_j": 0.01, "grid": [128, 1, 1], "block": [256, 1, 1]},
+      {"name": "k", "status": "replayed", "count": 1, "replayed_energy_per_call_j": 0.9, "replayed_mean_s": 0.001, "grid": [64, 1, 1], "block": [256, 1, 1]},
+      {"name": "m", "status": "extrapolated", "count": 1, "energy_per_call_j": 0.2, "replayed_mean_s": 0.001}]}})";
+  auto r = parse_replay_reference(text, "x.json");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->gpu, "G");
+  const int g128[3] = {128, 1, 1}, g64[3] = {64, 1, 1}, g32[3] = {32, 1, 1}, b[3] = {256, 1, 1};
+  EXPECT_NEAR(match_replay(*r, "k", g128, b)->above_idle_j, 0.5 - 0.05, 1e-12);
+  EXPECT_NEAR(match_replay(*r, "k", g64, b)->above_idle_j, 0.9 - 0.05, 1e-12);
+  EXPECT_FALSE(match_replay(*r, "k", g32, b));  // another configuration, no loose row
+  EXPECT_FALSE(match_replay(*r, "m", g32, b));  // not measured
+  EXPECT_FALSE(parse_replay_reference("{\"schema\": \"jouleprof.result\"}", "r.json"));
+  EXPECT_FALSE(parse_replay_reference("not json", "r.json"));
+  auto bad = parse_replay_reference(R"({"schema": "jouleprof.replay", "kernels": [{"name": "k", "status": "replayed"}]})", "b.json");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("without its energy and time per call"), std::string::npos);
+}
