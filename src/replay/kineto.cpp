@@ -344,8 +344,7 @@ bool key_is(const char* raw, std::string_view lit) {
 bool int_arg(od::value v, int64_t& out, const char* field, const char*& bad) {
   const auto err = v.get_int64().get(out);
   if (err == simdjson::SUCCESS) return true;
-  if (err != simdjson::INCORRECT_TYPE && err != simdjson::NUMBER_ERROR && err != simdjson::NUMBER_OUT_OF_RANGE &&
-      err != simdjson::BIGINT_ERROR) {
+  if (err != simdjson::INCORRECT_TYPE && err != simdjson::NUMBER_ERROR && err != simdjson::NUMBER_OUT_OF_RANGE) {
     throw simdjson::simdjson_error(err);
   }
   if (bad == nullptr) bad = field;
