@@ -72,7 +72,7 @@ bool has_warning(const KernelTable& t, const std::string& what) {
 TEST_F(KinetoInputs, TritonStringGridOnAnOpIsRead) {
   // torch.compile: the Triton launcher's cpu_op carries "grid" as a string.
   const std::string triton_op =
-      R"({"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_add_0", "ts": 0, "dur": 5, "args": {"External id": 2, "grid": "grid(100,)", "stream": 0, "num_warps": 4, "kernel_file": "/tmp/x.py"}})";
+      R"J({"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_add_0", "ts": 0, "dur": 5, "args": {"External id": 2, "grid": "grid(100,)", "stream": 0, "num_warps": 4, "kernel_file": "/tmp/x.py"}})J";
   auto t = table(write("t.json", trace(triton_op + ", " + kernel("triton_poi_fused_add_0", R"("External id": 2, "grid": [100, 1, 1], "block": [128, 1, 1])"))));
   ASSERT_TRUE(t) << t.error().message;
   ASSERT_EQ(t->rows.size(), 1u);
@@ -83,7 +83,7 @@ TEST_F(KinetoInputs, TritonStringGridOnAnOpIsRead) {
 
 TEST_F(KinetoInputs, UnreadableEventIsSkippedCountedAndNamed) {
   const std::string events = kOp + ", " + kernel("good", R"("External id": 1, "grid": [4, 1, 1], "block": [32, 1, 1])") + ", " +
-                             kernel("bad_grid", R"("External id": 1, "grid": "grid(4,)", "block": [32, 1, 1])", 3) + ", " +
+                             kernel("bad_grid", R"J("External id": 1, "grid": "grid(4,)", "block": [32, 1, 1])J", 3) + ", " +
                              kernel("bad_regs", R"("External id": 1, "registers per thread": "many")", 4) + ", " +
                              kernel("bad_ext", R"("External id": "one", "grid": [1, 1, 1])", 5) + ", " +
                              R"({"ph": "X", "cat": "kernel", "name": 5, "ts": 6, "dur": 1, "args": {}})" + ", " +
