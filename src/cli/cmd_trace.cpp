@@ -219,7 +219,7 @@ int run(TraceFlags f) {
   if (!f.inject_lib.empty()) {
     // A shared library: a regular ELF file (not a folder, /dev/zero, a FIFO or a text file).
     auto lib = InputFile::open(f.inject_lib);
-    if (!lib) return report(make_error(Errc::invalid_argument, "cannot use the injection library: " + lib.error().message));
+    if (!lib) return report(make_error(Errc::invalid_argument, "cannot read the injection library: " + lib.error().message));
     char magic[4] = {};
     auto got = lib->is_pipe() ? Result<std::size_t>(std::size_t{0}) : lib->read(magic, sizeof(magic));
     if (!got || *got != sizeof(magic) || std::memcmp(magic, "\x7f" "ELF", 4) != 0) {
