@@ -837,7 +837,7 @@ def class_inputs(r, rng, n):
                 t.note("unclear", f"{args[:3]} with {special[p]}: exit 2 without one printable error line")
             continue
         if kind == "long_option":
-            n_chars = rng.choice([50000, 100000, 400000])
+            n_chars = rng.choice([50000, 100000, 130000])
             args = rng.choice([["measure", "--device", "x" * n_chars], ["runs", "list", "--" + "y" * n_chars],
                                ["measure", "--device", "sim", "--gpus", "z" * n_chars, "--", "true"],
                                ["estimate", "--model", "m" * n_chars, "--hw", "h100-sxm"]])

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "jouleprof/core/files.hpp"
 #include "exit_codes.hpp"
 #include "jouleprof/core/self_exe.hpp"
 #include "jouleprof/analysis/attribution_replay.hpp"
@@ -223,8 +225,15 @@ int run(TraceFlags f) {
     classes->prepend(*extra);
   }
   if (!f.from.empty()) return attribute_stored(f, *classes);
-  if (!f.inject_lib.empty() && access(f.inject_lib.c_str(), R_OK) != 0) {
-    return report(make_error(Errc::invalid_argument, "cannot read the injection library " + f.inject_lib));
+  if (!f.inject_lib.empty()) {
+    // A shared library: a regular ELF file (not a folder, /dev/zero, a FIFO or a text file).
+    auto lib = InputFile::open(f.inject_lib);
+    if (!lib) return report(make_error(Errc::invalid_argument, "cannot read the injection library: " + lib.error().message));
+    char magic[4] = {};
+    auto got = lib->is_pipe() ? Result<std::size_t>(std::size_t{0}) : lib->read(magic, sizeof(magic));
+    if (!got || *got != sizeof(magic) || std::memcmp(magic, "\x7f" "ELF", 4) != 0) {
+      return report(make_error(Errc::invalid_argument, "the injection library " + f.inject_lib + " is not a shared library (no ELF header)"));
+    }
   }
   const std::string inject = find_inject_lib(f.inject_lib);
   if (inject.empty()) {

@@ -183,7 +183,7 @@ Result<Dataset> parse_csv(const std::string& text, const ColumnMap& map, const s
 
 Result<Dataset> read_csv(const std::string& path, const ColumnMap& map) {
   auto text = read_text_file(path);  // bounded, one open (core/files)
-  if (!text) return text.error();
+  if (!text) return make_error(text.error().code, text.error().code == Errc::not_found ? "cannot open " + path : text.error().message);
   return parse_csv(*text, map, path);
 }
 

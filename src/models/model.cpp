@@ -344,7 +344,7 @@ Result<Model> Model::from_json(const std::string& text, const std::string& sourc
 
 Result<Model> load_model(const std::string& path) {
   auto text = read_text_file(path);  // bounded, one open (core/files)
-  if (!text) return text.error();
+  if (!text) return make_error(text.error().code, text.error().code == Errc::not_found ? "cannot open model " + path : "model " + text.error().message);
   return Model::from_json(*text, path);
 }
 

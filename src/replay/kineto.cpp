@@ -344,8 +344,7 @@ bool key_is(const char* raw, std::string_view lit) {
 bool int_arg(od::value v, int64_t& out, const char* field, const char*& bad) {
   const auto err = v.get_int64().get(out);
   if (err == simdjson::SUCCESS) return true;
-  if (err != simdjson::INCORRECT_TYPE && err != simdjson::NUMBER_ERROR && err != simdjson::NUMBER_OUT_OF_RANGE &&
-      err != simdjson::BIGINT_ERROR) {
+  if (err != simdjson::INCORRECT_TYPE && err != simdjson::NUMBER_ERROR && err != simdjson::NUMBER_OUT_OF_RANGE) {
     throw simdjson::simdjson_error(err);
   }
   if (bad == nullptr) bad = field;
@@ -392,6 +391,16 @@ std::string_view raw_array(od::value v, const char*& bad, const char* field) {
   return arr.raw_json();
 }
 
+// A raw token On Demand has not validated: what cannot start any JSON value is broken JSON, not an
+// unexpected type (the file is refused with its byte offset, as any other syntax error).
+std::string_view checked_token(std::string_view tok) {
+  const char c = tok.empty() ? '\0' : tok[0];
+  if (!((c >= '0' && c <= '9') || c == '-' || c == '"' || c == '[' || c == '{' || c == 't' || c == 'f' || c == 'n')) {
+    throw simdjson::simdjson_error(simdjson::TAPE_ERROR);
+  }
+  return tok;
+}
+
 void skip_event(Partial& p, std::string why) {
   ++p.skipped;
   if (p.first_skip.empty()) p.first_skip = std::move(why);
@@ -432,11 +441,11 @@ void Importer::event(Partial& p, od::object obj) {
         }
         break;
       case 't':
-        if (key_is(k, "ts")) ts_raw = field.value().raw_json_token();
+        if (key_is(k, "ts")) ts_raw = checked_token(field.value().raw_json_token());
         break;
       case 'd':
         if (key_is(k, "dur")) {
-          dur_raw = field.value().raw_json_token();
+          dur_raw = checked_token(field.value().raw_json_token());
           have_dur = true;
         }
         break;

@@ -72,7 +72,7 @@ bool has_warning(const KernelTable& t, const std::string& what) {
 TEST_F(KinetoInputs, TritonStringGridOnAnOpIsRead) {
   // torch.compile: the Triton launcher's cpu_op carries "grid" as a string.
   const std::string triton_op =
-      R"({"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_add_0", "ts": 0, "dur": 5, "args": {"External id": 2, "grid": "grid(100,)", "stream": 0, "num_warps": 4, "kernel_file": "/tmp/x.py"}})";
+      R"J({"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_add_0", "ts": 0, "dur": 5, "args": {"External id": 2, "grid": "grid(100,)", "stream": 0, "num_warps": 4, "kernel_file": "/tmp/x.py"}})J";
   auto t = table(write("t.json", trace(triton_op + ", " + kernel("triton_poi_fused_add_0", R"("External id": 2, "grid": [100, 1, 1], "block": [128, 1, 1])"))));
   ASSERT_TRUE(t) << t.error().message;
   ASSERT_EQ(t->rows.size(), 1u);
@@ -83,7 +83,7 @@ TEST_F(KinetoInputs, TritonStringGridOnAnOpIsRead) {
 
 TEST_F(KinetoInputs, UnreadableEventIsSkippedCountedAndNamed) {
   const std::string events = kOp + ", " + kernel("good", R"("External id": 1, "grid": [4, 1, 1], "block": [32, 1, 1])") + ", " +
-                             kernel("bad_grid", R"("External id": 1, "grid": "grid(4,)", "block": [32, 1, 1])", 3) + ", " +
+                             kernel("bad_grid", R"J("External id": 1, "grid": "grid(4,)", "block": [32, 1, 1])J", 3) + ", " +
                              kernel("bad_regs", R"("External id": 1, "registers per thread": "many")", 4) + ", " +
                              kernel("bad_ext", R"("External id": "one", "grid": [1, 1, 1])", 5) + ", " +
                              R"({"ph": "X", "cat": "kernel", "name": 5, "ts": 6, "dur": 1, "args": {}})" + ", " +
@@ -231,3 +231,40 @@ TEST_F(KinetoInputs, OversizedEventInAGzipIsRefusedEarly) {
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("larger than 64 MiB"), std::string::npos) << t.error().message;
 }
+
+#ifdef JOULEPROF_HAVE_RAPIDCHECK
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+// Any arg value of any type on any event: the file is read (events skipped and counted) and the
+// table never holds a negative launch value.
+RC_GTEST_PROP(KinetoInputsProperty, HostileArgValuesAreSkippedNeverTabled, ()) {
+  static const std::vector<std::string> values = {R"J("grid(100,)")J", "-1", "1.5", "1e400", "null", "true", "[]", "[1, 2]", "[-1, 1, 1]",
+                                                  R"([1, "a", 1])", "{}", R"({"a": [1]})", "9223372036854775808", "4294967296", "7"};
+  static const std::vector<std::string> fields = {"grid", "block", "registers per thread", "shared memory", "External id",
+                                                  "correlation", "device", "bytes", "graph id", "Input Dims", "Input type"};
+  static const std::vector<std::string> cats = {"kernel", "cpu_op", "cuda_runtime", "gpu_memcpy", "gpu_memset", "user_annotation"};
+  const int n = *rc::gen::inRange(1, 30);
+  std::string events;
+  for (int i = 0; i < n; ++i) {
+    const std::string cat = cats[*rc::gen::inRange<std::size_t>(0, cats.size())];
+    std::string args;
+    const int m = *rc::gen::inRange(0, 4);
+    for (int a = 0; a < m; ++a) {
+      args += (a ? ", \"" : "\"") + fields[*rc::gen::inRange<std::size_t>(0, fields.size())] + "\": " +
+              values[*rc::gen::inRange<std::size_t>(0, values.size())];
+    }
+    events += (i ? ", " : "") + std::string(R"({"ph": "X", "cat": ")") + cat + R"(", "name": "e)" + std::to_string(i) +
+              R"(", "ts": )" + std::to_string(i) + R"(, "dur": 1, "args": {)" + args + "}}";
+  }
+  const fs::path p = fs::temp_directory_path() / ("jp-kineto-prop-" + std::to_string(getpid()) + ".json");
+  std::ofstream(p, std::ios::binary) << trace(events);
+  auto t = read_kernel_table({p.string()}, rules().opts());
+  fs::remove(p);
+  if (!t) RC_FAIL(t.error().message);
+  for (const auto& r : t->rows) {
+    for (int d = 0; d < 3; ++d) RC_ASSERT(r.grid[d] >= 0 && r.block[d] >= 0);
+  }
+  RC_ASSERT(t->kernels + t->memcpys + t->memsets + t->skipped_events <= static_cast<uint64_t>(n));
+}
+#endif
