@@ -240,6 +240,9 @@ FAKE CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g, const CUgraph
   x.ns = x.func->ns;
   return add_node(out, g, x);
 }
+FAKE CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src) {
+  return node_of(dst)->type == kNodeKernel && node_of(src)->type == kNodeKernel ? kSuccess : kInvalidValue;
+}
 FAKE CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode*, size_t, const CudaMemcpy3D* p, CUcontext) {
   FNode x;
   x.type = kNodeMemcpy;

@@ -328,10 +328,20 @@ class GraphDevice final : public replay::Device {
 // jouleprof's GPU sensor as the rounds' probe (as workloads/replay/main.cpp's Meter).
 class SensorProbe final : public replay::Probe {
  public:
-  SensorProbe(GpuSet set, std::size_t index) : set_(std::move(set)), s_(*set_.gpus.at(index)) {}
+  /// The samples' times are on the TimeBase the sensor was opened with: this one's own.
+  static Result<std::unique_ptr<SensorProbe>> open(const GpuSelection& sel, std::size_t index) {
+    auto p = std::unique_ptr<SensorProbe>(new SensorProbe());
+    auto gpus = open_gpus(sel, *p->tb_);
+    if (!gpus) return gpus.error();
+    if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
+    p->set_ = std::move(*gpus);
+    p->s_ = p->set_.gpus.at(index < p->set_.gpus.size() ? index : 0).get();
+    if (!p->s_->supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
+    return p;
+  }
   void drain() override {
     std::vector<Sample> got;
-    if (s_.drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
+    if (s_->drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
     if (samples_.size() > 200000) samples_.erase(samples_.begin(), samples_.begin() + 100000);
   }
   std::pair<double, std::size_t> mean_power(double a, double b) override {
@@ -346,17 +356,18 @@ class SensorProbe final : public replay::Probe {
     return {n > 0 ? sum / static_cast<double>(n) : std::nan(""), n};
   }
   std::optional<double> counter_j() override {
-    auto e = s_.read_energy_mj();
+    auto e = s_->read_energy_mj();
     return e ? std::optional<double>(static_cast<double>(*e) / 1000.0) : std::nullopt;
   }
-  double now() override { return tb_.now_s(); }
+  double now() override { return tb_->now_s(); }
   void pause(double s) override { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
-  GpuSensor& sensor() { return s_; }
+  GpuSensor& sensor() { return *s_; }
 
  private:
-  TimeBase tb_;
+  SensorProbe() : tb_(std::make_unique<TimeBase>()) {}
+  std::unique_ptr<TimeBase> tb_;
   GpuSet set_;
-  GpuSensor& s_;
+  GpuSensor* s_ = nullptr;
   std::vector<Sample> samples_;
 };
 
@@ -396,6 +407,9 @@ std::string build_copies(const Api& api, const RawNode& node, std::size_t copies
     if (node.type == kNodeKernel) {
       rc = api.GraphAddKernelNode(&added, out.graph, deps, ndeps, &kp);
       if (rc != kSuccess) return api.describe("cuGraphAddKernelNode", rc);
+      // Its launch attributes too (a CUTLASS/cuDNN kernel's cluster dimensions, priority ...).
+      rc = api.GraphKernelNodeCopyAttributes(added, node.handle);
+      if (rc != kSuccess) return api.describe("cuGraphKernelNodeCopyAttributes", rc);
     } else if (node.type == kNodeMemcpy) {
       rc = api.GraphAddMemcpyNode(&added, out.graph, deps, ndeps, &cp, ctx);
       if (rc != kSuccess) return api.describe("cuGraphAddMemcpyNode", rc);
@@ -513,18 +527,14 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   }
   std::unique_ptr<SensorProbe> own;
   if (probe_in == nullptr) {
-    TimeBase tb;
     GpuSelection sel;
     sel.backend = o.sensor;
     if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) sel.cuda_visible_devices = cvd;
-    auto gpus = open_gpus(sel, tb);
-    if (!gpus) return gpus.error();
-    if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
     CUdevice dev = 0;
     api.CtxGetDevice(&dev);
-    const std::size_t index = static_cast<std::size_t>(dev) < gpus->gpus.size() ? static_cast<std::size_t>(dev) : 0;
-    if (!gpus->gpus[index]->supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
-    own = std::make_unique<SensorProbe>(std::move(*gpus), index);
+    auto p = SensorProbe::open(sel, static_cast<std::size_t>(std::max(dev, 0)));
+    if (!p) return p.error();
+    own = std::move(*p);
     if (R.gpu.empty()) R.gpu = own->sensor().info().name;
   }
   replay::Probe& probe = probe_in != nullptr ? *probe_in : *own;
