@@ -100,6 +100,10 @@ struct RawNode {
   CUgraphNode handle = nullptr;
   int type = -1;
   std::string key;
+  /// Kernels: the memset nodes just before it (its dependencies) that reset its workspace (a
+  /// stream-K GEMM's or a fused attention kernel's tile counters): replayed with every copy, or
+  /// the copies after the first find the work done and exit at once.
+  std::vector<CUgraphNode> prelude;
 };
 
 struct Listed {
@@ -124,6 +128,25 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
   GraphListing& L = out.listing;
   L.nodes.resize(n);
   out.raw.resize(n);
+  // Memsets that a kernel depends on are part of that kernel's row (RawNode::prelude).
+  std::unordered_map<CUgraphNode, std::size_t> index_of;
+  for (std::size_t i = 0; i < n; ++i) index_of.emplace(handles[i], i);
+  std::vector<int> types(n, -1);
+  for (std::size_t i = 0; i < n; ++i) api.GraphNodeGetType(handles[i], &types[i]);
+  std::vector<bool> folded(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (types[i] != kNodeKernel) continue;
+    size_t nd = 0;
+    if (api.GraphNodeGetDependencies(handles[i], nullptr, &nd) != kSuccess || nd == 0 || nd > 64) continue;
+    std::vector<CUgraphNode> deps(nd);
+    if (api.GraphNodeGetDependencies(handles[i], deps.data(), &nd) != kSuccess) continue;
+    for (std::size_t d = 0; d < nd; ++d) {
+      auto it = index_of.find(deps[d]);
+      if (it == index_of.end() || types[it->second] != kNodeMemset || folded[it->second]) continue;
+      folded[it->second] = true;
+      out.raw[i].prelude.push_back(deps[d]);
+    }
+  }
   std::unordered_map<std::string, std::size_t> group_of;
   std::unordered_map<CUfunction, std::string> names;
   std::unordered_map<CUdeviceptr, bool> is_device_ptr;
@@ -148,6 +171,10 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       continue;
     }
     g.kind = node_kind(r.type);
+    if (folded[i]) {
+      g.kind = "memset (with its kernel)";
+      continue;
+    }
     std::string key;
     if (r.type == kNodeKernel) {
       CudaKernelNodeParams p{};
@@ -174,8 +201,13 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       g.grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
       g.block = {p.blockDimX, p.blockDimY, p.blockDimZ};
       g.shared_bytes = p.sharedMemBytes;
-      key = fmt::format("k{}|{},{},{}|{},{},{}|{}|", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)),
-                        p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ, p.sharedMemBytes);
+      key = fmt::format("k{}|{},{},{}|{},{},{}|{}|{}|", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)),
+                        p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ, p.sharedMemBytes, r.prelude.size());
+      for (CUgraphNode m : r.prelude) {
+        CudaMemsetNodeParams ms{};
+        if (api.GraphMemsetNodeGetParams(m, &ms) == kSuccess) g.bytes += static_cast<uint64_t>(ms.width) * std::max<size_t>(1, ms.height) * ms.elementSize;
+      }
+      if (!r.prelude.empty()) key += fmt::format("m{}|", g.bytes);
       // The argument bytes, device pointers masked (8-byte aligned words the driver knows as
       // device memory): the same kernel and sizes on another layer's buffers is the same row.
       if (arg_info && f != nullptr && p.kernelParams != nullptr) {
@@ -399,12 +431,25 @@ std::string build_copies(const Api& api, const RawNode& node, std::size_t copies
   if (node.type == kNodeMemcpy) rc = api.GraphMemcpyNodeGetParams(node.handle, &cp);
   if (node.type == kNodeMemset) rc = api.GraphMemsetNodeGetParams(node.handle, &sp);
   if (rc != kSuccess) return api.describe("reading the node's parameters", rc);
+  std::vector<CudaMemsetNodeParams> prelude(node.prelude.size());
+  for (std::size_t m = 0; m < node.prelude.size(); ++m) {
+    if (rc = api.GraphMemsetNodeGetParams(node.prelude[m], &prelude[m]); rc != kSuccess) return api.describe("reading a memset's parameters", rc);
+  }
   CUgraphNode prev = nullptr;
   for (std::size_t i = 0; i < copies; ++i) {
     CUgraphNode added = nullptr;
     const CUgraphNode* deps = prev != nullptr ? &prev : nullptr;
-    const size_t ndeps = prev != nullptr ? 1 : 0;
+    size_t ndeps = prev != nullptr ? 1 : 0;
     if (node.type == kNodeKernel) {
+      // Its memsets first (each copy resets the kernel's workspace as the step did).
+      for (std::size_t m = 0; m < prelude.size(); ++m) {
+        CUgraphNode set = nullptr;
+        rc = api.GraphAddMemsetNode(&set, out.graph, deps, ndeps, &prelude[m], ctx);
+        if (rc != kSuccess) return api.describe("cuGraphAddMemsetNode", rc);
+        prev = set;
+        deps = &prev;
+        ndeps = 1;
+      }
       rc = api.GraphAddKernelNode(&added, out.graph, deps, ndeps, &kp);
       if (rc != kSuccess) return api.describe("cuGraphAddKernelNode", rc);
       // Its launch attributes too (a CUTLASS/cuDNN kernel's cluster dimensions, priority ...).

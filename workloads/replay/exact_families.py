@@ -22,6 +22,7 @@ import jouleprof
 from jouleprof.replay import replay_step
 
 DEV = "cuda"
+PROFILE = os.environ.get("EXACT_PROFILE") == "1"
 BF16 = torch.bfloat16
 
 
@@ -194,9 +195,48 @@ def run_family(key, mon, opts, window_s):
         "temperature_clock_before_window": temp0, "temperature_clock_after_window": smi("temperature.gpu,clocks.sm"),
         "warnings": r.warnings, "exact": r.data,
     })
+    if PROFILE:
+        out["in_graph"] = in_graph_check(g, rows)
     del r, g
     torch.cuda.empty_cache()
     return out
+
+
+def in_graph_check(g, rows, replays=3):
+    """Each row's kernels as they run inside the whole graph (torch.profiler / CUPTI, matched by
+    name, grid and block) against the row's isolated time: where Σ rows and the window differ."""
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            g.replay()
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        trace = json.load(open(f.name))
+    in_graph = {}
+    for e in trace.get("traceEvents", []):
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        a = e.get("args", {})
+        key = (e.get("name"), tuple(a.get("grid", [])), tuple(a.get("block", [])))
+        t, n = in_graph.get(key, (0.0, 0))
+        in_graph[key] = (t + e.get("dur", 0) * 1e-6 / replays, n + 1)
+    out, total_graph, total_rows = [], sum(t for t, _ in in_graph.values()), 0.0
+    for x in rows:
+        if "time_s" not in x:
+            continue
+        key = (x["name"], tuple(x["grid"]), tuple(x["block"]))
+        iso = x["count"] * x["time_s"]
+        total_rows += iso
+        t, n = in_graph.pop(key, (None, 0))
+        out.append({"name": x["name"][:100], "grid": x["grid"], "count": x["count"], "isolated_s": iso, "in_graph_s": t,
+                    "in_graph_calls": n / replays, "status": x["status"]})
+    out.sort(key=lambda d: -abs((d["in_graph_s"] or 0) - d["isolated_s"]))
+    unmatched = sorted(((t, k[0][:100], n / replays) for k, (t, n) in in_graph.items()), reverse=True)
+    return {"in_graph_total_s": total_graph, "rows_total_s": total_rows, "largest_differences": out[:12],
+            "unmatched_in_graph": unmatched[:8]}
 
 
 def main():
