@@ -40,6 +40,8 @@ struct FNode {
   CudaMemcpy3D copy{};
   CudaMemsetNodeParams set{};
   double ns = 0;
+  struct FGraph* owner = nullptr;
+  std::size_t pos = 0;
 };
 struct FGraph {
   std::vector<FNode*> nodes;
@@ -125,6 +127,8 @@ FAKE void* fakecuda_build_graph(const char* spec) {
       } else if (kind.rfind("type", 0) == 0) {
         x.type = std::atoi(kind.c_str() + 4);
       }
+      x.owner = &g;
+      x.pos = g.nodes.size();
       g.nodes.push_back(&x);
     }
   }
@@ -161,6 +165,18 @@ FAKE CUresult cuGraphGetNodes(CUgraph g, CUgraphNode* out, size_t* n) {
   const size_t k = std::min(*n, fg->nodes.size());
   for (size_t i = 0; i < k; ++i) out[i] = reinterpret_cast<CUgraphNode>(fg->nodes[i]);
   *n = k;
+  return kSuccess;
+}
+// Nodes of a built graph are chained: each depends on the one before it.
+FAKE CUresult cuGraphNodeGetDependencies(CUgraphNode h, CUgraphNode* out, size_t* n) {
+  const FNode* x = node_of(h);
+  if (x->owner == nullptr) return kInvalidValue;
+  if (out == nullptr) {
+    *n = x->pos > 0 ? 1 : 0;
+  } else if (x->pos > 0 && *n >= 1) {
+    out[0] = reinterpret_cast<CUgraphNode>(x->owner->nodes[x->pos - 1]);
+    *n = 1;
+  }
   return kSuccess;
 }
 FAKE CUresult cuGraphNodeGetType(CUgraphNode h, int* type) {
@@ -224,6 +240,8 @@ static CUresult add_node(CUgraphNode* out, CUgraph g, const FNode& x) {
   n.params[0] = &n.in;
   n.params[1] = &n.out;
   n.params[2] = &n.n;
+  n.owner = graph_of(g);
+  n.pos = n.owner->nodes.size();
   graph_of(g)->nodes.push_back(&n);
   *out = reinterpret_cast<CUgraphNode>(&n);
   return kSuccess;
@@ -239,6 +257,9 @@ FAKE CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g, const CUgraph
   std::memcpy(&x.n, p->kernelParams[2], 4);
   x.ns = x.func->ns;
   return add_node(out, g, x);
+}
+FAKE CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src) {
+  return node_of(dst)->type == kNodeKernel && node_of(src)->type == kNodeKernel ? kSuccess : kInvalidValue;
 }
 FAKE CUresult cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode*, size_t, const CudaMemcpy3D* p, CUcontext) {
   FNode x;

@@ -100,6 +100,10 @@ struct RawNode {
   CUgraphNode handle = nullptr;
   int type = -1;
   std::string key;
+  /// Kernels: the memset nodes just before it (its dependencies) that reset its workspace (a
+  /// stream-K GEMM's or a fused attention kernel's tile counters): replayed with every copy, or
+  /// the copies after the first find the work done and exit at once.
+  std::vector<CUgraphNode> prelude;
 };
 
 struct Listed {
@@ -124,6 +128,25 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
   GraphListing& L = out.listing;
   L.nodes.resize(n);
   out.raw.resize(n);
+  // Memsets that a kernel depends on are part of that kernel's row (RawNode::prelude).
+  std::unordered_map<CUgraphNode, std::size_t> index_of;
+  for (std::size_t i = 0; i < n; ++i) index_of.emplace(handles[i], i);
+  std::vector<int> types(n, -1);
+  for (std::size_t i = 0; i < n; ++i) api.GraphNodeGetType(handles[i], &types[i]);
+  std::vector<bool> folded(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (types[i] != kNodeKernel) continue;
+    size_t nd = 0;
+    if (api.GraphNodeGetDependencies(handles[i], nullptr, &nd) != kSuccess || nd == 0 || nd > 64) continue;
+    std::vector<CUgraphNode> deps(nd);
+    if (api.GraphNodeGetDependencies(handles[i], deps.data(), &nd) != kSuccess) continue;
+    for (std::size_t d = 0; d < nd; ++d) {
+      auto it = index_of.find(deps[d]);
+      if (it == index_of.end() || types[it->second] != kNodeMemset || folded[it->second]) continue;
+      folded[it->second] = true;
+      out.raw[i].prelude.push_back(deps[d]);
+    }
+  }
   std::unordered_map<std::string, std::size_t> group_of;
   std::unordered_map<CUfunction, std::string> names;
   std::unordered_map<CUdeviceptr, bool> is_device_ptr;
@@ -148,6 +171,10 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       continue;
     }
     g.kind = node_kind(r.type);
+    if (folded[i]) {
+      g.kind = "memset (with its kernel)";
+      continue;
+    }
     std::string key;
     if (r.type == kNodeKernel) {
       CudaKernelNodeParams p{};
@@ -174,8 +201,13 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       g.grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
       g.block = {p.blockDimX, p.blockDimY, p.blockDimZ};
       g.shared_bytes = p.sharedMemBytes;
-      key = fmt::format("k{}|{},{},{}|{},{},{}|{}|", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)),
-                        p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ, p.sharedMemBytes);
+      key = fmt::format("k{}|{},{},{}|{},{},{}|{}|{}|", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)),
+                        p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ, p.sharedMemBytes, r.prelude.size());
+      for (CUgraphNode m : r.prelude) {
+        CudaMemsetNodeParams ms{};
+        if (api.GraphMemsetNodeGetParams(m, &ms) == kSuccess) g.bytes += static_cast<uint64_t>(ms.width) * std::max<size_t>(1, ms.height) * ms.elementSize;
+      }
+      if (!r.prelude.empty()) key += fmt::format("m{}|", g.bytes);
       // The argument bytes, device pointers masked (8-byte aligned words the driver knows as
       // device memory): the same kernel and sizes on another layer's buffers is the same row.
       if (arg_info && f != nullptr && p.kernelParams != nullptr) {
@@ -328,10 +360,20 @@ class GraphDevice final : public replay::Device {
 // jouleprof's GPU sensor as the rounds' probe (as workloads/replay/main.cpp's Meter).
 class SensorProbe final : public replay::Probe {
  public:
-  SensorProbe(GpuSet set, std::size_t index) : set_(std::move(set)), s_(*set_.gpus.at(index)) {}
+  /// The samples' times are on the TimeBase the sensor was opened with: this one's own.
+  static Result<std::unique_ptr<SensorProbe>> open(const GpuSelection& sel, std::size_t index) {
+    auto p = std::unique_ptr<SensorProbe>(new SensorProbe());
+    auto gpus = open_gpus(sel, *p->tb_);
+    if (!gpus) return gpus.error();
+    if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
+    p->set_ = std::move(*gpus);
+    p->s_ = p->set_.gpus.at(index < p->set_.gpus.size() ? index : 0).get();
+    if (!p->s_->supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
+    return p;
+  }
   void drain() override {
     std::vector<Sample> got;
-    if (s_.drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
+    if (s_->drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
     if (samples_.size() > 200000) samples_.erase(samples_.begin(), samples_.begin() + 100000);
   }
   std::pair<double, std::size_t> mean_power(double a, double b) override {
@@ -346,17 +388,18 @@ class SensorProbe final : public replay::Probe {
     return {n > 0 ? sum / static_cast<double>(n) : std::nan(""), n};
   }
   std::optional<double> counter_j() override {
-    auto e = s_.read_energy_mj();
+    auto e = s_->read_energy_mj();
     return e ? std::optional<double>(static_cast<double>(*e) / 1000.0) : std::nullopt;
   }
-  double now() override { return tb_.now_s(); }
+  double now() override { return tb_->now_s(); }
   void pause(double s) override { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
-  GpuSensor& sensor() { return s_; }
+  GpuSensor& sensor() { return *s_; }
 
  private:
-  TimeBase tb_;
+  SensorProbe() : tb_(std::make_unique<TimeBase>()) {}
+  std::unique_ptr<TimeBase> tb_;
   GpuSet set_;
-  GpuSensor& s_;
+  GpuSensor* s_ = nullptr;
   std::vector<Sample> samples_;
 };
 
@@ -388,14 +431,30 @@ std::string build_copies(const Api& api, const RawNode& node, std::size_t copies
   if (node.type == kNodeMemcpy) rc = api.GraphMemcpyNodeGetParams(node.handle, &cp);
   if (node.type == kNodeMemset) rc = api.GraphMemsetNodeGetParams(node.handle, &sp);
   if (rc != kSuccess) return api.describe("reading the node's parameters", rc);
+  std::vector<CudaMemsetNodeParams> prelude(node.prelude.size());
+  for (std::size_t m = 0; m < node.prelude.size(); ++m) {
+    if (rc = api.GraphMemsetNodeGetParams(node.prelude[m], &prelude[m]); rc != kSuccess) return api.describe("reading a memset's parameters", rc);
+  }
   CUgraphNode prev = nullptr;
   for (std::size_t i = 0; i < copies; ++i) {
     CUgraphNode added = nullptr;
     const CUgraphNode* deps = prev != nullptr ? &prev : nullptr;
-    const size_t ndeps = prev != nullptr ? 1 : 0;
+    size_t ndeps = prev != nullptr ? 1 : 0;
     if (node.type == kNodeKernel) {
+      // Its memsets first (each copy resets the kernel's workspace as the step did).
+      for (std::size_t m = 0; m < prelude.size(); ++m) {
+        CUgraphNode set = nullptr;
+        rc = api.GraphAddMemsetNode(&set, out.graph, deps, ndeps, &prelude[m], ctx);
+        if (rc != kSuccess) return api.describe("cuGraphAddMemsetNode", rc);
+        prev = set;
+        deps = &prev;
+        ndeps = 1;
+      }
       rc = api.GraphAddKernelNode(&added, out.graph, deps, ndeps, &kp);
       if (rc != kSuccess) return api.describe("cuGraphAddKernelNode", rc);
+      // Its launch attributes too (a CUTLASS/cuDNN kernel's cluster dimensions, priority ...).
+      rc = api.GraphKernelNodeCopyAttributes(added, node.handle);
+      if (rc != kSuccess) return api.describe("cuGraphKernelNodeCopyAttributes", rc);
     } else if (node.type == kNodeMemcpy) {
       rc = api.GraphAddMemcpyNode(&added, out.graph, deps, ndeps, &cp, ctx);
       if (rc != kSuccess) return api.describe("cuGraphAddMemcpyNode", rc);
@@ -513,18 +572,14 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   }
   std::unique_ptr<SensorProbe> own;
   if (probe_in == nullptr) {
-    TimeBase tb;
     GpuSelection sel;
     sel.backend = o.sensor;
     if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) sel.cuda_visible_devices = cvd;
-    auto gpus = open_gpus(sel, tb);
-    if (!gpus) return gpus.error();
-    if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
     CUdevice dev = 0;
     api.CtxGetDevice(&dev);
-    const std::size_t index = static_cast<std::size_t>(dev) < gpus->gpus.size() ? static_cast<std::size_t>(dev) : 0;
-    if (!gpus->gpus[index]->supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
-    own = std::make_unique<SensorProbe>(std::move(*gpus), index);
+    auto p = SensorProbe::open(sel, static_cast<std::size_t>(std::max(dev, 0)));
+    if (!p) return p.error();
+    own = std::move(*p);
     if (R.gpu.empty()) R.gpu = own->sensor().info().name;
   }
   replay::Probe& probe = probe_in != nullptr ? *probe_in : *own;

@@ -149,6 +149,15 @@ ContextFigures context_figures(const ReplayPrediction& p, const json& m) {
     c.reason = "context replay without pass time/energy";
     return c;
   }
+  // The pass must run at the traced pace: a pass much slower or faster than the traced windows
+  // re-created another program (ResNet-50's ran 6.5x slower: stand-ins far off their kernels'
+  // times), and the power between its kernels says nothing about the traced gaps.
+  if (std::isfinite(c.traced_span_s) && c.traced_span_s > 0 && std::fabs(c.pass_time_s / c.traced_span_s - 1) > 0.10) {
+    c.reason = fmt::format("the context pass ran at {:.2f}x the traced time ({:.2f} ms for {:.2f} ms traced; more than 10% off the traced pace), "
+                           "so its gap power is not used",
+                           c.pass_time_s / c.traced_span_s, c.pass_time_s * 1e3, c.traced_span_s * 1e3);
+    return c;
+  }
   const json counts = x.value("row_counts", json::object());  // a local: items() of a temporary would dangle
   double isolated_var = 0;
   for (const auto& [key, n] : counts.items()) {
@@ -224,16 +233,79 @@ std::string replay_plan_json(const KernelTable& t, const ReplayOptions& o) {
   return plan.dump(1) + "\n";
 }
 
+namespace {
+
+// "[json.exception.type_error.302] type must be number, but is string" → "type must be number, but is string".
+std::string json_message(const json::exception& e) {
+  std::string w = e.what();
+  if (const auto close = w.find("] "); w.rfind("[json.exception", 0) == 0 && close != std::string::npos) w = w.substr(close + 2);
+  return w;
+}
+
+// The engine's figures must be physical: a negative energy, a power beyond any GPU's or a row
+// given twice is a damaged or hand-edited file, refused with the row named.
+Result<void> check_measurements(const json& m, std::size_t rows) {
+  auto in_range = [](const json& j, const char* k, double lo, double hi, bool required) -> std::optional<std::string> {
+    if (!j.contains(k)) return required ? std::optional<std::string>(fmt::format("no {}", k)) : std::nullopt;
+    if (!j[k].is_number()) return fmt::format("{} is not a number", k);
+    const double v = j[k].get<double>();
+    if (!std::isfinite(v) || v < lo || v > hi) return fmt::format("{} = {:g} is outside [{:g}, {:g}]", k, v, lo, hi);
+    return std::nullopt;
+  };
+  constexpr double kMaxW = 5000;  // no GPU draws more
+  for (const char* k : {"idle_w", "gap_w"}) {
+    if (auto e = in_range(m, k, 0, kMaxW, std::string(k) == "gap_w")) return make_error(Errc::parse, "replay measurements: " + *e);
+  }
+  if (!m["items"].is_array()) return make_error(Errc::parse, "replay measurements: items is not an array");
+  std::vector<bool> seen(rows, false);
+  for (const json& it : m["items"]) {
+    if (!it.is_object()) return make_error(Errc::parse, "replay measurements: an item is not an object");
+    if (!it.contains("row") || !it["row"].is_number_unsigned()) return make_error(Errc::parse, "replay measurements: an item has no row number");
+    const auto row = it["row"].get<std::size_t>();
+    if (row >= rows) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " is not in the kernel table");
+    if (seen[row]) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " appears twice");
+    seen[row] = true;
+    if (!it.contains("status") || !it["status"].is_string()) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " has no status");
+    if (it["status"] != "ok") continue;
+    for (auto [k, lo, hi, req] : {std::tuple{"time_ns", 1e-3, 1e12, true}, {"power_w", 0.0, kMaxW, true}, {"energy_j", 0.0, 1e6, true},
+                                  {"time_ns_half_width", 0.0, 1e12, false}, {"energy_j_half_width", 0.0, 1e6, false}}) {
+      if (auto e = in_range(it, k, lo, hi, req)) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + ": " + *e);
+    }
+  }
+  if (m.contains("context") && m["context"].is_object() && m["context"].value("status", "") == "ok") {
+    const json& c = m["context"];
+    for (auto [k, lo, hi] : {std::tuple{"pass_time_ns", 1e-3, 1e13}, {"pass_energy_j", 0.0, 1e7}, {"traced_span_ns", 0.0, 1e13}}) {
+      if (auto e = in_range(c, k, lo, hi, true)) return make_error(Errc::parse, "replay measurements: context: " + *e);
+    }
+  }
+  return {};
+}
+
+Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m);
+
+}  // namespace
+
 Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::string& measurements_json) {
   json m;
   try {
     m = json::parse(measurements_json);
   } catch (const json::exception& e) {
-    return make_error(Errc::parse, std::string("replay measurements: invalid JSON: ") + e.what());
+    return make_error(Errc::parse, std::string("replay measurements: invalid JSON: ") + json_message(e));
   }
-  if (m.value("schema", "") != "jouleprof.replay_measurements" || !m.contains("items")) {
+  if (!m.is_object() || m.value("schema", "") != "jouleprof.replay_measurements" || !m.contains("items")) {
     return make_error(Errc::parse, "replay measurements: not jouleprof-replay's output (schema jouleprof.replay_measurements)");
   }
+  try {
+    if (auto c = check_measurements(m, t.rows.size()); !c) return c.error();
+    return predict_impl(t, m);
+  } catch (const json::exception& e) {
+    return make_error(Errc::parse, "replay measurements: a value of the wrong type: " + json_message(e));
+  }
+}
+
+namespace {
+
+Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
   ReplayPrediction p;
   p.gpu = m.value("gpu", "");
   auto number = [](const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan(""); };
@@ -273,6 +345,7 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
     r.reason.clear();
     const KernelRow& k = t.rows[row];
     r.proxy = !((k.tier == "gemm" && k.gemm) || k.tier == "copy");
+    r.time_matched = it.value("tier", std::string()).rfind("proxy_", 0) == 0;  // tuned to the traced time
     r.time_ns = number(it, "time_ns");
     r.time_half_width_ns = number(it, "time_ns_half_width");
     r.power_w = number(it, "power_w");
@@ -319,10 +392,8 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
       ++tp.replayed;
       const double traced = r.traced_ns + companion_traced_ns[static_cast<int>(i)];
       r.time_off = traced > 0 && std::fabs(r.time_ns / traced - 1) > 0.10;
-      if (r.proxy) {  // a stand-in's time is not the traced kernel's: its power at the traced time
-        r.time_ns = r.traced_ns;
-        r.energy_j = r.power_w * r.traced_ns * 1e-9;
-      }
+      // Every replayed row counts with its own replayed time and energy (stand-ins too: a
+      // prediction, not the trace's figure; the time check flags the rows far off).
     } else if (r.status == "extrapolated") {
       ++tp.extrapolated;
       ++extrapolated;
@@ -361,6 +432,32 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
   p.predicted_time_s = p.gap_time_s + predicted_busy;
   p.gap_energy_j = p.gap_w * p.gap_time_s;
   p.predicted_energy_j = p.kernel_energy_j + p.gap_energy_j;
+  // What the prediction is made of: rows replayed faithfully, stand-ins at their replayed time,
+  // time-matched proxies and extrapolated rows (both at the traced time: not predicted), gaps.
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    const RowPrediction& r = p.rows[i];
+    const double n = static_cast<double>(t.rows[i].count);
+    PredictionPart* part = &p.parts.faithful;
+    if (r.status == "extrapolated") {
+      part = &p.parts.extrapolated;
+    } else if (r.status == "replayed" && r.time_matched) {
+      part = &p.parts.time_matched;
+    } else if (r.status == "replayed" && r.proxy) {
+      part = &p.parts.stand_in;
+    }
+    part->energy_j += n * r.energy_j;
+    part->time_s += n * r.time_ns * 1e-9;
+    ++part->rows;
+  }
+  p.parts.gaps = {p.gap_energy_j, p.gap_time_s, 0};
+  if (p.parts.time_matched.rows + p.parts.extrapolated.rows > 0) {
+    p.warnings.push_back(fmt::format("{:.1f}% of the predicted energy ({:.1f}% of the predicted GPU time) is from rows at their traced time "
+                                     "(time-matched proxies {:.1f}%, extrapolated rows {:.1f}%): that part of the time is the trace's, not a prediction",
+                                     100 * (p.parts.time_matched.energy_j + p.parts.extrapolated.energy_j) / std::max(p.predicted_energy_j, 1e-300),
+                                     100 * (p.parts.time_matched.time_s + p.parts.extrapolated.time_s) / std::max(p.predicted_gpu_s, 1e-300),
+                                     100 * p.parts.time_matched.energy_j / std::max(p.predicted_energy_j, 1e-300),
+                                     100 * p.parts.extrapolated.energy_j / std::max(p.predicted_energy_j, 1e-300)));
+  }
   {
     double var = p.context.measured ? std::pow(p.context.gap_power_half_width_w * p.gap_time_s, 2) : 0;
     for (std::size_t i = 0; i < p.rows.size(); ++i) {
@@ -384,6 +481,8 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
   }
   return p;
 }
+
+}  // namespace
 
 namespace {
 double window_uncertainty_j(const WindowResult& w) {
@@ -494,6 +593,18 @@ std::vector<std::string> common_phase_names(const KernelTable& t, const Measurem
   return out;
 }
 
+namespace {
+json parts_json(const ReplayPrediction& p) {
+  json j = json::object();
+  const double e = std::max(p.predicted_energy_j, 1e-300);
+  for (const auto& [name, part] : {std::pair{"faithful", &p.parts.faithful}, {"stand_in", &p.parts.stand_in},
+                                   {"time_matched", &p.parts.time_matched}, {"extrapolated", &p.parts.extrapolated}, {"gaps", &p.parts.gaps}}) {
+    j[name] = {{"rows", part->rows}, {"energy_j", part->energy_j}, {"duration_s", part->time_s}, {"energy_share", part->energy_j / e}};
+  }
+  return j;
+}
+}  // namespace
+
 std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
   json rows = json::array();
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
@@ -539,6 +650,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
               {"kernel_energy_j", p.kernel_energy_j}, {"gap_energy_j", p.gap_energy_j}, {"predicted_energy_j", p.predicted_energy_j},
               {"predicted_energy_half_width_j", p.predicted_energy_half_width_j}}},
             {"tiers", tiers},
+            {"prediction_parts", parts_json(p)},
             {"kernels", rows},
             {"warnings", p.warnings}};
   {
@@ -623,6 +735,13 @@ std::string replay_text(const KernelTable& t, const ReplayPrediction& p, std::si
   out += fmt::format("{:<14} {:>5} {:>8} {:>11.3f} {:>11.3f} {:>11.4f}\n", "gaps", "", "", p.gap_time_s * 1e3, p.gap_time_s * 1e3, p.gap_energy_j);
   out += fmt::format("\npredicted: {:.4f} s, {:.3f} J ± {:.3f} (kernels {:.3f} J + gaps {:.3f} J); traced {:.4f} s\n", p.predicted_time_s,
                      p.predicted_energy_j, p.predicted_energy_half_width_j, p.kernel_energy_j, p.gap_energy_j, p.traced_time_s);
+  {
+    const double e = std::max(p.predicted_energy_j, 1e-300);
+    out += fmt::format("prediction made of: replayed faithfully {:.1f}%, stand-ins at their replayed time {:.1f}%, time-matched proxies {:.1f}%, "
+                       "extrapolated at the traced time {:.1f}%, gaps {:.1f}% (of the energy)\n",
+                       100 * p.parts.faithful.energy_j / e, 100 * p.parts.stand_in.energy_j / e, 100 * p.parts.time_matched.energy_j / e,
+                       100 * p.parts.extrapolated.energy_j / e, 100 * p.parts.gaps.energy_j / e);
+  }
   if (p.measured_energy_j) {
     out += fmt::format("measured ({} window '{}'): {:.4f} s, {:.3f} J ± {:.3f} -> time {:+.1f}%, energy {:+.1f}% (measurement ± {:.1f}%, "
                        "prediction ± {:.1f}%)\n",

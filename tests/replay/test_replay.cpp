@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -338,7 +339,7 @@ TEST(ReplaySequence, GapPowerInContextIsWhatThePassDrewBeyondTheIsolatedKernels)
   }
   const double pass_s = iso_s + 0.004, pass_j = iso_j + 0.004 * 250.0;  // 4 ms of gaps at 250 W
   out["context"] = {{"status", "ok"}, {"row_counts", counts}, {"stand_ins", 0}, {"pass_time_ns", pass_s * 1e9},
-                    {"pass_energy_j", pass_j}, {"pass_energy_j_half_width", 0.01}, {"traced_span_ns", 5e6}, {"temperature_c", 60}};
+                    {"pass_energy_j", pass_j}, {"pass_energy_j_half_width", 0.01}, {"traced_span_ns", pass_s * 1.05e9}, {"temperature_c", 60}};
   auto p = predict_from_replay(t, out.dump());
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_TRUE(p->context.measured) << p->context.reason;
@@ -390,7 +391,12 @@ TEST(ReplaySequence, GapPowerInContextIsWhatThePassDrewBeyondTheIsolatedKernels)
   fallback(less, "drew less");
   json no_gap = out["context"];
   no_gap["pass_time_ns"] = iso_s * 1e9;
+  no_gap["traced_span_ns"] = iso_s * 1e9;
   fallback(no_gap, "no gap time");
+  // A pass far off the traced pace (ResNet-50's ran 6.5x slower): its gap power is not used.
+  json slow = out["context"];
+  slow["traced_span_ns"] = pass_s * 1e9 / 6.5;
+  fallback(slow, "more than 10% off the traced pace");
   fallback(json{{"status", "skipped"}, {"reason", "graph instantiation failed"}}, "graph instantiation failed");
   fallback(nullptr, "no context");
   json bad_row = out["context"];
@@ -503,9 +509,9 @@ TEST(ReplayCli, PhasesFromARealTraceAndItsMeasuredRun) {
   EXPECT_NE(out.find("--context-activities"), std::string::npos) << out;
 }
 
-// Faithful rows (GEMMs with their shapes, copies) count with their replayed time; stand-ins (memory
-// proxies, unfused attention, time-matched proxies) with their traced time at their replayed power.
-TEST(Replay, StandInsKeepTheTracedTimeAtTheirReplayedPower) {
+// Every replayed row counts with its replayed time and energy (issue 32: "the predicted time is the
+// replayed time, row by row"); stand-ins are still checked against the trace.
+TEST(Replay, StandInsCountWithTheirReplayedTime) {
   const KernelTable t = bloom();
   ReplayOptions o;
   o.coverage = 1.0;
@@ -519,17 +525,11 @@ TEST(Replay, StandInsKeepTheTracedTimeAtTheirReplayedPower) {
     if (r.status != "replayed") continue;
     const KernelRow& k = t.rows[i];
     EXPECT_NEAR(r.replayed_time_ns, 0.5 * k.mean_ns(), 1e-9);
-    if ((k.tier == "gemm" && k.gemm) || k.tier == "copy") {
-      ++faithful;
-      EXPECT_FALSE(r.proxy);
-      EXPECT_NEAR(r.time_ns, 0.5 * k.mean_ns(), 1e-9);
-    } else {
-      ++proxies;
-      EXPECT_TRUE(r.proxy);
-      EXPECT_NEAR(r.time_ns, k.mean_ns(), 1e-9);
-      EXPECT_NEAR(r.energy_j, 400.0 * k.mean_ns() * 1e-9, 1e-15);
-      EXPECT_TRUE(r.time_off);  // the stand-in's own time is still checked against the trace
-    }
+    EXPECT_NEAR(r.time_ns, 0.5 * k.mean_ns(), 1e-9);
+    EXPECT_NEAR(r.energy_j, 400.0 * 0.5 * k.mean_ns() * 1e-9, 1e-15);
+    EXPECT_TRUE(r.time_off);
+    ((k.tier == "gemm" && k.gemm) || k.tier == "copy" ? faithful : proxies) += 1;
+    EXPECT_EQ(r.proxy, !((k.tier == "gemm" && k.gemm) || k.tier == "copy"));
   }
   EXPECT_GT(faithful, 0u);
   EXPECT_GT(proxies, 0u);
@@ -539,6 +539,62 @@ TEST(Replay, StandInsKeepTheTracedTimeAtTheirReplayedPower) {
     replayed += tier["replayed_duration_s"].get<double>();
     predicted += tier["predicted_duration_s"].get<double>();
   }
-  EXPECT_LT(replayed, predicted);
+  EXPECT_NEAR(replayed, predicted, 1e-12);
   EXPECT_NEAR(predicted, p->predicted_gpu_s, 1e-12);
+  // The parts add up to the prediction.
+  double parts = 0;
+  for (const char* k : {"faithful", "stand_in", "time_matched", "extrapolated", "gaps"}) parts += j["prediction_parts"][k]["energy_j"].get<double>();
+  EXPECT_NEAR(parts, p->predicted_energy_j, 1e-9);
+  EXPECT_GT(j["prediction_parts"]["stand_in"]["rows"].get<int>(), 0);
+}
+
+// Rows at the traced time (time-matched proxies, extrapolated rows) are counted apart and the
+// output says their share.
+TEST(Replay, TimeMatchedRowsAreCountedApart) {
+  const KernelTable t = bloom();
+  ReplayOptions o;
+  o.coverage = 1.0;
+  o.max_rows = 1000;
+  const json plan = json::parse(replay_plan_json(t, o));
+  json out = engine_output(t, plan, 1.0, 300.0, 100.0);
+  out["items"][1]["tier"] = "proxy_memory";
+  auto p = predict_from_replay(t, out.dump());
+  ASSERT_TRUE(p) << p.error().message;
+  const auto row = out["items"][1]["row"].get<std::size_t>();
+  EXPECT_TRUE(p->rows[row].time_matched);
+  EXPECT_EQ(p->parts.time_matched.rows, 1u);
+  EXPECT_NEAR(p->parts.time_matched.energy_j, static_cast<double>(t.rows[row].count) * 300.0 * t.rows[row].mean_ns() * 1e-9, 1e-12);
+  bool said = false;
+  for (const auto& w : p->warnings) said |= w.find("time-matched proxies") != std::string::npos && w.find("not a prediction") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_NE(replay_text(t, *p, 5).find("time-matched proxies"), std::string::npos);
+}
+
+// --from a damaged or hand-edited engine output: one line naming the row, never an internal error.
+TEST(Replay, EngineOutputTypesAndRangesAreChecked) {
+  const KernelTable t = bloom();
+  const json plan = json::parse(replay_plan_json(t, ReplayOptions{}));
+  const json good = engine_output(t, plan, 1.0, 300.0, 100.0);
+  ASSERT_TRUE(predict_from_replay(t, good.dump()));
+  auto refused = [&](const std::function<void(json&)>& edit, const std::string& words) {
+    json m = good;
+    edit(m);
+    auto p = predict_from_replay(t, m.dump());
+    ASSERT_FALSE(p) << words;
+    EXPECT_NE(p.error().message.find(words), std::string::npos) << p.error().message;
+    EXPECT_EQ(p.error().message.find('\n'), std::string::npos);
+    EXPECT_EQ(p.error().message.find("json.exception"), std::string::npos) << p.error().message;
+    EXPECT_EQ(p.error().code, Errc::parse);
+  };
+  const std::string row0 = std::to_string(good["items"][0]["row"].get<std::size_t>());
+  refused([](json& m) { m["items"][0]["time_ns"] = "fast"; }, "row " + row0 + ": time_ns is not a number");
+  refused([](json& m) { m["items"][0]["energy_j"] = -0.5; }, "row " + row0 + ": energy_j = -0.5 is outside");
+  refused([](json& m) { m["items"][0]["power_w"] = 1e6; }, "power_w = 1e+06 is outside");
+  refused([](json& m) { m["gap_w"] = -2244.0; }, "gap_w = -2244 is outside");
+  refused([](json& m) { m["items"].push_back(m["items"][0]); }, "row " + row0 + " appears twice");
+  refused([](json& m) { m["items"][0]["row"] = "3"; }, "an item has no row number");
+  refused([](json& m) { m["items"] = 5; }, "items is not an array");
+  refused([](json& m) { m["items"][0]["trial_power_w"] = "x"; }, "a value of the wrong type: type must be array");
+  refused([](json& m) { m["context"] = {{"status", "ok"}, {"pass_time_ns", -1.0}, {"pass_energy_j", 1.0}, {"traced_span_ns", 1.0}}; },
+          "context: pass_time_ns = -1 is outside");
 }

@@ -56,8 +56,10 @@ struct RowPrediction {
   double traced_ns = 0;     ///< traced mean per call
   bool time_off = false;    ///< replayed time more than 10% from the traced time
   /// The replay is a proxy, not the traced operation (memory-bound stand-ins, unfused attention,
-  /// time-matched proxies): its power is used with the traced time.
+  /// time-matched proxies): counted with its replayed time and energy like every replayed row.
   bool proxy = false;
+  /// A time-matched proxy (no shapes: tuned until its time matched the traced mean): its time is the trace's.
+  bool time_matched = false;
   double replayed_time_ns = 0, replayed_energy_j = 0;  ///< the engine's own per-call figures
   /// Per call, what the engine ran: its own figures where replayed, else the prediction's.
   double engine_time_ns() const { return status == "replayed" ? replayed_time_ns : time_ns; }
@@ -101,7 +103,22 @@ struct PhasePrediction {
   double measured_uncertainty_j = 0;  ///< the windows' own bounds, summed (`jouleprof measure`)
 };
 
+/// One part of a prediction: rows of one kind (or the gaps), their energy and time.
+struct PredictionPart {
+  double energy_j = 0, time_s = 0;
+  std::size_t rows = 0;
+};
+
+struct PredictionParts {
+  PredictionPart faithful;      ///< GEMMs with their shapes, copies: the same operation replayed
+  PredictionPart stand_in;      ///< memory-bound stand-ins, unfused attention: their replayed time and energy
+  PredictionPart time_matched;  ///< time-matched proxies: the traced time (not predicted)
+  PredictionPart extrapolated;  ///< not replayed: the traced time at their tier's power
+  PredictionPart gaps;
+};
+
 struct ReplayPrediction {
+  PredictionParts parts;
   std::string gpu;
   std::vector<RowPrediction> rows;  ///< by the table's row index
   std::vector<TierPrediction> tiers;
