@@ -106,9 +106,9 @@ Result<EngineRun> run_engine(const ReplayFlags& f, const std::string& plan) {
     return e;
   }
   if (m->exit_code != 0) {
-    return make_error(m->exit_code == 3 || f.device == "sim" ? Errc::unavailable : Errc::internal,
+    return make_error(m->exit_code == 3 || f.measuring.device == "sim" ? Errc::unavailable : Errc::internal,
                       fmt::format("the replay engine failed (exit {}): see its messages above{}", m->exit_code,
-                                  f.device == "sim" ? "; " + kNoGpu : std::string()));
+                                  f.measuring.device == "sim" ? "; " + kNoGpu : std::string()));
   }
   auto text = read_file(out_file);
   if (!text) return text.error();
