@@ -88,7 +88,7 @@ std::string ucurve_chart_option(const Curve& c, const Choice& ch, bool simulated
   }
   const std::string title = fmt::format("{}: energy vs clock, {} choice {:.0f} MHz{}", c.application, ch.objective.name(),
                                         ch.chosen_clock_mhz, simulated ? " (simulated)" : "");
-  return chart(title, "SM clock (MHz)", "energy (J)", series, !meas.empty()).dump();
+  return chart(title, "SM clock (MHz)", "energy (J)", series, !meas.empty()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string predicted_vs_measured_chart_option(const std::vector<Curve>& curves, const std::string& quantity, bool simulated) {
@@ -113,7 +113,7 @@ std::string predicted_vs_measured_chart_option(const std::vector<Curve>& curves,
   const std::string title = fmt::format("predicted vs measured {}{}", quantity, simulated ? " (simulated)" : "");
   return chart(title, fmt::format("measured {} ({})", quantity, unit), fmt::format("predicted {} ({})", quantity, unit), series,
                curves.size() <= 12)
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string optimize_latex(const std::vector<Choice>& choices) {
