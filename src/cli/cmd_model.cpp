@@ -126,6 +126,8 @@ int run_fit(const ModelFlags& f) {
 }
 
 int run_eval(const ModelFlags& f) {
+  if (f.data.map.pred_power.empty() != f.data.map.pred_time.empty())
+    return report(make_error(Errc::invalid_argument, "another model's predictions need both --pred-power-col and --pred-time-col"));
   if (f.model.empty()) {  // another model's predictions, from the data's own columns
     if (f.data.map.pred_power.empty() || f.data.map.pred_time.empty())
       return report(make_error(Errc::invalid_argument, "model eval needs a MODEL file, or --pred-power-col and --pred-time-col"));

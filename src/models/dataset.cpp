@@ -212,7 +212,7 @@ Result<Dataset> read_csv(const std::string& path, const ColumnMap& map) {
   // A sweep CSV of a million rows is ~200 MB; more than 2 GiB is not a sweep (and /dev/zero, a
   // folder or a FIFO is refused by read_text_file rather than read without end).
   auto text = read_text_file(path, std::size_t{2} << 30);
-  if (!text) return text.error();
+  if (!text) return text.error().code == Errc::not_found ? make_error(Errc::not_found, "cannot open " + path + ": no such file") : text.error();
   return parse_csv(*text, map, path);
 }
 

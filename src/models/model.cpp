@@ -634,7 +634,9 @@ Result<Model> Model::from_json(const std::string& text, const std::string& sourc
 Result<Model> load_model(const std::string& path) {
   // A model file is kilobytes (knn's holds its training curves: megabytes); 256 MiB is not one.
   auto text = read_text_file(path, std::size_t{256} << 20);
-  if (!text) return make_error(text.error().code, "cannot read model " + path + ": " + text.error().message);
+  if (!text)
+    return make_error(text.error().code, text.error().code == Errc::not_found ? "cannot open model " + path + ": no such file"
+                                                                                : "cannot read model " + path + ": " + text.error().message);
   if (auto depth = json_too_deep(*text)) return make_error(Errc::parse, path + ": JSON nested too deep (at byte " + std::to_string(*depth) + ")");
   return Model::from_json(*text, path);
 }
