@@ -292,3 +292,20 @@ TEST(ModelsScaling, PolyFitIsNearLinearInTheApplications) {
   // 8x the applications: linear ~8x, the old quadratic ridge selection ~64x.
   EXPECT_LT(large, 24 * small + 0.05) << small << " s vs " << large << " s";
 }
+
+// Issue 35: 21 applications were coloured without a legend; the measured-optimum diamond was unexplained.
+TEST(ModelsFigures, EveryColourNamedAndTheDiamondExplained) {
+  std::vector<SimApp> apps;
+  for (int i = 0; i < 21; ++i) apps.push_back({"app" + std::to_string(i), 0.04 * i + 0.05, 0.5});
+  const auto d = sim(law_power, law_time, apps);
+  auto curves = md::measured_curves(d, md::OutlierRule{});
+  ASSERT_TRUE(curves);
+  const auto j = nlohmann::json::parse(md::predicted_vs_measured_chart_option(*curves, "energy", false));
+  ASSERT_TRUE(j.contains("legend"));
+  EXPECT_EQ(j["legend"]["type"], "scroll");
+  const auto ch = md::optimize(*curves, md::Objective{});
+  const auto u = nlohmann::json::parse(md::ucurve_chart_option(curves->front(), ch.front(), false));
+  bool named = false;
+  for (const auto& s : u["series"]) named = named || s["name"].get<std::string>().find("measured optimum") != std::string::npos;
+  EXPECT_TRUE(named);
+}
