@@ -309,3 +309,21 @@ TEST(ModelsFigures, EveryColourNamedAndTheDiamondExplained) {
   for (const auto& s : u["series"]) named = named || s["name"].get<std::string>().find("measured optimum") != std::string::npos;
   EXPECT_TRUE(named);
 }
+
+// Issue 35: a corrupt xgboost booster exited 1 with a 1.5 KB native stack in its line.
+TEST(ModelsBadInput, CorruptXgboostBoosterIsOneLineExit2) {
+  write(tmp("x.csv"), md::test::sim_csv(md::test::sim_apps(), md::test::clock_grid(500, kFmax, 50), law_power, law_time));
+  int rc = 0;
+  auto out = run_cli("model fit --data " + tmp("x.csv") + " --form xgboost --xgb-rounds 5 -q -o " + tmp("x.model.json"), rc);
+  if (rc != 0 && out.find("libxgboost") != std::string::npos) GTEST_SKIP() << "no libxgboost: " << out;
+  ASSERT_EQ(rc, 0) << out;
+  std::ifstream in(tmp("x.model.json"));
+  auto j = nlohmann::json::parse(in);
+  j["params"]["power_booster"] = {{"learner", {{"gradient_booster", "garbage"}}}, {"version", {1, 6, 0}}};
+  write(tmp("x.model.json"), j.dump());
+  out = run_cli("model eval " + tmp("x.model.json") + " --data " + tmp("x.csv"), rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(out.rfind("jouleprof: error: ", 0), 0u) << out;
+  EXPECT_NE(out.find("xgboost model: a booster libxgboost cannot load"), std::string::npos) << out;
+}
