@@ -293,6 +293,25 @@ TEST(ModelsScaling, PolyFitIsNearLinearInTheApplications) {
   EXPECT_LT(large, 24 * small + 0.05) << small << " s vs " << large << " s";
 }
 
+// The default fit (auto: 8 designs, each scored by an inner pass, and the spread) stays linear:
+// beyond 40 applications the inner pass is 10 folds, not one fit per application.
+TEST(ModelsScaling, DefaultAutoFitIsNearLinearInTheApplications) {
+  auto seconds = [&](int n) {
+    std::vector<SimApp> a;
+    for (int i = 0; i < n; ++i) a.push_back({"app" + std::to_string(i), 0.05 + 0.9 * ((i * 37) % 100) / 100.0, 0.05 + 0.9 * ((i * 53) % 100) / 100.0});
+    auto d = md::parse_csv(md::test::sim_csv(a, md::test::clock_grid(500, kFmax, 50), law_power, law_time), {}, "s.csv");
+    md::FitOptions o;
+    o.form = md::Form::automatic;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto m = md::fit(*d, o);
+    EXPECT_TRUE(m) << (m ? "" : m.error().message);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const double small = seconds(60), large = seconds(240);
+  // 4x the applications: linear ~4x; one inner fit per application would be ~16x.
+  EXPECT_LT(large, 10 * small + 0.05) << small << " s vs " << large << " s";
+}
+
 // Issue 35: 21 applications were coloured without a legend; the measured-optimum diamond was unexplained.
 TEST(ModelsFigures, EveryColourNamedAndTheDiamondExplained) {
   std::vector<SimApp> apps;
