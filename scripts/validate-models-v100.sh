@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${1:-../shared/data/fgcs-v100}
-OUT=${2:-archive/models-v100}
+OUT=${2:-archive/models-v100/nested}
 BIN=${BIN:-build/ci/bin/jouleprof}
 JOBS=${JOBS:-2}
 mkdir -p "$OUT"
