@@ -1,9 +1,14 @@
 // `jouleprof model fit|eval|predict|validate`: power/run-time models across SM clocks (docs/models.md).
+#include <algorithm>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <memory>
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "jouleprof/core/progress.hpp"
+#include "jouleprof/models/validate.hpp"
 #include "jouleprof/models/optimize.hpp"
 #include "jouleprof/models/report.hpp"
 #include "model_common.hpp"
@@ -16,7 +21,10 @@ namespace md = jouleprof::models;
 struct ModelFlags {
   DataFlags data;
   OutFlags out;
-  std::string form = "poly", model, output, split = "loao";
+  std::string form = "auto", model, output, split = "loao";
+  std::size_t locked = 0;
+  unsigned locked_seed = 34;
+  bool report_locked = false;
   std::vector<std::string> objectives{"energy", "edp", "slowdown:5"};
   std::vector<double> clocks;
   double max_clock = 0, ridge = 0;
@@ -34,7 +42,17 @@ Result<md::FitOptions> fit_options(const ModelFlags& f) {
   o.xgb_rounds = f.xgb_rounds;
   o.gpu = f.data.gpu;
   o.outliers = f.data.outlier_rule();
+  o.probes = f.data.probe.probes;
   return o;
+}
+
+// "design 3/16 · 4 s elapsed · ETA 12 s" on stderr while a long fit or validation runs.
+std::function<void(int, int)> progress_of(const std::string& label, bool quiet, std::unique_ptr<Progress>& holder) {
+  if (quiet || !Progress::wanted(global_flags().progress)) return {};
+  return [label, &holder](int done, int total) {
+    if (!holder) holder = std::make_unique<Progress>(label, total, true);
+    while (holder->completed() < done) holder->step();
+  };
 }
 
 Result<std::vector<std::vector<md::Choice>>> choices_for(const ModelFlags& f, const std::vector<md::Curve>& curves) {
@@ -47,12 +65,20 @@ Result<std::vector<std::vector<md::Choice>>> choices_for(const ModelFlags& f, co
   return all;
 }
 
-int emit_eval(const ModelFlags& f, const md::EvalContext& ctx, const std::vector<md::Curve>& curves) {
+int emit_eval(const ModelFlags& f, const md::EvalContext& ctx, const std::vector<md::Curve>& curves,
+              const std::vector<md::Curve>* held = nullptr, const std::vector<md::Curve>* locked = nullptr) {
   const auto ev = md::evaluate(curves);
   auto ch = choices_for(f, curves);
   if (!ch) return report(ch.error());
+  std::vector<md::Section> extra;
+  for (const auto& [name, cv] : {std::pair<const char*, const std::vector<md::Curve>*>{"held_out", held}, {"locked_set", locked}}) {
+    if (!cv) continue;
+    auto c2 = choices_for(f, *cv);
+    if (!c2) return report(c2.error());
+    extra.push_back(md::Section{name, *cv, md::evaluate(*cv), std::move(*c2)});
+  }
   if (!f.out.json.empty())
-    if (auto w = write_text(f.out.json, md::eval_json(ctx, curves, ev, *ch)); !w) return report(w.error());
+    if (auto w = write_text(f.out.json, md::eval_json(ctx, curves, ev, *ch, extra)); !w) return report(w.error());
   if (!f.out.csv.empty())
     if (auto w = write_text(f.out.csv, md::eval_csv(curves, ev)); !w) return report(w.error());
   if (!f.out.latex.empty())
@@ -67,7 +93,7 @@ int emit_eval(const ModelFlags& f, const md::EvalContext& ctx, const std::vector
           if (cv.application == c.application) charts.emplace_back("ucurve-" + c.application, md::ucurve_chart_option(cv, c, ctx.simulated));
     if (auto w = write_svgs(f.out.svg_dir, charts, f.out.quiet); !w) return report(w.error());
   }
-  if (f.out.text()) std::cout << md::eval_text(ctx, curves, ev, *ch);
+  if (f.out.text()) std::cout << md::eval_text(ctx, curves, ev, *ch, extra);
   return 0;
 }
 
@@ -78,27 +104,36 @@ int run_fit(const ModelFlags& f) {
   if (!o) return report(o.error());
   auto d = f.data.load();
   if (!d) return report(d.error());
+  std::unique_ptr<Progress> bar;
+  o->progress = progress_of("design", f.out.quiet, bar);
   auto m = md::fit(std::move(*d), *o);
+  bar.reset();
   if (!m) return report(m.error());
   if (auto w = md::save_model(*m, f.output); !w) return report(w.error());
   if (!f.out.quiet) {
     const auto& i = m->info();
-    std::cout << "jouleprof: " << md::to_string(i.form) << " model of " << i.training_applications.size() << " applications ("
+    std::cerr << "jouleprof: " << md::to_string(i.form) << " model of " << i.training_applications.size() << " applications ("
               << i.training_rows - i.training_outliers << " rows, " << i.training_outliers << " outlier rows left out), max clock "
               << i.max_clock_mhz << " MHz, activity:";
-    for (const auto& a : i.activity) std::cout << " " << a;
-    std::cout << "\nwrote " << f.output << "\n";
+    for (const auto& a : i.activity) std::cerr << " " << a;
+    std::cerr << "\n";
+    if (!i.chosen_design.empty())
+      std::cerr << "jouleprof: design chosen by leave-one-application-out over the training applications: " << i.chosen_design << " (of "
+                << i.designs.size() << " designs tried)\n";
+    std::cerr << "jouleprof: wrote " << f.output << "\n";
   }
   return 0;
 }
 
 int run_eval(const ModelFlags& f) {
+  if (f.data.map.pred_power.empty() != f.data.map.pred_time.empty())
+    return report(make_error(Errc::invalid_argument, "another model's predictions need both --pred-power-col and --pred-time-col"));
   if (f.model.empty()) {  // another model's predictions, from the data's own columns
     if (f.data.map.pred_power.empty() || f.data.map.pred_time.empty())
       return report(make_error(Errc::invalid_argument, "model eval needs a MODEL file, or --pred-power-col and --pred-time-col"));
     auto d = f.data.load();
     if (!d) return report(d.error());
-    md::EvalContext ctx{"columns " + f.data.map.pred_power + ", " + f.data.map.pred_time, "external", f.data.source(), "", f.data.probe, outliers_in(f, *d)};
+    md::EvalContext ctx = eval_ctx("columns " + f.data.map.pred_power + ", " + f.data.map.pred_time, "external", f.data.source(), "", f.data.probe, outliers_in(f, *d));
     ctx.simulated = d->simulated;
     auto curves = md::measured_curves(std::move(*d), f.data.outlier_rule());
     if (!curves) return report(curves.error());
@@ -106,14 +141,39 @@ int run_eval(const ModelFlags& f) {
   }
   auto m = md::load_model(f.model);
   if (!m) return report(m.error());
-  warn_gpu(*m, f.data.gpu);
+  if (auto g = check_gpu(*m, f.data, f.out.quiet); !g) return report(g.error());
   auto d = f.data.load();
   if (!d) return report(d.error());
-  md::EvalContext ctx{f.model, md::to_string(m->info().form), f.data.source(), "", f.data.probe, outliers_in(f, *d)};
+  md::EvalContext ctx = eval_ctx(f.model, md::to_string(m->info().form), f.data.source(), "", f.data.probe, outliers_in(f, *d));
   ctx.simulated = d->simulated;
+  // Applications the model was trained on are predicted in-sample: their figures flatter it. Say so,
+  // and show the held-out figures: each such application predicted by the same design fitted without it.
+  const auto& trained = m->info().training_applications;
+  for (const auto& a : d->applications())
+    if (std::find(trained.begin(), trained.end(), a) != trained.end()) ctx.in_sample.push_back(a);
+  std::optional<std::vector<md::Curve>> held;
+  if (!ctx.in_sample.empty()) {
+    if (!f.out.quiet)
+      std::cerr << "jouleprof: warning: " << ctx.in_sample.size() << " of " << d->applications().size()
+                << " applications were in the model's training data: their figures are in-sample (optimistic)"
+                << (ctx.in_sample.size() >= 4 ? "; held-out figures (each left out of a refit) follow" : "") << "\n";
+    if (ctx.in_sample.size() >= 4) {
+      md::FitOptions o = m->info().options;
+      o.form = m->info().form;
+      o.gpu = m->info().gpu;
+      o.max_clock_mhz = m->info().max_clock_mhz;
+      o.probe_clock_mhz = m->info().probe_clock_mhz;
+      std::unique_ptr<Progress> bar;
+      auto cv = md::cross_validate(md::subset(*d, ctx.in_sample), o, f.data.probe, md::Split::leave_one_application_out, 5,
+                                   progress_of("held-out fold", f.out.quiet, bar));
+      if (!cv) return report(make_error(cv.error().code, "held-out figures: " + cv.error().message));
+      held = std::move(*cv);
+    }
+  }
   auto curves = md::predict_curves(*m, std::move(*d), f.data.probe);
   if (!curves) return report(curves.error());
-  return emit_eval(f, ctx, *curves);
+  warn_outside(*curves, f.out.quiet);
+  return emit_eval(f, ctx, *curves, held ? &*held : nullptr);
 }
 
 int run_validate(const ModelFlags& f) {
@@ -122,18 +182,53 @@ int run_validate(const ModelFlags& f) {
   auto d = f.data.load();
   if (!d) return report(d.error());
   const bool loao = f.split == "loao";
-  md::EvalContext ctx{"", f.form, f.data.source(), loao ? "leave-one-application-out" : "kfold:" + std::to_string(f.folds), f.data.probe,
-                      outliers_in(f, *d)};
+  md::EvalContext ctx = eval_ctx("", f.form, f.data.source(), loao ? "leave-one-application-out" : "kfold:" + std::to_string(f.folds), f.data.probe,
+                      outliers_in(f, *d));
   ctx.simulated = d->simulated;
-  auto curves = md::cross_validate(*d, *o, f.data.probe, loao ? md::Split::leave_one_application_out : md::Split::kfold, f.folds);
+  ctx.nested = o->form == md::Form::automatic;
+  if (ctx.nested) {
+    ctx.designs = md::auto_designs(*o).size();
+    ctx.criterion = "mean measured-energy excess over the optimum (energy objective), inner leave-one-application-out";
+  }
+  // The locked test set: drawn once by the seed, never seen by any design choice; its figures only
+  // with --report-locked (when the design is final).
+  md::Dataset dev = *d;
+  std::optional<md::Dataset> locked_data;
+  if (f.locked > 0) {
+    const auto apps = d->applications().size();
+    if (f.locked + md::kMinNestedApplications > apps)
+      return report(make_error(Errc::invalid_argument, "--locked " + std::to_string(f.locked) + " leaves " +
+                                                           std::to_string(apps > f.locked ? apps - f.locked : 0) +
+                                                           " development applications; nested validation needs >= " +
+                                                           std::to_string(md::kMinNestedApplications)));
+    const auto split = md::locked_split(*d, f.locked, f.locked_seed);
+    ctx.locked = split.locked;
+    ctx.locked_seed = f.locked_seed;
+    dev = md::subset(*d, split.development);
+    locked_data = md::subset(*d, split.locked);
+  }
+  std::unique_ptr<Progress> bar;
+  auto curves = md::cross_validate(dev, *o, f.data.probe, loao ? md::Split::leave_one_application_out : md::Split::kfold, f.folds,
+                                   progress_of("outer fold", f.out.quiet, bar));
+  bar.reset();
   if (!curves) return report(curves.error());
-  return emit_eval(f, ctx, *curves);
+  std::optional<std::vector<md::Curve>> locked_curves;
+  if (locked_data && f.report_locked) {
+    auto m = md::fit(dev, *o);
+    if (!m) return report(m.error());
+    auto lc = md::predict_curves(*m, *locked_data, f.data.probe);
+    if (!lc) return report(lc.error());
+    const std::string design = m->info().chosen_design.empty() ? md::to_string(m->info().form) : m->info().chosen_design;
+    for (auto& c : *lc) c.design = design;
+    locked_curves = std::move(*lc);
+  }
+  return emit_eval(f, ctx, *curves, nullptr, locked_curves ? &*locked_curves : nullptr);
 }
 
 int run_predict(const ModelFlags& f) {
   auto m = md::load_model(f.model);
   if (!m) return report(m.error());
-  warn_gpu(*m, f.data.gpu);
+  if (auto g = check_gpu(*m, f.data, f.out.quiet); !g) return report(g.error());
   auto d = f.data.load();
   if (!d) return report(d.error());
   auto cols = md::model_columns(*m, *d);
@@ -197,7 +292,10 @@ Runner add_model(CLI::App& app) {
       "See docs/models.md.");
   auto* fit = c->add_subcommand("fit", "fit a model on a sweep CSV and save it");
   f->data.add(fit, false);
-  fit->add_option("--form", f->form, "fgcs, poly, xgboost, knn or ensemble")->check(CLI::IsMember({"fgcs", "poly", "xgboost", "knn", "ensemble"}))->capture_default_str();
+  fit->add_option("--form", f->form, "auto (the design chosen by leave-one-application-out), physics, fgcs, poly, xgboost, knn or ensemble")
+      ->check(CLI::IsMember({"auto", "physics", "fgcs", "poly", "xgboost", "knn", "ensemble"}))->capture_default_str();
+  fit->add_option("--probes", f->data.probe.probes, "probe runs per workload the model is chosen and its spread estimated for (1-3)")
+      ->check(CLI::Range(1, 3))->capture_default_str();
   fit->add_option("-o,--output", f->output, "model file to write")->required();
   checked(fit->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);
   checked(fit->add_option("--probe-clock", f->data.probe.probe_clock_mhz, "training probe clock (default: each application's highest)"), kClockRange);
@@ -213,7 +311,12 @@ Runner add_model(CLI::App& app) {
 
   auto* va = c->add_subcommand("validate", "cross-validation: each application predicted by a model fitted without it");
   f->data.add(va, true);
-  va->add_option("--form", f->form, "fgcs, poly, xgboost, knn or ensemble")->check(CLI::IsMember({"fgcs", "poly", "xgboost", "knn", "ensemble"}))->capture_default_str();
+  va->add_option("--form", f->form, "auto (nested: the design chosen inside each fold), physics, fgcs, poly, xgboost, knn or ensemble")
+      ->check(CLI::IsMember({"auto", "physics", "fgcs", "poly", "xgboost", "knn", "ensemble"}))->capture_default_str();
+  checked(va->add_option("--locked", f->locked, "hold out this many applications as a locked test set (drawn by --locked-seed); designs never see them"),
+          IntRange{.min = 0, .max = 100000})->capture_default_str();
+  va->add_option("--locked-seed", f->locked_seed, "seed of the locked set's draw")->capture_default_str();
+  va->add_flag("--report-locked", f->report_locked, "evaluate the locked set (once the design is final): fit on the rest, predict it");
   va->add_option("--split", f->split, "loao (leave one application out) or kfold")->check(CLI::IsMember({"loao", "kfold"}))->capture_default_str();
   checked(va->add_option("--folds", f->folds, "kfold: folds of applications"), IntRange{.min = 2, .max = 100000})->capture_default_str();
   checked(va->add_option("--max-clock", f->max_clock, "the GPU's maximum SM clock in MHz (default: the highest in the data)"), kClockRange);

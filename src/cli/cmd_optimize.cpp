@@ -61,9 +61,10 @@ int run(const OptimizeFlags& f) {
   }
   auto d = f.data.load();
   if (!d) return report(d.error());
-  md::EvalContext ctx{f.model.empty() && !f.data.map.pred_power.empty() ? "columns " + f.data.map.pred_power + ", " + f.data.map.pred_time : f.model,
-                      "", f.data.source(), "", f.data.probe, 0};
+  md::EvalContext ctx = eval_ctx(f.model.empty() && !f.data.map.pred_power.empty() ? "columns " + f.data.map.pred_power + ", " + f.data.map.pred_time : f.model,
+                      "", f.data.source(), "", f.data.probe, 0);
   ctx.simulated = d->simulated;
+  ctx.measured = f.model.empty() && f.data.map.pred_power.empty();
   {
     md::Dataset copy = *d;
     ctx.outlier_rows = md::flag_outliers(copy, f.data.outlier_rule());
@@ -74,9 +75,10 @@ int run(const OptimizeFlags& f) {
   } else {
     auto m = md::load_model(f.model);
     if (!m) return report(m.error());
-    warn_gpu(*m, f.data.gpu);
+    if (auto g = check_gpu(*m, f.data, f.out.quiet); !g) return report(g.error());
     ctx.form = md::to_string(m->info().form);
     curves = md::predict_curves(*m, std::move(*d), f.data.probe);
+    if (curves) warn_outside(*curves, f.out.quiet);
     if (curves && !f.power_limits.empty()) curves = md::power_limit_curves(*curves, limits);
   }
   if (!curves) return report(curves.error());

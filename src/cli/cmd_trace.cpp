@@ -171,9 +171,9 @@ int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const Kern
   }
   // A trace that recorded nothing is a failed trace, not a result (issue 35 item 7).
   if (store && traced.activities.empty() && rc == 0) {
-    rc = report(make_error(f.device == "sim" ? Errc::unavailable : Errc::unsupported,
+    rc = report(make_error(f.measuring.device == "sim" ? Errc::unavailable : Errc::unsupported,
                            "nothing was traced: the command recorded no CUDA activity (it never used a GPU through CUDA" +
-                               std::string(f.device == "sim" ? "; --device sim simulates only the power sensors, and tracing "
+                               std::string(f.measuring.device == "sim" ? "; --device sim simulates only the power sensors, and tracing "
                                                                "needs a CUDA GPU" : "") +
                                "); the measurement itself was kept"));
   }

@@ -13,6 +13,8 @@
 #include "options.hpp"
 #include "jouleprof/models/dataset.hpp"
 #include "jouleprof/models/model.hpp"
+#include "jouleprof/models/report.hpp"
+#include "jouleprof/models/validate.hpp"
 #include "jouleprof/report/assets.hpp"
 #include "jouleprof/report/charts.hpp"
 
@@ -24,6 +26,7 @@ struct DataFlags {
   models::ProbeOptions probe;
   models::StoreSource store;
   std::string gpu;
+  bool force = false;
   bool no_outliers = false;
   double outlier_power_tol = 0.15;
   double outlier_time_tol = 0;
@@ -44,7 +47,8 @@ struct DataFlags {
     c->add_option("--pred-power-col", map.pred_power, "column with another model's predicted power (evaluated without --model)");
     c->add_option("--pred-time-col", map.pred_time, "column with another model's predicted run time");
     c->add_option("--activity", map.activity, "activity columns to use (default: every known one present)")->delimiter(',');
-    c->add_option("--gpu", gpu, "the GPU the data was measured on (stored at fit; a different one warns)");
+    c->add_option("--gpu", gpu, "the GPU the data was measured on (stored at fit; a model from another GPU is refused without --force)");
+    c->add_flag("--force", force, "apply a model trained on another GPU than --gpu names");
     c->add_flag("--no-outliers", no_outliers, "keep every row (default: rows far from their neighbouring clocks are outliers)");
     checked(c->add_option("--outlier-power-tol", outlier_power_tol, "relative power departure that makes a row an outlier"),
             DoubleRange{.min = 0, .max = 100, .min_exclusive = true})->capture_default_str();
@@ -85,8 +89,22 @@ struct OutFlags {
     c->add_option("--svg-dir", svg_dir, "write figures here as SVG: energy-vs-clock U-curves, predicted vs measured");
     c->add_flag("-q,--quiet", quiet, "no summary on stdout");
   }
-  bool text() const { return !quiet && json != "-" && csv != "-" && latex != "-"; }
+  /// The result table goes to stdout unless another output does; -q silences messages on stderr
+  /// only (docs/cli.md: results are still written).
+  bool text() const { return json != "-" && csv != "-" && latex != "-"; }
 };
+
+inline models::EvalContext eval_ctx(std::string model, std::string form, std::string data, std::string split,
+                                    models::ProbeOptions probe, std::size_t outliers) {
+  models::EvalContext c;
+  c.model = std::move(model);
+  c.form = std::move(form);
+  c.data = std::move(data);
+  c.split = std::move(split);
+  c.probe = probe;
+  c.outlier_rows = outliers;
+  return c;
+}
 
 /// write_output (checked, atomic), with the final newline the documents are read with.
 inline Result<void> write_text(const std::string& path, const std::string& text) {
@@ -116,10 +134,28 @@ inline Result<void> write_svgs(const std::string& dir, const std::vector<std::pa
   return {};
 }
 
-inline void warn_gpu(const models::Model& m, const std::string& gpu) {
-  if (!gpu.empty() && !m.info().gpu.empty() && gpu != m.info().gpu)
+/// A model trained on another GPU than the data's (--gpu) is refused unless --force: the
+/// voltage-frequency curve, the static power and the clocks are the chip's.
+inline Result<void> check_gpu(const models::Model& m, const DataFlags& d, bool quiet) {
+  const std::string& gpu = d.gpu;
+  if (gpu.empty() || m.info().gpu.empty() || gpu == m.info().gpu) return {};
+  if (!d.force)
+    return make_error(Errc::invalid_argument, "the model was trained on " + m.info().gpu + ", the data is from " + gpu +
+                                                  ": its clocks, voltage curve and static power are another chip's (refit on this GPU, "
+                                                  "or --force to apply it anyway)");
+  if (!quiet)
     std::cerr << "jouleprof: warning: the model was trained on " << m.info().gpu << ", applied to " << gpu
-              << " data: expect larger errors\n";
+              << " data (--force): expect larger errors\n";
+  return {};
+}
+
+/// One line per application whose probe lies outside the model's training range.
+inline void warn_outside(const std::vector<models::Curve>& curves, bool quiet) {
+  if (quiet) return;
+  for (const auto& c : curves)
+    if (!c.outside_training.empty())
+      std::cerr << "jouleprof: warning: " << c.application << ": probe outside the training range: " << c.outside_training
+                << " — its predictions extrapolate\n";
 }
 
 }  // namespace jouleprof::cli

@@ -8,8 +8,12 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/core/parse.hpp"
+#include "jouleprof/core/text.hpp"
 
 namespace jouleprof::models {
 
@@ -56,8 +60,9 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 std::vector<std::string> Dataset::applications() const {
   std::vector<std::string> out;
+  std::unordered_set<std::string> seen;
   for (const auto& r : rows)
-    if (std::find(out.begin(), out.end(), r.application) == out.end()) out.push_back(r.application);
+    if (seen.insert(r.application).second) out.push_back(r.application);
   return out;
 }
 
@@ -67,6 +72,19 @@ std::vector<std::size_t> Dataset::rows_of(const std::string& app) const {
     if (rows[i].application == app) idx.push_back(i);
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return rows[a].clock_mhz < rows[b].clock_mhz; });
   return idx;
+}
+
+std::vector<std::pair<std::string, std::vector<std::size_t>>> Dataset::groups() const {
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
+  std::unordered_map<std::string, std::size_t> where;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto [it, inserted] = where.emplace(rows[i].application, out.size());
+    if (inserted) out.emplace_back(rows[i].application, std::vector<std::size_t>{});
+    out[it->second].second.push_back(i);
+  }
+  for (auto& [app, idx] : out)
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return rows[a].clock_mhz < rows[b].clock_mhz; });
+  return out;
 }
 
 int Dataset::activity_index(const std::string& name) const {
@@ -85,6 +103,15 @@ Result<Dataset> parse_csv(const std::string& text, const ColumnMap& map, const s
   }
   if (line_no == 0 || line.find_first_not_of(" \t\r") == std::string::npos)
     return make_error(Errc::parse, source + ": empty file (a header line and rows are needed)");
+  // Names the user gave: none may be empty (an empty --app-col or --activity name is a typo, not
+  // "no column"), and another model's predictions need both columns.
+  for (const auto& [flag, name] : {std::pair<const char*, const std::string*>{"--app-col", &map.application},
+                                   {"--clock-col", &map.clock}, {"--power-col", &map.power}, {"--time-col", &map.time}})
+    if (name->empty()) return make_error(Errc::invalid_argument, std::string(flag) + " must name a column (got an empty name)");
+  for (const auto& a : map.activity)
+    if (a.empty()) return make_error(Errc::invalid_argument, "--activity names an empty column (a stray comma?)");
+  if (map.pred_power.empty() != map.pred_time.empty())
+    return make_error(Errc::invalid_argument, "another model's predictions need both --pred-power-col and --pred-time-col");
   const auto header = split_csv_line(line);
   std::map<std::string, std::size_t> col;
   for (std::size_t i = 0; i < header.size(); ++i)
@@ -137,12 +164,13 @@ Result<Dataset> parse_csv(const std::string& text, const ColumnMap& map, const s
     const auto f = split_csv_line(line);
     Row r;
     const std::size_t ai = col.at(map.application);
-    r.application = ai < f.size() ? f[ai] : std::string{};
+    // Names become JSON strings and table cells: any bytes (a Latin-1 name) are made valid UTF-8.
+    r.application = to_valid_utf8(ai < f.size() ? f[ai] : std::string{});
     if (r.application.empty())
       return make_error(Errc::parse, source + ":" + std::to_string(line_no) + ": column " + map.application + " is empty");
     if (!map.phase.empty()) {
       const std::size_t pi = col.at(map.phase);
-      if (pi < f.size() && !f[pi].empty()) r.application += "/" + f[pi];
+      if (pi < f.size() && !f[pi].empty()) r.application += "/" + to_valid_utf8(f[pi]);
     }
     if (auto e = number(f, map.clock, r.clock_mhz); !e) return e.error();
     if (auto e = number(f, map.power, r.power_w); !e) return e.error();
@@ -182,8 +210,10 @@ Result<Dataset> parse_csv(const std::string& text, const ColumnMap& map, const s
 }
 
 Result<Dataset> read_csv(const std::string& path, const ColumnMap& map) {
-  auto text = read_text_file(path);  // bounded, one open (core/files)
-  if (!text) return make_error(text.error().code, text.error().code == Errc::not_found ? "cannot open " + path : text.error().message);
+  // A sweep CSV of a million rows is ~200 MB; more than 2 GiB is not a sweep (and /dev/zero, a
+  // folder or a FIFO is refused by read_text_file rather than read without end).
+  auto text = read_text_file(path, std::size_t{2} << 30);
+  if (!text) return text.error().code == Errc::not_found ? make_error(Errc::not_found, "cannot open " + path + ": no such file") : text.error();
   return parse_csv(*text, map, path);
 }
 
@@ -213,9 +243,8 @@ std::size_t flag_outliers(Dataset& d, const OutlierRule& rule) {
   }
   // The rule compares neighbouring clocks at one setting; a power-limit sweep has several powers
   // per clock by design, so it is not applied there.
-  if (!rule.enabled || varies_power_limit(d)) return 0;
-  for (const auto& app : d.applications()) {
-    const auto idx = d.rows_of(app);
+  if (!rule.enabled || rule.window < 1 || varies_power_limit(d)) return 0;
+  for (const auto& [app, idx] : d.groups()) {
     const int n = static_cast<int>(idx.size());
     if (n < 2 * rule.window + 1) continue;  // too short a sweep to judge
     for (int i = 0; i < n; ++i) {

@@ -20,7 +20,8 @@ json chart(const std::string& title, const std::string& x_name, const std::strin
               {"yAxis", {{"type", "value"}, {"name", y_name}, {"nameLocation", "middle"}, {"nameGap", 55}, {"scale", true}}},
               {"title", {{"text", title}, {"left", "center"}, {"top", 4}, {"textStyle", {{"fontSize", 14}}}}},
               {"series", std::move(series)}};
-  if (legend) opt["legend"] = {{"top", 30}, {"type", "plain"}};
+  // Many series (21 applications) get a scrolling legend so every colour is named.
+  if (legend) opt["legend"] = {{"top", 30}, {"type", opt["series"].size() > 12 ? "scroll" : "plain"}};
   return opt;
 }
 
@@ -80,6 +81,11 @@ std::string ucurve_chart_option(const Curve& c, const Choice& ch, bool simulated
                                    {"value", fmt::format("{:.0f}", *ch.optimum_clock_mhz)}}}},
                         {"symbol", "diamond"}, {"symbolSize", 14}};
     series.push_back(m);
+    // The diamond explained in the legend: the clock with the lowest measured objective.
+    if (ch.optimum_clock_mhz && ch.optimum_energy_j)
+      series.push_back({{"name", fmt::format("◆ measured optimum ({} objective): {:.0f} MHz", ch.objective.name(), *ch.optimum_clock_mhz)},
+                        {"type", "scatter"}, {"symbol", "diamond"}, {"symbolSize", 10},
+                        {"data", {{*ch.optimum_clock_mhz, *ch.optimum_energy_j}}}});
   }
   if (!bars.empty()) {
     series.push_back({{"name", "measured (±95% CI)"}, {"type", "lines"}, {"coordinateSystem", "cartesian2d"}, {"data", bars},
@@ -88,7 +94,7 @@ std::string ucurve_chart_option(const Curve& c, const Choice& ch, bool simulated
   }
   const std::string title = fmt::format("{}: energy vs clock, {} choice {:.0f} MHz{}", c.application, ch.objective.name(),
                                         ch.chosen_clock_mhz, simulated ? " (simulated)" : "");
-  return chart(title, "SM clock (MHz)", "energy (J)", series, !meas.empty()).dump();
+  return chart(title, "SM clock (MHz)", "energy (J)", series, !meas.empty()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string predicted_vs_measured_chart_option(const std::vector<Curve>& curves, const std::string& quantity, bool simulated) {
@@ -112,8 +118,8 @@ std::string predicted_vs_measured_chart_option(const std::vector<Curve>& curves,
   const std::string unit = quantity == "power" ? "W" : quantity == "time" ? "s" : "J";
   const std::string title = fmt::format("predicted vs measured {}{}", quantity, simulated ? " (simulated)" : "");
   return chart(title, fmt::format("measured {} ({})", quantity, unit), fmt::format("predicted {} ({})", quantity, unit), series,
-               curves.size() <= 12)
-      .dump();
+               true)
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string optimize_latex(const std::vector<Choice>& choices) {

@@ -46,6 +46,12 @@ class FormImpl {
   virtual void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
                        std::vector<double>& time_s) const = 0;
   virtual nlohmann::json params() const = 0;
+  /// Forms that use further probes themselves (physics) fill P and T from all of them and return
+  /// true; the others return false and Model::predict tilts the one-probe curve through them.
+  virtual bool predict_probes(const std::vector<Probe>& /*probes*/, const std::vector<double>& /*clocks*/,
+                              std::vector<double>& /*power_w*/, std::vector<double>& /*time_s*/) const {
+    return false;
+  }
 };
 
 Result<std::unique_ptr<FormImpl>> fit_fgcs(const FitContext& c);
@@ -53,6 +59,8 @@ Result<std::unique_ptr<FormImpl>> fit_poly(const FitContext& c);
 Result<std::unique_ptr<FormImpl>> fit_xgboost(const FitContext& c);
 Result<std::unique_ptr<FormImpl>> fit_knn(const FitContext& c);
 Result<std::unique_ptr<FormImpl>> fit_ensemble(const FitContext& c);
+Result<std::unique_ptr<FormImpl>> fit_physics(const FitContext& c);
+Result<std::unique_ptr<FormImpl>> load_physics(const nlohmann::json& p, const ModelInfo& info);
 Result<std::unique_ptr<FormImpl>> load_fgcs(const nlohmann::json& p, const ModelInfo& info);
 Result<std::unique_ptr<FormImpl>> load_poly(const nlohmann::json& p, const ModelInfo& info);
 Result<std::unique_ptr<FormImpl>> load_xgboost(const nlohmann::json& p, const ModelInfo& info);

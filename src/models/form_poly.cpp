@@ -5,6 +5,7 @@
 //   z = (1, activity at f0 ..., P(f0) / P_ref)
 // Anchoring at the probe's own power and time leaves only the curve's shape to predict, which is
 // what the optimizer needs; ln u carries the 1/f run-time law of compute-bound work.
+#include <Eigen/Dense>
 #include <cmath>
 
 #include "form.hpp"
@@ -70,23 +71,58 @@ namespace {
 Result<std::unique_ptr<FormImpl>> fit_poly_with(const FitContext& c, double ridge, nlohmann::json selection);
 
 // --ridge 0 (the default): the L2 penalty minimising the energy MAPE of a leave-one-application-out
-// pass over the TRAINING applications only (each predicted from its own probe).
+// pass over the TRAINING applications only (each predicted from its own probe). Linear in the
+// number of applications: the normal equations are summed once and each application's share is
+// taken out of them for its fold (the power reference is the whole training set's).
 Result<double> choose_ridge(const FitContext& c, nlohmann::json& selection) {
+  double pref = 0;
+  for (const auto& s : c.sweeps)
+    for (const auto& p : s.points) pref = std::max(pref, p.power_w);
+  const std::size_t A = c.sweeps.size();
+  const auto p = static_cast<Eigen::Index>(kBasis * (c.activity.size() + 2));
+  std::vector<Eigen::MatrixXd> GP(A, Eigen::MatrixXd::Zero(p, p)), GT(A, Eigen::MatrixXd::Zero(p, p));
+  std::vector<Eigen::VectorXd> bP(A, Eigen::VectorXd::Zero(p)), bT(A, Eigen::VectorXd::Zero(p));
+  Eigen::MatrixXd SP = Eigen::MatrixXd::Zero(p, p), ST = SP;
+  Eigen::VectorXd sP = Eigen::VectorXd::Zero(p), sT = sP;
+  for (std::size_t j = 0; j < A; ++j) {
+    const AppSweep& s = c.sweeps[j];
+    const AppPoint& a = s.points[s.anchor];
+    const auto z = Poly::z_of(a.activity, a.power_w, pref);
+    const double u0 = a.clock_mhz / c.max_clock_mhz, w = 1.0 / static_cast<double>(s.points.size());
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      if (i == s.anchor) continue;
+      const AppPoint& q = s.points[i];
+      const double u = q.clock_mhz / c.max_clock_mhz;
+      const auto rp = Poly::row(basis_power, u, u0, z), rt = Poly::row(basis_time, u, u0, z);
+      const Eigen::Map<const Eigen::VectorXd> xp(rp.data(), p), xt(rt.data(), p);
+      GP[j].selfadjointView<Eigen::Lower>().rankUpdate(xp, w);
+      GT[j].selfadjointView<Eigen::Lower>().rankUpdate(xt, w);
+      bP[j] += w * std::log(q.power_w / a.power_w) * xp;
+      bT[j] += w * std::log(q.time_s / a.time_s) * xt;
+    }
+    GP[j] = GP[j].selfadjointView<Eigen::Lower>();
+    GT[j] = GT[j].selfadjointView<Eigen::Lower>();
+    SP += GP[j], ST += GT[j], sP += bP[j], sT += bT[j];
+  }
   double best = 0, best_err = 1e300;
   for (double ridge : {1e-3, 1e-4, 1e-5, 1e-6, 1e-7}) {
     double err = 0;
     std::size_t n = 0;
-    for (std::size_t j = 0; j < c.sweeps.size(); ++j) {
-      std::vector<AppSweep> rest;
-      for (std::size_t i = 0; i < c.sweeps.size(); ++i)
-        if (i != j) rest.push_back(c.sweeps[i]);
-      auto m = fit_poly_with(FitContext{rest, c.activity, c.max_clock_mhz, c.options}, ridge, nullptr);
-      if (!m) return m.error();
+    for (std::size_t j = 0; j < A; ++j) {
+      auto solve = [&](const Eigen::MatrixXd& S, const Eigen::MatrixXd& G, const Eigen::VectorXd& b) {
+        Eigen::MatrixXd M = S - G;
+        const double scale = M.diagonal().mean();
+        M.diagonal().array() += ridge * (scale > 0 ? scale : 1.0);
+        return Eigen::VectorXd(M.ldlt().solve(b));
+      };
+      const Eigen::VectorXd wp = solve(SP, GP[j], sP - bP[j]), wt = solve(ST, GT[j], sT - bT[j]);
+      if (!wp.allFinite() || !wt.allFinite()) return make_error(Errc::invalid_argument, "the least-squares system is singular");
+      const Poly m(c.max_clock_mhz, pref, {wp.data(), wp.data() + p}, {wt.data(), wt.data() + p}, ridge, nullptr);
       const AppSweep& s = c.sweeps[j];
       const AppPoint& a = s.points[s.anchor];
       std::vector<double> clocks, P, T;
-      for (const auto& p : s.points) clocks.push_back(p.clock_mhz);
-      (*m)->predict(Probe{a.clock_mhz, a.activity, a.power_w, a.time_s}, clocks, P, T);
+      for (const auto& q : s.points) clocks.push_back(q.clock_mhz);
+      m.predict(Probe{a.clock_mhz, a.activity, a.power_w, a.time_s}, clocks, P, T);
       for (std::size_t i = 0; i < clocks.size(); ++i)
         err += std::abs(P[i] * T[i] / (s.points[i].power_w * s.points[i].time_s) - 1);
       n += clocks.size();

@@ -91,7 +91,7 @@ Result<std::shared_ptr<Booster>> load(const XgbApi& api, const nlohmann::json& j
   if (auto e = xgb_check(api, api.XGBoosterCreate(nullptr, 0, &b->h), "XGBoosterCreate"); !e) return e.error();
   const std::string text = j.dump();
   if (auto e = xgb_check(api, api.XGBoosterLoadModelFromBuffer(b->h, text.data(), text.size()), "XGBoosterLoadModelFromBuffer"); !e)
-    return e.error();
+    return make_error(Errc::parse, "xgboost model: a booster libxgboost cannot load (" + e.error().message + ")");
   return b;
 }
 

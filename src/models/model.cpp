@@ -11,7 +11,11 @@
 #include <sstream>
 
 #include "form.hpp"
+#include "jouleprof/models/optimize.hpp"
+#include "jouleprof/models/report.hpp"
+#include "jouleprof/models/validate.hpp"
 #include "jouleprof/core/files.hpp"
+#include "jouleprof/core/parse.hpp"
 #include "jouleprof/config.hpp"
 
 namespace jouleprof::models {
@@ -23,6 +27,8 @@ const char* to_string(Form f) {
     case Form::xgboost: return "xgboost";
     case Form::knn: return "knn";
     case Form::ensemble: return "ensemble";
+    case Form::physics: return "physics";
+    case Form::automatic: return "auto";
   }
   return "?";
 }
@@ -33,7 +39,9 @@ Result<Form> parse_form(const std::string& s) {
   if (s == "xgboost") return Form::xgboost;
   if (s == "knn") return Form::knn;
   if (s == "ensemble") return Form::ensemble;
-  return make_error(Errc::invalid_argument, "unknown model form '" + s + "' (fgcs, poly, xgboost, knn or ensemble)");
+  if (s == "physics") return Form::physics;
+  if (s == "auto") return Form::automatic;
+  return make_error(Errc::invalid_argument, "unknown model form '" + s + "' (auto, physics, fgcs, poly, xgboost, knn or ensemble)");
 }
 
 namespace detail {
@@ -41,11 +49,11 @@ namespace detail {
 std::vector<AppSweep> sweeps_of(const Dataset& d, const std::vector<int>& columns, double probe_clock_mhz,
                                 std::size_t min_points) {
   std::vector<AppSweep> out;
-  for (const auto& app : d.applications()) {
+  for (const auto& [app, rows] : d.groups()) {
     AppSweep s;
     s.application = app;
     std::map<double, std::vector<std::size_t>> by_clock;
-    for (auto i : d.rows_of(app))
+    for (auto i : rows)
       if (!d.rows[i].outlier) by_clock[d.rows[i].clock_mhz].push_back(i);
     for (const auto& [clock, idx] : by_clock) {
       AppPoint p;
@@ -97,8 +105,10 @@ Result<std::unique_ptr<detail::FormImpl>> load_form(Form f, const nlohmann::json
     case Form::xgboost: return detail::load_xgboost(p, info);
     case Form::knn: return detail::load_knn(p, info);
     case Form::ensemble: return detail::load_ensemble(p, info);
+    case Form::physics: return detail::load_physics(p, info);
+    case Form::automatic: break;
   }
-  return make_error(Errc::internal, "unknown form");
+  return make_error(Errc::parse, "a model file names a concrete form, not auto");
 }
 
 // The activity columns a form uses: the fgcs form its named ones; the others every column with
@@ -167,7 +177,9 @@ Result<std::vector<int>> choose_columns(const Dataset& d, Form form, double prob
 
 }  // namespace
 
-Result<Model> fit(Dataset data, const FitOptions& o) {
+namespace {
+
+Result<Model> fit_one(Dataset data, const FitOptions& o) {
   if (varies_power_limit(data)) return make_error(Errc::invalid_argument, kPowerLimitModelError);
   ModelInfo info;
   info.form = o.form;
@@ -207,6 +219,20 @@ Result<Model> fit(Dataset data, const FitOptions& o) {
   clocks.erase(std::unique(clocks.begin(), clocks.end()), clocks.end());
   info.clocks_mhz = clocks;
   info.max_clock_mhz = o.max_clock_mhz > 0 ? o.max_clock_mhz : fmax;
+  // The range of the training probes: a workload outside it is an extrapolation (said when applied).
+  info.probe_activity_min.assign(info.activity.size(), HUGE_VAL);
+  info.probe_activity_max.assign(info.activity.size(), -HUGE_VAL);
+  info.probe_power_min_w = HUGE_VAL;
+  info.probe_power_max_w = 0;
+  for (const auto& s : sweeps) {
+    const auto& a = s.points[s.anchor];
+    for (std::size_t c = 0; c < a.activity.size(); ++c) {
+      info.probe_activity_min[c] = std::min(info.probe_activity_min[c], a.activity[c]);
+      info.probe_activity_max[c] = std::max(info.probe_activity_max[c], a.activity[c]);
+    }
+    info.probe_power_min_w = std::min(info.probe_power_min_w, a.power_w);
+    info.probe_power_max_w = std::max(info.probe_power_max_w, a.power_w);
+  }
   info.created_utc = now_utc();
   info.tool_version = std::string(JOULEPROF_VERSION) + " (" + JOULEPROF_GIT_REVISION + ")";
   detail::FitContext ctx{sweeps, info.activity, info.max_clock_mhz, o};
@@ -217,9 +243,187 @@ Result<Model> fit(Dataset data, const FitOptions& o) {
     case Form::xgboost: impl = detail::fit_xgboost(ctx); break;
     case Form::knn: impl = detail::fit_knn(ctx); break;
     case Form::ensemble: impl = detail::fit_ensemble(ctx); break;
+    case Form::physics: impl = detail::fit_physics(ctx); break;
+    case Form::automatic: break;
   }
   if (!impl) return impl.error();
   return Model(std::move(info), std::shared_ptr<const detail::FormImpl>(std::move(*impl)));
+}
+
+// The predictive spread from held-out curves: residuals of ln P, ln T, ln E binned by the distance
+// from the first probe, root mean square per bin, non-decreasing with the distance.
+Uncertainty uncertainty_of(const std::vector<Curve>& curves, const std::string& method) {
+  Uncertainty u;
+  u.x_edges = {0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.2};
+  const std::size_t B = u.x_edges.size();
+  std::vector<double> sp(B, 0), st(B, 0), se(B, 0);
+  std::vector<std::size_t> n(B, 0);
+  for (const auto& c : curves) {
+    if (c.probe_clocks_mhz.empty()) continue;
+    const double f0 = c.probe_clocks_mhz.front();
+    for (const auto& p : c.points) {
+      if (p.outlier || !p.power_w || !p.time_s || !(p.pred_power_w > 0) || !(p.pred_time_s > 0)) continue;
+      const double x = std::abs(std::log(p.clock_mhz / f0));
+      std::size_t b = 0;
+      while (b + 1 < B && x > u.x_edges[b]) ++b;
+      const double rp = std::log(*p.power_w / p.pred_power_w), rt = std::log(*p.time_s / p.pred_time_s);
+      sp[b] += rp * rp, st[b] += rt * rt, se[b] += (rp + rt) * (rp + rt);
+      ++n[b];
+    }
+  }
+  double mp = 0, mt = 0, me = 0;
+  for (std::size_t b = 0; b < B; ++b) {
+    if (n[b] > 0) {
+      mp = std::max(mp, std::sqrt(sp[b] / static_cast<double>(n[b])));
+      mt = std::max(mt, std::sqrt(st[b] / static_cast<double>(n[b])));
+      me = std::max(me, std::sqrt(se[b] / static_cast<double>(n[b])));
+    }
+    u.log_power.push_back(mp);
+    u.log_time.push_back(mt);
+    u.log_energy.push_back(me);
+  }
+  u.method = method;
+  return u;
+}
+
+// The inner pass leaves out one application at a time up to kMaxInnerLoao applications, and one of
+// kInnerFolds folds of applications beyond (fixed seed): the fit stays linear in the applications
+// (a leave-one-out over 5000 applications would be 5000 fits).
+constexpr std::size_t kMaxInnerLoao = 40;
+constexpr int kInnerFolds = 10;
+Split inner_split(std::size_t apps) { return apps <= kMaxInnerLoao ? Split::leave_one_application_out : Split::kfold; }
+
+// The inner figure of a design: the mean excess of the measured energy at the chosen clock over
+// the measured optimum (energy objective), over the training applications each held out; ties
+// (within 0.05 percentage points) go to the lower energy MAPE. Returned as one number:
+// excess + 1e-3 x MAPE.
+constexpr const char* kInnerCriterion =
+    "mean measured-energy excess at the chosen clock over the measured optimum (energy objective), "
+    "leave-one-application-out over the training applications; energy MAPE breaks near ties";
+double inner_figure(const std::vector<Curve>& curves) {
+  Objective energy;
+  const auto s = summarize(optimize(curves, energy));
+  const auto ev = evaluate(curves);
+  return s.mean_energy_excess_pct + 1e-3 * ev.overall.energy_mape_pct;
+}
+
+}  // namespace
+
+std::vector<Design> auto_designs(const FitOptions& base) {
+  std::vector<Design> out;
+  auto add = [&](Form f, double ridge, bool dram, bool time_outliers) {
+    Design d;
+    d.options = base;
+    d.options.form = f;
+    d.options.physics_ridge = ridge;
+    d.options.physics_dram_static = dram;
+    d.label = f == Form::physics ? fmt::format("physics ridge={:g}{}", ridge, dram ? " static+dram" : "") : std::string(to_string(f));
+    // The outlier rule is a choice too: with the run-time check (a run-time glitch is not a curve).
+    if (time_outliers) {
+      if (base.outliers.time_tol > 0 || !base.outliers.enabled) return;
+      d.options.outliers.time_tol = 0.15;
+      d.label += " +time-outliers";
+    }
+    d.options.uncertainty = false;
+    d.options.progress = nullptr;
+    out.push_back(d);
+  };
+  for (double ridge : {0.1, 1.0})
+    for (bool dram : {false, true}) add(Form::physics, ridge, dram, false);
+  add(Form::poly, 0, false, false);
+  add(Form::fgcs, 0, false, false);
+  add(Form::physics, 0.1, false, true);
+  add(Form::poly, 0, false, true);
+  return out;
+}
+
+Result<Model> fit(Dataset data, const FitOptions& o) {
+  ProbeOptions po;
+  po.probe_clock_mhz = o.probe_clock_mhz;
+  po.probes = o.probes;
+  if (o.form != Form::automatic) {
+    auto m = fit_one(data, o);
+    if (!m || !o.uncertainty || data.applications().size() < 4) return m;
+    // The spread of held-out predictions of this design (its hyper-parameters chosen inside each
+    // fold as in the fit); the costly forms go without.
+    if (o.form == Form::knn || o.form == Form::xgboost || o.form == Form::ensemble) return m;
+    FitOptions inner = o;
+    inner.uncertainty = false;
+    inner.progress = nullptr;
+    const std::size_t n = data.applications().size();
+    auto curves = cross_validate(data, inner, po, inner_split(n), kInnerFolds);
+    if (!curves) return m;
+    ModelInfo info = m->info();
+    info.uncertainty = uncertainty_of(*curves, fmt::format("leave-one-application-out residuals over the {} training applications, {} probe(s)",
+                                                           curves->size(), o.probes));
+    return Model(std::move(info), m->impl());
+  }
+  const auto apps = data.applications();
+  if (apps.size() < kMinAutoApplications)
+    return make_error(Errc::invalid_argument, fmt::format("--form auto chooses the design by leaving out each training application: it needs "
+                                                          ">= {} applications, the data has {} (name a --form)",
+                                                          kMinAutoApplications, apps.size()));
+  const auto designs = auto_designs(o);
+  std::vector<std::pair<std::string, double>> tried;
+  double best = HUGE_VAL;
+  std::size_t best_i = designs.size();
+  std::vector<Curve> best_curves;
+  std::string first_error;
+  for (std::size_t i = 0; i < designs.size(); ++i) {
+    auto curves = cross_validate(data, designs[i].options, po, inner_split(apps.size()), kInnerFolds);
+    if (!curves && first_error.empty()) first_error = designs[i].label + ": " + curves.error().message;
+    const double fig = curves ? inner_figure(*curves) : HUGE_VAL;
+    tried.emplace_back(designs[i].label, fig);
+    if (fig < best) {
+      best = fig;
+      best_i = i;
+      best_curves = std::move(*curves);
+    }
+    if (o.progress) o.progress(static_cast<int>(i + 1), static_cast<int>(designs.size()));
+  }
+  if (best_i == designs.size())
+    return make_error(Errc::invalid_argument, "--form auto: no design could be fitted to this data (" + first_error + ")");
+  auto m = fit_one(std::move(data), designs[best_i].options);
+  if (!m) return m.error();
+  ModelInfo info = m->info();
+  info.designs = std::move(tried);
+  info.chosen_design = designs[best_i].label;
+  info.inner_criterion = kInnerCriterion;
+  info.options.uncertainty = o.uncertainty;
+  info.options.probes = o.probes;
+  if (o.uncertainty)
+    info.uncertainty = uncertainty_of(best_curves, fmt::format("leave-one-application-out residuals of the chosen design over the {} "
+                                                               "training applications, {} probe(s)",
+                                                               best_curves.size(), o.probes));
+  return Model(std::move(info), m->impl());
+}
+
+void Uncertainty::at(double x, double& sp, double& st, double& se) const {
+  sp = st = se = 0;
+  if (x_edges.empty()) return;
+  std::size_t b = 0;
+  while (b + 1 < x_edges.size() && x > x_edges[b]) ++b;
+  // Linear within the first bin from 0 at the probe.
+  const double scale = b == 0 ? std::min(1.0, x / x_edges[0]) : 1.0;
+  sp = scale * log_power[b];
+  st = scale * log_time[b];
+  se = scale * log_energy[b];
+}
+
+std::string outside_training(const ModelInfo& info, const Probe& probe) {
+  std::string out;
+  for (std::size_t c = 0; c < info.activity.size() && c < info.probe_activity_min.size() && c < probe.activity.size(); ++c) {
+    const double lo = info.probe_activity_min[c], hi = info.probe_activity_max[c], slack = 0.02 * (hi - lo) + 1e-3;
+    const double v = probe.activity[c];
+    if (v < lo - slack || v > hi + slack)
+      out += fmt::format("{}{} {:.3g} (trained {:.3g}-{:.3g})", out.empty() ? "" : ", ", info.activity[c], v, lo, hi);
+  }
+  if (info.probe_power_max_w > 0) {
+    const double lo = info.probe_power_min_w, hi = info.probe_power_max_w, slack = 0.02 * (hi - lo) + 1;
+    if (probe.power_w < lo - slack || probe.power_w > hi + slack)
+      out += fmt::format("{}probe power {:.3g} W (trained {:.3g}-{:.3g} W)", out.empty() ? "" : ", ", probe.power_w, lo, hi);
+  }
+  return out;
 }
 
 Result<std::vector<Point>> Model::predict(const std::vector<Probe>& probes, const std::vector<double>& clocks) const {
@@ -234,11 +438,12 @@ Result<std::vector<Point>> Model::predict(const std::vector<Probe>& probes, cons
   std::vector<double> all = clocks;
   for (std::size_t k = 1; k < probes.size(); ++k) all.push_back(probes[k].clock_mhz);
   std::vector<double> P, T;
-  impl_->predict(p0, all, P, T);
+  const bool own = impl_->predict_probes(probes, clocks, P, T);
+  if (!own) impl_->predict(p0, all, P, T);
   // Further probes: measured vs predicted at their clocks corrects the curve by c1 phi + c2 phi^2,
   // phi = ln(f / f0) (zero at the first probe, so the anchor stays exact).
   std::vector<double> cP(2, 0.0), cT(2, 0.0);
-  if (probes.size() > 1) {
+  if (probes.size() > 1 && !own) {
     const std::size_t m = probes.size() - 1;
     Eigen::MatrixXd A(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(m));
     Eigen::VectorXd rP(static_cast<Eigen::Index>(m)), rT(static_cast<Eigen::Index>(m));
@@ -264,12 +469,64 @@ Result<std::vector<Point>> Model::predict(const std::vector<Probe>& probes, cons
     pt.clock_mhz = clocks[i];
     pt.power_w = P[i] * std::exp(cP[0] * phi + cP[1] * phi * phi);
     pt.time_s = T[i] * std::exp(cT[0] * phi + cT[1] * phi * phi);
+    info_.uncertainty.at(std::abs(phi), pt.sigma_log_power, pt.sigma_log_time, pt.sigma_log_energy);
     if (!std::isfinite(pt.power_w) || !std::isfinite(pt.time_s))
       return make_error(Errc::invalid_argument, fmt::format("the model gives no finite prediction at {:g} MHz", clocks[i]));
     out.push_back(pt);
   }
   return out;
 }
+
+namespace {
+
+bool finite_all(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+}
+
+Result<void> validate_info(const ModelInfo& i) {
+  auto bad = [](const std::string& m) { return make_error(Errc::parse, m); };
+  if (!(i.max_clock_mhz > 0 && i.max_clock_mhz <= 100000)) return bad("max_clock_mhz must be in (0, 100000] MHz");
+  if (!(i.probe_clock_mhz >= 0 && i.probe_clock_mhz <= 100000)) return bad("probe_clock_mhz must be in [0, 100000] MHz");
+  if (i.clocks_mhz.empty()) return bad("clocks_mhz is empty");
+  for (double f : i.clocks_mhz)
+    if (!(f > 0 && f <= 100000)) return bad("clocks_mhz: each clock must be in (0, 100000] MHz");
+  for (std::size_t k = 0; k < i.activity.size(); ++k) {
+    if (i.activity[k].empty()) return bad("activity: an empty column name");
+    for (std::size_t l = 0; l < k; ++l)
+      if (i.activity[l] == i.activity[k]) return bad("activity: column " + i.activity[k] + " twice");
+  }
+  const auto& r = i.options.outliers;
+  if (r.window < 1 || r.window > 1000) return bad("training.outlier_rule.window must be 1-1000 clocks on each side");
+  if (!(r.power_tol > 0 && r.power_tol <= 100) || !(r.time_tol >= 0 && r.time_tol <= 100) || !(r.activity_abs >= 0 && r.activity_abs <= 100) ||
+      !(r.activity_rel >= 0 && r.activity_rel <= 100))
+    return bad("training.outlier_rule: power_tol must be in (0, 100], time_tol, activity_abs and activity_rel in [0, 100]");
+  if (!(i.options.ridge >= 0 && i.options.ridge <= 1e6) || !(i.options.physics_ridge >= 0 && i.options.physics_ridge <= 1e6))
+    return bad("options: ridge must be in [0, 1e6]");
+  if (i.options.probes < 1 || i.options.probes > 3) return bad("options.probes must be 1, 2 or 3");
+  if (!i.probe_activity_min.empty() || !i.probe_activity_max.empty()) {
+    if (i.probe_activity_min.size() != i.activity.size() || i.probe_activity_max.size() != i.activity.size() ||
+        !finite_all(i.probe_activity_min) || !finite_all(i.probe_activity_max))
+      return bad("probe_range: one finite minimum and maximum per activity column");
+    for (std::size_t k = 0; k < i.activity.size(); ++k)
+      if (i.probe_activity_min[k] > i.probe_activity_max[k]) return bad("probe_range: a minimum above its maximum");
+    if (!(i.probe_power_min_w >= 0 && i.probe_power_min_w <= i.probe_power_max_w && i.probe_power_max_w < 1e5))
+      return bad("probe_range: power_min_w <= power_max_w, both in [0, 1e5) W");
+  }
+  const auto& u = i.uncertainty;
+  if (!u.x_edges.empty()) {
+    const std::size_t n = u.x_edges.size();
+    if (u.log_power.size() != n || u.log_time.size() != n || u.log_energy.size() != n)
+      return bad("uncertainty: one sigma_log_power, sigma_log_time and sigma_log_energy per bin");
+    if (!std::is_sorted(u.x_edges.begin(), u.x_edges.end()) || !(u.x_edges.front() > 0) || !finite_all(u.x_edges))
+      return bad("uncertainty: x_edges must be ascending and > 0");
+    for (const auto* v : {&u.log_power, &u.log_time, &u.log_energy})
+      for (double x : *v)
+        if (!(x >= 0 && x <= 10)) return bad("uncertainty: each sigma must be in [0, 10]");
+  }
+  return {};
+}
+
+}  // namespace
 
 std::string Model::to_json() const {
   const auto& i = info_;
@@ -296,9 +553,21 @@ std::string Model::to_json() const {
                    {"applications", i.training_applications},
                    {"created_utc", i.created_utc},
                    {"tool_version", i.tool_version}};
-  j["options"] = {{"ridge", i.options.ridge}, {"xgb_rounds", i.options.xgb_rounds}, {"xgb_depth", i.options.xgb_depth}, {"xgb_eta", i.options.xgb_eta}};
+  j["options"] = {{"ridge", i.options.ridge}, {"xgb_rounds", i.options.xgb_rounds}, {"xgb_depth", i.options.xgb_depth}, {"xgb_eta", i.options.xgb_eta},
+                  {"physics_ridge", i.options.physics_ridge}, {"physics_dram_static", i.options.physics_dram_static}, {"probes", i.options.probes}};
+  j["probe_range"] = {{"activity_min", i.probe_activity_min}, {"activity_max", i.probe_activity_max},
+                      {"power_min_w", i.probe_power_min_w}, {"power_max_w", i.probe_power_max_w}};
+  if (!i.uncertainty.empty())
+    j["uncertainty"] = {{"x", "|ln(f / f_probe)|, upper bin edges"}, {"x_edges", i.uncertainty.x_edges},
+                        {"sigma_log_power", i.uncertainty.log_power}, {"sigma_log_time", i.uncertainty.log_time},
+                        {"sigma_log_energy", i.uncertainty.log_energy}, {"method", i.uncertainty.method}};
+  if (!i.designs.empty()) {
+    nlohmann::json d = nlohmann::json::array();
+    for (const auto& [label, fig] : i.designs) d.push_back({{"design", label}, {"inner_figure", std::isfinite(fig) ? nlohmann::json(fig) : nlohmann::json()}});
+    j["selection"] = {{"criterion", i.inner_criterion}, {"designs_tried", i.designs.size()}, {"designs", d}, {"chosen", i.chosen_design}};
+  }
   j["params"] = impl_->params();
-  return j.dump(1);
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<Model> Model::from_json(const std::string& text, const std::string& source) {
@@ -333,7 +602,38 @@ Result<Model> Model::from_json(const std::string& text, const std::string& sourc
       i.options.outliers.activity_abs = r.value("activity_abs", 0.05);
       i.options.outliers.activity_rel = r.value("activity_rel", 0.15);
     }
-    if (!(i.max_clock_mhz > 0)) return make_error(Errc::parse, source + ": max_clock_mhz must be > 0");
+    if (j.contains("options")) {
+      const auto& o = j.at("options");
+      i.options.ridge = o.value("ridge", 0.0);
+      i.options.physics_ridge = o.value("physics_ridge", 0.1);
+      i.options.physics_dram_static = o.value("physics_dram_static", false);
+      i.options.probes = o.value("probes", 1);
+    }
+    if (j.contains("probe_range")) {
+      const auto& r = j.at("probe_range");
+      i.probe_activity_min = r.at("activity_min").get<std::vector<double>>();
+      i.probe_activity_max = r.at("activity_max").get<std::vector<double>>();
+      i.probe_power_min_w = r.at("power_min_w").get<double>();
+      i.probe_power_max_w = r.at("power_max_w").get<double>();
+    }
+    if (j.contains("uncertainty")) {
+      const auto& u = j.at("uncertainty");
+      i.uncertainty.x_edges = u.at("x_edges").get<std::vector<double>>();
+      i.uncertainty.log_power = u.at("sigma_log_power").get<std::vector<double>>();
+      i.uncertainty.log_time = u.at("sigma_log_time").get<std::vector<double>>();
+      i.uncertainty.log_energy = u.at("sigma_log_energy").get<std::vector<double>>();
+      i.uncertainty.method = u.value("method", "");
+    }
+    if (j.contains("selection")) {
+      const auto& sel = j.at("selection");
+      i.inner_criterion = sel.value("criterion", "");
+      i.chosen_design = sel.value("chosen", "");
+      for (const auto& d : sel.at("designs"))
+        i.designs.emplace_back(d.at("design").get<std::string>(), d.at("inner_figure").is_null() ? HUGE_VAL : d.at("inner_figure").get<double>());
+    }
+    // Every figure read from the file is range-checked as a typed option would be (a model file
+    // is input, not trusted state).
+    if (auto v = validate_info(i); !v) return make_error(Errc::parse, source + ": " + v.error().message);
     auto impl = load_form(i.form, j.at("params"), i);
     if (!impl) return make_error(impl.error().code, source + ": " + impl.error().message);
     return Model(std::move(i), std::shared_ptr<const detail::FormImpl>(std::move(*impl)));
@@ -343,8 +643,12 @@ Result<Model> Model::from_json(const std::string& text, const std::string& sourc
 }
 
 Result<Model> load_model(const std::string& path) {
-  auto text = read_text_file(path);  // bounded, one open (core/files)
-  if (!text) return make_error(text.error().code, text.error().code == Errc::not_found ? "cannot open model " + path : "model " + text.error().message);
+  // A model file is kilobytes (knn's holds its training curves: megabytes); 256 MiB is not one.
+  auto text = read_text_file(path, std::size_t{256} << 20);
+  if (!text)
+    return make_error(text.error().code, text.error().code == Errc::not_found ? "cannot open model " + path + ": no such file"
+                                                                                : "cannot read model " + path + ": " + text.error().message);
+  if (auto depth = json_too_deep(*text)) return make_error(Errc::parse, path + ": JSON nested too deep (at byte " + std::to_string(*depth) + ")");
   return Model::from_json(*text, path);
 }
 

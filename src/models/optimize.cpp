@@ -57,18 +57,41 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
+// One-sided 95% and two-sided 95% normal quantiles.
+constexpr double kZ95Upper = 1.645, kZ95 = 1.96;
+
+// The spread of ln(objective) at a point: energy's, plus time's once per power of T.
+double sigma_of(const Objective& o, const CurvePoint& p) {
+  switch (o.kind) {
+    case ObjectiveKind::edp: return p.sigma_log_energy + p.sigma_log_time;
+    case ObjectiveKind::ed2p: return p.sigma_log_energy + 2 * p.sigma_log_time;
+    default: return p.sigma_log_energy;
+  }
+}
+
 // The index minimising the objective over non-outlier points; `measured` picks measured values.
+// On predictions with a known spread the EXPECTED objective is minimised (log-normal: x exp(s^2/2)),
+// and a clock whose energy's upper 95% bound exceeds the reference's (the highest clock) predicted
+// energy is not a candidate: a choice may cost more than promised, never more than not choosing.
 std::optional<std::size_t> best(const Curve& c, const Objective& o, bool measured, std::size_t ref) {
   auto E = [&](const CurvePoint& p) { return measured ? *p.energy_j() : p.pred_energy_j(); };
-  auto T = [&](const CurvePoint& p) { return measured ? *p.time_s : p.pred_time_s; };
-  const double tmax = T(c.points[ref]) * (1 + o.slowdown_pct / 100);
+  auto T = [&](const CurvePoint& p) {
+    return measured ? *p.time_s : p.pred_time_s * std::exp(0.5 * p.sigma_log_time * p.sigma_log_time);
+  };
+  const double tmax = (measured ? *c.points[ref].time_s : c.points[ref].pred_time_s) * (1 + o.slowdown_pct / 100);
+  const double eref = E(c.points[ref]);
   std::optional<std::size_t> b;
   double bs = 0;
   for (std::size_t i = 0; i < c.points.size(); ++i) {
     const auto& p = c.points[i];
     if (p.outlier || (measured && !p.energy_j())) continue;
     if (o.kind == ObjectiveKind::slowdown && T(p) > tmax * (1 + 1e-12)) continue;
-    const double s = score(o, E(p), T(p));
+    double s = score(o, E(p), measured ? *p.time_s : p.pred_time_s);
+    if (!measured) {
+      const double sg = sigma_of(o, p);
+      s *= std::exp(0.5 * sg * sg);
+      if (i != ref && E(p) * std::exp(kZ95Upper * p.sigma_log_energy) > eref * (1 + 1e-12)) continue;
+    }
     if (!b || s < bs) {
       b = i;
       bs = s;
@@ -120,6 +143,12 @@ std::vector<Choice> optimize(const std::vector<Curve>& curves, const Objective& 
     ch.reference_clock_mhz = r.clock_mhz;
     ch.predicted_savings_pct = 100 * (1 - p.pred_energy_j() / r.pred_energy_j());
     ch.predicted_slowdown_pct = 100 * (p.pred_time_s / r.pred_time_s - 1);
+    ch.outside_training = c.outside_training;
+    if (p.sigma_log_energy > 0) {
+      const double ratio = p.pred_energy_j() / r.pred_energy_j();
+      ch.predicted_savings_interval = Interval{ch.predicted_savings_pct, 100 * (1 - ratio * std::exp(kZ95 * p.sigma_log_energy)),
+                                               100 * (1 - ratio * std::exp(-kZ95 * p.sigma_log_energy))};
+    }
     if (p.energy_j() && r.energy_j()) {
       ch.measured_energy_at_chosen_j = p.energy_j();
       ch.measured_time_at_chosen_s = p.time_s;
@@ -152,6 +181,7 @@ Result<std::vector<Curve>> power_limit_curves(const std::vector<Curve>& curves, 
     Curve lc;
     lc.application = c.application;
     lc.probe_clocks_mhz = c.probe_clocks_mhz;
+    lc.outside_training = c.outside_training;
     std::vector<const CurvePoint*> pts;
     for (const auto& p : c.points)
       if (!p.outlier && !p.power_limit_w) pts.push_back(&p);
@@ -159,15 +189,20 @@ Result<std::vector<Curve>> power_limit_curves(const std::vector<Curve>& curves, 
     for (double l : sorted) {
       // Under a limit the GPU lowers its clock until the load fits: the highest clock whose
       // predicted power is within it. A limit below the lowest clock's power is not predicted.
+      // With a known spread, the clock whose power's upper 95% bound fits: a limit the load
+      // might exceed would throttle it below the predicted clock.
       const CurvePoint* settled = nullptr;
       for (const auto* p : pts)
-        if (p->pred_power_w <= l) settled = p;
+        if (p->pred_power_w * std::exp(kZ95Upper * p->sigma_log_power) <= l) settled = p;
       if (settled == nullptr) continue;
       CurvePoint q;
       q.clock_mhz = settled->clock_mhz;
       q.power_limit_w = l;
       q.pred_power_w = settled->pred_power_w;
       q.pred_time_s = settled->pred_time_s;
+      q.sigma_log_energy = settled->sigma_log_energy;
+      q.sigma_log_time = settled->sigma_log_time;
+      q.sigma_log_power = settled->sigma_log_power;
       lc.points.push_back(q);
     }
     // The reference: the highest clock at the GPU's default limit, with its measurement if any.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 #include "form.hpp"
 
@@ -23,14 +24,11 @@ Result<std::vector<int>> model_columns(const Model& m, const Dataset& d) {
   return cols;
 }
 
-Result<std::vector<Probe>> select_probes(const Dataset& d, const std::string& app, const std::vector<int>& columns,
-                                         const ProbeOptions& opt) {
-  if (opt.probes < 1 || opt.probes > 3) return make_error(Errc::invalid_argument, "--probes must be 1, 2 or 3");
-  const auto sweeps = detail::sweeps_of(d, columns, opt.probe_clock_mhz);
-  const detail::AppSweep* s = nullptr;
-  for (const auto& sw : sweeps)
-    if (sw.application == app) s = &sw;
-  if (!s) return make_error(Errc::invalid_argument, app + ": no clock without outliers to probe");
+namespace {
+
+Result<std::vector<Probe>> probes_of(const detail::AppSweep& sw, const ProbeOptions& opt) {
+  const detail::AppSweep* s = &sw;
+  const std::string& app = sw.application;
   std::vector<std::size_t> chosen{s->anchor};
   const double f0 = s->points[s->anchor].clock_mhz;
   for (double frac : {0.75, 0.55}) {
@@ -57,15 +55,42 @@ Result<std::vector<Probe>> select_probes(const Dataset& d, const std::string& ap
   return out;
 }
 
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::vector<Probe>>>> select_all_probes(const Dataset& d, const std::vector<int>& columns,
+                                                                               const ProbeOptions& opt) {
+  if (opt.probes < 1 || opt.probes > 3) return make_error(Errc::invalid_argument, "--probes must be 1, 2 or 3");
+  const auto sweeps = detail::sweeps_of(d, columns, opt.probe_clock_mhz);
+  std::vector<std::pair<std::string, std::vector<Probe>>> out;
+  std::size_t k = 0;
+  for (const auto& app : d.applications()) {
+    if (k >= sweeps.size() || sweeps[k].application != app)
+      return make_error(Errc::invalid_argument, app + ": no clock without outliers to probe");
+    auto p = probes_of(sweeps[k++], opt);
+    if (!p) return p.error();
+    out.emplace_back(app, std::move(*p));
+  }
+  return out;
+}
+
+Result<std::vector<Probe>> select_probes(const Dataset& d, const std::string& app, const std::vector<int>& columns,
+                                         const ProbeOptions& opt) {
+  if (opt.probes < 1 || opt.probes > 3) return make_error(Errc::invalid_argument, "--probes must be 1, 2 or 3");
+  const auto sweeps = detail::sweeps_of(d, columns, opt.probe_clock_mhz);
+  for (const auto& sw : sweeps)
+    if (sw.application == app) return probes_of(sw, opt);
+  return make_error(Errc::invalid_argument, app + ": no clock without outliers to probe");
+}
+
 namespace {
 
 // One curve point per clock of the application: repeats averaged over non-outlier rows.
-Curve measured_points(const Dataset& d, const std::string& app) {
+Curve measured_points(const Dataset& d, const std::string& app, const std::vector<std::size_t>& rows) {
   Curve c;
   c.application = app;
   // One point per (clock, power limit); no limit (the GPU's default) sorts last.
   std::map<std::pair<double, double>, std::vector<std::size_t>> by_setting;
-  for (auto i : d.rows_of(app))
+  for (auto i : rows)
     by_setting[{d.rows[i].clock_mhz, d.rows[i].power_limit_w.value_or(HUGE_VAL)}].push_back(i);
   for (const auto& [setting, idx] : by_setting) {
     CurvePoint cp;
@@ -104,8 +129,8 @@ Curve measured_points(const Dataset& d, const std::string& app) {
 Result<std::vector<Curve>> measured_curves(Dataset d, const OutlierRule& rule) {
   flag_outliers(d, rule);
   std::vector<Curve> out;
-  for (const auto& app : d.applications()) {
-    Curve c = measured_points(d, app);
+  for (const auto& [app, rows] : d.groups()) {
+    Curve c = measured_points(d, app, rows);
     const bool external = !d.rows.empty() && d.rows.front().pred_power_w.has_value();
     if (!external)
       for (auto& p : c.points) {
@@ -139,11 +164,15 @@ Result<std::vector<Curve>> predict_curves(const Model& m, Dataset d, const Probe
   auto cols = model_columns(m, d);
   if (!cols) return cols.error();
   flag_outliers(d, m.info().options.outliers);
+  auto all_probes = select_all_probes(d, *cols, opt);
+  if (!all_probes) return all_probes.error();
+  const auto groups = d.groups();
   std::vector<Curve> out;
-  for (const auto& app : d.applications()) {
-    auto probes = select_probes(d, app, *cols, opt);
-    if (!probes) return probes.error();
-    Curve c = measured_points(d, app);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& [app, rows] = groups[g];
+    const auto* probes = &(*all_probes)[g].second;
+    Curve c = measured_points(d, app, rows);
+    c.outside_training = outside_training(m.info(), probes->front());
     for (const auto& p : *probes) c.probe_clocks_mhz.push_back(p.clock_mhz);
     // An application given by its probe runs alone (no measured curve) is predicted at the
     // model's candidate clocks, so the optimizer has the whole curve to choose from.
@@ -155,15 +184,43 @@ Result<std::vector<Curve>> predict_curves(const Model& m, Dataset d, const Probe
     for (std::size_t i = 0; i < clocks.size(); ++i) {
       c.points[i].pred_power_w = (*pred)[i].power_w;
       c.points[i].pred_time_s = (*pred)[i].time_s;
+      c.points[i].sigma_log_energy = (*pred)[i].sigma_log_energy;
+      c.points[i].sigma_log_time = (*pred)[i].sigma_log_time;
+      c.points[i].sigma_log_power = (*pred)[i].sigma_log_power;
     }
     out.push_back(std::move(c));
   }
   return out;
 }
 
-Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo, const ProbeOptions& po, Split split,
-                                          int folds) {
+LockedSplit locked_split(const Dataset& d, std::size_t n, unsigned seed) {
   auto apps = d.applications();
+  std::sort(apps.begin(), apps.end());
+  std::mt19937 rng(seed);
+  std::shuffle(apps.begin(), apps.end(), rng);
+  LockedSplit out;
+  for (std::size_t i = 0; i < apps.size(); ++i) (i < n ? out.locked : out.development).push_back(apps[i]);
+  std::sort(out.locked.begin(), out.locked.end());
+  std::sort(out.development.begin(), out.development.end());
+  return out;
+}
+
+Dataset subset(const Dataset& d, const std::vector<std::string>& apps) {
+  Dataset out = d;
+  out.rows.clear();
+  const std::set<std::string> keep(apps.begin(), apps.end());
+  for (const auto& r : d.rows)
+    if (keep.count(r.application)) out.rows.push_back(r);
+  return out;
+}
+
+Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo, const ProbeOptions& po, Split split,
+                                          int folds, const std::function<void(int, int)>& progress) {
+  auto apps = d.applications();
+  if (fo.form == Form::automatic && apps.size() < kMinNestedApplications)
+    return make_error(Errc::invalid_argument, "nested cross-validation (--form auto: the design chosen inside each fold) needs >= " +
+                                                  std::to_string(kMinNestedApplications) + " applications, the data has " +
+                                                  std::to_string(apps.size()) + " (name a --form, or add applications)");
   if (apps.size() < 3) return make_error(Errc::invalid_argument, "cross-validation needs >= 3 applications, the data has " + std::to_string(apps.size()));
   std::vector<std::vector<std::string>> groups;
   if (split == Split::leave_one_application_out) {
@@ -187,7 +244,12 @@ Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo
     if (!m) return make_error(m.error().code, "fit without " + held.front() + (held.size() > 1 ? " ..." : "") + ": " + m.error().message);
     auto curves = predict_curves(*m, std::move(test), po);
     if (!curves) return curves.error();
-    for (auto& c : *curves) by_app[c.application] = std::move(c);
+    const std::string design = m->info().chosen_design.empty() ? to_string(m->info().form) : m->info().chosen_design;
+    for (auto& c : *curves) {
+      c.design = design;
+      by_app[c.application] = std::move(c);
+    }
+    if (progress) progress(static_cast<int>(by_app.size()), static_cast<int>(apps.size()));
   }
   std::vector<Curve> out;
   for (const auto& a : d.applications()) out.push_back(std::move(by_app[a]));

@@ -41,7 +41,11 @@ Result<const XgbApi*> xgboost_api() {
 
 Result<void> xgb_check(const XgbApi& api, int rc, const char* call) {
   if (rc == 0) return {};
-  return make_error(Errc::vendor, std::string(call) + " failed: " + api.XGBGetLastError());
+  // libxgboost's message may carry a native stack trace over many lines: the first line says it.
+  std::string msg = api.XGBGetLastError() ? api.XGBGetLastError() : "";
+  if (const auto nl = msg.find_first_of("\r\n"); nl != std::string::npos) msg.resize(nl);
+  if (msg.size() > 300) msg = msg.substr(0, 300) + "...";
+  return make_error(Errc::vendor, std::string(call) + " failed: " + msg);
 }
 
 }  // namespace jouleprof::models::detail

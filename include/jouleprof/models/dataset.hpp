@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jouleprof/core/error.hpp"
@@ -52,6 +53,8 @@ struct Dataset {
   /// Rows of one application sorted by clock (indices into rows).
   std::vector<std::size_t> rows_of(const std::string& app) const;
   int activity_index(const std::string& name) const;  ///< -1 when absent
+  /// Every application with its rows sorted by clock, in first-seen order (one pass: linear).
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> groups() const;
 };
 
 /// Reads a CSV (header line, comma separated, quoted fields allowed). Errors name the file, the

@@ -8,8 +8,13 @@
 //   xgboost  gradient-boosted trees (Debian's libxgboost, loaded at run time) on the same inputs
 //   knn      the curve shapes of the nearest training applications in probe-activity space
 //   ensemble poly and knn blended in log space, the weight chosen by inner cross-validation
+//   physics  T = a/f + b (the 1/f fraction from the probe's activity), P = static + k f V(f)^2 with
+//            V(f) learned per GPU; further probes fit the workload's own a and k
+//   auto     (the default) the design — form, hyper-parameters, outlier rule — whose
+//            leave-one-application-out figure over the TRAINING applications is best (kAutoDesigns)
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,7 +25,7 @@
 
 namespace jouleprof::models {
 
-enum class Form { fgcs, poly, xgboost, knn, ensemble };
+enum class Form { fgcs, poly, xgboost, knn, ensemble, physics, automatic };
 const char* to_string(Form f);
 Result<Form> parse_form(const std::string& s);
 
@@ -34,6 +39,32 @@ struct FitOptions {
   double xgb_eta = 0.05;
   std::string gpu;  ///< the GPU the data was measured on (provenance; checked when applied)
   OutlierRule outliers;
+  double physics_ridge = 0.1;         ///< physics: penalty of the 1/f-fraction regression (x applications)
+  bool physics_dram_static = false;   ///< physics: static power + a DRAM-activity term
+  int probes = 1;                     ///< probes per held-out workload the design is chosen for (auto)
+  bool uncertainty = true;            ///< estimate the predictive spread (inner leave-one-application-out)
+  /// Progress of long fits (design selection): called with (done, total).
+  std::function<void(int, int)> progress;
+};
+
+/// One candidate of `--form auto`: a form with its fixed choices, and a label for reports.
+struct Design {
+  std::string label;
+  FitOptions options;
+};
+/// The candidate designs of `--form auto` for `base` (fixed before any result was looked at:
+/// docs/validation/models.md). xgboost, knn and ensemble are left out for their cost.
+std::vector<Design> auto_designs(const FitOptions& base);
+
+/// The predictive spread of ln power, ln time and ln energy as a function of the distance from the
+/// probe, x = |ln(f / f0)|: root mean square of held-out residuals in bins of x (non-decreasing).
+struct Uncertainty {
+  std::vector<double> x_edges;  ///< upper edges of the bins
+  std::vector<double> log_power, log_time, log_energy;  ///< one per bin
+  std::string method;  ///< how it was estimated ("" : none)
+  bool empty() const { return x_edges.empty(); }
+  /// The spread at distance x (the last bin beyond the edges).
+  void at(double x, double& sp, double& st, double& se) const;
 };
 
 /// One probe run of the workload being predicted.
@@ -48,6 +79,7 @@ struct Point {
   double clock_mhz = 0;
   double power_w = 0;
   double time_s = 0;
+  double sigma_log_power = 0, sigma_log_time = 0, sigma_log_energy = 0;  ///< predictive spread (0: unknown)
   double energy_j() const { return power_w * time_s; }
 };
 
@@ -67,7 +99,18 @@ struct ModelInfo {
   std::string created_utc;
   std::string tool_version;
   FitOptions options;
+  std::vector<double> probe_activity_min, probe_activity_max;  ///< over the training probes, per column
+  double probe_power_min_w = 0, probe_power_max_w = 0;
+  Uncertainty uncertainty;
+  /// `--form auto`: each design tried with its inner figure, and the one chosen.
+  std::vector<std::pair<std::string, double>> designs;
+  std::string chosen_design;
+  std::string inner_criterion;
 };
+
+/// The probe's activity (or power) outside what the model was trained on: "dram_active 0.93
+/// (trained 0.01-0.71)", "" when inside (2% slack).
+std::string outside_training(const ModelInfo& info, const Probe& probe);
 
 namespace detail {
 class FormImpl;
@@ -84,11 +127,15 @@ class Model {
   static Result<Model> from_json(const std::string& text, const std::string& source);
 
   Model(ModelInfo info, std::shared_ptr<const detail::FormImpl> impl);
+  std::shared_ptr<const detail::FormImpl> impl() const { return impl_; }
 
  private:
   ModelInfo info_;
   std::shared_ptr<const detail::FormImpl> impl_;
 };
+
+/// `--form auto` holds out each training application in turn: fewer than this is too few to choose.
+inline constexpr std::size_t kMinAutoApplications = 4;
 
 /// Fits a model on every non-outlier row of `data` (flag_outliers is applied here).
 /// Errors: too few applications or clocks, collinear or constant features, missing metrics.

@@ -35,6 +35,8 @@ struct Choice {
   double reference_clock_mhz = 0;  ///< the highest clock (the default a user runs at)
   double predicted_savings_pct = 0;
   double predicted_slowdown_pct = 0;
+  std::optional<Interval> predicted_savings_interval;  ///< 95%, from the model's predictive spread
+  std::string outside_training;  ///< the probe outside the model's training range ("" : inside)
   // Measured, where the data has the chosen clock and a curve to compare with.
   std::optional<double> measured_energy_at_chosen_j;
   std::optional<double> measured_time_at_chosen_s;

@@ -18,16 +18,32 @@ struct EvalContext {
   ProbeOptions probe;
   std::size_t outlier_rows = 0;
   bool simulated = false;  ///< the data came from the simulated GPU (figures say so)
+  std::vector<std::string> in_sample;  ///< model eval: applications the model was trained on
+  bool nested = false;                 ///< validate --form auto: the design chosen inside each fold
+  std::size_t designs = 0;             ///< designs tried against the inner figure in each fold
+  std::string criterion;               ///< the inner figure
+  std::vector<std::string> locked;     ///< the locked test set (held out of every choice)
+  unsigned locked_seed = 0;
+  bool measured = false;               ///< optimize on a measured sweep (no predictions)
+};
+
+/// A further block of results beside the main one: "held_out" (model eval of in-sample
+/// applications, each refitted without it) or "locked_set" (validate --report-locked).
+struct Section {
+  std::string name;
+  std::vector<Curve> curves;
+  Evaluation evaluation;
+  std::vector<std::vector<Choice>> choices;
 };
 
 /// {"schema_version", "model", "form", "data", "split", "probe", "applications": [{"application",
 ///  "points", "probe_clocks_mhz", "power_mape_pct", "time_mape_pct", "energy_mape_pct", "power_r2",
 ///  "time_r2", "energy_r2"}], "overall": {...}, "optimizer": [per objective summaries]}
 std::string eval_json(const EvalContext& ctx, const std::vector<Curve>& curves, const Evaluation& ev,
-                      const std::vector<std::vector<Choice>>& choices);
+                      const std::vector<std::vector<Choice>>& choices, const std::vector<Section>& extra = {});
 std::string eval_csv(const std::vector<Curve>& curves, const Evaluation& ev);
 std::string eval_text(const EvalContext& ctx, const std::vector<Curve>& curves, const Evaluation& ev,
-                      const std::vector<std::vector<Choice>>& choices);
+                      const std::vector<std::vector<Choice>>& choices, const std::vector<Section>& extra = {});
 
 /// {"schema_version", "objective", "model", "data", "applications": [{"application",
 ///  "chosen_clock_mhz", "predicted_energy_j", "measured_energy_at_chosen_j", "optimum_clock_mhz",

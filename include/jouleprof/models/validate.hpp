@@ -1,6 +1,7 @@
 // Applying a model to the applications of a data set, and cross-validation (docs/models.md).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct CurvePoint {
   std::optional<double> quality;
   std::vector<double> repeat_energy_j;  ///< each repeat's energy (for confidence intervals)
   bool outlier = false;
+  double sigma_log_energy = 0, sigma_log_time = 0, sigma_log_power = 0;  ///< the prediction's spread (0: none known)
   double pred_energy_j() const { return pred_power_w * pred_time_s; }
   std::optional<double> energy_j() const {
     if (!power_w || !time_s) return std::nullopt;
@@ -34,6 +36,8 @@ struct Curve {
   std::string application;
   std::vector<double> probe_clocks_mhz;
   std::vector<CurvePoint> points;  ///< ascending clock (then power limit, the default last)
+  std::string outside_training;    ///< the probe's activity outside the model's training range ("" : inside)
+  std::string design;              ///< cross-validation: the design that predicted it (auto: chosen in the inner loop)
 };
 
 /// The data's column index of each activity column the model needs (missing ones are named).
@@ -42,6 +46,9 @@ Result<std::vector<int>> model_columns(const Model& m, const Dataset& d);
 /// The probe rows of one application, chosen by `opt` among its non-outlier clocks.
 Result<std::vector<Probe>> select_probes(const Dataset& d, const std::string& app, const std::vector<int>& columns,
                                          const ProbeOptions& opt);
+/// The probes of every application at once (one pass over the data), in Dataset::applications order.
+Result<std::vector<std::pair<std::string, std::vector<Probe>>>> select_all_probes(const Dataset& d, const std::vector<int>& columns,
+                                                                               const ProbeOptions& opt);
 
 /// A curve measured at fewer clocks than this is a set of probe runs, not a curve: predictions fill
 /// in the model's candidate clocks, and no measured optimum is taken from it.
@@ -60,8 +67,22 @@ Result<std::vector<Curve>> measured_curves(Dataset d, const OutlierRule& rule);
 enum class Split { leave_one_application_out, kfold };
 /// Cross-validation: each application is predicted by a model fitted without it
 /// (leave-one-application-out) or without its fold (k folds of applications, fixed seed).
+/// With fo.form == auto each fold chooses its design by an inner leave-one-application-out over its
+/// own training applications: a nested cross-validation, whose outer figure is the held-out one.
+/// `progress` (optional) is called with (folds done, folds).
 Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo, const ProbeOptions& po, Split split,
-                                          int folds = 5);
+                                          int folds = 5, const std::function<void(int, int)>& progress = {});
+
+/// The locked test set: `n` applications drawn once by `seed` (std::mt19937 shuffle of the sorted
+/// names), and the rest (development). Designs are chosen on the development applications only.
+struct LockedSplit {
+  std::vector<std::string> locked, development;
+};
+LockedSplit locked_split(const Dataset& d, std::size_t n, unsigned seed);
+/// The rows of `apps` only.
+Dataset subset(const Dataset& d, const std::vector<std::string>& apps);
+/// Nested cross-validation needs an outer fold's training set big enough for the inner one.
+inline constexpr std::size_t kMinNestedApplications = kMinAutoApplications + 1;
 
 struct Errors {
   std::size_t points = 0;
