@@ -270,3 +270,20 @@ TEST_F(BadInput, SimulatedBenchWakesOnSigterm) {
 }
 
 }  // namespace
+
+// Issue 35: long words reached std::regex (recursive per character) and overflowed the stack.
+TEST_F(BadInput, LongWordsAndNamesAreNotACrash) {
+  auto r = cli({"measure", "--device", std::string(50000, 'x')});
+  EXPECT_EQ(r.exit_code, 2) << r.err.substr(0, 200);
+  EXPECT_TRUE(one_error_line(r.err));
+  r = cli({"runs", "list", "--" + std::string(100000, 'y')});
+  EXPECT_EQ(r.exit_code, 2) << r.err.substr(0, 200);
+  EXPECT_TRUE(one_error_line(r.err));
+  const std::string trace = write("t.json", "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" + std::string(40000, 'x') +
+                                                "\\u001b[2J\", \"ts\": 1, \"dur\": 2, \"args\": {\"grid\": [1, 1, 1]}}]}");
+  r = cli({"kernels", trace});
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 200);
+  EXPECT_NE(r.out.find("1 kernels"), std::string::npos) << r.out.substr(0, 300);
+  r = cli({"replay", trace, "--plan", (dir_ / "plan.json").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 300);
+}
