@@ -58,6 +58,24 @@ std::vector<std::string> phase_names(const SweepReport& r) {
 
 }  // namespace
 
+// The best setting per application: each combination of --param values (an application, a batch
+// size ...) gets its own mark; one mark across all of them named only the cheapest application.
+void mark_best_rows(std::vector<SweepRow>& rows) {
+  auto mark = [&](const std::string& metric, bool SweepRow::*flag) {
+    std::map<std::map<std::string, std::string>, SweepRow*> best;
+    for (auto& r : rows) {
+      r.*flag = false;
+      if (metric_of(r, metric).n == 0) continue;
+      SweepRow*& b = best[r.params];
+      if (b == nullptr || metric_of(r, metric).mean < metric_of(*b, metric).mean) b = &r;
+    }
+    for (auto& entry : best) entry.second->*flag = true;
+  };
+  mark("energy_j", &SweepRow::best_energy);
+  mark("edp_js", &SweepRow::best_edp);
+  mark("ed2p_js2", &SweepRow::best_ed2p);
+}
+
 Result<SweepReport> sweep_report(Store& store, const std::string& sweep_id) {
   RunFilter f;
   f.tags.push_back({"sweep", sweep_id});
@@ -129,17 +147,7 @@ Result<SweepReport> sweep_report(Store& store, const std::string& sweep_id) {
     };
     return k(a) < k(b);
   });
-  auto mark = [&](const std::string& metric, bool SweepRow::*flag) {
-    SweepRow* best = nullptr;
-    for (auto& r : rep.rows) {
-      if (metric_of(r, metric).n == 0) continue;
-      if (best == nullptr || metric_of(r, metric).mean < metric_of(*best, metric).mean) best = &r;
-    }
-    if (best != nullptr) best->*flag = true;
-  };
-  mark("energy_j", &SweepRow::best_energy);
-  mark("edp_js", &SweepRow::best_edp);
-  mark("ed2p_js2", &SweepRow::best_ed2p);
+  mark_best_rows(rep.rows);
   return rep;
 }
 
@@ -185,7 +193,7 @@ std::string sweep_report_csv(const SweepReport& r) {
 }
 
 std::string sweep_report_text(const SweepReport& r) {
-  std::string s = fmt::format("sweep {}{}: {} points, region: {}; mean ± 95% CI over runs; * = lowest\n", r.sweep_id,
+  std::string s = fmt::format("sweep {}{}: {} points, region: {}; mean ± 95% CI over repeats; * = lowest per application (each set of --param values)\n", r.sweep_id,
                               r.simulated ? " [simulated]" : "", r.rows.size(), r.region);
   s += fmt::format("{:>6} {:>6} {:>5} {:>6}  {:>18} {:>16} {:>8} {:>18} {:>18}  {}\n", "clock", "mem", "PL W", "seen",
                    "energy J", "time s", "power W", "EDP J·s", "ED²P J·s²", "parameters");

@@ -12,6 +12,7 @@
 #include "jouleprof/report/charts.hpp"
 #include "jouleprof/report/downsample.hpp"
 #include "jouleprof/report/html_report.hpp"
+#include "jouleprof/report/sweep_report.hpp"
 #include "jouleprof/report/trace.hpp"
 #include "jouleprof/store/synthetic.hpp"
 
@@ -357,3 +358,25 @@ TEST(ReportPlot, SvgFromTheSameSpec) {
 
 }  // namespace
 }  // namespace jouleprof
+
+// Issue 35 item 10: the sweep table's * marks the best clock of each application, not one row
+// across all --param values (the cheapest application's).
+TEST(SweepReportMarks, BestRowPerApplication) {
+  auto row = [](const std::string& app, double clock, double energy) {
+    jouleprof::SweepRow r;
+    r.params["app"] = app;
+    r.clock_mhz = clock;
+    r.energy_j.n = 3;
+    r.energy_j.mean = energy;
+    r.edp_js = r.energy_j;
+    r.ed2p_js2 = r.energy_j;
+    return r;
+  };
+  std::vector<jouleprof::SweepRow> rows{row("a", 990, 10), row("a", 1980, 12), row("b", 990, 40), row("b", 1980, 30)};
+  jouleprof::mark_best_rows(rows);
+  EXPECT_TRUE(rows[0].best_energy);
+  EXPECT_FALSE(rows[1].best_energy);
+  EXPECT_FALSE(rows[2].best_energy);
+  EXPECT_TRUE(rows[3].best_energy);  // the old single mark left application b without one
+  EXPECT_TRUE(rows[3].best_edp);
+}

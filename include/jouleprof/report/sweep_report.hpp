@@ -36,6 +36,9 @@ struct SweepReport {
 
 /// Gathers the sweep's runs from the store (tag sweep=ID).
 Result<SweepReport> sweep_report(Store& store, const std::string& sweep_id);
+
+/// Marks the lowest energy, EDP and ED2P row of each application (each set of --param values).
+void mark_best_rows(std::vector<SweepRow>& rows);
 /// One row per point: the settings, parameters, n and every metric's mean and CI half-width.
 std::string sweep_report_csv(const SweepReport& r);
 /// The report as one JSON document (schemas/sweep-report.schema.json): per point the settings,
