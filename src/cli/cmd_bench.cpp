@@ -139,6 +139,9 @@ int run_child(const BenchFlags& f) {
   if (!text || text->empty()) {
     // jouleprof-llm said why (one line) unless it crashed or was killed before writing.
     if (st.exit_code == 0) return report(make_error(Errc::internal, bin.string() + " wrote no result"));
+    // Its status stays ours, with one line that says what happened (issue 35: exit 1, no line).
+    (void)report(make_error(Errc::internal, st.signal != 0 ? fmt::format("{} was killed by signal {} before writing a result", bin.string(), st.signal)
+                                                           : fmt::format("{} failed (exit {}) before writing a result", bin.string(), st.exit_code)));
     return st.exit_code;
   }
   int rc = st.exit_code;

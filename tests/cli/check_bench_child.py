@@ -43,6 +43,14 @@ cp {sim} "$out"
         problems.append(f"stdout is not one JSON document ({e}): {r.stdout[:200]!r}")
     if "TABLE FROM jouleprof-llm" not in r.stderr:
         problems.append("the child's table is not on stderr")
+    # A failing or signalled engine: its status is ours, with one error line (issue 35: exit 1, no line).
+    for body, want_rc, want in (("exit 1", 1, "failed (exit 1)"), ("kill -9 $$", 137, "killed by signal 9")):
+        fake.write_text(f"#!/bin/sh\n{body}\n")
+        r = subprocess.run([cli, "bench", "llm", "--model", "tiny", "--no-store", "-q"], env=env,
+                           capture_output=True, text=True)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != want_rc or len(lines) != 1 or not lines[0].startswith("jouleprof: error: ") or want not in lines[0]:
+            problems.append(f"engine '{body}': exit {r.returncode}, stderr {r.stderr!r}")
     for p in problems:
         print("FAIL", p)
     print("bench llm --json - with a child: " + ("ok" if not problems else "FAILED"))
