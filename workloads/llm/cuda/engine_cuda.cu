@@ -13,7 +13,7 @@ namespace {
 
 template <typename T>
 std::string CudaEngine<T>::describe_separate() const {
-  std::string s = gemv_products() ? "GEMV kernels (RMSNorm, SwiGLU and residual adds folded in, 8 loads in flight per row at batch 1)"
+  std::string s = fused_ ? "GEMV kernels (RMSNorm, SwiGLU and residual adds folded in, 8 loads in flight per row at batch 1)"
                          : "cuBLAS matrix products";
   s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
   return s;
@@ -337,62 +337,61 @@ GemvParams CudaEngine<T>::gemv_params(Component comp, int l) const {
 }
 
 template <typename T>
-void CudaEngine<T>::enqueue_gemv_products(Component comp, int l) {
-  const bool norm = comp == Component::attn_qkv || comp == Component::mlp_gate_up || comp == Component::lm_head;
-  gemv(gemv_params(comp, l), norm);
-  if (comp == Component::lm_head) sample(true);
-}
-
-template <typename T>
-void CudaEngine<T>::enqueue_cublas_products(Component comp, int l) {
+void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
+  stamp_label_ = std::string(component_name(comp)) + (l >= 0 ? " " + std::to_string(l) : "");
   const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
   const float eps = static_cast<float>(c_.rms_eps);
   const LayerW* L = l >= 0 ? &lw_[static_cast<size_t>(l)] : nullptr;
   switch (comp) {
     case Component::attn_qkv:
-      launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
-             static_cast<const int*>(nullptr), static_cast<const float*>(L->attn_norm), eps, xn_d_, H, H);
-      gemm(L->wqkv, xn_d_, H, qkv_d_, QKV, B_, QKV, H, false, 0.f);
-      break;
-    case Component::attn_out:
-      gemm(L->wo, attn_d_, Q, resid_d_, H, B_, H, Q, true, 1.f);
-      break;
-    case Component::mlp_gate_up:
-      launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
-             static_cast<const int*>(nullptr), static_cast<const float*>(L->mlp_norm), eps, xn_d_, H, H);
-      gemm(L->wgu, xn_d_, H, gu_d_, 2 * I, B_, 2 * I, H, false, 0.f);
-      launch(kern::swiglu_kernel<T>, dim3(std::min(1024, ceil_div(int64_t{B_} * I, 256))), dim3(256), 0, true,
-             static_cast<const T*>(gu_d_), act_d_, I, int64_t{B_} * I);
-      break;
-    case Component::mlp_down:
-      gemm(L->wd, act_d_, I, resid_d_, H, B_, H, I, true, 1.f);
-      break;
-    case Component::lm_head:
-      launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
-             static_cast<const int*>(nullptr), static_cast<const float*>(final_norm_), eps, xn_d_, H, H);
-      gemm(lm_, xn_d_, H, logits_, V, B_, V, H, true, 0.f);
-      launch(kern::argmax_kernel, dim3(B_), dim3(1024), 0, true, static_cast<const float*>(logits_), V,
-             static_cast<const int*>(nullptr), argmax_, static_cast<float*>(nullptr));
-      sample(true);
-      break;
-    default: break;
-  }
-}
-
-template <typename T>
-void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
-  stamp_label_ = std::string(component_name(comp)) + (l >= 0 ? " " + std::to_string(l) : "");
-  const int H = c_.hidden;
-  switch (comp) {
-    case Component::attn_qkv:
-    case Component::attn_out:
-    case Component::mlp_gate_up:
-    case Component::mlp_down:
-    case Component::lm_head:
-      (this->*products_)(comp, l);  // the separate plan's choice for this shape: GEMV kernels or cuBLAS
+      if (fused_) {
+        gemv(gemv_params(comp, l), true);
+      } else {
+        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
+               static_cast<const int*>(nullptr), static_cast<const float*>(L->attn_norm), eps, xn_d_, H, H);
+        gemm(L->wqkv, xn_d_, H, qkv_d_, QKV, B_, QKV, H, false, 0.f);
+      }
       break;
     case Component::attn_core:
       attention(l);
+      break;
+    case Component::attn_out:
+      if (fused_) {
+        gemv(gemv_params(comp, l), false);
+      } else {
+        gemm(L->wo, attn_d_, Q, resid_d_, H, B_, H, Q, true, 1.f);
+      }
+      break;
+    case Component::mlp_gate_up:
+      if (fused_) {
+        gemv(gemv_params(comp, l), true);
+      } else {
+        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
+               static_cast<const int*>(nullptr), static_cast<const float*>(L->mlp_norm), eps, xn_d_, H, H);
+        gemm(L->wgu, xn_d_, H, gu_d_, 2 * I, B_, 2 * I, H, false, 0.f);
+        launch(kern::swiglu_kernel<T>, dim3(std::min(1024, ceil_div(int64_t{B_} * I, 256))), dim3(256), 0, true,
+               static_cast<const T*>(gu_d_), act_d_, I, int64_t{B_} * I);
+      }
+      break;
+    case Component::mlp_down:
+      if (fused_) {
+        gemv(gemv_params(comp, l), false);
+      } else {
+        gemm(L->wd, act_d_, I, resid_d_, H, B_, H, I, true, 1.f);
+      }
+      break;
+    case Component::lm_head:
+      if (fused_) {
+        gemv(gemv_params(comp, l), true);
+        sample(true);
+      } else {
+        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
+               static_cast<const int*>(nullptr), static_cast<const float*>(final_norm_), eps, xn_d_, H, H);
+        gemm(lm_, xn_d_, H, logits_, V, B_, V, H, true, 0.f);
+        launch(kern::argmax_kernel, dim3(B_), dim3(1024), 0, true, static_cast<const float*>(logits_), V,
+               static_cast<const int*>(nullptr), argmax_, static_cast<float*>(nullptr));
+        sample(true);
+      }
       break;
     case Component::embed: {
       AdvanceParams a{argmax_, hist_, gen_ + 1, step_, pos_, embed_, resid_d_, H, commit ? 1 : 0, 1};
@@ -422,11 +421,19 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   }
   const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
   const int kmax = std::max({H, Q, I});
-  // The separate kernels' matrix products: a decision of the separate plan (its Matvec option).
+  // The separate kernels' matrix products: own GEMV kernels (the input rows of up to 8 sequences
+  // in shared memory) up to batch 2, cuBLAS above (faster from batch 8 on), unless the separate
+  // plan is asked for one of them.
   nb_ = B_ <= 1 ? 1 : B_ <= 2 ? 2 : B_ <= 4 ? 4 : 8;
-  auto use_gemv = SeparatePlan<T>::uses_gemv(o_.plan, B_, nb_, kmax);
-  if (!use_gemv) return use_gemv.error();
-  products_ = *use_gemv ? &CudaEngine::enqueue_gemv_products : &CudaEngine::enqueue_cublas_products;
+  const bool fits = B_ <= 8 && static_cast<size_t>(nb_) * kmax * sizeof(T) <= 200u * 1024;
+  using Matvec = SeparateOptions::Matvec;
+  const Matvec mv = !o_.plan.automatic && o_.plan.kind == PlanKind::separate ? o_.plan.separate.matvec : Matvec::automatic;
+  if (mv == Matvec::gemv && !fits) {
+    return make_error(Errc::invalid_argument, "the GEMV kernels take at most 8 sequences and " +
+                                                  std::to_string(200 * 1024 / (kmax * sizeof(T))) +
+                                                  " for this model; use --variant separate+cublas");
+  }
+  fused_ = mv == Matvec::gemv || (mv == Matvec::automatic && fits && B_ <= 2);
   // Attention splits: enough blocks to fill the GPU twice over, at least 64 positions each.
   const int target = std::max(1, ceil_div(2 * prop_.multiProcessorCount, int64_t{B_} * c_.kv_heads));
   chunk_ = static_cast<int>(std::max<int64_t>(64, round_up(ceil_div(max_ctx_, target), 64)));
@@ -576,7 +583,7 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   JP_CK(cudaMemset(step_, 0, B_ * 4));
   JP_CK(cudaMemcpy(pos_, s.prompt_lens.data(), B_ * 4, cudaMemcpyHostToDevice));
 
-  if (gemv_products()) {  // the GEMV kernels' shared memory and occupancy for this shape
+  if (fused_) {
     for (GemvFn fn : {gemv_fn(false), gemv_fn(true)}) {
       const int smem = nb_ * kmax * static_cast<int>(tb);
       JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));

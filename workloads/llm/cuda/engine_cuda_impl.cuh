@@ -234,11 +234,6 @@ class CudaEngine final : public LlmEngine {
   void attention(int l);
   /// One component by the separate kernels (l: layer, -1 for the LM head and embed).
   void enqueue(Component c, int l, bool commit);
-  /// A component's matrix products (QKV, output, gate/up, down, LM head) by the GEMV kernels
-  /// (RMSNorm, SwiGLU and residual adds folded in), or by cuBLAS with separate norm/SwiGLU kernels.
-  void enqueue_gemv_products(Component c, int l);
-  void enqueue_cublas_products(Component c, int l);
-  bool gemv_products() const { return products_ == &CudaEngine::enqueue_gemv_products; }
   /// The decode step by the plan (stamped for the timeline when it advances).
   void enqueue_step(bool advance);
   /// Picks the plan of the prepared shape: the one asked for, or the first of the table of
@@ -273,10 +268,7 @@ class CudaEngine final : public LlmEngine {
   bool prepared_ = false;
   RunShape shape_;
   int B_ = 0, max_ctx_ = 0, gen_ = 0, nb_ = 1, splits_ = 1, chunk_ = 64, steps_done_ = 0;
-  /// The separate kernels' matrix products for this shape, as the separate plan decided
-  /// (SeparatePlan<T>::uses_gemv): the engine's GEMV kernels or cuBLAS.
-  using ProductsFn = void (CudaEngine::*)(Component, int);
-  ProductsFn products_ = &CudaEngine::enqueue_gemv_products;
+  bool fused_ = true;  ///< the separate kernels' matrix products: own GEMV kernels (else cuBLAS)
   T *kc_ = nullptr, *vc_ = nullptr;
   int *pos_ = nullptr, *step_ = nullptr, *plen_ = nullptr, *hist_ = nullptr;
   unsigned long long* argmax_ = nullptr;

@@ -52,7 +52,7 @@ Result<bool> ClusterPlan<T>::prepare(bool by_default) {
   CudaEngine<T>& e = this->e_;
   const LlmConfig& c = e.c_;
   const cudaDeviceProp& prop = e.prop_;
-  if (!e.gemv_products() || e.B_ != 1) {
+  if (!e.fused_ || e.B_ != 1) {
     if (by_default) return false;
     return make_error(Errc::invalid_argument, "the cluster plan runs batch 1 (GEMV kernels); this run has batch " +
                                                   std::to_string(e.B_));

@@ -70,7 +70,7 @@ Result<void> DataflowPlan<T>::prepare_kernel() {
   const LlmConfig& c_ = e.c_;
   const cudaDeviceProp& prop_ = e.prop_;
   const int B_ = e.B_, max_ctx_ = e.max_ctx_, chunk_ = e.chunk_, splits_ = e.splits_;
-  if (!e.gemv_products() || B_ != 1) {
+  if (!e.fused_ || B_ != 1) {
     return make_error(Errc::invalid_argument, "the dataflow plan runs batch 1 (GEMV kernels); this run has batch " +
                                                   std::to_string(B_));
   }

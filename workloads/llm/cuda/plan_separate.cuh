@@ -14,24 +14,9 @@ class SeparatePlan : public DecodePlan<T> {
  public:
   explicit SeparatePlan(CudaEngine<T>& e) : e_(e) {}
   PlanKind kind() const override { return PlanKind::separate; }
-  /// This plan's decision for the separate kernels' matrix products at a run shape: the engine's
-  /// GEMV kernels (the input rows of up to 8 sequences, padded to `nb`, in shared memory) up to
-  /// batch 2, cuBLAS above (faster from batch 8 on), unless `--variant separate+gemv|+cublas`
-  /// asks for one. The engine's component kernels (every plan's isolation replays) follow it.
-  static Result<bool> uses_gemv(const DecodeRequest& plan, int batch, int nb, int kmax) {
-    const bool fits = batch <= 8 && static_cast<size_t>(nb) * kmax * sizeof(T) <= 200u * 1024;
-    using Matvec = SeparateOptions::Matvec;
-    const Matvec mv = !plan.automatic && plan.kind == PlanKind::separate ? plan.separate.matvec : Matvec::automatic;
-    if (mv == Matvec::gemv && !fits) {
-      return make_error(Errc::invalid_argument, "the GEMV kernels take at most 8 sequences and " +
-                                                    std::to_string(200 * 1024 / (kmax * sizeof(T))) +
-                                                    " for this model; use --variant separate+cublas");
-    }
-    return mv == Matvec::gemv || (mv == Matvec::automatic && fits && batch <= 2);
-  }
   Result<bool> prepare(bool) override {
     // The driver's own L1/shared split for the GEMV kernels (the cluster plan sets another).
-    if (e_.gemv_products()) {
+    if (e_.fused_) {
       if (auto r = set_carveout(cudaSharedmemCarveoutDefault, e_.gemv_fn(false), e_.gemv_fn(true)); !r) return r.error();
     }
     return true;
