@@ -2,6 +2,7 @@
 // the tensors and wiring ONNX will read are checked (onnx_model.cpp), ONNX's shape inference
 // (with data propagation) fills in the shapes and the values of integer shape arithmetic, and
 // every node is costed through GraphBuilder (docs/estimate.md, "ONNX").
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/core/text.hpp"
 #include "jouleprof/estimate/onnx.hpp"
 
@@ -770,25 +771,18 @@ Result<Graph> import_onnx(std::string_view bytes, const std::string& name, const
 }
 
 Result<Graph> import_onnx_file(const std::string& path, const OnnxOptions& opt) {
+  // One bounded read (core/files): a folder, /dev/zero or a socket is refused in one line, and
+  // nothing past protobuf's 2 GiB message limit is read.
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return make_error(Errc::invalid_argument, path + " is a directory, not an ONNX file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(Errc::not_found, "cannot read ONNX file " + path);
   const auto size = std::filesystem::file_size(path, ec);
   if (!ec && size > static_cast<std::uintmax_t>(INT_MAX)) {
     return make_error(Errc::parse, path + ": " + std::to_string(size) +
                                        " bytes, over protobuf's 2 GiB message limit; save the weights as external "
                                        "data (only their shapes are read)");
   }
-  std::string bytes;
-  try {
-    if (!ec) bytes.reserve(static_cast<std::size_t>(size));
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  } catch (const std::exception& e) {  // libstdc++ throws from a failed read
-    return make_error(Errc::io, "cannot read ONNX file " + path + ": " + e.what());
-  }
-  if (in.bad()) return make_error(Errc::io, "cannot read ONNX file " + path);
-  return import_onnx(bytes, path, opt);
+  auto bytes = read_text_file(path, static_cast<std::size_t>(INT_MAX));
+  if (!bytes) return make_error(bytes.error().code, "cannot read ONNX file " + path + ": " + bytes.error().message);
+  return import_onnx(*bytes, path, opt);
 }
 
 }  // namespace jouleprof::estimate

@@ -165,7 +165,7 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
         ("an unknown activity source", lambda x: x["activity"]["gpus"][0].__setitem__("source", "nvidia-smi"))])
 
     # trace: the result document with its trace section
-    Path(d, "fake_inject.so").write_text("not loaded: the fake program writes the trace itself")
+    Path(d, "fake_inject.so").write_bytes(b"\x7fELF: a stand-in, never loaded (the fake program writes the trace itself)")
     tr = jp("trace", "--device", "sim", "--idle", "0.3", "--db", db, "--inject-lib", str(Path(d, "fake_inject.so")),
             "--json", "-", "-q", "--", fake_traced, "0.6", cwd=d)
     check("result.schema.json", tr, "trace --json", [

@@ -111,13 +111,15 @@ def test_missing_store_raises_not_found(tmp_path):
 # --- trace analysis of a stored run (branch trace) ---
 def test_trace_analysis_of_a_stored_run(db, tmp_path):
     from jouleprof.trace_analysis import analyse
-    lib = tmp_path / "libfake_inject.so"  # any file: the command never loads CUDA
-    lib.write_text("not loaded")
-    cli("trace", "--device", "sim", "--idle", "0.3", "--db", db, "--inject-lib", str(lib), "-q", "--", "true")
+    lib = tmp_path / "libfake_inject.so"  # any ELF-headed file: the command never loads CUDA
+    lib.write_bytes(b"\x7fELF: a stand-in, never loaded")
+    # The fake traced program writes its trace file itself, as the injection library would.
+    cli("trace", "--device", "sim", "--idle", "0.3", "--db", db, "--inject-lib", str(lib), "-q", "--",
+        os.environ["JOULEPROF_TEST_FAKE_TRACED"], "0.4", "--layers", "2")
     t = analyse("last", db=db)
     assert t["schema_version"] == 1 and len(t["gpus"]) == 1
     assert t["gpus"][0]["table_method"] == "split"
-    assert "no traced process" in " ".join(t["warnings"])
+    assert t["activities"] > 0 and t["gpus"][0]["methods"], t.get("warnings")
     assert analyse(1, db=db, method="regression")["gpus"][0]["table_method"] == "regression"
     with pytest.raises(jouleprof.InvalidArgumentError):
         analyse(1, db=db, method="psychic")

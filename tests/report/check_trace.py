@@ -51,8 +51,14 @@ for pid in gpu_pids:
 slices = [e for e in events if e["ph"] == "X"]
 assert len(slices) == len(result["windows"]), (len(slices), len(result["windows"]))
 # Same time base: slices at the windows' times (µs), power samples inside the run.
+# Repeats are named as the summary names them: "repeat N" from 1 after the warm-ups, "warm-up N".
+warmups = sum(1 for w in result["windows"] if w["kind"] == "warmup")
 for w in result["windows"]:
-    name = w["name"] + (f" {w['run']}" if w["kind"] in ("run", "warmup") else "")
+    name = w["name"]
+    if w["kind"] == "warmup":
+        name = f"warm-up {w['run'] + 1}"
+    elif w["kind"] == "run":
+        name = f"repeat {w['run'] - warmups + 1}"
     match = [s for s in slices if s["name"] == name and abs(s["ts"] - w["t0_s"] * 1e6) < 1]
     assert match, f"no slice for window {name}"
     assert abs(match[0]["dur"] - (w["t1_s"] - w["t0_s"]) * 1e6) < 1

@@ -175,7 +175,7 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-layout-") as d:
     run("report", *measure_ids, "--db", db, "--by", "batch", "-o", str(Path(d) / "measure.html"), "-q", cwd=d)
     run("report", *bench_ids, "--db", db, "-o", str(Path(d) / "bench.html"), "-q", cwd=d)
     if fake_traced:
-        Path(d, "fake_inject.so").write_text("not loaded: the fake program writes its trace file itself")
+        Path(d, "fake_inject.so").write_bytes(b"\x7fELF: a stand-in, never loaded (the fake program writes its trace file itself)")
         run("trace", "--device", "sim", "--idle", "0.3", "--db", str(Path(d) / "trace.db"), "-q", "--inject-lib",
             str(Path(d, "fake_inject.so")), "--", fake_traced, "1.6", "--layers", "4", cwd=d)
         run("report", "last", "--db", str(Path(d) / "trace.db"), "-o", str(Path(d) / "trace.html"), "-q", cwd=d)

@@ -23,8 +23,8 @@ struct Env {
   Env() {
     dir = (fs::temp_directory_path() / ("jp-trace-cli-" + std::to_string(getpid()))).string();
     fs::create_directories(dir);
-    // Any existing file works as the injection library: the fake program does not need CUDA.
-    std::ofstream(dir + "/libfake_inject.so") << "not loaded";
+    // Any file with an ELF header works as the injection library: the fake program does not need CUDA.
+    std::ofstream(dir + "/libfake_inject.so") << "\x7f" "ELF: a stand-in, never loaded";
   }
   ~Env() { fs::remove_all(dir); }
   jp_test::ProgramRun run(std::vector<std::string> args) const {

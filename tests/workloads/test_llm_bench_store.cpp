@@ -394,12 +394,15 @@ TEST_F(BenchStore, GpuPathRecordsWhatJouleprofLlmWrote) {
   EXPECT_FALSE(run["timelines"].empty());
   EXPECT_EQ(run["llm"]["points"][0]["decode"]["j_per_token"], known["llm"]["points"][1]["decode"]["j_per_token"]);
 
-  // Its exit status is ours; without a result nothing is recorded and nothing more is said.
+  // Its exit status is ours; without a result nothing is recorded, and one line says which
+  // program failed (issue 35: the exit status alone, with no line, told the user nothing).
   auto fail = cli({"bench", "llm", "--device", "nvml", "--model", "tiny", "--db", path("none.db")},
                   {env, "FAKE_EXIT=3", "FAKE_NO_RESULT=1"});
   EXPECT_EQ(fail.code, 3);
   EXPECT_FALSE(fs::exists(path("none.db")));
-  EXPECT_EQ(fail.err, "");
+  EXPECT_NE(fail.err.find("jouleprof: error: "), std::string::npos) << fail.err;
+  EXPECT_NE(fail.err.find("failed (exit 3) before writing a result"), std::string::npos) << fail.err;
+  EXPECT_EQ(std::count(fail.err.begin(), fail.err.end(), '\n'), 1) << fail.err;
   auto partial = cli({"bench", "llm", "--device", "nvml", "--model", "tiny", "--db", path("partial.db"), "-q"},
                      {env, "FAKE_EXIT=130"});
   EXPECT_EQ(partial.code, 130);

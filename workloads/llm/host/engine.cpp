@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "jouleprof/core/files.hpp"
 #include "rng.hpp"
 
 namespace jouleprof::llm {
@@ -95,8 +96,10 @@ std::vector<int> random_prompt(const LlmConfig& c, uint64_t seed, int seq, int l
 }
 
 Result<std::vector<std::vector<int>>> read_token_file(const std::string& path, int vocab) {
-  std::ifstream in(path);
-  if (!in) return make_error(Errc::not_found, "cannot read token file " + path);
+  // Bounded, one open; a folder or a device such as /dev/zero is refused (core/files).
+  auto text = read_text_file(path, std::size_t{256} << 20);
+  if (!text) return make_error(text.error().code, "cannot read token file " + path + ": " + text.error().message);
+  std::istringstream in(*text);
   std::vector<std::vector<int>> out;
   std::string line;
   int lineno = 0;
