@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "cuda_driver.hpp"
+#include "jouleprof/core/stats.hpp"
 #include "jouleprof/core/timebase.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
 #include "trials.hpp"
@@ -274,26 +275,8 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
   return out;
 }
 
-double t975(std::size_t dof) {
-  static const double q[] = {0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
-  return dof < 11 ? q[dof] : 1.96 + 2.5 / static_cast<double>(dof);
-}
-
-struct Stat {
-  double mean = 0, half_width = 0;
-};
-
-Stat stat(const std::vector<double>& v) {
-  Stat s;
-  if (v.empty()) return s;
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  if (v.size() < 2) return s;
-  double ss = 0;
-  for (double x : v) ss += (x - s.mean) * (x - s.mean);
-  s.half_width = t975(v.size() - 1) * std::sqrt(ss / static_cast<double>(v.size() - 1)) / std::sqrt(static_cast<double>(v.size()));
-  return s;
-}
+// Mean and 95% half-width over a trial round (core/stats: the Student-t interval every figure uses).
+Summary stat(const std::vector<double>& v) { return summarize(v); }
 
 // The replay::Device the trial rounds drive: one instantiated graph on its own stream.
 class GraphDevice final : public replay::Device {
@@ -506,8 +489,8 @@ Measured measure(GraphDevice& dev, replay::Probe& probe, const GraphReplayOption
     return m;
   }
   auto rel_ci = [](const replay::Round& x) {
-    const Stat e = stat(x.energy_j);
-    return e.mean > 0 ? e.half_width / e.mean : 1.0;
+    const Summary e = stat(x.energy_j);
+    return e.mean > 0 ? e.ci95_half_width / e.mean : 1.0;
   };
   m.first_ci = rel_ci(m.round);
   if (m.round.energy_j.size() >= 2 && stat(m.round.time_ns).mean >= o.ci_min_ns && m.first_ci > o.ci_target) {
@@ -617,8 +600,8 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     if (o.measure_step && dev.error().empty()) {
       Measured m = measure(dev, probe, o, step_ms, 1, rules);
       if (m.error.empty() && m.round.energy_j.size() >= 2) {
-        const Stat t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
-        R.step = {true, "", t.mean, t.half_width, p.mean, e.mean, e.half_width};
+        const Summary t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
+        R.step = {true, "", t.mean, t.ci95_half_width, p.mean, e.mean, e.ci95_half_width};
       } else {
         R.step.reason = m.error.empty() ? "fewer than two trials had power samples" : m.error;
       }
@@ -727,14 +710,14 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
       w.row.reason = "fewer than two trials had power samples: time only";
       continue;
     }
-    const Stat t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
+    const Summary t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
     w.row.status = "measured";
     w.row.time_ns = t.mean;
-    w.row.time_half_width_ns = t.half_width;
+    w.row.time_half_width_ns = t.ci95_half_width;
     w.row.power_w = p.mean;
-    w.row.power_half_width_w = p.half_width;
+    w.row.power_half_width_w = p.ci95_half_width;
     w.row.energy_j = e.mean;
-    w.row.energy_half_width_j = e.half_width;
+    w.row.energy_half_width_j = e.ci95_half_width;
     w.row.short_trials_ci = m.first_ci;
     w.row.trial_s = m.round.seconds;
     w.row.trial_power_w = m.round.power_w;
