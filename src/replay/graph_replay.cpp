@@ -18,6 +18,7 @@
 #include "jouleprof/core/stats.hpp"
 #include "jouleprof/core/timebase.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
+#include "sensor_probe.hpp"
 #include "trials.hpp"
 
 namespace jouleprof {
@@ -340,50 +341,26 @@ class GraphDevice final : public replay::Device {
   std::string error_;
 };
 
-// jouleprof's GPU sensor as the rounds' probe (as workloads/replay/main.cpp's Meter).
-class SensorProbe final : public replay::Probe {
+// jouleprof's GPU sensor as the rounds' probe (sensor_probe.hpp), on a sensor of its own.
+class OwnSensorProbe final : public replay::SensorProbe {
  public:
   /// The samples' times are on the TimeBase the sensor was opened with: this one's own.
-  static Result<std::unique_ptr<SensorProbe>> open(const GpuSelection& sel, std::size_t index) {
-    auto p = std::unique_ptr<SensorProbe>(new SensorProbe());
+  static Result<std::unique_ptr<OwnSensorProbe>> open(const GpuSelection& sel, std::size_t index) {
+    auto p = std::unique_ptr<OwnSensorProbe>(new OwnSensorProbe());
     auto gpus = open_gpus(sel, *p->tb_);
     if (!gpus) return gpus.error();
     if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
     p->set_ = std::move(*gpus);
-    p->s_ = p->set_.gpus.at(index < p->set_.gpus.size() ? index : 0).get();
-    if (!p->s_->supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
+    GpuSensor& s = *p->set_.gpus.at(index < p->set_.gpus.size() ? index : 0);
+    if (!s.supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
+    p->attach(s, *p->tb_);
     return p;
   }
-  void drain() override {
-    std::vector<Sample> got;
-    if (s_->drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
-    if (samples_.size() > 200000) samples_.erase(samples_.begin(), samples_.begin() + 100000);
-  }
-  std::pair<double, std::size_t> mean_power(double a, double b) override {
-    double sum = 0;
-    std::size_t n = 0;
-    for (const Sample& x : samples_) {
-      if (x.t_s >= a && x.t_s <= b) {
-        sum += x.value;
-        ++n;
-      }
-    }
-    return {n > 0 ? sum / static_cast<double>(n) : std::nan(""), n};
-  }
-  std::optional<double> counter_j() override {
-    auto e = s_->read_energy_mj();
-    return e ? std::optional<double>(static_cast<double>(*e) / 1000.0) : std::nullopt;
-  }
-  double now() override { return tb_->now_s(); }
-  void pause(double s) override { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
-  GpuSensor& sensor() { return *s_; }
 
  private:
-  SensorProbe() : tb_(std::make_unique<TimeBase>()) {}
+  OwnSensorProbe() : tb_(std::make_unique<TimeBase>()) {}
   std::unique_ptr<TimeBase> tb_;
   GpuSet set_;
-  GpuSensor* s_ = nullptr;
-  std::vector<Sample> samples_;
 };
 
 // A graph of `copies` copies of one node, each depending on the one before (they run in order,
@@ -553,14 +530,14 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     char name[256] = {0};
     if (api.CtxGetDevice(&dev) == kSuccess && api.DeviceGetName != nullptr && api.DeviceGetName(name, sizeof name, dev) == kSuccess) R.gpu = name;
   }
-  std::unique_ptr<SensorProbe> own;
+  std::unique_ptr<OwnSensorProbe> own;
   if (probe_in == nullptr) {
     GpuSelection sel;
     sel.backend = o.sensor;
-    if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) sel.cuda_visible_devices = cvd;
+    apply_gpu_environment(sel);  // CUDA_VISIBLE_DEVICES and $JOULEPROF_NVML_LIB, as every command reads them
     CUdevice dev = 0;
     api.CtxGetDevice(&dev);
-    auto p = SensorProbe::open(sel, static_cast<std::size_t>(std::max(dev, 0)));
+    auto p = OwnSensorProbe::open(sel, static_cast<std::size_t>(std::max(dev, 0)));
     if (!p) return p.error();
     own = std::move(*p);
     if (R.gpu.empty()) R.gpu = own->sensor().info().name;

@@ -29,6 +29,7 @@
 #include "jouleprof/core/timebase.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
 #include "replay_cuda.hpp"
+#include "sensor_probe.hpp"
 #include "trials.hpp"
 
 using nlohmann::json;
@@ -99,42 +100,15 @@ Stat stat(const std::vector<double>& v) {
   return s;
 }
 
-class Meter final : public jouleprof::replay::Probe {
+// The rounds' probe, with the sensor's other readings (temperature) for the output.
+class Meter final : public jouleprof::replay::SensorProbe {
  public:
-  Meter(GpuSensor& s, TimeBase& tb) : s_(s), tb_(tb) {}
-  void drain() override {
-    std::vector<Sample> got;
-    if (s_.drain_power_samples(got)) samples_.insert(samples_.end(), got.begin(), got.end());
-    if (samples_.size() > 200000) samples_.erase(samples_.begin(), samples_.begin() + 100000);
-  }
-  /// Mean power of the samples in [a, b] (run time) and how many there were.
-  std::pair<double, std::size_t> mean_power(double a, double b) override {
-    double sum = 0;
-    std::size_t n = 0;
-    for (const Sample& x : samples_) {
-      if (x.t_s >= a && x.t_s <= b) {
-        sum += x.value;
-        ++n;
-      }
-    }
-    return {n > 0 ? sum / static_cast<double>(n) : std::nan(""), n};
-  }
-  std::optional<double> counter_j() override {
-    auto e = s_.read_energy_mj();
-    return e ? std::optional<double>(static_cast<double>(*e) / 1000.0) : std::nullopt;
-  }
+  using SensorProbe::SensorProbe;
   std::optional<double> read(Metric m) {
-    if (!s_.supports(m)) return std::nullopt;
-    auto v = s_.read(m);
+    if (!sensor().supports(m)) return std::nullopt;
+    auto v = sensor().read(m);
     return v ? std::optional<double>(*v) : std::nullopt;
   }
-  double now() override { return tb_.now_s(); }
-  void pause(double s) override { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
-
- private:
-  GpuSensor& s_;
-  TimeBase& tb_;
-  std::vector<Sample> samples_;
 };
 
 /// The counter's cross-check of a row or the context (trials.hpp says when a trial counts).
