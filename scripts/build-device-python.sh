@@ -11,12 +11,13 @@ cmake -S . -B build/pydev -G Ninja -DCMAKE_BUILD_TYPE=Release -DJOULEPROF_WITH_C
   -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" \
   -DCMAKE_SHARED_LINKER_FLAGS="-static-libstdc++ -static-libgcc" \
   -DCMAKE_MODULE_LINKER_FLAGS="-static-libstdc++ -static-libgcc" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
   -DCMAKE_BUILD_RPATH='$ORIGIN/../lib;$ORIGIN/../../lib' >/dev/null
 cmake --build build/pydev -j2 --target jouleprof_python jouleprof_window_bench
 rm -rf .pydev && mkdir -p .pydev/bin .pydev/lib .pydev/py
 cp -r build/pydev/python/jouleprof .pydev/py/
 cp build/pydev/bench/jouleprof_window_bench .pydev/bin/
 for f in .pydev/py/jouleprof/_jouleprof*.so .pydev/bin/jouleprof_window_bench; do
-  for lib in $(ldd "$f" | awk '/sqlite|benchmark/ {print $3}'); do cp -L "$lib" .pydev/lib/; done
+  for lib in $(ldd "$f" | awk '/sqlite|benchmark|re2/ {print $3}'); do cp -L "$lib" .pydev/lib/; done
 done
 ls -la .pydev/*/ .pydev/py/jouleprof

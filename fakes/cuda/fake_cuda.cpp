@@ -9,7 +9,9 @@
 // Kernels take (float* in, float* out, int n): each node gets its own device pointers (so the
 // pointer-masked grouping puts them in one row) and the same n, unless FLAG is "distinct" (n = node
 // index). FLAG "fault": a graph of copies of it faults at launch (CUDA_ERROR_ILLEGAL_ADDRESS, sticky:
-// every later call fails); "oom": a graph of copies of it fails to instantiate (out of memory).
+// every later call fails); "oom": a graph of copies of it fails to instantiate (out of memory); "l2":
+// a launch on the same input buffer as the kernel launched just before runs in half its time (its
+// input still in L2), as a weight-reading kernel repeated on one layer's buffers does.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -288,12 +290,18 @@ FAKE CUresult cuGraphExecDestroy(CUgraphExec) { return kSuccess; }
 FAKE CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
   if (sticky != kSuccess) return sticky;
   FExec* x = reinterpret_cast<FExec*>(e);
+  static CUdeviceptr last_in = 0;  // the input of the kernel launched last (the "L2")
   for (FNode* n : x->g->nodes) {
     if (!x->g->original && n->func != nullptr && n->func->flag == "fault") {
       sticky = 700;
       return sticky;
     }
-    if (n->type == kNodeKernel || n->type == kNodeMemcpy || n->type == kNodeMemset) reinterpret_cast<FStream*>(s)->gpu_ns += n->ns;
+    double ns = n->ns;
+    if (n->type == kNodeKernel) {
+      if (n->func != nullptr && n->func->flag == "l2" && n->in == last_in) ns /= 2;
+      last_in = n->in;
+    }
+    if (n->type == kNodeKernel || n->type == kNodeMemcpy || n->type == kNodeMemset) reinterpret_cast<FStream*>(s)->gpu_ns += ns;
   }
   return kSuccess;
 }

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 __all__ = ["replay_step", "ExactReplay"]
 
 _OPTION_KEYS = ("trials", "trial_s", "settle_s", "warmup_s", "ci_target", "long_trial_s", "row_cap_s", "max_trials",
-                "coverage", "max_rows", "graph_ms", "measure_step", "sensor", "cuda_library")
+                "coverage", "max_rows", "graph_ms", "measure_step", "rotate", "sensor", "cuda_library")
 
 
 class ExactReplay:
@@ -56,8 +56,23 @@ class ExactReplay:
     def warnings(self) -> List[str]:
         return list(self.data.get("warnings", []))
 
-    def predict(self, steps: int = 1) -> Tuple[float, float]:
-        """(seconds, joules) of `steps` steps run back to back: Σ over rows of count × per call."""
+    def predict(self, steps: int = 1, basis: Optional[str] = None) -> Tuple[float, float]:
+        """(seconds, joules) of `steps` steps run back to back.
+
+        basis "step": the whole captured graph replayed (its kernels among their neighbours, as the
+        program runs them); "rows": Σ over rows of count × per call (each node alone). Default: "step"
+        when the whole graph was measured, else "rows"."""
+        if basis is None:
+            basis = "step" if self.step.get("measured") else "rows"
+        if basis == "step":
+            s = self.step
+            if not s.get("measured"):
+                from .errors import InvalidArgumentError
+                raise InvalidArgumentError(f"predict(basis='step'): the whole graph was not measured ({s.get('reason', 'measure_step off')})")
+            return steps * s["time_s"], steps * s["energy_j"]
+        if basis != "rows":
+            from .errors import InvalidArgumentError
+            raise InvalidArgumentError(f"predict: basis must be 'step' or 'rows', not {basis!r}")
         p = self.prediction
         return steps * p.get("time_s", 0.0), steps * p.get("energy_j", 0.0)
 
@@ -75,6 +90,10 @@ class ExactReplay:
                f"(measured rows {100 * p['measured_share']:.1f}% of the energy, timed {100 * p['timed_share']:.1f}%)"]
         if s.get("measured"):
             out.append(f"the whole graph replayed: {s['time_s'] * 1e3:.4f} ms, {s['energy_j']:.4f} J at {s['power_w']:.1f} W")
+            c = p.get("context")
+            if c:
+                out.append(f"context: the whole step {100 * (c['energy_factor'] - 1):+.1f}% energy, {100 * (c['time_factor'] - 1):+.1f}% "
+                           "time against its nodes alone (predict() uses the step)")
         out.append(f"{'status':<12} {'count':>6} {'us/call':>10} {'W':>8} {'J':>10}  kernel")
         for r in self.rows[:top]:
             out.append(f"{r['status']:<12} {r['count']:>6} {r.get('time_s', 0) * 1e6:>10.2f} {r.get('power_w', 0):>8.1f} "
@@ -120,7 +139,8 @@ def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] =
     options: trials (5), trial_s (0.2), settle_s (0.3), warmup_s (3: the whole graph replayed to a
     stable temperature first), ci_target (0.02), long_trial_s (1), row_cap_s (6), coverage (0.99 of
     the step's kernel time measured, longest first; the rest timed, at the measured rows' mean
-    power), max_rows (60), graph_ms (2), measure_step (True), sensor ("nvml").
+    power), max_rows (60), graph_ms (2), measure_step (True), rotate (True: copies cycle through
+    the group's members, each layer on its own buffers; False: the first member repeated), sensor ("nvml").
     """
     unknown = set(options) - set(_OPTION_KEYS)
     if unknown:

@@ -111,6 +111,7 @@ struct RawNode {
 struct Listed {
   GraphListing listing;
   std::vector<RawNode> raw;
+  std::vector<std::vector<std::size_t>> members;  ///< per group: its nodes, in graph order
 };
 
 Result<Listed> list_graph(const Api& api, CUgraph graph) {
@@ -265,7 +266,9 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       gr.first_node = i;
       gr.argument_bytes = key.size();
       L.groups.push_back(gr);
+      out.members.emplace_back();
     }
+    out.members[it->second].push_back(i);
     L.groups[it->second].count++;
     g.group = it->second;
   }
@@ -363,8 +366,11 @@ class OwnSensorProbe final : public replay::SensorProbe {
   GpuSet set_;
 };
 
-// A graph of `copies` copies of one node, each depending on the one before (they run in order,
-// as the program's nodes did), instantiated.
+// A graph of `copies` copies of a group's node, each depending on the one before (they run in
+// order, as the program's nodes did), instantiated. Copy i is the group's member i mod n: each
+// layer's instance on its own buffers, so a layer's weights are not still in L2 from the copy
+// before, as they are not in the program (a node repeated on one buffer set can run from L2 where
+// the program's ran from memory). GraphReplayOptions::rotate false: the first member only.
 struct Copies {
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
@@ -378,53 +384,72 @@ struct Copies {
   }
 };
 
-std::string build_copies(const Api& api, const RawNode& node, std::size_t copies, Copies& out) {
+// One member's parameters as read back from the captured graph.
+struct NodeParams {
+  int type = -1;
+  CUgraphNode handle = nullptr;
+  CudaKernelNodeParams kernel{};
+  CudaMemcpy3D copy{};
+  CudaMemsetNodeParams set{};
+  std::vector<CudaMemsetNodeParams> prelude;
+};
+
+std::string read_params(const Api& api, const RawNode& node, NodeParams& p) {
+  p.type = node.type;
+  p.handle = node.handle;
+  CUresult rc = kSuccess;
+  if (node.type == kNodeKernel) rc = api.GraphKernelNodeGetParams(node.handle, &p.kernel);
+  if (node.type == kNodeMemcpy) rc = api.GraphMemcpyNodeGetParams(node.handle, &p.copy);
+  if (node.type == kNodeMemset) rc = api.GraphMemsetNodeGetParams(node.handle, &p.set);
+  if (rc != kSuccess) return api.describe("reading the node's parameters", rc);
+  p.prelude.resize(node.prelude.size());
+  for (std::size_t m = 0; m < node.prelude.size(); ++m) {
+    if (rc = api.GraphMemsetNodeGetParams(node.prelude[m], &p.prelude[m]); rc != kSuccess) return api.describe("reading a memset's parameters", rc);
+  }
+  return "";
+}
+
+// Appends one copy of `p` after `prev` (null: first); `prev` becomes the copy's last node.
+std::string add_copy(const Api& api, CUgraph graph, CUcontext ctx, const NodeParams& p, CUgraphNode& prev) {
+  CUgraphNode added = nullptr;
+  const CUgraphNode* deps = prev != nullptr ? &prev : nullptr;
+  size_t ndeps = prev != nullptr ? 1 : 0;
+  CUresult rc = kSuccess;
+  if (p.type == kNodeKernel) {
+    // Its memsets first (each copy resets the kernel's workspace as the step did).
+    for (const CudaMemsetNodeParams& m : p.prelude) {
+      CUgraphNode set = nullptr;
+      if (rc = api.GraphAddMemsetNode(&set, graph, deps, ndeps, &m, ctx); rc != kSuccess) return api.describe("cuGraphAddMemsetNode", rc);
+      prev = set;
+      deps = &prev;
+      ndeps = 1;
+    }
+    if (rc = api.GraphAddKernelNode(&added, graph, deps, ndeps, &p.kernel); rc != kSuccess) return api.describe("cuGraphAddKernelNode", rc);
+    // Its launch attributes too (a CUTLASS/cuDNN kernel's cluster dimensions, priority ...).
+    if (rc = api.GraphKernelNodeCopyAttributes(added, p.handle); rc != kSuccess) return api.describe("cuGraphKernelNodeCopyAttributes", rc);
+  } else if (p.type == kNodeMemcpy) {
+    if (rc = api.GraphAddMemcpyNode(&added, graph, deps, ndeps, &p.copy, ctx); rc != kSuccess) return api.describe("cuGraphAddMemcpyNode", rc);
+  } else {
+    if (rc = api.GraphAddMemsetNode(&added, graph, deps, ndeps, &p.set, ctx); rc != kSuccess) return api.describe("cuGraphAddMemsetNode", rc);
+  }
+  prev = added;
+  return "";
+}
+
+std::string build_copies(const Api& api, const std::vector<const RawNode*>& members, std::size_t copies, Copies& out) {
   out.api = &api;
   if (CUresult rc = api.GraphCreate(&out.graph, 0); rc != kSuccess) return api.describe("cuGraphCreate", rc);
   CUcontext ctx = nullptr;
   api.CtxGetCurrent(&ctx);
-  CudaKernelNodeParams kp{};
-  CudaMemcpy3D cp{};
-  CudaMemsetNodeParams sp{};
-  CUresult rc = kSuccess;
-  if (node.type == kNodeKernel) rc = api.GraphKernelNodeGetParams(node.handle, &kp);
-  if (node.type == kNodeMemcpy) rc = api.GraphMemcpyNodeGetParams(node.handle, &cp);
-  if (node.type == kNodeMemset) rc = api.GraphMemsetNodeGetParams(node.handle, &sp);
-  if (rc != kSuccess) return api.describe("reading the node's parameters", rc);
-  std::vector<CudaMemsetNodeParams> prelude(node.prelude.size());
-  for (std::size_t m = 0; m < node.prelude.size(); ++m) {
-    if (rc = api.GraphMemsetNodeGetParams(node.prelude[m], &prelude[m]); rc != kSuccess) return api.describe("reading a memset's parameters", rc);
+  std::vector<NodeParams> params(std::min(members.size(), copies));
+  for (std::size_t m = 0; m < params.size(); ++m) {
+    if (std::string e = read_params(api, *members[m], params[m]); !e.empty()) return e;
   }
   CUgraphNode prev = nullptr;
   for (std::size_t i = 0; i < copies; ++i) {
-    CUgraphNode added = nullptr;
-    const CUgraphNode* deps = prev != nullptr ? &prev : nullptr;
-    size_t ndeps = prev != nullptr ? 1 : 0;
-    if (node.type == kNodeKernel) {
-      // Its memsets first (each copy resets the kernel's workspace as the step did).
-      for (std::size_t m = 0; m < prelude.size(); ++m) {
-        CUgraphNode set = nullptr;
-        rc = api.GraphAddMemsetNode(&set, out.graph, deps, ndeps, &prelude[m], ctx);
-        if (rc != kSuccess) return api.describe("cuGraphAddMemsetNode", rc);
-        prev = set;
-        deps = &prev;
-        ndeps = 1;
-      }
-      rc = api.GraphAddKernelNode(&added, out.graph, deps, ndeps, &kp);
-      if (rc != kSuccess) return api.describe("cuGraphAddKernelNode", rc);
-      // Its launch attributes too (a CUTLASS/cuDNN kernel's cluster dimensions, priority ...).
-      rc = api.GraphKernelNodeCopyAttributes(added, node.handle);
-      if (rc != kSuccess) return api.describe("cuGraphKernelNodeCopyAttributes", rc);
-    } else if (node.type == kNodeMemcpy) {
-      rc = api.GraphAddMemcpyNode(&added, out.graph, deps, ndeps, &cp, ctx);
-      if (rc != kSuccess) return api.describe("cuGraphAddMemcpyNode", rc);
-    } else {
-      rc = api.GraphAddMemsetNode(&added, out.graph, deps, ndeps, &sp, ctx);
-      if (rc != kSuccess) return api.describe("cuGraphAddMemsetNode", rc);
-    }
-    prev = added;
+    if (std::string e = add_copy(api, out.graph, ctx, params[i % params.size()], prev); !e.empty()) return e;
   }
-  if (rc = api.GraphInstantiateWithFlags(&out.exec, out.graph, 0); rc != kSuccess) return api.describe("cuGraphInstantiate", rc);
+  if (CUresult rc = api.GraphInstantiateWithFlags(&out.exec, out.graph, 0); rc != kSuccess) return api.describe("cuGraphInstantiate", rc);
   return "";
 }
 
@@ -594,6 +619,7 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   // Each group: its copies graph and a first time; then energy, longest (count × time) first.
   struct Work {
     ExactRow row;
+    std::vector<const RawNode*> members;  ///< the nodes its copies cycle through
     std::unique_ptr<Copies> copies;
   };
   std::vector<Work> work(L.groups.size());
@@ -601,7 +627,10 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   for (std::size_t g = 0; g < L.groups.size(); ++g) {
     Work& w = work[g];
     w.row.group = L.groups[g];
-    const RawNode& node = listed->raw[L.groups[g].first_node];
+    std::vector<const RawNode*> members;
+    for (std::size_t i : listed->members[g]) members.push_back(&listed->raw[i]);
+    if (!o.rotate) members.resize(1);
+    w.members = members;
     if (!lost.empty()) {
       w.row.status = "not_measured";
       w.row.reason = lost;
@@ -617,7 +646,7 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     // Its time: 8 copies, then as many as make ~0.2 ms (at most 256: the launch overhead shared
     // out); the graph for the energy trials is built for the rows measured, below.
     Copies probe_copies;
-    if (std::string e = build_copies(api, node, 8, probe_copies); !e.empty()) {
+    if (std::string e = build_copies(api, members, 8, probe_copies); !e.empty()) {
       fail(e);
       continue;
     }
@@ -630,7 +659,7 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     double ms = ms8;
     if (n_time != 8) {
       Copies timing;
-      if (std::string e = build_copies(api, node, n_time, timing); !e.empty()) {
+      if (std::string e = build_copies(api, members, n_time, timing); !e.empty()) {
         fail(e);
         continue;
       }
@@ -664,7 +693,7 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     ++measured_rows;
     w.row.copies = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(o.graph_ms * 1e6 / std::max(w.row.time_ns, 1.0) - 1e-6)), 1, o.max_copies);
     w.copies = std::make_unique<Copies>();
-    if (std::string e = build_copies(api, listed->raw[w.row.group.first_node], w.row.copies, *w.copies); !e.empty()) {
+    if (std::string e = build_copies(api, w.members, w.row.copies, *w.copies); !e.empty()) {
       w.row.status = "failed";
       w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), e);
       R.warnings.push_back(w.row.reason);
@@ -789,6 +818,13 @@ std::string graph_replay_json(const GraphReplay& r) {
               {"timed_share", r.timed_share},
               {"failed_node_share", r.failed_share}}},
             {"warnings", r.warnings}};
+  // The step replayed whole against its nodes replayed alone: a kernel draws another power among
+  // its neighbours than alone (docs/validation/replay.md). Rows' shares × the step's figures is
+  // the prediction when the whole step replayed (docs/replay.md, "Exact replay").
+  if (r.step.measured && r.predicted_energy_j > 0 && r.predicted_time_s > 0) {
+    j["prediction"]["context"] = {{"energy_factor", r.step.energy_j / r.predicted_energy_j},
+                                  {"time_factor", r.step.time_ns * 1e-9 / r.predicted_time_s}};
+  }
   return j.dump(1) + "\n";
 }
 
@@ -799,6 +835,10 @@ std::string graph_replay_text(const GraphReplay& r, std::size_t top) {
   if (r.step.measured) {
     out += fmt::format("the whole graph replayed: {:.4f} ms, {:.4f} J ± {:.4f} at {:.1f} W\n", r.step.time_ns * 1e-6, r.step.energy_j,
                        r.step.energy_half_width_j, r.step.power_w);
+    if (r.predicted_energy_j > 0 && r.predicted_time_s > 0) {
+      out += fmt::format("context: the whole step {:+.1f}% energy, {:+.1f}% time against its nodes alone (the prediction uses the step)\n",
+                         100 * (r.step.energy_j / r.predicted_energy_j - 1), 100 * (r.step.time_ns * 1e-9 / r.predicted_time_s - 1));
+    }
   }
   out += fmt::format("{:<12} {:>6} {:>10} {:>8} {:>10} {:>6}  {}\n", "status", "count", "us/call", "W", "J", "±%", "node");
   for (std::size_t i = 0; i < r.rows.size() && i < top; ++i) {

@@ -58,3 +58,27 @@ def test_prediction_scales_with_steps(tmp_path):
     assert json.loads(p.read_text()) == {"schema": "jouleprof.exact_replay", "schema_version": 1, "captured": False,
                                          "reason": "the step cannot be captured as a CUDA graph (RuntimeError: x)"}
     assert "not captured" in n.text()
+
+
+def test_prediction_uses_the_whole_step_when_it_was_measured():
+    data = {"schema": "jouleprof.exact_replay", "rows": [],
+            "step": {"measured": True, "time_s": 0.0021, "energy_j": 1.65, "power_w": 785.7},
+            "prediction": {"time_s": 0.002, "energy_j": 1.5, "energy_half_width_j": 0.01, "measured_share": 1.0,
+                           "timed_share": 0.0, "context": {"energy_factor": 1.1, "time_factor": 1.05}}}
+    r = ExactReplay(True, "", data)
+    assert r.predict(10) == pytest.approx((0.021, 16.5))
+    assert r.predict(10, basis="rows") == pytest.approx((0.02, 15.0))
+    assert "+10.0% energy" in r.text()
+    with pytest.raises(jouleprof.InvalidArgumentError, match="basis must be"):
+        r.predict(1, basis="kernels")
+    data["step"] = {"measured": False, "reason": "measure_step off"}
+    with pytest.raises(jouleprof.InvalidArgumentError, match="not measured"):
+        ExactReplay(True, "", data).predict(1, basis="step")
+
+
+def test_replay_rotates_through_the_layers_buffers(fake):
+    # The fake runs a launch on the buffer of the launch just before in half its time (L2).
+    g = fake.fakecuda_build_graph(b"kernel,gemm,12,20000,l2")
+    opts = {"cuda_library": FAKE, "sensor": "sim", "warmup_s": 0, "trials": 3, "trial_s": 0.05, "settle_s": 0.01}
+    rows = json.loads(_jouleprof.replay_cuda_graph(g, opts))["rows"]
+    assert rows[0]["time_s"] == pytest.approx(20e-6, rel=1e-3)

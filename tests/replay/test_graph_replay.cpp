@@ -132,6 +132,24 @@ TEST(GraphReplay, ReplaysEachGroupWithItsOwnTimeAndTheSensorsPower) {
   EXPECT_EQ(j["rows"][0]["exact"], true);
 }
 
+TEST(GraphReplay, CopiesCycleThroughTheLayersBuffersNotOneLayersFromL2) {
+  // 12 layers' instances of one GEMM; the fake runs a launch on the input buffer of the launch
+  // just before in half its time ("l2"). Rotating, the copies read each layer's buffers in turn
+  // and take the step's 20 µs; repeating the first layer's (rotate false), 10 µs: the bias fixed.
+  const auto g = fake().graph("kernel,gemm,12,20000,l2");
+  FakeProbe probe;
+  GraphReplayOptions o = quick();
+  auto r = replay_cuda_graph(g, o, &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_NEAR(r->rows[0].time_ns, 20000, 20);
+  EXPECT_NEAR(r->predicted_time_s, r->step.time_ns * 1e-9, 1e-9);
+  o.rotate = false;
+  auto once = replay_cuda_graph(fake().graph("kernel,gemm,12,20000,l2"), o, &probe);
+  ASSERT_TRUE(once) << once.error().message;
+  EXPECT_NEAR(once->rows[0].time_ns, 10000, 10);
+}
+
 TEST(GraphReplay, CoverageLeavesShortRowsTimedAtTheMeasuredPower) {
   const auto g = fake().graph("kernel,big,10,100000;kernel,small,1,1000");
   GraphReplayOptions o = quick();

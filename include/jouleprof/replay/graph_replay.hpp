@@ -2,8 +2,8 @@
 // program captured (PyTorch: torch.cuda.CUDAGraph(keep_graph=True).raw_cuda_graph(); C++: any
 // CUgraph / cudaGraph_t) is listed node by node — each kernel's function, launch configuration
 // and real arguments, each memcpy/memset — identical nodes are grouped, and each group is replayed
-// alone: a graph of K copies of that very node (same function, same arguments, so the program's
-// own buffers, still alive), launched in paced trials and measured with the GPU's power sensor as
+// alone: a graph of K copies of that node (same function, same arguments, so the program's own
+// buffers, still alive; copy i is the group's i-th member mod n, each on its own buffers), launched in paced trials and measured with the GPU's power sensor as
 // `jouleprof replay` measures its rows. The CUDA driver is loaded at run time (libcuda.so.1).
 #pragma once
 
@@ -60,6 +60,9 @@ struct GraphReplayOptions {
   double graph_ms = 2;            ///< copies of a node per replay graph: about this long
   std::size_t max_copies = 4096;
   bool measure_step = true;       ///< also measure the whole graph as captured (a check on Σ rows)
+  /// Copies cycle through the group's members (each layer's instance on its own buffers) rather
+  /// than repeat the first one, whose inputs would stay in L2 from one copy to the next.
+  bool rotate = true;
 };
 
 /// One group, replayed.
