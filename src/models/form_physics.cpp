@@ -16,7 +16,9 @@
 // Further probes (2-3) measure the workload's own scaling: alpha and k are updated from them by
 // least squares with the regression's prediction as a prior weighted by the regression's own
 // residual spread (a probe that agrees with the prior changes nothing; two probes far apart
-// override it), so more probes fit the workload rather than bend a generic curve.
+// override it), so more probes fit the workload rather than bend a generic curve. The probes'
+// precision is scaled by the model's probe weight (chosen in the inner loop): a weight below 1
+// shrinks the workload's own fit further toward the prior.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -100,11 +102,11 @@ class Physics final : public FormImpl {
 
   void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
                std::vector<double>& time_s) const override {
-    predict_probes({probe}, clocks, power_w, time_s);
+    predict_probes({probe}, clocks, 1.0, 1.0, power_w, time_s);
   }
 
-  bool predict_probes(const std::vector<Probe>& probes, const std::vector<double>& clocks, std::vector<double>& power_w,
-                      std::vector<double>& time_s) const override {
+  bool predict_probes(const std::vector<Probe>& probes, const std::vector<double>& clocks, double w_power, double w_time,
+                      std::vector<double>& power_w, std::vector<double>& time_s) const override {
     const Probe& p0 = probes.front();
     const double f0 = p0.clock_mhz;
     // Time: y = T_k/T0 is linear in alpha once the anchor's denominator is written out:
@@ -119,8 +121,8 @@ class Physics final : public FormImpl {
         // y (alpha (c0 - 1) + 1) = alpha (ck - 1) + 1  ->  alpha (y (c0 - 1) - (ck - 1)) = 1 - y
         const double a = y * (c0 - 1) - (ck - 1), b = 1 - y;
         const double s2 = p_.time_noise * p_.time_noise * y * y;
-        num += a * b / s2;
-        den += a * a / s2;
+        num += w_time * a * b / s2;
+        den += w_time * a * a / s2;
       }
       alpha = std::clamp(num / den, 0.0, 1.0);
     }
@@ -133,8 +135,8 @@ class Physics final : public FormImpl {
       for (std::size_t j = 1; j < probes.size(); ++j) {
         const double a = p_.g.at(probes[j].clock_mhz, p_.fmax) - g0, b = probes[j].power_w - p0.power_w;
         const double s2 = std::pow(p_.power_noise * probes[j].power_w, 2);
-        num += a * b / s2;
-        den += a * a / s2;
+        num += w_power * a * b / s2;
+        den += w_power * a * a / s2;
       }
       k = std::max(num / den, 0.0);
     }
