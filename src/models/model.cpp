@@ -316,24 +316,6 @@ constexpr const char* kInnerCriterion =
     "mean measured-energy excess over the measured optimum at the clock optimize chooses (energy objective, "
     "expected energy and upper-bound guard with the spread of the other applications' residuals), "
     "leave-one-application-out over the training applications; energy MAPE breaks near ties";
-double inner_figure(std::vector<Curve> curves, bool with_spread) {
-  if (with_spread) {
-    std::vector<SpreadSums> own(curves.size());
-    SpreadSums all;
-    for (std::size_t i = 0; i < curves.size(); ++i) {
-      own[i].add(curves[i]);
-      all.add(curves[i]);
-    }
-    for (std::size_t i = 0; i < curves.size(); ++i) {
-      if (curves[i].probe_clocks_mhz.empty()) continue;
-      const Uncertainty u = all.minus(own[i]).spread("");
-      const double f0 = curves[i].probe_clocks_mhz.front();
-      for (auto& p : curves[i].points) u.at(std::abs(std::log(p.clock_mhz / f0)), p.sigma_log_power, p.sigma_log_time, p.sigma_log_energy);
-    }
-  }
-  const auto s = summarize(optimize(curves, Objective{}));
-  return s.mean_energy_excess_pct + 1e-3 * evaluate(curves).overall.energy_mape_pct;
-}
 
 // The best probe handling of one fitted design: its label, inner figure and held-out curves.
 struct Scored {
@@ -396,6 +378,25 @@ Result<Model> fit_form(Dataset data, const FitOptions& o) {
 }
 
 }  // namespace
+
+double inner_figure(std::vector<Curve> curves, bool with_spread) {
+  if (with_spread) {
+    std::vector<SpreadSums> own(curves.size());
+    SpreadSums all;
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+      own[i].add(curves[i]);
+      all.add(curves[i]);
+    }
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+      if (curves[i].probe_clocks_mhz.empty()) continue;
+      const Uncertainty u = all.minus(own[i]).spread("");
+      const double f0 = curves[i].probe_clocks_mhz.front();
+      for (auto& p : curves[i].points) u.at(std::abs(std::log(p.clock_mhz / f0)), p.sigma_log_power, p.sigma_log_time, p.sigma_log_energy);
+    }
+  }
+  const auto s = summarize(optimize(curves, Objective{}));
+  return s.mean_energy_excess_pct + 1e-3 * evaluate(curves).overall.energy_mape_pct;
+}
 
 std::string ProbeHandling::label() const {
   if (used <= 1) return "1 probe";

@@ -90,6 +90,12 @@ Dataset subset(const Dataset& d, const std::vector<std::string>& apps);
 /// Nested cross-validation needs an outer fold's training set big enough for the inner one.
 inline constexpr std::size_t kMinNestedApplications = kMinAutoApplications + 1;
 
+/// The inner loop's figure of a design's held-out curves: what the product delivers. Each curve
+/// gets (with `with_spread`) the spread of the OTHER curves' residuals, `optimize` chooses its
+/// clock with it (expected energy, upper-bound guard), and the figure is the mean measured-energy
+/// excess there over the measured optimum, + 1e-3 x the energy MAPE (near ties).
+double inner_figure(std::vector<Curve> curves, bool with_spread);
+
 struct Errors {
   std::size_t points = 0;
   double power_mape_pct = 0, time_mape_pct = 0, energy_mape_pct = 0;
