@@ -14,9 +14,11 @@
 #include "jouleprof/models/model.hpp"
 #include "jouleprof/models/optimize.hpp"
 #include "jouleprof/models/validate.hpp"
+#include "run_cli.hpp"
 #include "sim_sweep.hpp"
 
 namespace md = jouleprof::models;
+using md::test::run_cli;
 using md::test::SimApp;
 
 namespace {
@@ -50,16 +52,6 @@ md::Model with_handling(const md::Model& m, int used, double weight, double nois
 std::map<std::string, double> figures(const md::Model& m) {
   std::map<std::string, double> out;
   for (const auto& [label, fig] : m.info().designs) out[label] = fig;
-  return out;
-}
-
-std::string run_cli(const std::string& args, int& rc) {
-  FILE* p = popen((std::string(JOULEPROF_CLI) + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = pclose(p);
-  rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return out;
 }
 
