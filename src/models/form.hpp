@@ -46,10 +46,12 @@ class FormImpl {
   virtual void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
                        std::vector<double>& time_s) const = 0;
   virtual nlohmann::json params() const = 0;
-  /// Forms that use further probes themselves (physics) fill P and T from all of them and return
-  /// true; the others return false and Model::predict tilts the one-probe curve through them.
-  virtual bool predict_probes(const std::vector<Probe>& /*probes*/, const std::vector<double>& /*clocks*/,
-                              std::vector<double>& /*power_w*/, std::vector<double>& /*time_s*/) const {
+  /// Forms that use further probes themselves (physics) fill P and T from all of them, the
+  /// further probes' evidence on power and on time weighted by `w_power`, `w_time` (0: the
+  /// one-probe prediction), and return true; the others return false and Model::predict tilts
+  /// the one-probe curve through them.
+  virtual bool predict_probes(const std::vector<Probe>& /*probes*/, const std::vector<double>& /*clocks*/, double /*w_power*/,
+                              double /*w_time*/, std::vector<double>& /*power_w*/, std::vector<double>& /*time_s*/) const {
     return false;
   }
 };

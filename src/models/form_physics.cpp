@@ -16,7 +16,9 @@
 // Further probes (2-3) measure the workload's own scaling: alpha and k are updated from them by
 // least squares with the regression's prediction as a prior weighted by the regression's own
 // residual spread (a probe that agrees with the prior changes nothing; two probes far apart
-// override it), so more probes fit the workload rather than bend a generic curve.
+// override it), so more probes fit the workload rather than bend a generic curve. The probes'
+// precision is scaled by the model's probe weight (chosen in the inner loop): a weight below 1
+// shrinks the workload's own fit further toward the prior.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -100,11 +102,11 @@ class Physics final : public FormImpl {
 
   void predict(const Probe& probe, const std::vector<double>& clocks, std::vector<double>& power_w,
                std::vector<double>& time_s) const override {
-    predict_probes({probe}, clocks, power_w, time_s);
+    predict_probes({probe}, clocks, 1.0, 1.0, power_w, time_s);
   }
 
-  bool predict_probes(const std::vector<Probe>& probes, const std::vector<double>& clocks, std::vector<double>& power_w,
-                      std::vector<double>& time_s) const override {
+  bool predict_probes(const std::vector<Probe>& probes, const std::vector<double>& clocks, double w_power, double w_time,
+                      std::vector<double>& power_w, std::vector<double>& time_s) const override {
     const Probe& p0 = probes.front();
     const double f0 = p0.clock_mhz;
     // Time: y = T_k/T0 is linear in alpha once the anchor's denominator is written out:
@@ -119,8 +121,8 @@ class Physics final : public FormImpl {
         // y (alpha (c0 - 1) + 1) = alpha (ck - 1) + 1  ->  alpha (y (c0 - 1) - (ck - 1)) = 1 - y
         const double a = y * (c0 - 1) - (ck - 1), b = 1 - y;
         const double s2 = p_.time_noise * p_.time_noise * y * y;
-        num += a * b / s2;
-        den += a * a / s2;
+        num += w_time * a * b / s2;
+        den += w_time * a * a / s2;
       }
       alpha = std::clamp(num / den, 0.0, 1.0);
     }
@@ -133,8 +135,8 @@ class Physics final : public FormImpl {
       for (std::size_t j = 1; j < probes.size(); ++j) {
         const double a = p_.g.at(probes[j].clock_mhz, p_.fmax) - g0, b = probes[j].power_w - p0.power_w;
         const double s2 = std::pow(p_.power_noise * probes[j].power_w, 2);
-        num += a * b / s2;
-        den += a * a / s2;
+        num += w_power * a * b / s2;
+        den += w_power * a * a / s2;
       }
       k = std::max(num / den, 0.0);
     }
@@ -206,18 +208,14 @@ double alpha_of(const AppSweep& s, double fmax, double& rss, std::size_t& n) {
 
 }  // namespace
 
-Result<std::unique_ptr<FormImpl>> fit_physics(const FitContext& c) {
-  Physics::Params P;
-  P.fmax = c.max_clock_mhz;
-  P.ridge = c.options.physics_ridge;
-  P.dram_static = c.options.physics_dram_static;
-  for (std::size_t i = 0; i < c.activity.size(); ++i)
-    if (c.activity[i] == "dram_active") P.dram_col = static_cast<int>(i);
+namespace {
+
+// Step 1: the probe features of each training application (activity..., probe power / pref),
+// and their standardisation into P.mean / P.scale.
+std::vector<std::vector<double>> probe_features(const FitContext& c, Physics::Params& P) {
   const std::size_t A = c.sweeps.size(), K = c.activity.size();
-  if (A < 3) return make_error(Errc::invalid_argument, "the physics form needs >= 3 training applications");
   for (const auto& s : c.sweeps)
     for (const auto& p : s.points) P.pref = std::max(P.pref, p.power_w);
-  // Features at each application's probe (anchor), standardised.
   std::vector<std::vector<double>> raw(A);
   for (std::size_t j = 0; j < A; ++j) {
     const AppPoint& a = c.sweeps[j].points[c.sweeps[j].anchor];
@@ -232,144 +230,158 @@ Result<std::unique_ptr<FormImpl>> fit_physics(const FitContext& c) {
     P.scale[i] = std::sqrt(P.scale[i]);
     if (!(P.scale[i] > 1e-12)) P.scale[i] = 1;
   }
-  // alpha per application, then its regression on the probe features.
+  return raw;
+}
+
+// Step 2: alpha per application, then its ridge regression on the standardised features; the
+// penalty leaves the intercept free (features centred: the intercept is the mean alpha).
+Result<void> fit_alpha(const FitContext& c, const std::vector<std::vector<double>>& raw, Physics::Params& P) {
+  const std::size_t A = c.sweeps.size(), K = c.activity.size();
   std::vector<double> alpha(A);
-  double trss = 0;
+  double trss = 0, amean = 0;
   std::size_t tn = 0;
   for (std::size_t j = 0; j < A; ++j) alpha[j] = alpha_of(c.sweeps[j], P.fmax, trss, tn);
   P.time_noise = std::max(std::sqrt(trss / static_cast<double>(std::max<std::size_t>(tn, 1))), 0.003);
-  {
-    std::vector<std::vector<double>> X;
-    std::vector<double> w(A, 1.0);
-    for (std::size_t j = 0; j < A; ++j) {
-      std::vector<double> z{1.0};
-      for (std::size_t i = 0; i <= K; ++i) z.push_back((raw[j][i] - P.mean[i]) / P.scale[i]);
-      X.push_back(std::move(z));
-    }
-    // The penalty leaves the intercept free: solve with the features centred (they are), so the
-    // intercept is the mean alpha and the penalty shrinks the slopes only.
-    Eigen::MatrixXd M(static_cast<Eigen::Index>(A), static_cast<Eigen::Index>(K + 1));
-    Eigen::VectorXd y(static_cast<Eigen::Index>(A));
-    double amean = 0;
-    for (std::size_t j = 0; j < A; ++j) amean += alpha[j] / static_cast<double>(A);
-    for (std::size_t j = 0; j < A; ++j) {
-      for (std::size_t i = 0; i <= K; ++i) M(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(i)) = X[j][i + 1];
-      y(static_cast<Eigen::Index>(j)) = alpha[j] - amean;
-    }
-    Eigen::MatrixXd G = M.transpose() * M;
-    G.diagonal().array() += P.ridge * static_cast<double>(A);
-    const Eigen::VectorXd b = G.ldlt().solve(M.transpose() * y);
-    if (!b.allFinite()) return make_error(Errc::invalid_argument, "the physics form's run-time regression is singular");
-    P.alpha_w.assign(1, amean);
-    for (Eigen::Index i = 0; i < b.size(); ++i) P.alpha_w.push_back(b(i));
-    double r2 = 0;
-    for (std::size_t j = 0; j < A; ++j) r2 += std::pow(alpha[j] - std::clamp(dot(X[j], P.alpha_w), 0.0, 1.0), 2);
-    P.alpha_sd = std::max(std::sqrt(r2 / static_cast<double>(A)), 0.02);
-  }
-  // Power: alternating least squares for static (+ dram term), k per application and g per clock.
-  std::vector<double> clocks;
-  for (const auto& s : c.sweeps)
-    for (const auto& p : s.points) clocks.push_back(p.clock_mhz);
-  std::sort(clocks.begin(), clocks.end());
-  clocks.erase(std::unique(clocks.begin(), clocks.end()), clocks.end());
-  P.g.clocks = clocks;
-  P.g.g.resize(clocks.size());
-  for (std::size_t i = 0; i < clocks.size(); ++i) P.g.g[i] = std::pow(clocks[i] / P.fmax, 2);
-  auto clock_index = [&](double f) {
-    return static_cast<std::size_t>(std::lower_bound(clocks.begin(), clocks.end(), f - 1e-9) - clocks.begin());
-  };
-  std::vector<double> k(A, 1.0), dram(A, 0.0), wapp(A, 1.0);
+  std::vector<std::vector<double>> X;
   for (std::size_t j = 0; j < A; ++j) {
-    const auto& s = c.sweeps[j];
-    if (P.dram_col >= 0) dram[j] = s.points[s.anchor].activity[static_cast<std::size_t>(P.dram_col)];
-    double pm = 0;
-    for (const auto& p : s.points) pm += p.power_w / static_cast<double>(s.points.size());
-    // Relative errors, each application weighing the same.
-    wapp[j] = 1.0 / (pm * pm * static_cast<double>(s.points.size()));
+    std::vector<double> z{1.0};
+    for (std::size_t i = 0; i <= K; ++i) z.push_back((raw[j][i] - P.mean[i]) / P.scale[i]);
+    X.push_back(std::move(z));
   }
-  double s0 = 0, s1 = 0;
-  // Alternating least squares converges slowly along the static/g trade-off: iterate until the
-  // static power moves by less than 10 mW (at most 500 rounds; each is linear in the points).
+  Eigen::MatrixXd M(static_cast<Eigen::Index>(A), static_cast<Eigen::Index>(K + 1));
+  Eigen::VectorXd y(static_cast<Eigen::Index>(A));
+  for (std::size_t j = 0; j < A; ++j) amean += alpha[j] / static_cast<double>(A);
+  for (std::size_t j = 0; j < A; ++j) {
+    for (std::size_t i = 0; i <= K; ++i) M(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(i)) = X[j][i + 1];
+    y(static_cast<Eigen::Index>(j)) = alpha[j] - amean;
+  }
+  Eigen::MatrixXd G = M.transpose() * M;
+  G.diagonal().array() += P.ridge * static_cast<double>(A);
+  const Eigen::VectorXd b = G.ldlt().solve(M.transpose() * y);
+  if (!b.allFinite()) return make_error(Errc::invalid_argument, "the physics form's run-time regression is singular");
+  P.alpha_w.assign(1, amean);
+  for (Eigen::Index i = 0; i < b.size(); ++i) P.alpha_w.push_back(b(i));
+  double r2 = 0;
+  for (std::size_t j = 0; j < A; ++j) r2 += std::pow(alpha[j] - std::clamp(dot(X[j], P.alpha_w), 0.0, 1.0), 2);
+  P.alpha_sd = std::max(std::sqrt(r2 / static_cast<double>(A)), 0.02);
+  return {};
+}
+
+// The power fit's data: the training clocks, each application's probe DRAM activity and weight.
+struct PowerData {
+  std::vector<double> clocks, dram, wapp;
+  std::size_t index(double f) const {
+    return static_cast<std::size_t>(std::lower_bound(clocks.begin(), clocks.end(), f - 1e-9) - clocks.begin());
+  }
+  double static_of(const Physics::Params& P, std::size_t j) const { return P.static_w + (P.dram_static ? P.static_dram_w * dram[j] : 0); }
+};
+
+// Step 3: alternating least squares for the GPU's static power (+ DRAM term), each
+// application's dynamic scale k and g per clock (non-decreasing, 1 at the top clock). It
+// converges slowly along the static/g trade-off: iterate until the static power moves by less
+// than 10 mW (at most 500 rounds; each is linear in the points).
+void fit_power(const FitContext& c, const PowerData& d, Physics::Params& P) {
+  const std::size_t A = c.sweeps.size(), C = d.clocks.size();
+  P.g.clocks = d.clocks;
+  P.g.g.resize(C);
+  for (std::size_t i = 0; i < C; ++i) P.g.g[i] = std::pow(d.clocks[i] / P.fmax, 2);
+  std::vector<double> k(A, 1.0);
+  P.static_w = P.static_dram_w = 0;
   double s_prev = -1;
-  for (int it = 0; it < 500 && std::abs(s0 - s_prev) > 1e-2; ++it) {
-    s_prev = s0;
-    // k per application given static and g.
-    for (std::size_t j = 0; j < A; ++j) {
+  for (int it = 0; it < 500 && std::abs(P.static_w - s_prev) > 1e-2; ++it) {
+    s_prev = P.static_w;
+    for (std::size_t j = 0; j < A; ++j) {  // k given static and g
       double num = 0, den = 0;
-      const double st = s0 + (P.dram_static ? s1 * dram[j] : 0);
       for (const auto& p : c.sweeps[j].points) {
-        const double gi = P.g.g[clock_index(p.clock_mhz)];
-        num += gi * (p.power_w - st);
+        const double gi = P.g.g[d.index(p.clock_mhz)];
+        num += gi * (p.power_w - d.static_of(P, j));
         den += gi * gi;
       }
       k[j] = std::max(num / den, 1e-9);
     }
-    // static (and dram term) given k and g: weighted least squares.
-    {
-      double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
-      for (std::size_t j = 0; j < A; ++j)
-        for (const auto& p : c.sweeps[j].points) {
-          const double r = p.power_w - k[j] * P.g.g[clock_index(p.clock_mhz)], w = wapp[j];
-          a11 += w, a12 += w * dram[j], a22 += w * dram[j] * dram[j], b1 += w * r, b2 += w * r * dram[j];
-        }
-      if (P.dram_static && a22 * a11 - a12 * a12 > 1e-12 * a11 * a22) {
-        const double det = a11 * a22 - a12 * a12;
-        s0 = (b1 * a22 - b2 * a12) / det;
-        s1 = (a11 * b2 - a12 * b1) / det;
-      } else {
-        s0 = b1 / a11;
-        s1 = 0;
-      }
-      s0 = std::max(s0, 0.0);
-    }
-    // g per clock given static and k, non-decreasing, 1 at the top clock.
-    std::vector<double> num(clocks.size(), 0), den(clocks.size(), 0);
-    for (std::size_t j = 0; j < A; ++j) {
-      const double st = s0 + (P.dram_static ? s1 * dram[j] : 0);
+    double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;  // static (and DRAM term) given k and g
+    for (std::size_t j = 0; j < A; ++j)
       for (const auto& p : c.sweeps[j].points) {
-        const auto i = clock_index(p.clock_mhz);
-        num[i] += wapp[j] * k[j] * (p.power_w - st);
-        den[i] += wapp[j] * k[j] * k[j];
+        const double r = p.power_w - k[j] * P.g.g[d.index(p.clock_mhz)], w = d.wapp[j], x = d.dram[j];
+        a11 += w, a12 += w * x, a22 += w * x * x, b1 += w * r, b2 += w * r * x;
       }
-    }
-    std::vector<double> gy(clocks.size()), gw(clocks.size());
-    for (std::size_t i = 0; i < clocks.size(); ++i) {
-      gy[i] = den[i] > 0 ? num[i] / den[i] : P.g.g[i];
-      gw[i] = den[i];
-    }
-    auto g = isotonic(gy, gw);
+    const double det = a11 * a22 - a12 * a12;
+    const bool two = P.dram_static && det > 1e-12 * a11 * a22;
+    P.static_w = std::max(two ? (b1 * a22 - b2 * a12) / det : b1 / a11, 0.0);
+    P.static_dram_w = two ? (a11 * b2 - a12 * b1) / det : 0;
+    std::vector<double> num(C, 0), den(C, 0);  // g given static and k
+    for (std::size_t j = 0; j < A; ++j)
+      for (const auto& p : c.sweeps[j].points) {
+        const auto i = d.index(p.clock_mhz);
+        num[i] += d.wapp[j] * k[j] * (p.power_w - d.static_of(P, j));
+        den[i] += d.wapp[j] * k[j] * k[j];
+      }
+    std::vector<double> gy(C);
+    for (std::size_t i = 0; i < C; ++i) gy[i] = den[i] > 0 ? num[i] / den[i] : P.g.g[i];
+    auto g = isotonic(gy, den);
     const double top = std::max(g.back(), 1e-9);
     for (auto& v : g) v = std::max(v / top, 1e-6);
     P.g.g = std::move(g);
   }
-  P.static_w = s0;
-  P.static_dram_w = s1;
-  // Spread of each application's own static power around the GPU's (the prior on k), and the
-  // per-point residual of the power law.
+}
+
+// Step 4: the spread of each application's own static power around the GPU's (the prior on k)
+// and the per-point residual of the power law.
+void power_spreads(const FitContext& c, const PowerData& d, Physics::Params& P) {
+  const std::size_t A = c.sweeps.size();
   double ss = 0, pr = 0;
   std::size_t pn = 0;
   for (std::size_t j = 0; j < A; ++j) {
     const auto& s = c.sweeps[j];
-    const double st = s0 + (P.dram_static ? s1 * dram[j] : 0);
     // The application's own best static with its k: P = st_j + k_j g.
     double sg = 0, sgg = 0, sp = 0, spg = 0;
     const double n = static_cast<double>(s.points.size());
     for (const auto& p : s.points) {
-      const double gi = P.g.g[clock_index(p.clock_mhz)];
+      const double gi = P.g.g[d.index(p.clock_mhz)];
       sg += gi, sgg += gi * gi, sp += p.power_w, spg += p.power_w * gi;
     }
     const double det = n * sgg - sg * sg;
-    if (det > 1e-12) {
-      const double kj = (n * spg - sg * sp) / det, stj = (sp - kj * sg) / n;
-      ss += (stj - st) * (stj - st);
-      for (const auto& p : s.points) {
-        pr += std::pow((stj + kj * P.g.g[clock_index(p.clock_mhz)]) / p.power_w - 1, 2);
-        ++pn;
-      }
+    if (det <= 1e-12) continue;
+    const double kj = (n * spg - sg * sp) / det, stj = (sp - kj * sg) / n;
+    ss += std::pow(stj - d.static_of(P, j), 2);
+    for (const auto& p : s.points) {
+      pr += std::pow((stj + kj * P.g.g[d.index(p.clock_mhz)]) / p.power_w - 1, 2);
+      ++pn;
     }
   }
   P.static_sd = std::max(std::sqrt(ss / static_cast<double>(A)), 1.0);
   P.power_noise = std::max(std::sqrt(pr / static_cast<double>(std::max<std::size_t>(pn, 1))), 0.003);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FormImpl>> fit_physics(const FitContext& c) {
+  Physics::Params P;
+  P.fmax = c.max_clock_mhz;
+  P.ridge = c.options.physics_ridge;
+  P.dram_static = c.options.physics_dram_static;
+  for (std::size_t i = 0; i < c.activity.size(); ++i)
+    if (c.activity[i] == "dram_active") P.dram_col = static_cast<int>(i);
+  const std::size_t A = c.sweeps.size();
+  if (A < 3) return make_error(Errc::invalid_argument, "the physics form needs >= 3 training applications");
+  const auto raw = probe_features(c, P);
+  if (auto r = fit_alpha(c, raw, P); !r) return r.error();
+  PowerData d;
+  for (const auto& s : c.sweeps)
+    for (const auto& p : s.points) d.clocks.push_back(p.clock_mhz);
+  std::sort(d.clocks.begin(), d.clocks.end());
+  d.clocks.erase(std::unique(d.clocks.begin(), d.clocks.end()), d.clocks.end());
+  d.dram.assign(A, 0.0);
+  d.wapp.assign(A, 1.0);
+  for (std::size_t j = 0; j < A; ++j) {
+    const auto& s = c.sweeps[j];
+    if (P.dram_col >= 0) d.dram[j] = s.points[s.anchor].activity[static_cast<std::size_t>(P.dram_col)];
+    double pm = 0;
+    for (const auto& p : s.points) pm += p.power_w / static_cast<double>(s.points.size());
+    d.wapp[j] = 1.0 / (pm * pm * static_cast<double>(s.points.size()));  // relative errors, each application weighing the same
+  }
+  fit_power(c, d, P);
+  power_spreads(c, d, P);
   return std::unique_ptr<FormImpl>(new Physics(std::move(P)));
 }
 

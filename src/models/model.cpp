@@ -2,6 +2,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -251,39 +252,52 @@ Result<Model> fit_one(Dataset data, const FitOptions& o) {
 }
 
 // The predictive spread from held-out curves: residuals of ln P, ln T, ln E binned by the distance
-// from the first probe, root mean square per bin, non-decreasing with the distance.
-Uncertainty uncertainty_of(const std::vector<Curve>& curves, const std::string& method) {
-  Uncertainty u;
-  u.x_edges = {0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.2};
-  const std::size_t B = u.x_edges.size();
-  std::vector<double> sp(B, 0), st(B, 0), se(B, 0);
-  std::vector<std::size_t> n(B, 0);
-  for (const auto& c : curves) {
-    if (c.probe_clocks_mhz.empty()) continue;
+// x = |ln(f / f_probe)| from the first probe; root mean square per bin, non-decreasing with x.
+// Kept as sums so that one curve's own residuals can be taken out again (the inner figure).
+struct SpreadSums {
+  static constexpr std::array<double, 8> kEdges = {0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.2};
+  std::array<double, 8> sp{}, st{}, se{}, n{};
+  void add(const Curve& c) {
+    if (c.probe_clocks_mhz.empty()) return;
     const double f0 = c.probe_clocks_mhz.front();
     for (const auto& p : c.points) {
       if (p.outlier || !p.power_w || !p.time_s || !(p.pred_power_w > 0) || !(p.pred_time_s > 0)) continue;
       const double x = std::abs(std::log(p.clock_mhz / f0));
       std::size_t b = 0;
-      while (b + 1 < B && x > u.x_edges[b]) ++b;
+      while (b + 1 < kEdges.size() && x > kEdges[b]) ++b;
       const double rp = std::log(*p.power_w / p.pred_power_w), rt = std::log(*p.time_s / p.pred_time_s);
-      sp[b] += rp * rp, st[b] += rt * rt, se[b] += (rp + rt) * (rp + rt);
-      ++n[b];
+      sp[b] += rp * rp, st[b] += rt * rt, se[b] += (rp + rt) * (rp + rt), n[b] += 1;
     }
   }
-  double mp = 0, mt = 0, me = 0;
-  for (std::size_t b = 0; b < B; ++b) {
-    if (n[b] > 0) {
-      mp = std::max(mp, std::sqrt(sp[b] / static_cast<double>(n[b])));
-      mt = std::max(mt, std::sqrt(st[b] / static_cast<double>(n[b])));
-      me = std::max(me, std::sqrt(se[b] / static_cast<double>(n[b])));
-    }
-    u.log_power.push_back(mp);
-    u.log_time.push_back(mt);
-    u.log_energy.push_back(me);
+  SpreadSums minus(const SpreadSums& o) const {
+    SpreadSums r = *this;
+    for (std::size_t b = 0; b < kEdges.size(); ++b)
+      r.sp[b] -= o.sp[b], r.st[b] -= o.st[b], r.se[b] -= o.se[b], r.n[b] -= o.n[b];
+    return r;
   }
-  u.method = method;
-  return u;
+  Uncertainty spread(const std::string& method) const {
+    Uncertainty u;
+    u.x_edges.assign(kEdges.begin(), kEdges.end());
+    double mp = 0, mt = 0, me = 0;
+    for (std::size_t b = 0; b < kEdges.size(); ++b) {
+      if (n[b] > 0.5) {
+        mp = std::max(mp, std::sqrt(std::max(sp[b], 0.0) / n[b]));
+        mt = std::max(mt, std::sqrt(std::max(st[b], 0.0) / n[b]));
+        me = std::max(me, std::sqrt(std::max(se[b], 0.0) / n[b]));
+      }
+      u.log_power.push_back(mp);
+      u.log_time.push_back(mt);
+      u.log_energy.push_back(me);
+    }
+    u.method = method;
+    return u;
+  }
+};
+
+Uncertainty uncertainty_of(const std::vector<Curve>& curves, const std::string& method) {
+  SpreadSums s;
+  for (const auto& c : curves) s.add(c);
+  return s.spread(method);
 }
 
 // The inner pass leaves out one application at a time up to kMaxInnerLoao applications, and one of
@@ -293,21 +307,110 @@ constexpr std::size_t kMaxInnerLoao = 40;
 constexpr int kInnerFolds = 10;
 Split inner_split(std::size_t apps) { return apps <= kMaxInnerLoao ? Split::leave_one_application_out : Split::kfold; }
 
-// The inner figure of a design: the mean excess of the measured energy at the chosen clock over
-// the measured optimum (energy objective), over the training applications each held out; ties
-// (within 0.05 percentage points) go to the lower energy MAPE. Returned as one number:
-// excess + 1e-3 x MAPE.
+// The inner figure of a design is what the product delivers: each training application, held
+// out, gets the spread of the OTHER applications' held-out residuals (as a new workload gets the
+// spread of the model's training applications), `optimize` chooses its clock with it (expected
+// energy, the upper-bound guard), and the measured energy there is compared with the measured
+// optimum. Mean over the applications; energy MAPE breaks near ties (excess + 1e-3 x MAPE).
 constexpr const char* kInnerCriterion =
-    "mean measured-energy excess at the chosen clock over the measured optimum (energy objective), "
+    "mean measured-energy excess over the measured optimum at the clock optimize chooses (energy objective, "
+    "expected energy and upper-bound guard with the spread of the other applications' residuals), "
     "leave-one-application-out over the training applications; energy MAPE breaks near ties";
-double inner_figure(const std::vector<Curve>& curves) {
-  Objective energy;
-  const auto s = summarize(optimize(curves, energy));
-  const auto ev = evaluate(curves);
-  return s.mean_energy_excess_pct + 1e-3 * ev.overall.energy_mape_pct;
+
+// The best probe handling of one fitted design: its label, inner figure and held-out curves.
+struct Scored {
+  std::size_t handling = 0;
+  double figure = HUGE_VAL;
+  std::vector<Curve> curves;
+};
+
+// Every handling's figure is appended to `tried` as "PREFIX[, HANDLING]"; the lowest wins (the
+// first, i.e. the fewer probes, on a tie).
+Scored score_handlings(std::vector<std::vector<Curve>>& sets, const std::vector<ProbeHandling>& handlings, const std::string& prefix,
+                       bool with_spread, std::vector<std::pair<std::string, double>>& tried) {
+  Scored best;
+  for (std::size_t h = 0; h < sets.size(); ++h) {
+    const double fig = inner_figure(sets[h], with_spread);
+    tried.emplace_back(handlings.size() > 1 ? prefix + ", " + handlings[h].label() : prefix, fig);
+    if (fig < best.figure) {
+      best.handling = h;
+      best.figure = fig;
+      best.curves = std::move(sets[h]);
+    }
+  }
+  return best;
+}
+
+// Only a handling chosen among several is kept: a model fitted for one probe uses every probe it
+// is given, as it did before the handling was a choice.
+void set_handling(ModelInfo& info, const std::vector<ProbeHandling>& handlings, std::size_t chosen) {
+  if (handlings.size() < 2) return;
+  info.options.probes_used = handlings[chosen].used;
+  info.options.probe_weight = handlings[chosen].weight;
+  info.options.probe_noise = handlings[chosen].noise;
+}
+
+// A concrete form: its hyper-parameters inside its own fit; the probe handling and the spread from
+// one inner leave-one-application-out pass over the training applications (the costly forms go
+// without: every probe, weight 1, no spread).
+Result<Model> fit_form(Dataset data, const FitOptions& o) {
+  auto m = fit_one(data, o);
+  const std::size_t n = data.applications().size();
+  if (!m || !o.uncertainty || n < 4 || o.form == Form::knn || o.form == Form::xgboost || o.form == Form::ensemble) return m;
+  FitOptions inner = o;
+  inner.uncertainty = false;
+  inner.progress = nullptr;
+  const auto handlings = probe_handlings(o.probes);
+  auto sets = cross_validate_handlings(data, inner, ProbeOptions{o.probe_clock_mhz, o.probes}, handlings, inner_split(n), kInnerFolds);
+  if (!sets) return m;
+  ModelInfo info = m->info();
+  std::vector<std::pair<std::string, double>> tried;
+  const Scored best = score_handlings(*sets, handlings, to_string(o.form), o.uncertainty, tried);
+  set_handling(info, handlings, best.handling);
+  if (handlings.size() > 1) {
+    info.designs = std::move(tried);
+    info.chosen_design = std::string(to_string(o.form)) + ", " + handlings[best.handling].label();
+    info.inner_criterion = kInnerCriterion;
+  }
+  info.uncertainty = uncertainty_of(best.curves, fmt::format("leave-one-application-out residuals over the {} training applications, {} probe(s)",
+                                                             best.curves.size(), o.probes));
+  return Model(std::move(info), m->impl());
 }
 
 }  // namespace
+
+double inner_figure(std::vector<Curve> curves, bool with_spread) {
+  if (with_spread) {
+    std::vector<SpreadSums> own(curves.size());
+    SpreadSums all;
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+      own[i].add(curves[i]);
+      all.add(curves[i]);
+    }
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+      if (curves[i].probe_clocks_mhz.empty()) continue;
+      const Uncertainty u = all.minus(own[i]).spread("");
+      const double f0 = curves[i].probe_clocks_mhz.front();
+      for (auto& p : curves[i].points) u.at(std::abs(std::log(p.clock_mhz / f0)), p.sigma_log_power, p.sigma_log_time, p.sigma_log_energy);
+    }
+  }
+  const auto s = summarize(optimize(curves, Objective{}));
+  return s.mean_energy_excess_pct + 1e-3 * evaluate(curves).overall.energy_mape_pct;
+}
+
+std::string ProbeHandling::label() const {
+  if (used <= 1) return "1 probe";
+  return noise > 0 ? fmt::format("{} probes js={:g}", used, noise) : fmt::format("{} probes w={:g}", used, weight);
+}
+
+std::vector<ProbeHandling> probe_handlings(int probes) {
+  std::vector<ProbeHandling> out{{1, 1.0}};
+  for (int used = 2; used <= probes; ++used) {
+    for (double w : kProbeWeights) out.push_back({used, w, 0});
+    for (double s : kProbeNoise) out.push_back({used, 1, s});
+  }
+  return out;
+}
 
 std::vector<Design> auto_designs(const FitOptions& base) {
   std::vector<Design> out;
@@ -337,47 +440,30 @@ std::vector<Design> auto_designs(const FitOptions& base) {
   return out;
 }
 
+// `--form auto`: every design x probe handling scored by the inner figure over the training
+// applications (one inner pass per design: the handlings reuse its fits); the best is fitted on all.
 Result<Model> fit(Dataset data, const FitOptions& o) {
-  ProbeOptions po;
-  po.probe_clock_mhz = o.probe_clock_mhz;
-  po.probes = o.probes;
-  if (o.form != Form::automatic) {
-    auto m = fit_one(data, o);
-    if (!m || !o.uncertainty || data.applications().size() < 4) return m;
-    // The spread of held-out predictions of this design (its hyper-parameters chosen inside each
-    // fold as in the fit); the costly forms go without.
-    if (o.form == Form::knn || o.form == Form::xgboost || o.form == Form::ensemble) return m;
-    FitOptions inner = o;
-    inner.uncertainty = false;
-    inner.progress = nullptr;
-    const std::size_t n = data.applications().size();
-    auto curves = cross_validate(data, inner, po, inner_split(n), kInnerFolds);
-    if (!curves) return m;
-    ModelInfo info = m->info();
-    info.uncertainty = uncertainty_of(*curves, fmt::format("leave-one-application-out residuals over the {} training applications, {} probe(s)",
-                                                           curves->size(), o.probes));
-    return Model(std::move(info), m->impl());
-  }
+  if (o.form != Form::automatic) return fit_form(std::move(data), o);
   const auto apps = data.applications();
   if (apps.size() < kMinAutoApplications)
     return make_error(Errc::invalid_argument, fmt::format("--form auto chooses the design by leaving out each training application: it needs "
                                                           ">= {} applications, the data has {} (name a --form)",
                                                           kMinAutoApplications, apps.size()));
+  const ProbeOptions po{o.probe_clock_mhz, o.probes};
   const auto designs = auto_designs(o);
+  const auto handlings = probe_handlings(o.probes);
   std::vector<std::pair<std::string, double>> tried;
-  double best = HUGE_VAL;
+  Scored best;
   std::size_t best_i = designs.size();
-  std::vector<Curve> best_curves;
   std::string first_error;
   for (std::size_t i = 0; i < designs.size(); ++i) {
-    auto curves = cross_validate(data, designs[i].options, po, inner_split(apps.size()), kInnerFolds);
-    if (!curves && first_error.empty()) first_error = designs[i].label + ": " + curves.error().message;
-    const double fig = curves ? inner_figure(*curves) : HUGE_VAL;
-    tried.emplace_back(designs[i].label, fig);
-    if (fig < best) {
-      best = fig;
+    auto sets = cross_validate_handlings(data, designs[i].options, po, handlings, inner_split(apps.size()), kInnerFolds);
+    if (!sets) {
+      if (first_error.empty()) first_error = designs[i].label + ": " + sets.error().message;
+      for (const auto& h : handlings) tried.emplace_back(handlings.size() > 1 ? designs[i].label + ", " + h.label() : designs[i].label, HUGE_VAL);
+    } else if (Scored s = score_handlings(*sets, handlings, designs[i].label, o.uncertainty, tried); s.figure < best.figure) {
+      best = std::move(s);
       best_i = i;
-      best_curves = std::move(*curves);
     }
     if (o.progress) o.progress(static_cast<int>(i + 1), static_cast<int>(designs.size()));
   }
@@ -386,15 +472,17 @@ Result<Model> fit(Dataset data, const FitOptions& o) {
   auto m = fit_one(std::move(data), designs[best_i].options);
   if (!m) return m.error();
   ModelInfo info = m->info();
+  const ProbeHandling& h = handlings[best.handling];
   info.designs = std::move(tried);
-  info.chosen_design = designs[best_i].label;
+  info.chosen_design = handlings.size() > 1 ? designs[best_i].label + ", " + h.label() : designs[best_i].label;
   info.inner_criterion = kInnerCriterion;
   info.options.uncertainty = o.uncertainty;
   info.options.probes = o.probes;
+  set_handling(info, handlings, best.handling);
   if (o.uncertainty)
-    info.uncertainty = uncertainty_of(best_curves, fmt::format("leave-one-application-out residuals of the chosen design over the {} "
+    info.uncertainty = uncertainty_of(best.curves, fmt::format("leave-one-application-out residuals of the chosen design over the {} "
                                                                "training applications, {} probe(s)",
-                                                               best_curves.size(), o.probes));
+                                                               best.curves.size(), o.probes));
   return Model(std::move(info), m->impl());
 }
 
@@ -434,32 +522,54 @@ Result<std::vector<Point>> Model::predict(const std::vector<Probe>& probes, cons
     if (!(p.clock_mhz > 0 && p.power_w > 0 && p.time_s > 0))
       return make_error(Errc::invalid_argument, "a probe needs a clock, power and time > 0");
   }
-  const Probe& p0 = probes.front();
+  // The probe handling chosen in the inner loop: the first `probes_used` probes, the extra ones'
+  // own fit weighted against the population's (one-probe) curve.
+  const auto& opt = info_.options;
+  const std::vector<Probe> used(probes.begin(), probes.begin() + (opt.probes_used > 0 ? std::min<std::ptrdiff_t>(opt.probes_used, std::ssize(probes))
+                                                                                      : std::ssize(probes)));
+  const Probe& p0 = used.front();
   std::vector<double> all = clocks;
-  for (std::size_t k = 1; k < probes.size(); ++k) all.push_back(probes[k].clock_mhz);
+  for (std::size_t k = 1; k < used.size(); ++k) {
+    if (std::abs(std::log(used[k].clock_mhz / p0.clock_mhz)) < 1e-6) return make_error(Errc::invalid_argument, "probe clocks must differ");
+    all.push_back(used[k].clock_mhz);
+  }
   std::vector<double> P, T;
-  const bool own = impl_->predict_probes(probes, clocks, P, T);
-  if (!own) impl_->predict(p0, all, P, T);
-  // Further probes: measured vs predicted at their clocks corrects the curve by c1 phi + c2 phi^2,
-  // phi = ln(f / f0) (zero at the first probe, so the anchor stays exact).
+  impl_->predict(p0, all, P, T);
+  // The extra probes' disagreement with the one-probe curve, r = ln(measured / predicted), and the
+  // weights: the handling's, times the positive-part James-Stein factor when it has a noise.
+  std::vector<double> rP, rT;
+  for (std::size_t k = 1; k < used.size(); ++k) {
+    rP.push_back(std::log(used[k].power_w / P[clocks.size() + k - 1]));
+    rT.push_back(std::log(used[k].time_s / T[clocks.size() + k - 1]));
+  }
+  auto weight_of = [&](const std::vector<double>& r) {
+    if (opt.probe_noise <= 0 || r.empty()) return opt.probe_weight;
+    double ms = 0;
+    for (double x : r) ms += x * x / static_cast<double>(r.size());
+    return opt.probe_weight * std::max(0.0, 1 - opt.probe_noise * opt.probe_noise / std::max(ms, 1e-300));
+  };
+  const double wP = weight_of(rP), wT = weight_of(rT);
+  const bool own = used.size() > 1 && impl_->predict_probes(used, clocks, wP, wT, P, T);
+  // Other forms: the curve is corrected by c1 phi + c2 phi^2 through the extra probes, phi =
+  // ln(f / f0) (zero at the first probe, so the anchor stays exact), times the weight: the
+  // correction through 2-3 points is noisy, the population's curve is the prior it shrinks to.
   std::vector<double> cP(2, 0.0), cT(2, 0.0);
-  if (probes.size() > 1 && !own) {
-    const std::size_t m = probes.size() - 1;
+  if (used.size() > 1 && !own) {
+    const std::size_t m = used.size() - 1;
     Eigen::MatrixXd A(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(m));
-    Eigen::VectorXd rP(static_cast<Eigen::Index>(m)), rT(static_cast<Eigen::Index>(m));
+    Eigen::VectorXd eP(static_cast<Eigen::Index>(m)), eT(static_cast<Eigen::Index>(m));
     for (std::size_t k = 0; k < m; ++k) {
-      const double phi = std::log(probes[k + 1].clock_mhz / p0.clock_mhz);
-      if (std::abs(phi) < 1e-6) return make_error(Errc::invalid_argument, "probe clocks must differ");
+      const double phi = std::log(used[k + 1].clock_mhz / p0.clock_mhz);
       const auto i = static_cast<Eigen::Index>(k);
       A(i, 0) = phi;
       if (m > 1) A(i, 1) = phi * phi;
-      rP(i) = std::log(probes[k + 1].power_w / P[clocks.size() + k]);
-      rT(i) = std::log(probes[k + 1].time_s / T[clocks.size() + k]);
+      eP(i) = rP[k];
+      eT(i) = rT[k];
     }
-    const Eigen::VectorXd sP = A.colPivHouseholderQr().solve(rP), sT = A.colPivHouseholderQr().solve(rT);
+    const Eigen::VectorXd sP = A.colPivHouseholderQr().solve(eP), sT = A.colPivHouseholderQr().solve(eT);
     for (Eigen::Index j = 0; j < sP.size(); ++j) {
-      cP[static_cast<std::size_t>(j)] = sP(j);
-      cT[static_cast<std::size_t>(j)] = sT(j);
+      cP[static_cast<std::size_t>(j)] = wP * sP(j);
+      cT[static_cast<std::size_t>(j)] = wT * sT(j);
     }
   }
   std::vector<Point> out;
@@ -503,6 +613,9 @@ Result<void> validate_info(const ModelInfo& i) {
   if (!(i.options.ridge >= 0 && i.options.ridge <= 1e6) || !(i.options.physics_ridge >= 0 && i.options.physics_ridge <= 1e6))
     return bad("options: ridge must be in [0, 1e6]");
   if (i.options.probes < 1 || i.options.probes > 3) return bad("options.probes must be 1, 2 or 3");
+  if (i.options.probes_used < 0 || i.options.probes_used > 3 || !(i.options.probe_weight >= 0 && i.options.probe_weight <= 1) ||
+      !(i.options.probe_noise >= 0 && i.options.probe_noise <= 1))
+    return bad("options: probes_used must be 0-3, probe_weight in [0, 1] and probe_noise in [0, 1]");
   if (!i.probe_activity_min.empty() || !i.probe_activity_max.empty()) {
     if (i.probe_activity_min.size() != i.activity.size() || i.probe_activity_max.size() != i.activity.size() ||
         !finite_all(i.probe_activity_min) || !finite_all(i.probe_activity_max))
@@ -554,7 +667,8 @@ std::string Model::to_json() const {
                    {"created_utc", i.created_utc},
                    {"tool_version", i.tool_version}};
   j["options"] = {{"ridge", i.options.ridge}, {"xgb_rounds", i.options.xgb_rounds}, {"xgb_depth", i.options.xgb_depth}, {"xgb_eta", i.options.xgb_eta},
-                  {"physics_ridge", i.options.physics_ridge}, {"physics_dram_static", i.options.physics_dram_static}, {"probes", i.options.probes}};
+                  {"physics_ridge", i.options.physics_ridge}, {"physics_dram_static", i.options.physics_dram_static}, {"probes", i.options.probes},
+                  {"probes_used", i.options.probes_used}, {"probe_weight", i.options.probe_weight}, {"probe_noise", i.options.probe_noise}};
   j["probe_range"] = {{"activity_min", i.probe_activity_min}, {"activity_max", i.probe_activity_max},
                       {"power_min_w", i.probe_power_min_w}, {"power_max_w", i.probe_power_max_w}};
   if (!i.uncertainty.empty())
@@ -608,6 +722,9 @@ Result<Model> Model::from_json(const std::string& text, const std::string& sourc
       i.options.physics_ridge = o.value("physics_ridge", 0.1);
       i.options.physics_dram_static = o.value("physics_dram_static", false);
       i.options.probes = o.value("probes", 1);
+      i.options.probes_used = o.value("probes_used", 0);
+      i.options.probe_weight = o.value("probe_weight", 1.0);
+      i.options.probe_noise = o.value("probe_noise", 0.0);
     }
     if (j.contains("probe_range")) {
       const auto& r = j.at("probe_range");

@@ -214,8 +214,9 @@ Dataset subset(const Dataset& d, const std::vector<std::string>& apps) {
   return out;
 }
 
-Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo, const ProbeOptions& po, Split split,
-                                          int folds, const std::function<void(int, int)>& progress) {
+Result<std::vector<std::vector<Curve>>> cross_validate_handlings(const Dataset& d, const FitOptions& fo, const ProbeOptions& po,
+                                                                 const std::vector<ProbeHandling>& handlings, Split split,
+                                                                 int folds, const std::function<void(int, int)>& progress) {
   auto apps = d.applications();
   if (fo.form == Form::automatic && apps.size() < kMinNestedApplications)
     return make_error(Errc::invalid_argument, "nested cross-validation (--form auto: the design chosen inside each fold) needs >= " +
@@ -233,7 +234,8 @@ Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo
     groups.resize(static_cast<std::size_t>(folds));
     for (std::size_t i = 0; i < apps.size(); ++i) groups[i % groups.size()].push_back(apps[i]);
   }
-  std::map<std::string, Curve> by_app;
+  const std::size_t H = std::max<std::size_t>(handlings.size(), 1);
+  std::vector<std::map<std::string, Curve>> by_app(H);
   for (const auto& held : groups) {
     Dataset train = d, test = d;
     train.rows.clear();
@@ -242,18 +244,33 @@ Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo
       (std::find(held.begin(), held.end(), r.application) != held.end() ? test : train).rows.push_back(r);
     auto m = fit(std::move(train), fo);
     if (!m) return make_error(m.error().code, "fit without " + held.front() + (held.size() > 1 ? " ..." : "") + ": " + m.error().message);
-    auto curves = predict_curves(*m, std::move(test), po);
-    if (!curves) return curves.error();
-    const std::string design = m->info().chosen_design.empty() ? to_string(m->info().form) : m->info().chosen_design;
-    for (auto& c : *curves) {
-      c.design = design;
-      by_app[c.application] = std::move(c);
+    for (std::size_t h = 0; h < H; ++h) {
+      ModelInfo info = m->info();
+      if (!handlings.empty()) {
+        info.options.probes_used = handlings[h].used;
+        info.options.probe_weight = handlings[h].weight;
+      }
+      auto curves = predict_curves(Model(info, m->impl()), test, po);
+      if (!curves) return curves.error();
+      const std::string design = info.chosen_design.empty() ? to_string(info.form) : info.chosen_design;
+      for (auto& c : *curves) {
+        c.design = design;
+        by_app[h][c.application] = std::move(c);
+      }
     }
-    if (progress) progress(static_cast<int>(by_app.size()), static_cast<int>(apps.size()));
+    if (progress) progress(static_cast<int>(by_app[0].size()), static_cast<int>(apps.size()));
   }
-  std::vector<Curve> out;
-  for (const auto& a : d.applications()) out.push_back(std::move(by_app[a]));
+  std::vector<std::vector<Curve>> out(H);
+  for (std::size_t h = 0; h < H; ++h)
+    for (const auto& a : d.applications()) out[h].push_back(std::move(by_app[h][a]));
   return out;
+}
+
+Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo, const ProbeOptions& po, Split split,
+                                          int folds, const std::function<void(int, int)>& progress) {
+  auto out = cross_validate_handlings(d, fo, po, {}, split, folds, progress);
+  if (!out) return out.error();
+  return std::move(out->front());
 }
 
 namespace {

@@ -14,9 +14,11 @@
 #include "jouleprof/models/optimize.hpp"
 #include "jouleprof/models/report.hpp"
 #include "jouleprof/models/validate.hpp"
+#include "run_cli.hpp"
 #include "sim_sweep.hpp"
 
 namespace md = jouleprof::models;
+using md::test::run_cli;
 using md::test::SimApp;
 
 namespace {
@@ -45,16 +47,6 @@ md::FitOptions physics_options() {
   return o;
 }
 
-std::string run_cli(const std::string& args, int& rc) {
-  const std::string cmd = std::string(JOULEPROF_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = pclose(p);
-  rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return out;
-}
 
 std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 

@@ -42,10 +42,34 @@ struct FitOptions {
   double physics_ridge = 0.1;         ///< physics: penalty of the 1/f-fraction regression (x applications)
   bool physics_dram_static = false;   ///< physics: static power + a DRAM-activity term
   int probes = 1;                     ///< probes per held-out workload the design is chosen for (auto)
+  /// The probe handling, chosen in the inner loop when `probes` > 1 (saved in the model file):
+  /// the predictions use the first `probes_used` probes (0: all given), and the workload's own
+  /// fit to the extra probes weighs `probe_weight` (0..1) against the population's curve.
+  /// With `probe_noise` > 0 the weight is also the workload's own: x max(0, 1 - noise^2 / r^2),
+  /// r the RMS of ln(measured / one-probe prediction) at the extra probes (positive-part
+  /// James-Stein: a disagreement of the size of the noise is dropped, a far larger one kept).
+  int probes_used = 0;
+  double probe_weight = 1;
+  double probe_noise = 0;
   bool uncertainty = true;            ///< estimate the predictive spread (inner leave-one-application-out)
   /// Progress of long fits (design selection): called with (done, total).
   std::function<void(int, int)> progress;
 };
+
+/// One way to use a workload's probes: the first `used` of them, the extra ones' own fit weighted
+/// by `weight` (shrunk toward the population's curve).
+struct ProbeHandling {
+  int used = 1;
+  double weight = 1;
+  double noise = 0;  ///< > 0: the per-workload James-Stein weight (FitOptions::probe_noise)
+  std::string label() const;
+};
+/// The handlings the inner loop chooses among for `probes` probes: every handling of fewer probes
+/// (so N+1 probes can always fall back on N), then `probes` probes at each weight of
+/// kProbeWeights and with each James-Stein noise of kProbeNoise. One probe: the one handling.
+std::vector<ProbeHandling> probe_handlings(int probes);
+inline constexpr double kProbeWeights[] = {0.25, 0.5, 0.75, 1.0};
+inline constexpr double kProbeNoise[] = {0.02, 0.05};
 
 /// One candidate of `--form auto`: a form with its fixed choices, and a label for reports.
 struct Design {

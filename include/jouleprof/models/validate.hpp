@@ -72,6 +72,12 @@ enum class Split { leave_one_application_out, kfold };
 /// `progress` (optional) is called with (folds done, folds).
 Result<std::vector<Curve>> cross_validate(const Dataset& d, const FitOptions& fo, const ProbeOptions& po, Split split,
                                           int folds = 5, const std::function<void(int, int)>& progress = {});
+/// The same folds, each fitted once and its held-out applications predicted with each probe
+/// handling in turn: one set of curves per handling (the inner loop's choice of the handling costs
+/// no extra fit). Empty `handlings`: one set, with each fitted model's own handling.
+Result<std::vector<std::vector<Curve>>> cross_validate_handlings(const Dataset& d, const FitOptions& fo, const ProbeOptions& po,
+                                                                 const std::vector<ProbeHandling>& handlings, Split split,
+                                                                 int folds = 5, const std::function<void(int, int)>& progress = {});
 
 /// The locked test set: `n` applications drawn once by `seed` (std::mt19937 shuffle of the sorted
 /// names), and the rest (development). Designs are chosen on the development applications only.
@@ -83,6 +89,12 @@ LockedSplit locked_split(const Dataset& d, std::size_t n, unsigned seed);
 Dataset subset(const Dataset& d, const std::vector<std::string>& apps);
 /// Nested cross-validation needs an outer fold's training set big enough for the inner one.
 inline constexpr std::size_t kMinNestedApplications = kMinAutoApplications + 1;
+
+/// The inner loop's figure of a design's held-out curves: what the product delivers. Each curve
+/// gets (with `with_spread`) the spread of the OTHER curves' residuals, `optimize` chooses its
+/// clock with it (expected energy, upper-bound guard), and the figure is the mean measured-energy
+/// excess there over the measured optimum, + 1e-3 x the energy MAPE (near ties).
+double inner_figure(std::vector<Curve> curves, bool with_spread);
 
 struct Errors {
   std::size_t points = 0;
