@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <unordered_map>
@@ -114,6 +115,79 @@ struct Listed {
   std::vector<std::vector<std::size_t>> members;  ///< per group: its nodes, in graph order
 };
 
+// A kernel node's row key: function, launch configuration, its memset prelude's size and the
+// argument bytes with device pointers masked (8-byte aligned words the driver knows as device
+// memory): the same kernel and sizes on another layer's buffers is the same row. Caches the
+// functions' names and the pointers' answers across the graph.
+struct KernelKeys {
+  const Api& api;
+  std::unordered_map<CUfunction, std::string> names;
+  std::unordered_map<CUdeviceptr, bool> is_device_ptr;
+  bool arg_info = false;
+
+  bool device_pointer(CUdeviceptr v) {
+    if (v == 0 || api.PointerGetAttribute == nullptr) return false;
+    auto it = is_device_ptr.find(v);
+    if (it != is_device_ptr.end()) return it->second;
+    int mt = 0;
+    const bool dev = api.PointerGetAttribute(&mt, kPointerAttributeMemoryType, v) == kSuccess;
+    is_device_ptr.emplace(v, dev);
+    return dev;
+  }
+
+  // Fills g's name and launch configuration and `key`; false (counted, warned): unreadable.
+  bool kernel(std::size_t i, const RawNode& r, GraphNode& g, GraphListing& L, std::string& key) {
+    CudaKernelNodeParams p{};
+    if (CUresult rc = api.GraphKernelNodeGetParams(r.handle, &p); rc != kSuccess) {
+      L.warnings.push_back(fmt::format("node {}: {}: not replayed", i, api.describe("cuGraphKernelNodeGetParams", rc)));
+      g.kind = "kernel (unreadable)";
+      L.not_replayed[g.kind]++;
+      return false;
+    }
+    CUfunction f = p.func;
+    if (f == nullptr && p.kern != nullptr && api.KernelGetFunction != nullptr) api.KernelGetFunction(&f, p.kern);
+    auto nit = names.find(f);
+    if (nit == names.end()) {
+      const char* mangled = nullptr;
+      std::string nm;
+      if (f != nullptr && api.FuncGetName != nullptr && api.FuncGetName(&mangled, f) == kSuccess && mangled != nullptr) {
+        nm = demangle(mangled);
+      } else {
+        nm = fmt::format("kernel@{}", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)));
+      }
+      nit = names.emplace(f, nm).first;
+    }
+    g.name = nit->second;
+    g.grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
+    g.block = {p.blockDimX, p.blockDimY, p.blockDimZ};
+    g.shared_bytes = p.sharedMemBytes;
+    key = fmt::format("k{}|{},{},{}|{},{},{}|{}|{}|", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)),
+                      p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ, p.sharedMemBytes, r.prelude.size());
+    for (CUgraphNode m : r.prelude) {
+      CudaMemsetNodeParams ms{};
+      if (api.GraphMemsetNodeGetParams(m, &ms) == kSuccess) g.bytes += static_cast<uint64_t>(ms.width) * std::max<size_t>(1, ms.height) * ms.elementSize;
+    }
+    if (!r.prelude.empty()) key += fmt::format("m{}|", g.bytes);
+    if (arg_info && f != nullptr && p.kernelParams != nullptr) {
+      for (size_t a = 0; a < 4096; ++a) {
+        size_t off = 0, size = 0;
+        if (api.FuncGetParamInfo(f, a, &off, &size) != kSuccess) break;
+        const auto* bytes = static_cast<const unsigned char*>(p.kernelParams[a]);
+        if (bytes == nullptr) break;
+        std::string arg(reinterpret_cast<const char*>(bytes), size);
+        for (size_t w = 0; w + 8 <= size; w += 8) {
+          CUdeviceptr v = 0;
+          std::memcpy(&v, bytes + w, 8);
+          if (device_pointer(v)) std::memset(arg.data() + w, 0, 8);
+        }
+        key += arg;
+        key += '\x1f';
+      }
+    }
+    return true;
+  }
+};
+
 Result<Listed> list_graph(const Api& api, CUgraph graph) {
   if (graph == nullptr) return make_error(Errc::invalid_argument, "no CUDA graph (null handle)");
   size_t n = 0;
@@ -151,19 +225,8 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
     }
   }
   std::unordered_map<std::string, std::size_t> group_of;
-  std::unordered_map<CUfunction, std::string> names;
-  std::unordered_map<CUdeviceptr, bool> is_device_ptr;
-  const bool arg_info = api.FuncGetParamInfo != nullptr;
-  if (!arg_info) L.warnings.push_back("this CUDA driver has no cuFuncGetParamInfo (CUDA < 12.4): nodes are grouped without their argument bytes");
-  auto device_pointer = [&](CUdeviceptr v) {
-    if (v == 0 || api.PointerGetAttribute == nullptr) return false;
-    auto it = is_device_ptr.find(v);
-    if (it != is_device_ptr.end()) return it->second;
-    int mt = 0;
-    const bool dev = api.PointerGetAttribute(&mt, kPointerAttributeMemoryType, v) == kSuccess;
-    is_device_ptr.emplace(v, dev);
-    return dev;
-  };
+  KernelKeys keys{api, {}, {}, api.FuncGetParamInfo != nullptr};
+  if (!keys.arg_info) L.warnings.push_back("this CUDA driver has no cuFuncGetParamInfo (CUDA < 12.4): nodes are grouped without their argument bytes");
   for (std::size_t i = 0; i < n; ++i) {
     GraphNode& g = L.nodes[i];
     RawNode& r = out.raw[i];
@@ -180,55 +243,7 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
     }
     std::string key;
     if (r.type == kNodeKernel) {
-      CudaKernelNodeParams p{};
-      if (CUresult rc = api.GraphKernelNodeGetParams(handles[i], &p); rc != kSuccess) {
-        L.warnings.push_back(fmt::format("node {}: {}: not replayed", i, api.describe("cuGraphKernelNodeGetParams", rc)));
-        g.kind = "kernel (unreadable)";
-        L.not_replayed[g.kind]++;
-        continue;
-      }
-      CUfunction f = p.func;
-      if (f == nullptr && p.kern != nullptr && api.KernelGetFunction != nullptr) api.KernelGetFunction(&f, p.kern);
-      auto nit = names.find(f);
-      if (nit == names.end()) {
-        const char* mangled = nullptr;
-        std::string nm;
-        if (f != nullptr && api.FuncGetName != nullptr && api.FuncGetName(&mangled, f) == kSuccess && mangled != nullptr) {
-          nm = demangle(mangled);
-        } else {
-          nm = fmt::format("kernel@{}", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)));
-        }
-        nit = names.emplace(f, nm).first;
-      }
-      g.name = nit->second;
-      g.grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
-      g.block = {p.blockDimX, p.blockDimY, p.blockDimZ};
-      g.shared_bytes = p.sharedMemBytes;
-      key = fmt::format("k{}|{},{},{}|{},{},{}|{}|{}|", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)),
-                        p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ, p.sharedMemBytes, r.prelude.size());
-      for (CUgraphNode m : r.prelude) {
-        CudaMemsetNodeParams ms{};
-        if (api.GraphMemsetNodeGetParams(m, &ms) == kSuccess) g.bytes += static_cast<uint64_t>(ms.width) * std::max<size_t>(1, ms.height) * ms.elementSize;
-      }
-      if (!r.prelude.empty()) key += fmt::format("m{}|", g.bytes);
-      // The argument bytes, device pointers masked (8-byte aligned words the driver knows as
-      // device memory): the same kernel and sizes on another layer's buffers is the same row.
-      if (arg_info && f != nullptr && p.kernelParams != nullptr) {
-        for (size_t a = 0; a < 4096; ++a) {
-          size_t off = 0, size = 0;
-          if (api.FuncGetParamInfo(f, a, &off, &size) != kSuccess) break;
-          const auto* bytes = static_cast<const unsigned char*>(p.kernelParams[a]);
-          if (bytes == nullptr) break;
-          std::string arg(reinterpret_cast<const char*>(bytes), size);
-          for (size_t w = 0; w + 8 <= size; w += 8) {
-            CUdeviceptr v = 0;
-            std::memcpy(&v, bytes + w, 8);
-            if (device_pointer(v)) std::memset(arg.data() + w, 0, 8);
-          }
-          key += arg;
-          key += '\x1f';
-        }
-      }
+      if (!keys.kernel(i, r, g, L, key)) continue;
     } else if (r.type == kNodeMemcpy) {
       CudaMemcpy3D c{};
       if (CUresult rc = api.GraphMemcpyNodeGetParams(handles[i], &c); rc != kSuccess) {
@@ -534,6 +549,183 @@ Result<GraphListing> list_cuda_graph(std::uintptr_t graph, const std::string& cu
   return std::move(l->listing);
 }
 
+namespace {
+
+// One group on its way through the replay: its row, the nodes its copies cycle through, and the
+// copies graph while it is measured.
+struct Work {
+  ExactRow row;
+  std::vector<const RawNode*> members;
+  std::unique_ptr<Copies> copies;
+};
+
+// Everything the steps below share: the driver, the device, the probe and what was lost.
+struct Replayer {
+  const Api& api;
+  const GraphReplayOptions& o;
+  GraphDevice& dev;
+  replay::Probe& probe;
+  replay::CounterRules rules;
+  std::function<double()> temperature;
+  GraphReplay& R;
+  std::string lost;  // set once a fault left the context unusable
+
+  void fail(Work& w, const std::string& why) {
+    w.row.status = "failed";
+    w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), why);
+    R.warnings.push_back(w.row.reason);
+    if (sticky(why)) lost = "not measured: the CUDA context was lost when " + short_name(w.row.group.name) + " faulted";
+    dev.clear_error();
+  }
+
+  // The whole graph as captured: warm-up (a stable temperature) and the step's own figures.
+  void measure_step(CUgraph graph) {
+    CUgraphExec step_exec = nullptr;
+    if (CUresult rc = api.GraphInstantiateWithFlags(&step_exec, graph, 0); rc != kSuccess) {
+      R.step.reason = api.describe("cuGraphInstantiate of the whole graph", rc);
+      R.warnings.push_back("the whole graph: " + R.step.reason);
+      return;
+    }
+    const double step_ms = std::max(time_launch(dev, step_exec, 1), 1e-3);
+    dev.use(step_exec);
+    const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.warmup_s);
+    while (dev.error().empty() && std::chrono::steady_clock::now() < t_end) {
+      dev.launch(std::max(1, static_cast<int>(50 / step_ms)));
+      dev.synchronize();
+      probe.drain();
+    }
+    if (o.measure_step && dev.error().empty()) {
+      Measured m = measure(dev, probe, o, step_ms, 1, rules);
+      if (m.error.empty() && m.round.energy_j.size() >= 2) {
+        const Summary t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
+        R.step = {true, "", t.mean, t.ci95_half_width, p.mean, e.mean, e.ci95_half_width};
+      } else {
+        R.step.reason = m.error.empty() ? "fewer than two trials had power samples" : m.error;
+      }
+    }
+    if (!dev.error().empty()) R.step.reason = dev.error();
+    api.GraphExecDestroy(step_exec);
+  }
+
+  // A group's time: 8 copies, then as many as make ~0.2 ms (at most 256: the launch overhead
+  // shared out); the graph for the energy trials is built for the rows measured (measure_row).
+  void time_group(Work& w) {
+    if (!lost.empty()) {
+      w.row.status = "not_measured";
+      w.row.reason = lost;
+      return;
+    }
+    Copies probe_copies;
+    if (std::string e = build_copies(api, w.members, 8, probe_copies); !e.empty()) return fail(w, e);
+    const double ms8 = time_launch(dev, probe_copies.exec, 1);
+    if (!dev.error().empty()) return fail(w, dev.error());
+    const std::size_t n_time = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(0.2 / std::max(ms8 / 8, 1e-6) - 1e-6)), 8, 256);
+    double ms = ms8;
+    if (n_time != 8) {
+      Copies timing;
+      if (std::string e = build_copies(api, w.members, n_time, timing); !e.empty()) return fail(w, e);
+      ms = time_launch(dev, timing.exec, 1);
+      if (!dev.error().empty()) return fail(w, dev.error());
+    }
+    w.row.time_ns = ms * 1e6 / static_cast<double>(n_time);
+    w.row.status = "timed";
+  }
+
+  // A timed group's energy: ~graph_ms of copies in paced trials (measure()).
+  void measure_row(Work& w) {
+    w.row.copies = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(o.graph_ms * 1e6 / std::max(w.row.time_ns, 1.0) - 1e-6)), 1, o.max_copies);
+    w.copies = std::make_unique<Copies>();
+    if (std::string e = build_copies(api, w.members, w.row.copies, *w.copies); !e.empty()) {
+      w.copies.reset();
+      return fail(w, e);
+    }
+    dev.use(w.copies->exec);
+    w.row.temperature_c = temperature();
+    const double graph_ms = std::max(w.row.time_ns * static_cast<double>(w.row.copies) / 1e6, 1e-3);
+    Measured m = measure(dev, probe, o, graph_ms, static_cast<double>(w.row.copies), rules);
+    w.copies.reset();
+    if (!m.error.empty()) return fail(w, m.error);
+    if (m.round.energy_j.size() < 2) {
+      w.row.reason = "fewer than two trials had power samples: time only";
+      return;
+    }
+    const Summary t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
+    ExactRow& r = w.row;
+    r.status = "measured";
+    r.time_ns = t.mean;
+    r.time_half_width_ns = t.ci95_half_width;
+    r.power_w = p.mean;
+    r.power_half_width_w = p.ci95_half_width;
+    r.energy_j = e.mean;
+    r.energy_half_width_j = e.ci95_half_width;
+    r.short_trials_ci = m.first_ci;
+    r.trial_s = m.round.seconds;
+    r.trial_power_w = m.round.power_w;
+    r.trial_time_ns = m.round.time_ns;
+  }
+
+  // Longest (count × time) first, until `coverage` of the node time or `max_rows`.
+  void measure_rows(std::vector<Work>& work, const std::vector<std::size_t>& order) {
+    double total = 0, covered = 0;
+    auto weight = [&](std::size_t i) { return work[i].row.time_ns * static_cast<double>(work[i].row.group.count); };
+    for (std::size_t i : order) total += weight(i);
+    std::size_t measured_rows = 0;
+    for (std::size_t i : order) {
+      Work& w = work[i];
+      if (w.row.status != "timed") continue;
+      if (!lost.empty()) {
+        w.row.status = "not_measured";
+        w.row.reason = lost;
+        continue;
+      }
+      if (measured_rows >= o.max_rows || (total > 0 && covered >= o.coverage * total)) break;
+      covered += weight(i);
+      ++measured_rows;
+      measure_row(w);
+    }
+  }
+};
+
+// Timed rows: their measured time at the time-weighted mean power of the measured rows; then
+// Σ count × per-call figures, with the shares of measured, timed and failed.
+void assemble_prediction(std::vector<Work>& work, const std::vector<std::size_t>& order, GraphReplay& R) {
+  double mt = 0, me = 0;
+  for (const Work& w : work) {
+    if (w.row.status != "measured") continue;
+    mt += w.row.time_ns * static_cast<double>(w.row.group.count);
+    me += w.row.energy_j * static_cast<double>(w.row.group.count);
+  }
+  const double mean_w = mt > 0 ? me / (mt * 1e-9) : 0;
+  double var = 0, e_measured = 0, e_timed = 0;
+  for (std::size_t i : order) {
+    ExactRow& r = work[i].row;
+    const double c = static_cast<double>(r.group.count);
+    if (r.status == "timed") {
+      r.power_w = mean_w;
+      r.energy_j = mean_w * r.time_ns * 1e-9;
+      if (r.reason.empty()) r.reason = "beyond the coverage: its time measured, its power the measured rows' mean";
+      e_timed += c * r.energy_j;
+    } else if (r.status == "measured") {
+      e_measured += c * r.energy_j;
+      var += std::pow(c * r.energy_half_width_j, 2);
+    }
+    if (r.status == "measured" || r.status == "timed") R.predicted_time_s += c * r.time_ns * 1e-9;
+    R.rows.push_back(std::move(r));
+  }
+  R.predicted_energy_j = e_measured + e_timed;
+  R.predicted_energy_half_width_j = std::sqrt(var);
+  if (R.predicted_energy_j > 0) {
+    R.measured_share = e_measured / R.predicted_energy_j;
+    R.timed_share = e_timed / R.predicted_energy_j;
+  }
+  std::size_t failed = 0;
+  for (const ExactRow& r : R.rows) failed += r.status == "failed" || r.status == "not_measured" ? r.group.count : 0;
+  if (failed > 0) R.warnings.push_back(fmt::format("{} of {} replayable nodes not in the prediction (failed or not measured)", failed, R.nodes));
+  R.failed_share = R.nodes > 0 ? static_cast<double>(failed) / static_cast<double>(R.nodes) : 0;
+}
+
+}  // namespace
+
 Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphReplayOptions& o, replay::Probe* probe_in) {
   std::string err;
   auto api_p = load_driver(o.cuda_library, err);
@@ -568,205 +760,43 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     if (R.gpu.empty()) R.gpu = own->sensor().info().name;
   }
   replay::Probe& probe = probe_in != nullptr ? *probe_in : *own;
-  auto temperature = [&]() -> double {
-    if (!own || !own->sensor().supports(Metric::temperature_c)) return -1;
-    auto t = own->sensor().read(Metric::temperature_c);
-    return t ? *t : -1;
-  };
-
   GraphDevice dev(api);
   if (std::string e = dev.open(); !e.empty()) return make_error(Errc::unavailable, e);
-  replay::CounterRules rules;
+  Replayer rp{api, o, dev, probe, {}, [&]() -> double {
+                if (!own || !own->sensor().supports(Metric::temperature_c)) return -1;
+                auto t = own->sensor().read(Metric::temperature_c);
+                return t ? *t : -1;
+              },
+              R, ""};
   probe.drain();
   {
     const double t0 = probe.now();
-    rules.update_s = replay::counter_update_period(probe, 0.5);
+    rp.rules.update_s = replay::counter_update_period(probe, 0.5);
     probe.drain();
     R.idle_w = probe.mean_power(t0 + 0.2, probe.now()).first;
   }
-
-  // The whole graph as captured: warm-up (a stable temperature) and the step's own figures.
-  CUgraphExec step_exec = nullptr;
-  if (CUresult rc = api.GraphInstantiateWithFlags(&step_exec, reinterpret_cast<CUgraph>(graph_handle), 0); rc != kSuccess) {
-    R.step.reason = api.describe("cuGraphInstantiate of the whole graph", rc);
-    R.warnings.push_back("the whole graph: " + R.step.reason);
-  } else {
-    const double step_ms = std::max(time_launch(dev, step_exec, 1), 1e-3);
-    dev.use(step_exec);
-    const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.warmup_s);
-    while (dev.error().empty() && std::chrono::steady_clock::now() < t_end) {
-      dev.launch(std::max(1, static_cast<int>(50 / step_ms)));
-      dev.synchronize();
-      probe.drain();
-    }
-    if (o.measure_step && dev.error().empty()) {
-      Measured m = measure(dev, probe, o, step_ms, 1, rules);
-      if (m.error.empty() && m.round.energy_j.size() >= 2) {
-        const Summary t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
-        R.step = {true, "", t.mean, t.ci95_half_width, p.mean, e.mean, e.ci95_half_width};
-      } else {
-        R.step.reason = m.error.empty() ? "fewer than two trials had power samples" : m.error;
-      }
-    }
-    if (!dev.error().empty()) R.step.reason = dev.error();
-    api.GraphExecDestroy(step_exec);
-  }
+  rp.measure_step(reinterpret_cast<CUgraph>(graph_handle));
   if (!dev.error().empty() && sticky(dev.error())) {
     return make_error(Errc::io, "the captured graph itself failed on replay: " + dev.error());
   }
   dev.clear_error();
 
-  // Each group: its copies graph and a first time; then energy, longest (count × time) first.
-  struct Work {
-    ExactRow row;
-    std::vector<const RawNode*> members;  ///< the nodes its copies cycle through
-    std::unique_ptr<Copies> copies;
-  };
   std::vector<Work> work(L.groups.size());
-  std::string lost;  // set once a fault left the context unusable
   for (std::size_t g = 0; g < L.groups.size(); ++g) {
     Work& w = work[g];
     w.row.group = L.groups[g];
-    std::vector<const RawNode*> members;
-    for (std::size_t i : listed->members[g]) members.push_back(&listed->raw[i]);
-    if (!o.rotate) members.resize(1);
-    w.members = members;
-    if (!lost.empty()) {
-      w.row.status = "not_measured";
-      w.row.reason = lost;
-      continue;
-    }
-    auto fail = [&](const std::string& why) {
-      w.row.status = "failed";
-      w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), why);
-      R.warnings.push_back(w.row.reason);
-      if (sticky(why)) lost = "not measured: the CUDA context was lost when " + short_name(w.row.group.name) + " faulted";
-      dev.clear_error();
-    };
-    // Its time: 8 copies, then as many as make ~0.2 ms (at most 256: the launch overhead shared
-    // out); the graph for the energy trials is built for the rows measured, below.
-    Copies probe_copies;
-    if (std::string e = build_copies(api, members, 8, probe_copies); !e.empty()) {
-      fail(e);
-      continue;
-    }
-    const double ms8 = time_launch(dev, probe_copies.exec, 1);
-    if (!dev.error().empty()) {
-      fail(dev.error());
-      continue;
-    }
-    const std::size_t n_time = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(0.2 / std::max(ms8 / 8, 1e-6) - 1e-6)), 8, 256);
-    double ms = ms8;
-    if (n_time != 8) {
-      Copies timing;
-      if (std::string e = build_copies(api, members, n_time, timing); !e.empty()) {
-        fail(e);
-        continue;
-      }
-      ms = time_launch(dev, timing.exec, 1);
-      if (!dev.error().empty()) {
-        fail(dev.error());
-        continue;
-      }
-    }
-    w.row.time_ns = ms * 1e6 / static_cast<double>(n_time);
-    w.row.status = "timed";
+    for (std::size_t i : listed->members[g]) w.members.push_back(&listed->raw[i]);
+    if (!o.rotate) w.members.resize(1);
+    rp.time_group(w);
   }
   std::vector<std::size_t> order(work.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto weight = [&](std::size_t i) { return work[i].row.time_ns * static_cast<double>(work[i].row.group.count); };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return weight(a) > weight(b); });
-  double total = 0;
-  for (std::size_t i : order) total += weight(i);
-  double covered = 0;
-  std::size_t measured_rows = 0;
-  for (std::size_t i : order) {
-    Work& w = work[i];
-    if (w.row.status != "timed") continue;
-    if (!lost.empty()) {
-      w.row.status = "not_measured";
-      w.row.reason = lost;
-      continue;
-    }
-    if (measured_rows >= o.max_rows || (total > 0 && covered >= o.coverage * total)) break;
-    covered += weight(i);
-    ++measured_rows;
-    w.row.copies = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(o.graph_ms * 1e6 / std::max(w.row.time_ns, 1.0) - 1e-6)), 1, o.max_copies);
-    w.copies = std::make_unique<Copies>();
-    if (std::string e = build_copies(api, w.members, w.row.copies, *w.copies); !e.empty()) {
-      w.row.status = "failed";
-      w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), e);
-      R.warnings.push_back(w.row.reason);
-      w.copies.reset();
-      continue;
-    }
-    dev.use(w.copies->exec);
-    w.row.temperature_c = temperature();
-    const double graph_ms = std::max(w.row.time_ns * static_cast<double>(w.row.copies) / 1e6, 1e-3);
-    Measured m = measure(dev, probe, o, graph_ms, static_cast<double>(w.row.copies), rules);
-    if (!m.error.empty()) {
-      w.row.status = "failed";
-      w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), m.error);
-      R.warnings.push_back(w.row.reason);
-      if (sticky(m.error)) lost = "not measured: the CUDA context was lost when " + short_name(w.row.group.name) + " faulted";
-      dev.clear_error();
-      continue;
-    }
-    if (m.round.energy_j.size() < 2) {
-      w.row.reason = "fewer than two trials had power samples: time only";
-      continue;
-    }
-    const Summary t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
-    w.row.status = "measured";
-    w.row.time_ns = t.mean;
-    w.row.time_half_width_ns = t.ci95_half_width;
-    w.row.power_w = p.mean;
-    w.row.power_half_width_w = p.ci95_half_width;
-    w.row.energy_j = e.mean;
-    w.row.energy_half_width_j = e.ci95_half_width;
-    w.row.short_trials_ci = m.first_ci;
-    w.row.trial_s = m.round.seconds;
-    w.row.trial_power_w = m.round.power_w;
-    w.row.trial_time_ns = m.round.time_ns;
-    w.copies.reset();
-  }
+  rp.measure_rows(work, order);
   for (Work& w : work) w.copies.reset();
   dev.release();
-
-  // Timed rows: their measured time at the time-weighted mean power of the measured rows.
-  double mt = 0, me = 0;
-  for (const Work& w : work) {
-    if (w.row.status != "measured") continue;
-    mt += w.row.time_ns * static_cast<double>(w.row.group.count);
-    me += w.row.energy_j * static_cast<double>(w.row.group.count);
-  }
-  const double mean_w = mt > 0 ? me / (mt * 1e-9) : 0;
-  double var = 0, e_measured = 0, e_timed = 0;
-  for (std::size_t i : order) {
-    ExactRow& r = work[i].row;
-    const double c = static_cast<double>(r.group.count);
-    if (r.status == "timed") {
-      r.power_w = mean_w;
-      r.energy_j = mean_w * r.time_ns * 1e-9;
-      if (r.reason.empty()) r.reason = "beyond the coverage: its time measured, its power the measured rows' mean";
-      e_timed += c * r.energy_j;
-    } else if (r.status == "measured") {
-      e_measured += c * r.energy_j;
-      var += std::pow(c * r.energy_half_width_j, 2);
-    }
-    if (r.status == "measured" || r.status == "timed") R.predicted_time_s += c * r.time_ns * 1e-9;
-    R.rows.push_back(std::move(r));
-  }
-  R.predicted_energy_j = e_measured + e_timed;
-  R.predicted_energy_half_width_j = std::sqrt(var);
-  if (R.predicted_energy_j > 0) {
-    R.measured_share = e_measured / R.predicted_energy_j;
-    R.timed_share = e_timed / R.predicted_energy_j;
-  }
-  std::size_t failed = 0;
-  for (const ExactRow& r : R.rows) failed += r.status == "failed" || r.status == "not_measured" ? r.group.count : 0;
-  if (failed > 0) R.warnings.push_back(fmt::format("{} of {} replayable nodes not in the prediction (failed or not measured)", failed, R.nodes));
-  R.failed_share = R.nodes > 0 ? static_cast<double>(failed) / static_cast<double>(R.nodes) : 0;
+  assemble_prediction(work, order, R);
   return R;
 }
 
