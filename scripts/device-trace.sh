@@ -3,6 +3,8 @@
 # Binaries built here (scripts/build-device.sh-style, `device` preset) and carried in .devbuild/trace:
 # jouleprof, libjouleprof_inject.so, jouleprof-twoclass, jouleprof-llm.
 #   scripts/device-trace.sh STEP...   steps: sanity accuracy overhead hf engine long longhf profiler tp tpkineto
+#                                     issue33 (issue 33 item 4: overheads a, b, c and the sampled shares;
+#                                     QUICK=1 for a ~2 min first try, else ~8 min)
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -77,6 +79,41 @@ for step in "$@"; do
     longhf)
       # The dropped-records run: HF Llama generate with the NVTX hooks (~30k kernels/s) for LONG_RUN_S.
       run "${LONG_S:-900}" "$JP" trace --idle 1 --no-store --top 5 --json "$OUT/longhf.json" -- python3 "$HF" --annotate --seconds "${LONG_RUN_S:-600}" ;;
+    issue33)
+      # Interleaved rounds (medians, spreads, GPU state per round in the log): (a) the `bench llm`
+      # engine (CUDA graphs) untraced/traced/sampled and HF Llama-3.2-1B under torch.compile with
+      # CUDA graphs (C*); (b) eager HF generate untraced (U), traced (T), torch.profiler CUDA
+      # activity (K), (c) traced --sample 10% (S), all NVTX-annotated; then one traced and one
+      # sampled eager run whose per-layer/per-component shares are compared (percentage points).
+      if [ "${QUICK:-0}" = 1 ]; then R=${ROUNDS:-2} NREP=${REPS:-3} ESEC=2 SHR=8; else R=${ROUNDS:-4} NREP=${REPS:-6} ESEC=3 SHR=40; fi
+      SAMPLE=(--sample "${SAMPLE_PCT:-10}%" --sample-period "${SAMPLE_PERIOD_S:-1}")
+      TR=("$JP" trace --idle 0 --no-store -q)
+      : > "$OUT/issue33.txt"
+      for i in $(seq 1 "$R"); do
+        gpu_state
+        for cfg in U T K S CU CT CS EU ET ES; do
+          say "issue33 $cfg round $i"
+          case $cfg in
+            U) cmd=(python3 "$HF" --annotate --reps "$NREP") ;;
+            T) cmd=("${TR[@]}" -- python3 "$HF" --annotate --reps "$NREP") ;;
+            K) cmd=(python3 "$HF" --annotate --kineto-cuda --reps "$NREP") ;;
+            S) cmd=("${TR[@]}" "${SAMPLE[@]}" -- python3 "$HF" --annotate --reps "$NREP") ;;
+            CU) cmd=(python3 "$HF" --compile --reps "$NREP") ;;
+            CT) cmd=("${TR[@]}" -- python3 "$HF" --compile --reps "$NREP") ;;
+            CS) cmd=("${TR[@]}" "${SAMPLE[@]}" -- python3 "$HF" --compile --reps "$NREP") ;;
+            E?) cmd=("$BIN/jouleprof-llm" speed --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --prefill 0 --seconds "$ESEC" \
+                     --json "$OUT/eng_${cfg}_$i.json")
+                [ "$cfg" = ET ] && cmd=("${TR[@]}" -- "${cmd[@]}")
+                [ "$cfg" = ES ] && cmd=("${TR[@]}" "${SAMPLE[@]}" -- "${cmd[@]}") ;;
+          esac
+          timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | sed "s/^/$cfg /" >>"$OUT/issue33.txt"
+          [[ $cfg == E? ]] && echo "$cfg engine $(cat "$OUT/eng_${cfg}_$i.json" 2>/dev/null | tr -d '\n')" >>"$OUT/issue33.txt"
+        done
+      done
+      # (c) shares: the same eager generate traced in full and sampled, each from a settled GPU.
+      run 300 "$JP" trace --idle 2 --no-store --top 20 --json "$OUT/shares_full.json" -- python3 "$HF" --annotate --seconds "$SHR"
+      run 300 "$JP" trace --idle 2 --no-store --top 20 "${SAMPLE[@]}" --json "$OUT/shares_sampled.json" -- python3 "$HF" --annotate --seconds "$SHR"
+      python3 scripts/validation/trace/issue33_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
     profiler)
       # A program that runs torch.profiler (CUPTI) inside its run: detected and reported.
       run 120 "$JP" trace --idle 0 --no-store --top 3 --json "$OUT/profiler.json" -- python3 scripts/validation/trace/with_profiler.py ;;

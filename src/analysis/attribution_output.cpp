@@ -43,6 +43,11 @@ std::string trace_profile_json(const TraceProfile& p) {
                            {"activities", p.range_assignment.assigned},
                            {"anchor_checked", p.range_assignment.checked},
                            {"anchor_agreed", p.range_assignment.agreed}};
+  if (p.sampling) {
+    const TraceSamplingInfo& sp = *p.sampling;
+    j["sampling"] = {{"on_s", sp.on_s},         {"period_s", sp.period_s}, {"traced_s", sp.traced_s},
+                     {"run_s", sp.run_s},       {"traced_fraction", sp.fraction()}, {"windows_s", sp.windows_s}};
+  }
   auto& procs = j["processes"] = nlohmann::json::array();
   for (const auto& x : p.processes) {
     procs.push_back({{"pid", x.pid},
@@ -80,6 +85,7 @@ std::string trace_profile_json(const TraceProfile& p) {
                      {"unmatched_busy_share", g.replay_unmatched_share},
                      {"marks", g.replay_marks}};
     }
+    if (g.sampling_scale) x["sampling_scale"] = *g.sampling_scale;
     x["kernels"] = g.kernels;
     x["copies"] = g.copies;
     x["busy_s"] = g.busy_s;
@@ -129,6 +135,12 @@ std::string trace_profile_text(const TraceProfile& p, std::size_t top) {
   auto out = std::back_inserter(s);
   fmt::format_to(out, "trace: {} processes, {} activities, {} dropped records{}\n", p.processes.size(), p.activities, p.dropped,
                  p.complete ? "" : " (INCOMPLETE)");
+  if (p.sampling) {
+    fmt::format_to(out, "sampled: kernels traced {:.0f}% of every {:.3g} s; {} windows, {:.1f}% of the run; the tables give the traced "
+                        "windows' shares of the whole run's energy, intervals widened by the windows' spread\n",
+                   100 * p.sampling->on_s / p.sampling->period_s, p.sampling->period_s, p.sampling->windows_s.size(),
+                   100 * p.sampling->fraction());
+  }
   const auto& ra = p.range_assignment;
   if (ra.method != "none") {
     fmt::format_to(out, "NVTX ranges: {} activities placed by {}{}\n", ra.assigned, ra.method,
@@ -173,6 +185,9 @@ std::string trace_profile_text(const TraceProfile& p, std::size_t top) {
     for (const MethodBooks& b : g.methods) {
       if (b.method != g.table_method) continue;
       for (const std::string& n : b.notes) fmt::format_to(out, "  note ({}): {}\n", b.method, n);
+    }
+    if (g.sampling_scale) {
+      fmt::format_to(out, "  sampled: traced windows' energy above idle/static × {:.3f} = the run's\n", *g.sampling_scale);
     }
     if (!g.replay_source.empty()) {
       fmt::format_to(out, "  replay: {}{}{}\n", g.replay_source,

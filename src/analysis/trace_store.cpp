@@ -86,6 +86,11 @@ Result<TraceData> trace_from_store(const Measurement& m, const std::vector<Store
       p.clock_drift_ppm = x.value("clock_drift_ppm", 0.0);
       t.processes.push_back(std::move(p));
     }
+    if (const auto sp = j.find("sampling"); sp != j.end() && sp->is_object()) {
+      t.sampling.on_s = sp->value("on_s", 0.0);
+      t.sampling.period_s = sp->value("period_s", 0.0);
+      t.sampling.windows_s = sp->value("windows_s", std::vector<std::pair<double, double>>{});
+    }
   } catch (const nlohmann::json::exception& e) {
     return make_error(Errc::invalid_argument, std::string("its \"trace\" section is malformed: ") + e.what());
   }
@@ -148,7 +153,7 @@ Result<TraceProfile> analyze_stored_trace(Measurement& m, const std::vector<Stor
   if (!traced) return traced.error();
   t = std::move(*traced);
   std::erase_if(m.warnings, [](const std::string& w) { return w.rfind("trace: ", 0) == 0; });
-  return analyze_trace(m, t, classes, o);
+  return analyze_placed_trace(m, t, classes, o);
 }
 
 }  // namespace jouleprof

@@ -115,7 +115,8 @@ struct Store::Impl {
   Result<void> commit() { return exec(db, "COMMIT", path + ": commit"); }
 
   Result<void> migrate();
-  Result<int64_t> insert(const Measurement& m, const StoreOptions& o);
+  Result<int64_t> insert(const Measurement& m, const StoreOptions& o, const std::vector<StoredActivity>* activities = nullptr);
+  Result<void> insert_activities(int64_t run_id, const std::vector<StoredActivity>& rows);
   Result<void> insert_timeline(int64_t run_id, const std::string& source, std::size_t device, const std::string& metric,
                                const std::function<void(const std::function<void(const Sample*, std::size_t)>&)>& chunks,
                                std::size_t& chunks_written, const StoreOptions& o);
@@ -314,7 +315,22 @@ Result<void> Store::Impl::insert_timeline(
   return {};
 }
 
-Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o) {
+Result<void> Store::Impl::insert_activities(int64_t run_id, const std::vector<StoredActivity>& rows) {
+  auto st = Stmt::prepare(db,
+                          "INSERT INTO activities(run_id, device, kind, name, t0_s, t1_s, stream, correlation_id, attrs_json)"
+                          " VALUES (?,?,?,?,?,?,?,?,?)");
+  if (!st) return st.error();
+  for (const StoredActivity& a : rows) {
+    st->reset();
+    st->bind(1, run_id).bind(2, a.device).bind(3, a.kind).bind(4, a.name).bind(5, a.t0_s).bind(6, a.t1_s).bind(9, a.attrs_json);
+    if (a.stream >= 0) st->bind(7, a.stream);  // unbound: NULL
+    if (a.correlation >= 0) st->bind(8, a.correlation);
+    if (st->step() != SQLITE_DONE) return err("storing activities");
+  }
+  return {};
+}
+
+Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o, const std::vector<StoredActivity>* activities) {
   using nlohmann::json;
   const std::string result_json = result_to_json(m, -1);
   const std::string fingerprint = run_fingerprint(m);
@@ -450,6 +466,7 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
       auto r = insert_timeline(id, "meter", 0, "power_w", vec_chunks(m.meter_power), chunks, o);
       if (!r) return r.error();
     }
+    if (activities != nullptr) JP_TRY(insert_activities(id, *activities));
     return id;
   };
   auto id = body();
@@ -465,6 +482,9 @@ Result<int64_t> Store::Impl::insert(const Measurement& m, const StoreOptions& o)
 }
 
 Result<int64_t> Store::insert(const Measurement& m, const StoreOptions& o) { return impl_->insert(m, o); }
+Result<int64_t> Store::record(const Measurement& m, const std::vector<StoredActivity>& activities, const StoreOptions& o) {
+  return impl_->insert(m, o, &activities);
+}
 
 Result<void> Store::Impl::load_timelines(int64_t id, Measurement& m) {
   std::vector<std::shared_ptr<GpuTimeline>> tls;
@@ -692,6 +712,12 @@ Result<int64_t> record_measurement(const Measurement& m, const StoreOptions& o) 
   auto store = Store::open(resolve_db_path(o.db_path), Store::Mode::write, o.busy_timeout_ms);
   if (!store) return store.error();
   return store->insert(m, o);
+}
+
+Result<int64_t> record_run(const Measurement& m, const std::vector<StoredActivity>& activities, const StoreOptions& o) {
+  auto store = Store::open(resolve_db_path(o.db_path), Store::Mode::write, o.busy_timeout_ms);
+  if (!store) return store.error();
+  return store->record(m, activities, o);
 }
 
 }  // namespace jouleprof

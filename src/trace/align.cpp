@@ -58,6 +58,23 @@ void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<Tim
     a.t1_s = to_run(m.at(static_cast<double>(a.end_ns)));
     if (a.t1_s < a.t0_s) a.t1_s = a.t0_s;
   }
+  // Sampled windows: the processes switch at the same moments (format.hpp DutyCycle), so their
+  // union is the run's traced time; a child started mid-window adds nothing outside it.
+  std::vector<std::pair<double, double>> w;
+  for (std::size_t i = 0; i < t.processes.size(); ++i) {
+    for (const auto& [on, off] : t.processes[i].sample_windows_ns) {
+      w.emplace_back(to_run(maps[i].at(static_cast<double>(on))), to_run(maps[i].at(static_cast<double>(off))));
+    }
+  }
+  std::sort(w.begin(), w.end());
+  t.sampling.windows_s.clear();
+  for (const auto& x : w) {
+    if (!t.sampling.windows_s.empty() && x.first <= t.sampling.windows_s.back().second) {
+      t.sampling.windows_s.back().second = std::max(t.sampling.windows_s.back().second, x.second);
+    } else if (x.second > x.first) {
+      t.sampling.windows_s.push_back(x);
+    }
+  }
 }
 
 std::string_view phase_in_path(std::string_view path) {

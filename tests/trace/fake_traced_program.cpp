@@ -11,6 +11,8 @@
 //              records (format.hpp kRecordsStoppedNote)
 //   --no-sleep     write the file at once instead of sleeping through SECONDS (for timing
 //              the processing of long runs: bench/trace)
+// Under `trace --sample` ($JOULEPROF_TRACE_SAMPLE): kernels only in the duty cycle's on-windows
+// (format.hpp DutyCycle, the injection library's schedule) and the switch log beside the file.
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +48,32 @@ void add_string(uint32_t id, const std::string& s) {
   std::memcpy(p.data(), &id, 4);
   std::memcpy(p.data() + 4, s.data(), s.size());
   add(RecordType::string, p.data(), static_cast<uint32_t>(p.size()));
+}
+
+DutyCycle sample_cycle() {
+  const char* p = std::getenv(kSampleEnv);
+  const char* ms = std::getenv(kSamplePeriodEnv);
+  if (p == nullptr) return {};
+  DutyCycle c;
+  c.period_ns = static_cast<int64_t>((ms != nullptr ? std::atof(ms) : 1000.0) * 1e6);
+  c.on_ns = static_cast<int64_t>(static_cast<double>(c.period_ns) * std::atof(p) / 100);
+  return c;
+}
+
+// The switches between t0 and t1, as the injection library logs them (on at start when on).
+void write_sample_log(const char* dir, const DutyCycle& c, int64_t t0, int64_t t1) {
+  const std::string path = std::string(dir) + "/" + kSampleFilePrefix + std::to_string(getpid()) + kSampleFileSuffix;
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return;
+  std::fprintf(f, "%s on_ns=%lld period_ns=%lld\n", kSampleFileMagic, static_cast<long long>(c.on_ns), static_cast<long long>(c.period_ns));
+  bool on = c.on_at(t0);
+  if (on) std::fprintf(f, "on %lld\n", static_cast<long long>(t0));
+  for (int64_t t = c.next_switch(t0); t < t1; t = c.next_switch(t)) {
+    on = !on;
+    std::fprintf(f, "%s %lld\n", on ? "on" : "off", static_cast<long long>(t));
+  }
+  if (on) std::fprintf(f, "off %lld\n", static_cast<long long>(t1));
+  std::fclose(f);
 }
 
 }  // namespace
@@ -85,8 +113,11 @@ int main(int argc, char** argv) {
     add_string(static_cast<uint32_t>(11 + 2 * l), "model.layers." + std::to_string(l) + ".mlp");
   }
   const int64_t t0 = now_ns();
+  const DutyCycle cycle = sample_cycle();
+  if (cycle.active()) write_sample_log(dir, cycle, t0, t0 + static_cast<int64_t>(seconds * 1e9));
   uint32_t corr = 1;
   for (int64_t t = t0; t < t0 + static_cast<int64_t>(seconds * 1e9); t += period_ns, ++corr) {
+    if (cycle.active() && !cycle.on_at(t)) continue;  // records off: the launch is not seen
     KernelRecord k{};
     k.start_ns = static_cast<uint64_t>(t);
     k.end_ns = static_cast<uint64_t>(t + period_ns * 9 / 10);

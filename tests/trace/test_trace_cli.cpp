@@ -364,3 +364,60 @@ TEST(TraceCli, FromStoredRunWithReplayGivesReplayInformedTables) {
   EXPECT_NE(none.err.find("--method replay needs the run's kernels replayed"), std::string::npos) << none.err;
   EXPECT_EQ(stored_runs(e), 1u);
 }
+
+// `trace --sample P%`: the fake program keeps kernels only in the duty cycle's on-windows and logs
+// the switches as the injection library does; the analysis says it is sampled, how much was
+// traced, balances the books against the whole run, and `--from` gives the same again.
+TEST(TraceCli, SampledModeTracesItsWindowsAndSaysSo) {
+  Env e;
+  auto full = e.run({"-q", "--no-store", "--json", e.dir + "/full.json", "--", JOULEPROF_FAKE_TRACED, "3", "--period-us", "2000", "--layers", "2"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  auto r = e.run({"--sample", "20%", "--sample-period", "0.5", "--json", e.dir + "/r.json", "--", JOULEPROF_FAKE_TRACED, "3", "--period-us",
+                  "2000", "--layers", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("sampled: kernels traced 20% of every 0.5 s"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"));
+  const auto& s = j["trace"]["sampling"];
+  // 100 ms of every 500 ms, over a run of ~3 s: ~20% traced in ~6 windows.
+  EXPECT_NEAR(s["traced_fraction"].get<double>(), 0.2, 0.06) << s.dump();
+  EXPECT_GE(s["windows_s"].size(), 5u);
+  const auto& g = j["trace"]["gpus"][0];
+  const auto jf = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/full.json"));
+  const auto& gf = jf["trace"]["gpus"][0];
+  const double kept = g["kernels"].get<double>() / gf["kernels"].get<double>();
+  EXPECT_NEAR(kept, 0.2, 0.06) << g["kernels"] << " of " << gf["kernels"];
+  EXPECT_GT(g["sampling_scale"].get<double>(), 0);
+  expect_books_balance(g);
+  // The books are the whole run's: its measured energy, not the traced windows'.
+  double run_j = 0;
+  for (const auto& w : j["windows"]) {
+    if (w["kind"] == "run") run_j = w["gpu_energy_j"].get<double>();
+  }
+  EXPECT_NEAR(g["methods"][1]["measured_energy_j"].get<double>(), run_j, 1e-9 * run_j);
+  auto again = from(e, {"--from", "last", "--json", e.dir + "/again.json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto ja = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/again.json"));
+  EXPECT_EQ(ja["trace"]["sampling"], s);
+  EXPECT_EQ(ja["trace"]["gpus"][0]["by_layer"], g["by_layer"]);
+}
+
+TEST(TraceCli, SampledRunShorterThanOnePeriodIsSaid) {
+  Env e;
+  auto r = e.run({"--no-store", "--sample", "50%", "--sample-period", "4", "--", JOULEPROF_FAKE_TRACED, "0.5"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("less than one sampling period (4 s)"), std::string::npos) << r.out;
+}
+
+TEST(TraceCli, SampledModeBadInputIsOneLine) {
+  Env e;
+  auto one_line = [](const jp_test::ProgramRun& r, const std::string& what) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+  };
+  one_line(e.run({"--sample", "0%", "--", "/bin/true"}), "above 0% and below 100%");
+  one_line(e.run({"--sample", "100", "--", "/bin/true"}), "above 0% and below 100%");
+  one_line(e.run({"--sample", "ten", "--", "/bin/true"}), "--sample takes a percentage");
+  one_line(e.run({"--sample", "1%", "--", "/bin/true"}), "less than the power sensor's 20 ms samples");
+  one_line(from(e, {"--from", "1", "--sample", "10%"}), "--sample is an option of running a command");
+}

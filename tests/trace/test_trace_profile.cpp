@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 #include <memory>
 #include <random>
 
@@ -400,4 +401,96 @@ TEST(TraceProfile, ReplayFileIsReadAndMatchedByNameAndLaunchConfiguration) {
   auto bad = parse_replay_reference(R"({"schema": "jouleprof.replay", "kernels": [{"name": "k", "status": "replayed"}]})", "b.json");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("without its energy and time per call"), std::string::npos);
+}
+
+// Sampled mode (`trace --sample`): a decode-like run of four layers (attention, MLP and norm
+// kernels at different powers, the MLP's length drifting over the run) traced in full and with
+// kernels kept only when launched in the first 10% of every second. The sampled per-layer shares
+// match full tracing within 3 percentage points, the per-component ones within 4 (see below) and
+// inside their intervals; its books are the whole run's; its intervals are wider.
+namespace {
+
+std::vector<Kernel> decode_like(double seconds) {
+  std::vector<Kernel> ks;
+  double t = 0.1;
+  for (int step = 0; t < seconds - 0.2; ++step) {
+    for (int l = 0; l < 4; ++l) {
+      const std::string layer = "model.layers." + std::to_string(l);
+      const double mlp = 0.0025 * (1 + 0.3 * std::sin(step / 7.0 + l));
+      for (const auto& [name, path, len, w] : {std::tuple<std::string, std::string, double, double>{"rms_norm_kernel", layer + "/input_layernorm", 0.0005, 250},
+                                               {"flash_attn_fwd_kernel", layer + "/self_attn/core", 0.0015, 450},
+                                               {"gemm_bf16_kernel", layer + "/mlp/up_proj", mlp, 600}}) {
+        ks.push_back({t, t + len, name, path, w});
+        t += len + 0.0001;
+      }
+    }
+  }
+  return ks;
+}
+
+double share_of(const std::vector<GroupRow>& rows, const std::string& key) {
+  const GroupRow* r = row(rows, key);
+  return r != nullptr ? r->share : 0;
+}
+
+}  // namespace
+
+TEST(TraceProfile, SampledSharesMatchFullTracing) {
+  const double seconds = 30;
+  const auto ks = decode_like(seconds);
+  SynthRun full = make_run(ks, seconds, 30, 5, 3);
+  auto pf = analyze_placed_trace(full.m, full.t, classifier());
+  ASSERT_TRUE(pf) << pf.error().message;
+  SynthRun sampled = make_run(ks, seconds, 30, 5, 3);
+  sampled.t.sampling.on_s = 0.1;
+  sampled.t.sampling.period_s = 1;
+  for (int k = 0; k < static_cast<int>(seconds); ++k) sampled.t.sampling.windows_s.emplace_back(k, k + 0.1);
+  std::erase_if(sampled.t.activities, [](const Activity& a) { return a.t0_s - std::floor(a.t0_s) >= 0.1; });
+  auto ps = analyze_placed_trace(sampled.m, sampled.t, classifier());
+  ASSERT_TRUE(ps) << ps.error().message;
+  ASSERT_TRUE(ps->sampling);
+  EXPECT_NEAR(ps->sampling->fraction(), 0.1, 0.005);
+  EXPECT_FALSE(pf->sampling);
+  const GpuProfile& f = pf->gpus[0];
+  const GpuProfile& s = ps->gpus[0];
+  ASSERT_TRUE(s.sampling_scale);
+  ASSERT_EQ(f.by_component.size(), s.by_component.size());
+  for (const GroupRow& r : f.by_component) {
+    // Not within 3 points here (norm 10.2% sampled against 6.6% in full, attention 26.4% against
+    // 27.6%): the regression's class powers, where the split starts, are less determined from a
+    // tenth of the samples (static 95 W fitted, 71 W in full) and the norm's power is pulled up
+    // to the classes' common one. The full figure stays inside the sampled interval.
+    const GroupRow* x = row(s.by_component, r.key);
+    ASSERT_NE(x, nullptr);
+    EXPECT_GE(r.energy_j, x->low_j) << r.key;
+    EXPECT_LE(r.energy_j, x->high_j) << r.key;
+    EXPECT_NEAR(x->share, r.share, 0.04) << r.key;
+    EXPECT_GT((x->high_j - x->low_j) / x->energy_j, (r.high_j - r.low_j) / r.energy_j) << r.key << ": the sampled interval is wider";
+  }
+  ASSERT_EQ(f.by_layer.size(), 4u);
+  for (const GroupRow& r : f.by_layer) EXPECT_NEAR(share_of(s.by_layer, r.key), r.share, 0.03) << r.key;
+  // The books are the whole run's, and the sampled figures are near the full ones.
+  for (std::size_t m = 0; m < s.methods.size(); ++m) {
+    EXPECT_NEAR(s.methods[m].measured_j, full.m.windows[0].gpus[0].energy_j, 1e-9 * s.methods[m].measured_j);
+    if (s.methods[m].method == "split") {
+      EXPECT_NEAR(s.methods[m].attributed_j, f.methods[m].attributed_j, 0.05 * f.methods[m].attributed_j);
+    }
+  }
+  expect_physical(s);
+  EXPECT_NE(sampled.m.sections.at("trace").find("\"traced_fraction\""), std::string::npos);
+  EXPECT_NE(trace_profile_text(*ps).find("sampled: kernels traced 10% of every 1 s; 30 windows"), std::string::npos) << trace_profile_text(*ps);
+}
+
+TEST(TraceProfile, SampledRunShorterThanOnePeriodIsSaidInOneLine) {
+  double gj = 0, ej = 0;
+  SynthRun r = make_run(two_classes(0.010, 0.8, 650, 300, &gj, &ej), 0.8);
+  r.t.sampling.on_s = 0.1;
+  r.t.sampling.period_s = 1;
+  r.t.sampling.windows_s = {{0.2, 0.3}};
+  std::erase_if(r.t.activities, [](const Activity& a) { return a.t0_s < 0.2 || a.t0_s >= 0.3; });
+  auto p = analyze_placed_trace(r.m, r.t, classifier());
+  ASSERT_TRUE(p) << p.error().message;
+  ASSERT_FALSE(p->warnings.empty());
+  EXPECT_EQ(p->warnings.front().rfind("sampled mode: the run lasted 0.8 s, less than one sampling period (1 s)", 0), 0u) << p->warnings.front();
+  EXPECT_EQ(p->warnings.front().find('\n'), std::string::npos);
 }

@@ -82,6 +82,17 @@ struct GpuProfile {
   std::optional<double> replay_scale;
   double replay_unmatched_share = 0;  ///< of the busy time: kernels without a replayed row
   std::vector<std::string> replay_marks;  ///< why the replay may not fit this run (driver, clock)
+  /// Sampled mode: the table method's factor from the traced windows' energy above idle/static to
+  /// the whole run's (every row's energy is its traced share × the run's).
+  std::optional<double> sampling_scale;
+};
+
+/// Sampled mode (`trace --sample`): what was traced of the run.
+struct TraceSamplingInfo {
+  double on_s = 0, period_s = 0;    ///< the duty cycle
+  double traced_s = 0, run_s = 0;   ///< traced time inside the run window, the run's duration
+  std::vector<std::pair<double, double>> windows_s;  ///< the traced windows (run time base)
+  double fraction() const { return run_s > 0 ? traced_s / run_s : 0; }
 };
 
 struct PhaseEnergy {
@@ -111,6 +122,7 @@ struct TraceProfile {
   TraceData::RangeAssignment range_assignment;  ///< how kernels were tied to NVTX ranges
   uint64_t activities = 0, dropped = 0;
   bool complete = true;
+  std::optional<TraceSamplingInfo> sampling;  ///< sampled mode, else none
   std::vector<std::string> warnings;
 };
 
@@ -133,6 +145,14 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
 /// profile into `m` (its "trace" section, its warnings prefixed "trace: ", incomplete where the
 /// trace is). The same for a run just traced and a stored run read back (trace_store.hpp).
 Result<TraceProfile> analyze_trace(Measurement& m, TraceData& t, const KernelClassifier& classes, const TraceProfileOptions& o = {});
+
+/// analyze_trace for a trace of either mode: a sampled one (t.sampling active: kernels recorded
+/// only in windows) is attributed over its traced windows alone — their power samples and
+/// activities put end to end — and each row's share of that is applied to the whole run's
+/// measured energy above idle/static; the rows' intervals widen by the spread of their busy share
+/// between the windows (a 95% interval, with the finite-population correction). The books stay
+/// balanced against the run's measured energy. A run shorter than one sampling period is said.
+Result<TraceProfile> analyze_placed_trace(Measurement& m, TraceData& t, const KernelClassifier& classes, const TraceProfileOptions& o = {});
 
 /// The profile as JSON (the "trace" section of `jouleprof trace --json`).
 std::string trace_profile_json(const TraceProfile& p);

@@ -1,5 +1,5 @@
 // Kernel, copy and NVTX-range activity of a run, kept in the store's `activities` table
-// (written by `jouleprof trace` after the run itself).
+// (written with the run itself, in its transaction: Store::record, record_run in store.hpp).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,6 @@ struct StoredActivity {
   std::string attrs_json;  ///< class, NVTX path, launch configuration, attributed energy ...
 };
 
-/// Appends the activities of run `run_id` in one transaction.
-Result<std::size_t> store_activities(const std::string& db_path, int64_t run_id, const std::vector<StoredActivity>& rows);
 /// Reads them back in the order they were stored (`jouleprof trace --from`, tests).
 Result<std::vector<StoredActivity>> load_activities(const std::string& db_path, int64_t run_id);
 

@@ -16,6 +16,7 @@
 
 #include "jouleprof/core/error.hpp"
 #include "jouleprof/result/result.hpp"
+#include "jouleprof/store/activities.hpp"
 
 namespace jouleprof {
 
@@ -79,6 +80,9 @@ class Store {
 
   /// Writes one measurement, timelines included, in one transaction; returns the run id.
   Result<int64_t> insert(const Measurement& m, const StoreOptions& o = {});
+  /// A run and its activities (a traced run's kernels, copies, ranges: `trace --from` reads them
+  /// back) in the same one transaction: both or neither are stored.
+  Result<int64_t> record(const Measurement& m, const std::vector<StoredActivity>& activities, const StoreOptions& o = {});
   /// The run with its timelines (or without, which is much faster for long runs).
   Result<Measurement> load(int64_t id, bool with_timelines = true);
   Result<std::vector<RunSummary>> list(const RunFilter& f = {});
@@ -99,6 +103,9 @@ class Store {
 /// Opens (creating when needed) the store at o.db_path (or resolve_db_path()) and records the
 /// measurement with its timelines. This is what `jouleprof measure` calls after a run.
 Result<int64_t> record_measurement(const Measurement& m, const StoreOptions& o = {});
+/// The same with the run's activities, on one connection in one transaction (Store::record):
+/// what `jouleprof trace` calls after a run.
+Result<int64_t> record_run(const Measurement& m, const std::vector<StoredActivity>& activities, const StoreOptions& o = {});
 
 /// Parses a time for --since/--until: "2026-11-22", "2026-11-22T05:30[:00]" (UTC), or an age
 /// before now: "30m", "12h", "7d". Returns CLOCK_REALTIME nanoseconds.

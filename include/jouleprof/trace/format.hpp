@@ -26,6 +26,30 @@ inline constexpr const char* kBufferEnv = "JOULEPROF_TRACE_BUFFER_MB"; ///< CUPT
 inline constexpr const char* kFlushEnv = "JOULEPROF_TRACE_FLUSH_MS";   ///< periodic flush (default 500)
 inline constexpr const char* kSyncEnv = "JOULEPROF_TRACE_SYNC";        ///< "1": also record synchronisation
 inline constexpr const char* kLaunchesEnv = "JOULEPROF_TRACE_LAUNCHES"; ///< "1": also record every launch call
+inline constexpr const char* kSampleEnv = "JOULEPROF_TRACE_SAMPLE";     ///< sampled mode: percent of each period traced
+inline constexpr const char* kSamplePeriodEnv = "JOULEPROF_TRACE_SAMPLE_PERIOD_MS"; ///< sampled mode's period (default 1000)
+
+/// Sampled mode (`trace --sample P%`): kernel and copy records only while the duty cycle is on —
+/// the first `on_ns` of every `period_ns`, counted from CLOCK_REALTIME 0, so that every process of
+/// a run switches at the same moments; NVTX ranges and their anchors always. Each process writes
+/// its switches to DIR/sample-PID.txt (kSampleFilePrefix): a header line
+/// "jouleprof-sample 1 on_ns=N period_ns=M", then one line per switch, "on T" or "off T", T in
+/// CUPTI's clock (the kernels' clock), each with one write(2) as it happens.
+inline constexpr const char* kSampleFilePrefix = "sample-";
+inline constexpr const char* kSampleFileSuffix = ".txt";
+inline constexpr const char* kSampleFileMagic = "jouleprof-sample 1";
+
+struct DutyCycle {
+  int64_t on_ns = 0, period_ns = 0;
+  bool active() const { return on_ns > 0 && period_ns > 0 && on_ns < period_ns; }
+  /// Whether records are kept at CLOCK_REALTIME `t`.
+  bool on_at(int64_t t) const { return t % period_ns < on_ns; }
+  /// The next switch (on→off or off→on) strictly after `t`.
+  int64_t next_switch(int64_t t) const {
+    const int64_t start = t - t % period_ns;
+    return t % period_ns < on_ns ? start + on_ns : start + period_ns;
+  }
+};
 
 /// The driver call the injection library makes after each NVTX range push/pop/start/end (its API
 /// record, enabled alone, is the range's anchor in the correlation-id sequence): CUPTI's callback

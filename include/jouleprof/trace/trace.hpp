@@ -72,12 +72,23 @@ struct ProcessTrace {
   };
   std::vector<Launch> launches;
   std::map<uint32_t, std::string> device_uuids;  ///< CUDA ordinal → "GPU-xxxxxxxx-xxxx-..." (NVML's form)
+  /// Sampled mode (format.hpp DutyCycle): the windows in which its kernel records were kept, in
+  /// CUPTI's clock (read_sample_logs); empty: traced in full.
+  std::vector<std::pair<int64_t, int64_t>> sample_windows_ns;
   // Alignment (align_trace): realtime = cupti + offset, offset interpolated start→end.
   double clock_offset_start_ns = 0, clock_offset_end_ns = 0, clock_drift_ppm = 0;
 };
 
+/// Sampled mode over the whole run: kernels and copies were recorded only in `windows_s`.
+struct TraceSampling {
+  double on_s = 0, period_s = 0;  ///< the duty cycle (0: traced in full)
+  std::vector<std::pair<double, double>> windows_s;  ///< run time base, sorted, disjoint (align_trace)
+  bool active() const { return period_s > 0; }
+};
+
 struct TraceData {
   std::vector<ProcessTrace> processes;
+  TraceSampling sampling;
   std::vector<Activity> activities;
   std::vector<std::string> warnings;
   /// How assign_ranges tied GPU activities to NVTX ranges: "launch records" (each launch call's
@@ -99,9 +110,16 @@ Result<void> read_trace_file(const std::string& path, TraceData& into);
 /// Reads every trace-*.jpt of a directory (one per traced process), merged into one TraceData.
 Result<TraceData> read_trace_dir(const std::string& dir);
 
+/// Sampled mode: reads the switch logs of a trace directory (DIR/sample-PID.txt, format.hpp) into
+/// the processes of `t` read from it (by pid) and the duty cycle into t.sampling. A log without
+/// its process's trace file is skipped; a damaged line ends its log (the lines before it count).
+/// A window still open at the end closes where its process's last record does.
+void read_sample_logs(const std::string& dir, TraceData& t);
+
 /// Converts CUPTI timestamps to the run time base: CUPTI → CLOCK_REALTIME with each process's
 /// clock pairs (offset at start and end, interpolated; drift reported), then CLOCK_REALTIME →
-/// run time with the measurement's calibrations (origin and realtime-steady offsets).
+/// run time with the measurement's calibrations (origin and realtime-steady offsets). Sampled
+/// windows too: t.sampling.windows_s is the union of the processes' windows.
 void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<TimeBase::Calibration>& calibrations);
 
 /// Fills Activity::path (NVTX push/pop ranges enclosing each launch on its CPU thread) and

@@ -16,12 +16,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cupti_api.hpp"
+#include "duty_cycle.hpp"
 #include "nvtx_tool.hpp"
 #include "records.hpp"
 #include "writer.hpp"
@@ -83,6 +87,77 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
   std::free(buffer);
 }
 
+// Sampled mode (duty_cycle.hpp): the kinds switched on and off by the timer thread.
+std::vector<CUpti_ActivityKind> g_sampled_kinds;
+DutyCycle g_cycle;
+SampleLog g_sample_log;
+// Never destroyed: a joinable std::thread destroyed at exit would terminate the process.
+std::thread* g_duty_thread = nullptr;
+std::mutex g_duty_mu;
+std::condition_variable g_duty_cv;
+bool g_duty_stop = false;
+
+void set_sampled_tracing(bool on) {
+  if (on) {
+    uint64_t t = 0;
+    g_api.GetTimestamp(&t);
+    g_sample_log.mark(true, t);  // before enabling: the window holds every record it keeps
+    for (CUpti_ActivityKind k : g_sampled_kinds) g_api.ActivityEnable(k);
+    return;
+  }
+  for (CUpti_ActivityKind k : g_sampled_kinds) g_api.ActivityDisable(k);
+  uint64_t t = 0;
+  g_api.GetTimestamp(&t);
+  g_sample_log.mark(false, t);
+  g_api.ActivityFlushAll(0);  // the window's records to the file now, not mixed with the next one's
+}
+
+void duty_thread_main() {
+  DutyHooks h;
+  h.now_ns = realtime_ns;
+  h.wait_until = [](int64_t t) {
+    std::unique_lock<std::mutex> lock(g_duty_mu);
+    const auto until = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(t)));
+    g_duty_cv.wait_until(lock, until, [] { return g_duty_stop; });
+    return !g_duty_stop;
+  };
+  h.set_tracing = set_sampled_tracing;
+  run_duty_cycle(g_cycle, true, h);
+}
+
+// Stops the timer thread (at exit; a signal only asks it to stop: joining there is not safe). An
+// open window ends where the process's records do (the reader closes it).
+void stop_duty_cycle(bool join) {
+  {
+    std::lock_guard<std::mutex> lock(g_duty_mu);
+    g_duty_stop = true;
+  }
+  g_duty_cv.notify_all();
+  if (join && g_duty_thread != nullptr && g_duty_thread->joinable()) g_duty_thread->join();
+}
+
+// Starts sampled mode when $JOULEPROF_TRACE_SAMPLE asks for it; a CUPTI without
+// cuptiActivityDisable traces in full and says so.
+void start_duty_cycle(const std::string& dir, const std::vector<CUpti_ActivityKind>& kinds) {
+  g_cycle = duty_cycle_from(std::getenv(kSampleEnv), std::getenv(kSamplePeriodEnv));
+  if (!g_cycle.active()) return;
+  if (g_api.ActivityDisable == nullptr) {
+    g_writer.add_text(RecordType::note, "warning: this CUPTI has no cuptiActivityDisable: sampled mode off, every kernel traced");
+    return;
+  }
+  if (!g_sample_log.open(dir, getpid(), g_cycle)) {
+    g_writer.add_text(RecordType::note, "warning: cannot write the sampled mode's switch log in " + dir + ": every kernel traced");
+    return;
+  }
+  for (CUpti_ActivityKind k : kinds) {
+    if (k != CUPTI_ACTIVITY_KIND_DEVICE) g_sampled_kinds.push_back(k);
+  }
+  uint64_t t = 0;
+  g_api.GetTimestamp(&t);
+  g_sample_log.mark(true, t);  // initialize() enabled the kinds: on until the thread's first switch
+  g_duty_thread = new std::thread(duty_thread_main);
+}
+
 // The anchor: cuDriverGetVersion, whose API record alone is enabled (kAnchorDriverCbid).
 using DriverGetVersionFn = int (*)(int*);
 DriverGetVersionFn g_driver_get_version = nullptr;
@@ -92,6 +167,7 @@ DriverGetVersionFn g_driver_get_version = nullptr;
 // arrives, another CUPTI client took the buffers or disabled the kinds (kRecordsStoppedNote).
 void finish(int signal) {
   if (g_owner.load() != getpid() || g_closed.exchange(true)) return;
+  stop_duty_cycle(signal == 0);
   const uint64_t before = g_cupti_records.load();
   const bool probe = signal == 0 && g_driver_get_version != nullptr && g_api.ActivityFlushAll != nullptr;
   if (probe) {
@@ -146,6 +222,8 @@ void install_signal_handlers() {
 // the parent's file, and CUPTI does not trace in it (CUDA cannot be used after fork).
 void after_fork_in_child() {
   g_writer.abandon();
+  g_sample_log.abandon();
+  g_duty_thread = nullptr;  // not running in the child: fork copies only the forking thread
   discard_nvtx_events();
 }
 
@@ -305,6 +383,7 @@ int initialize() {
   if (g_api.ActivityFlushPeriod != nullptr) {
     g_api.ActivityFlushPeriod(static_cast<uint32_t>(env_size(kFlushEnv, 500, 1)));
   }
+  start_duty_cycle(dir, kinds);
   add_clock(clock_start);
   g_writer.commit();
   std::atexit(at_exit);
