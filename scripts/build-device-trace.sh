@@ -13,6 +13,6 @@ cp "$BUILD/bin/jouleprof" "$BUILD/lib/libjouleprof_inject.so" $D/
 strip $D/jouleprof $D/libjouleprof_inject.so
 [ -x $D/jouleprof-twoclass ] && [ $D/jouleprof-twoclass -nt workloads/trace_twoclass/twoclass.cu ] || nvcc -O2 -std=c++17 -gencode=arch=compute_90,code=sm_90 -cudart static workloads/trace_twoclass/twoclass.cu \
   -o $D/jouleprof-twoclass -lcublas
-for lib in $(ldd $D/jouleprof | awk '/sqlite|onnx|protobuf|absl|simdjson/ {print $3}'); do cp -L "$lib" $D/lib/; done
+for lib in $(ldd $D/jouleprof | awk '/sqlite|onnx|protobuf|absl|simdjson|re2/ {print $3}'); do cp -L "$lib" $D/lib/; done
 patchelf --set-rpath '$ORIGIN/lib' $D/jouleprof
 ls -la $D $D/lib

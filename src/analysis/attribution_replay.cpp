@@ -121,8 +121,23 @@ Result<ReplayReference> parse_replay_reference(const std::string& text, const st
     const json section = j["replay"];
     j = section;
   }
+  // The exact replay (jouleprof.torch.replay_step's JSON): its measured rows, as "exact".
+  if (j.is_object() && j.value("schema", std::string()) == "jouleprof.exact_replay" && j.contains("rows") && j["rows"].is_array()) {
+    json kernels = json::array();
+    for (const json& row : j["rows"]) {
+      if (!row.is_object() || row.value("kind", std::string()) != "kernel") continue;
+      json k = row;
+      k["status"] = row.value("status", std::string()) == "measured" ? "exact" : row.value("status", std::string());
+      if (row.contains("time_s")) k["replayed_mean_s"] = row["time_s"];
+      kernels.push_back(std::move(k));
+    }
+    json converted = {{"schema", "jouleprof.replay"}, {"kernels", kernels}, {"replay_gpu", j.value("gpu", std::string())}};
+    if (j.contains("idle_power_w")) converted["idle_power_w"] = j["idle_power_w"];
+    j = std::move(converted);
+  }
   if (!j.is_object() || j.value("schema", std::string()) != "jouleprof.replay" || !j.contains("kernels") || !j["kernels"].is_array()) {
-    return make_error(Errc::parse, source + ": not `jouleprof replay` output (no \"replay\" section of schema jouleprof.replay)");
+    return make_error(Errc::parse, source + ": not `jouleprof replay` or exact-replay output (no \"replay\" section of schema jouleprof.replay, "
+                                            "no jouleprof.exact_replay document)");
   }
   ReplayReference r;
   r.source = source;

@@ -403,6 +403,25 @@ TEST(TraceProfile, ReplayFileIsReadAndMatchedByNameAndLaunchConfiguration) {
   EXPECT_NE(bad.error().message.find("without its energy and time per call"), std::string::npos);
 }
 
+TEST(TraceProfile, ExactReplayFileIsReadAsItsMeasuredKernelRows) {
+  // jouleprof.torch.replay_step's JSON: measured kernel rows count ("exact"), timed rows and
+  // copies do not; the GPU and idle power carry over.
+  const std::string text = R"({"schema": "jouleprof.exact_replay", "schema_version": 1, "gpu": "NVIDIA H100 80GB HBM3", "idle_power_w": 100,
+    "rows": [
+      {"kind": "kernel", "name": "gemm", "status": "measured", "count": 16, "time_s": 0.0001, "energy_per_call_j": 0.05,
+       "energy_per_call_half_width_j": 0.001, "grid": [2, 66, 1], "block": [384, 1, 1]},
+      {"kind": "kernel", "name": "relu", "status": "timed", "count": 16, "time_s": 0.00001, "energy_per_call_j": 0.003,
+       "grid": [64, 1, 1], "block": [128, 1, 1]},
+      {"kind": "memcpy", "name": "memcpy DtoD", "status": "measured", "count": 1, "time_s": 0.0001, "energy_per_call_j": 0.01}]})";
+  auto r = parse_replay_reference(text, "exact.json");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->gpu, "NVIDIA H100 80GB HBM3");
+  ASSERT_EQ(r->kernels.size(), 2u);
+  const int g[3] = {2, 66, 1}, b[3] = {384, 1, 1}, gr[3] = {64, 1, 1}, br[3] = {128, 1, 1};
+  EXPECT_NEAR(match_replay(*r, "gemm", g, b)->above_idle_j, 0.05 - 100 * 0.0001, 1e-12);
+  EXPECT_FALSE(match_replay(*r, "relu", gr, br));  // timed: its power is not its own
+}
+
 // Sampled mode (`trace --sample`): a decode-like run of four layers (attention, MLP and norm
 // kernels at different powers, the MLP's length drifting over the run) traced in full and with
 // kernels kept only when launched in the first 10% of every second. The sampled per-layer shares
