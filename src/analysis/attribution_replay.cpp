@@ -1,8 +1,9 @@
 // The replay-informed method: each activity's energy is its kernel's energy per call as replayed
 // in isolation (above the replay's idle), scaled by one factor so that the books balance exactly
-// against the run's measured energy: the factor absorbs what the isolated replay does not see
-// (the static power above idle while the GPU is awake, the gaps between kernels, the clock and
-// temperature difference). Activities the replay has no measured row for keep the split's figure
+// against the run's measured energy. The static power while the GPU is awake between kernels is
+// booked as the split books it (idle/static: on a launch-bound decode it is most of the energy
+// above idle, and scaling the kernels by it gave rows above the board's power limit); the factor
+// absorbs what else the isolated replay does not see (the clock, temperature and context). Activities the replay has no measured row for keep the split's figure
 // and the factor applies to the rest. Also the replay file's reader and the kernel matching.
 #include <fmt/format.h>
 
@@ -55,8 +56,11 @@ class ReplayMethod final : public AttributionMethod {
       }
     }
     a.unreferenced_busy_share = busy_all > 0 ? busy_unref / busy_all : 0;
-    // What the replayed kernels get: the run's energy above idle, less the windows with no
-    // activity (the split leaves them unattributed) and the unreplayed kernels' split figures.
+    // What the replayed kernels get: the run's energy above idle, less the awake gaps' static
+    // energy and the windows with no activity (both as the split books them) and the unreplayed
+    // kernels' split figures.
+    const double gaps_j = std::max(0.0, split.idle_j - a.idle_j);
+    a.idle_j += gaps_j;
     const double target = in.measured_j - a.idle_j - split.unattributed_j - unref_j;
     if (ref_sum <= 0 || target <= 0) {
       a.item_j = split.item_j;
@@ -77,13 +81,14 @@ class ReplayMethod final : public AttributionMethod {
         a.item_uncertainty_j[i] = split.item_uncertainty_j[i];
       }
     }
-    // What the factor absorbs: the gaps' and static power (the split's awake-gap energy), the
-    // rest is the clock/temperature difference between the replay and the run.
-    const double gaps_j = std::max(0.0, split.idle_j - a.idle_j);
-    a.notes.push_back(fmt::format("replayed energies scaled by {:.3f} to the run's energy above idle: {:.4g} J replayed, {:.4g} J in the run, "
-                                  "of the difference {:.4g} J the awake gaps and static power between kernels (split's estimate) and "
-                                  "{:.4g} J the clock, temperature and context difference",
-                                  s, ref_sum, target, gaps_j, target - ref_sum - gaps_j));
+    a.notes.push_back(fmt::format("replayed energies scaled by {:.3f} to the run's kernel energy: {:.4g} J replayed, {:.4g} J in the run's "
+                                  "kernels (its energy above idle less {:.4g} J of static power in the awake gaps between kernels, the split's "
+                                  "estimate, booked with idle/static); the factor is the clock, temperature and context difference",
+                                  s, ref_sum, target, gaps_j));
+    if (s > 1.5 || s < 1 / 1.5) {
+      a.notes.push_back(fmt::format("the scale {:.3f} is far from 1: the replay does not describe this run's kernels well (another clock, "
+                                    "batch or sequence length?)", s));
+    }
     if (a.unreferenced_busy_share > 0) {
       a.notes.push_back(fmt::format("{:.1f}% of the busy time is in kernels the replay did not measure: their split figures kept ({:.4g} J)",
                                     100 * a.unreferenced_busy_share, unref_j));

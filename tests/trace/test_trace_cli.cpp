@@ -358,7 +358,7 @@ TEST(TraceCli, FromStoredRunWithReplayGivesReplayInformedTables) {
   std::ofstream(e.dir + "/junk.json") << "{\"schema\": \"jouleprof.result\"}";
   auto junk = from(e, {"--from", "1", "--replay", e.dir + "/junk.json"});
   EXPECT_EQ(junk.exit_code, 2);
-  EXPECT_NE(junk.err.find("not `jouleprof replay` output"), std::string::npos) << junk.err;
+  EXPECT_NE(junk.err.find("not `jouleprof replay` or exact-replay output"), std::string::npos) << junk.err;
   auto none = from(e, {"--from", "1", "--method", "replay"});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("--method replay needs the run's kernels replayed"), std::string::npos) << none.err;

@@ -12,10 +12,10 @@ import sys
 
 import torch
 
+from jouleprof.replay import replay_step  # first: the built package on PYTHONPATH (hf_generate puts the source tree first)
+
 sys.path.append(os.path.dirname(__file__))
 from hf_generate import build  # noqa: E402
-
-from jouleprof.replay import replay_step  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
