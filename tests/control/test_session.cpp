@@ -216,7 +216,7 @@ TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
   EXPECT_EQ(unreadable, static_cast<int>(bad.size()));
   EXPECT_EQ(read_fake_state(env.state), env.original);
   EXPECT_EQ(env.journals(), 0U);
-  // The start-of-command restore does the same, and says one line per bad file.
+  // The start-of-command restore does the same: a line per GPU restored, one line for all bad files.
   for (const auto& g : *gpus) {
     ctl::Journal j = dead_owner_journal(g.uuid);
     j.original = *b->read_state(g.uuid);
@@ -227,7 +227,23 @@ TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
   std::vector<std::string> notes;
   ctl::restore_leftovers_at_start([&](const std::string& n) { notes.push_back(n); });
   unsetenv(ctl::kJournalDirEnv);
-  EXPECT_EQ(notes.size(), 2 + bad.size());
+  ASSERT_EQ(notes.size(), 3U);
+  EXPECT_NE(notes[0].find("restored"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[1].find("restored"), std::string::npos) << notes[1];
+  EXPECT_EQ(notes[2], std::to_string(bad.size()) + " unreadable journals in " + env.journal +
+                          "; run `jouleprof restore` for details");
+  // The next command: nothing left to restore, the bad files (and another host's journal) in one line.
+  ctl::Journal other = dead_owner_journal("GPU-fa4e0000-0000-4000-8000-000000000000");
+  other.host = "node-17";
+  ASSERT_TRUE(ctl::write_journal(env.journal, other));
+  notes.clear();
+  setenv(ctl::kJournalDirEnv, env.journal.c_str(), 1);
+  ctl::restore_leftovers_at_start([&](const std::string& n) { notes.push_back(n); });
+  unsetenv(ctl::kJournalDirEnv);
+  ASSERT_EQ(notes.size(), 1U);
+  EXPECT_EQ(notes[0], std::to_string(bad.size()) + " unreadable journals and 1 journal of another host or boot in " +
+                          env.journal + "; run `jouleprof restore` for details");
+  std::filesystem::remove(env.journal + "/GPU-fa4e0000-0000-4000-8000-000000000000.json");
   EXPECT_EQ(read_fake_state(env.state), env.original);
   EXPECT_EQ(env.journals(), 0U);
   // A sweep may start on these GPUs: the bad files that name no GPU do not block it.
