@@ -386,7 +386,9 @@ Result<TraceProfile> analyze_trace(Measurement& m, TraceData& t, const KernelCla
   if (!profile) return profile;
   if (!profile->complete && m.complete) {
     m.complete = false;
-    m.incomplete_reason = "trace incomplete (a process was killed, its file damaged, or records dropped)";
+    m.incomplete_reason = t.processes.empty()
+                              ? "nothing was traced (the command never initialised CUDA)"
+                              : "trace incomplete (a process was killed, its file damaged, or records dropped)";
   }
   m.sections["trace"] = trace_profile_json(*profile);
   for (const std::string& w : profile->warnings) m.warnings.push_back("trace: " + w);

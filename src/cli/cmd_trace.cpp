@@ -169,13 +169,14 @@ int attribute(const TraceFlags& f, Measurement& m, TraceData& traced, const Kern
     print_summary(shown, std::cout);
     std::cout << trace_profile_text(*profile, f.top);
   }
-  // A trace that recorded nothing is a failed trace, not a result (issue 35 item 7).
-  if (store && traced.activities.empty() && rc == 0) {
+  // A trace that recorded nothing is a failed trace, not a result (issue 35 item 7), stored or not;
+  // `--from` re-attributes a stored run and says what it finds.
+  if (f.from.empty() && traced.activities.empty() && rc == 0) {
     rc = report(make_error(f.measuring.device == "sim" ? Errc::unavailable : Errc::unsupported,
                            "nothing was traced: the command recorded no CUDA activity (it never used a GPU through CUDA" +
                                std::string(f.measuring.device == "sim" ? "; --device sim simulates only the power sensors, and tracing "
                                                                "needs a CUDA GPU" : "") +
-                               "); the measurement itself was kept"));
+                               ")" + std::string(store ? "; the measurement itself was stored" : "")));
   }
   return rc;
 }

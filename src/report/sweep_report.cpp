@@ -193,12 +193,14 @@ std::string sweep_report_csv(const SweepReport& r) {
 }
 
 std::string sweep_report_text(const SweepReport& r) {
-  std::string s = fmt::format("sweep {}{}: {} points, region: {}; mean ± 95% CI over repeats; * = lowest per application (each set of --param values)\n", r.sweep_id,
+  std::string s = fmt::format("sweep {}{}: {} points, region: {}; mean ± 95% CI over repeats (n=1: one repeat, no interval); * = lowest per application (each set of --param values)\n", r.sweep_id,
                               r.simulated ? " [simulated]" : "", r.rows.size(), r.region);
   s += fmt::format("{:>6} {:>6} {:>5} {:>6}  {:>18} {:>16} {:>8} {:>18} {:>18}  {}\n", "clock", "mem", "PL W", "seen",
                    "energy J", "time s", "power W", "EDP J·s", "ED²P J·s²", "parameters");
+  // One repeat has no interval: "± 0" would claim a certainty the sweep does not have.
   auto cell = [](const Summary& x, bool best) {
-    return fmt::format("{:.4g} ± {:.2g}{}", x.mean, x.ci95_half_width, best ? "*" : " ");
+    return x.n >= 2 ? fmt::format("{:.4g} ± {:.2g}{}", x.mean, x.ci95_half_width, best ? "*" : " ")
+                    : fmt::format("{:.4g} (n=1){}", x.mean, best ? "*" : " ");
   };
   for (const auto& row : r.rows) {
     std::string params;
@@ -219,9 +221,7 @@ std::string sweep_report_text(const SweepReport& r) {
       for (const auto& ph : phases) {
         auto it = row.phases.find(ph);
         s += fmt::format("  {:>30}", it == row.phases.end() ? std::string("-")
-                                                            : fmt::format("{:.4g} ± {:.2g} / {:.3g} ± {:.2g}", it->second.first.mean,
-                                                                          it->second.first.ci95_half_width, it->second.second.mean,
-                                                                          it->second.second.ci95_half_width));
+                                                            : cell(it->second.first, false) + "/ " + cell(it->second.second, false));
       }
       s += "\n";
     }
