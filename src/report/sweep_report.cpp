@@ -81,7 +81,10 @@ Result<SweepReport> sweep_report(Store& store, const std::string& sweep_id) {
   f.tags.push_back({"sweep", sweep_id});
   auto runs = store.list(f);
   if (!runs) return runs.error();
-  if (runs->empty()) return make_error(Errc::not_found, "no stored run belongs to sweep '" + sweep_id + "'");
+  // Only `jouleprof sweep`'s runs (they carry their point): `bench llm` configurations share a
+  // sweep tag too, and their figures over different configurations are no point's repeats.
+  std::erase_if(*runs, [](const RunSummary& r) { return !r.tags.count("point"); });
+  if (runs->empty()) return make_error(Errc::not_found, "no stored run of `jouleprof sweep` belongs to sweep '" + sweep_id + "'");
   SweepReport rep;
   rep.sweep_id = sweep_id;
   std::map<std::string, SweepRow> rows;

@@ -417,6 +417,27 @@ TEST(Sweep, SimulatedSweepStoresTaggedPointsResumesAndReports) {
   const auto chart = jouleprof::sweep_chart(*rep, "edp_js", "clock_mhz", {});
   EXPECT_NE(chart.option_json.find("\"lines\""), std::string::npos);  // error bars
   EXPECT_NE(chart.option_json.find("optimum"), std::string::npos);
+
+  // A `bench llm` run tagged with a sweep of its own (its start time, no point) is no clock sweep:
+  // neither listed nor `last` nor reported (its configurations were averaged into one row).
+  auto bench = store->load(rep->rows[0].run_ids.front(), false);
+  ASSERT_TRUE(bench) << bench.error().message;
+  bench->tags = {{"sweep", "2026-11-28T03:50:04.819Z"}, {"bench", "llm"}, {"batch", "2"}};
+  bench->run_uuid.clear();
+  jouleprof::StoreOptions so;
+  so.db_path = o.db;
+  so.allow_duplicate = true;
+  ASSERT_TRUE(jouleprof::record_measurement(*bench, so));
+  auto after = jouleprof::Store::open(o.db, jouleprof::Store::Mode::read);
+  ASSERT_TRUE(after);
+  auto listed = ctl::list_sweeps(*after);
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1U);
+  EXPECT_EQ(listed->front().sweep_id, sum->sweep_id);
+  auto last = ctl::resolve_sweep_id(*after, "last");
+  ASSERT_TRUE(last);
+  EXPECT_EQ(*last, sum->sweep_id);
+  EXPECT_FALSE(jouleprof::sweep_report(*after, "2026-11-28T03:50:04.819Z"));
   fs::remove_all(dir);
 }
 
