@@ -211,6 +211,7 @@ TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
     restored += o.kind == ctl::RestoreOutcome::Kind::restored ? 1 : 0;
     unreadable += o.kind == ctl::RestoreOutcome::Kind::unreadable ? 1 : 0;
     EXPECT_EQ(o.message.find('\n'), std::string::npos) << o.message;
+    EXPECT_EQ(o.message.find("json.exception"), std::string::npos) << o.message;  // the reader's words
   }
   EXPECT_EQ(restored, 2);
   EXPECT_EQ(unreadable, static_cast<int>(bad.size()));
