@@ -19,7 +19,7 @@ say "trace: HF generate, NVTX hooks, ${SECONDS_HF:-20} s"
 timeout 200 "$JP" trace --idle 2 --top 12 --json "$OUT/hf.json" -- python3 "$HF" --annotate --seconds "${SECONDS_HF:-20}" 2>&1 | tail -60 | tee -a "$LOG"
 say "exact replay of the same model (prefill forward, decode step)"
 PYTHONPATH=$PWD/.pydev/py timeout 300 python3 scripts/validation/trace/hf_exact_replay.py "$OUT/exact.json" 2>&1 | grep -v -i warn | tail -30 | tee -a "$LOG"
-for m in replay split interval regression; do
+for m in ${METHODS:-replay split interval regression}; do
   say "trace --from last --method $m"
   timeout 120 "$JP" trace --from last --replay "$OUT/exact.json" --method "$m" --top 8 --json "$OUT/hf_$m.json" 2>&1 | tail -45 | tee -a "$LOG"
 done

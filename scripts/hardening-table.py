@@ -687,8 +687,10 @@ def class_trace_options(r, rng, n, traced):
     t = Tally("numeric options of trace (--period-ms, --idle, --sim-power, --lag-ms, --window-ms, --min-interval-ms, --top, "
               "--path-depth) on the simulated GPU")
     lib = os.path.join(r.work, "libfake_inject.so")
-    with open(lib, "w") as f:
-        f.write("not loaded: the fake traced program writes its trace file itself\n")
+    # trace requires an ELF header on --inject-lib; the fake traced program writes its trace file
+    # itself, so this stand-in is never loaded (as in tests/trace/test_trace_cli.cpp).
+    with open(lib, "wb") as f:
+        f.write(b"\x7fELF: a stand-in, never loaded\n")
     opts = ["--period-ms", "--idle", "--sim-power", "--lag-ms", "--window-ms", "--min-interval-ms", "--top", "--path-depth"]
     for i in range(n):
         o, v = opts[i % len(opts)], hostile_number(rng)

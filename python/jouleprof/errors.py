@@ -12,6 +12,9 @@ _CLI_TO_PYTHON = [
     (re.compile(r"--period-ms\b"), lambda m: "period_ms="),
     (re.compile(r"--sim-scenario\b"), lambda m: "sim_scenario="),
     (re.compile(r"--counter-min-window\b"), lambda m: "counter_min_window_s="),
+    (re.compile(r"--carbon-intensity\b"), lambda m: "carbon_intensity="),
+    (re.compile(r"--carbon-source\b"), lambda m: "carbon_source="),
+    (re.compile(r"--price\b"), lambda m: "price="),
 ]
 
 

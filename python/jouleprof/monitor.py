@@ -31,6 +31,10 @@ class WindowResult:
     uncertainty_j, complete, counts ({"tokens": 128.0}), cpu_energy_j ({RAPL domain: J}),
     gpus (every per-GPU figure as a dict), t0_s/t1_s (seconds on the monitor's time base).
     ``per("tokens")`` is energy_j per counted unit.
+    With a carbon intensity or a price (Monitor's carbon_intensity=, price=, or the environment):
+    gco2e, cost and their ``_uncertainty`` (from the energy's bound), and ``footprint``, the
+    window's entry of the result's "footprint" section (energy_kwh, gco2e, cost, per counted unit);
+    None without them.
     """
 
     __slots__ = ("name", "_c", "_id", "_data")
@@ -91,6 +95,23 @@ class WindowResult:
     def uncertainty_j(self):
         """Sum of the per-GPU bounds (sensor calibration not included)."""
         return sum(g["uncertainty_j"] for g in self._get("gpus"))
+
+    @property
+    def footprint(self):
+        """{"energy_kwh", "gco2e", "gco2e_uncertainty", "cost", "cost_uncertainty", "per": {unit: ...}}
+        as in ``jouleprof measure --json``'s "footprint" section, or None (no intensity, no price)."""
+        fp = self._get("footprint")
+        return None if fp is None else dict(fp)
+
+    def _footprint_field(self, key):
+        fp = self._get("footprint")
+        return None if fp is None else fp.get(key)
+
+    gco2e = property(lambda self: self._footprint_field("gco2e"), doc="gCO2e of energy_j, or None")
+    gco2e_uncertainty = property(lambda self: self._footprint_field("gco2e_uncertainty"),
+                                 doc="± gCO2e from uncertainty_j, or None")
+    cost = property(lambda self: self._footprint_field("cost"), doc="cost of energy_j at the price, or None")
+    cost_uncertainty = property(lambda self: self._footprint_field("cost_uncertainty"), doc="± cost from uncertainty_j, or None")
 
     def per(self, count_name):
         """Energy per counted unit, e.g. ``per("tokens")`` in J/token."""
@@ -173,6 +194,8 @@ class Measurement:
     gpus = property(lambda self: self._m.gpus)
     tags = property(lambda self: dict(self._m.tags))
     duration_s = property(lambda self: self._m.duration_s)
+    footprint = property(lambda self: self._m.footprint,
+                         doc='the "footprint" section of the result JSON (carbon and cost), or None')
 
     def to_json(self, indent=2):
         """The result JSON of ``jouleprof measure --json`` (docs/result-schema.md)."""
@@ -198,10 +221,15 @@ class Monitor:
     (as ``jouleprof measure --idle``; 0: none, then above_idle_j is None). sync: called at every
     window edge, e.g. ``torch.cuda.synchronize``, so edges are where the GPU work is.
     counter_min_window_s: windows at least this long take the energy counter.
+    carbon_intensity: grid intensity in gCO2e/kWh; price: electricity price per kWh; carbon_source:
+    where the intensity comes from (recorded with the run). As ``jouleprof measure
+    --carbon-intensity/--price/--carbon-source``: when not given, $JOULEPROF_CARBON_INTENSITY,
+    $JOULEPROF_PRICE, $JOULEPROF_CARBON_SOURCE, then the config file. Windows and the result then
+    carry gCO2e and cost with the energy's uncertainty.
     """
 
     def __init__(self, device="auto", gpus=None, period_ms=100, idle_s=2.0, sync=None, sim_scenario=None,
-                 counter_min_window_s=1.0, cpu=True):
+                 counter_min_window_s=1.0, cpu=True, carbon_intensity=None, price=None, carbon_source=None):
         if gpus is None:
             ids = []
         else:
@@ -216,8 +244,15 @@ class Monitor:
             raise InvalidArgumentError("idle_s must be >= 0 seconds")
         if sync is not None and not callable(sync):
             raise InvalidArgumentError("sync must be a callable (e.g. torch.cuda.synchronize) or None")
+        for key, value in (("carbon_intensity", carbon_intensity), ("price", price)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InvalidArgumentError(f"{key} must be a number, not {value!r}")
+        if carbon_source is not None and not isinstance(carbon_source, str):
+            raise InvalidArgumentError(f"carbon_source must be a string, not {carbon_source!r}")
         self._c = _jouleprof.Monitor(device, ids, float(period_ms), os.fspath(sim_scenario or ""),
-                                     float(counter_min_window_s), bool(cpu))
+                                     float(counter_min_window_s), bool(cpu),
+                                     None if carbon_intensity is None else float(carbon_intensity),
+                                     None if price is None else float(price), carbon_source or "")
         self._sync = sync
         if idle_s > 0:
             wid = self._c.begin_idle()

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jouleprof/analysis/energy.hpp"
+#include "jouleprof/measure/footprint.hpp"
 #include "jouleprof/measure/measure.hpp"
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/result/result_json.hpp"
@@ -66,7 +67,10 @@ py::dict gpu_energy_dict(const GpuEnergy& e, const GpuInfo& info) {
   return d;
 }
 
-py::dict window_dict(const WindowResult& w, const std::vector<GpuInfo>& gpus) {
+py::object json_loads(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
+
+// footprint: the window's carbon and cost (the result's "footprint" section entry), or None.
+py::dict window_dict(const WindowResult& w, const std::vector<GpuInfo>& gpus, py::object footprint = py::none()) {
   py::dict d;
   d["name"] = w.name;
   d["kind"] = w.kind;
@@ -88,6 +92,7 @@ py::dict window_dict(const WindowResult& w, const std::vector<GpuInfo>& gpus) {
   d["cpu_energy_j"] = cpu;
   d["meter_j"] = opt(w.meter_j);
   d["counts"] = w.counts;
+  d["footprint"] = std::move(footprint);
   return d;
 }
 
@@ -121,8 +126,17 @@ struct PyMeasurement {
 
   py::list windows() const {
     py::list out;
-    for (const WindowResult& w : m->windows) out.append(window_dict(w, m->gpus));
+    py::object fp = footprint();
+    py::list fp_windows = fp.is_none() ? py::list() : py::list(fp.attr("get")("windows", py::list()));
+    for (std::size_t i = 0; i < m->windows.size(); ++i) {
+      out.append(window_dict(m->windows[i], m->gpus, i < fp_windows.size() ? py::object(fp_windows[i]) : py::none()));
+    }
     return out;
+  }
+  /// The result's "footprint" section (carbon and cost) as in `measure --json`, or None.
+  py::object footprint() const {
+    auto it = m->sections.find(kFootprintSection);
+    return it == m->sections.end() ? py::object(py::none()) : json_loads(it->second);
   }
   py::list gpus() const { return gpu_info_list(m->gpus); }
   int64_t store(const std::string& path, const std::string& source) const {
@@ -136,7 +150,8 @@ struct PyMeasurement {
 class PyMonitor {
  public:
   PyMonitor(const std::string& device, const std::vector<std::string>& gpus, double period_ms,
-            const std::string& sim_scenario, double counter_min_window_s, bool cpu) {
+            const std::string& sim_scenario, double counter_min_window_s, bool cpu, std::optional<double> carbon_intensity,
+            std::optional<double> price, const std::string& carbon_source) {
     if (device != "auto" && device != "nvml" && device != "sim") {
       raise(make_error(Errc::invalid_argument, "device must be \"auto\", \"nvml\" or \"sim\", not \"" + device + "\""));
     }
@@ -153,6 +168,10 @@ class PyMonitor {
     o.sampler.read_cpu = cpu;
     o.energy.counter_min_window_s = counter_min_window_s;
     energy_ = o.energy;
+    // Carbon and cost as the CLI resolves them (argument, else $JOULEPROF_CARBON_INTENSITY /
+    // $JOULEPROF_PRICE, else the config file), named as Monitor's arguments.
+    footprint_ = value_or_raise(resolve_footprint(carbon_intensity, price, carbon_source,
+                                                  {"carbon_intensity", "price", "carbon_source"}));
     mon_ = value_or_raise(Monitor::create(o));
   }
 
@@ -207,7 +226,7 @@ class PyMonitor {
   }
 
   py::dict window(std::size_t id) const {
-    if (measurement_) return window_dict(measurement_->windows.at(id), measurement_->gpus);
+    if (measurement_) return window_dict(measurement_->windows.at(id), measurement_->gpus, footprint_of(measurement_->windows.at(id)));
     WindowResult r;
     {
       py::gil_scoped_release release;
@@ -215,7 +234,11 @@ class PyMonitor {
       if (!e) raise(e.error());
       r = std::move(*e);
     }
-    return window_dict(r, infos_of(mon_->gpus()));
+    return window_dict(r, infos_of(mon_->gpus()), footprint_of(r));
+  }
+
+  py::object footprint_of(const WindowResult& w) const {
+    return footprint_.any() ? json_loads(window_footprint_json(w, footprint_)) : py::object(py::none());
   }
 
   std::vector<std::string> open_windows() const {
@@ -291,6 +314,7 @@ class PyMonitor {
     warn_short_windows(m, energy_);
     summarize_repeats(m, 0.05);
     fill_provenance(m);
+    add_footprint(m, footprint_);
     if (m.simulated) m.tags.emplace("simulated", "true");
     measurement_ = std::make_shared<Measurement>(std::move(m));
     return PyMeasurement{measurement_};
@@ -310,6 +334,7 @@ class PyMonitor {
 
   std::unique_ptr<Monitor> mon_;
   EnergyOptions energy_;
+  FootprintSettings footprint_;
   std::optional<Monitor::WindowId> run_window_;
   std::unordered_map<std::string, std::vector<Monitor::WindowId>> open_;
   std::vector<std::string> warnings_;
@@ -435,6 +460,7 @@ PYBIND11_MODULE(_jouleprof, mod) {
       .def_property_readonly("command", [](const PyMeasurement& s) { return s.m->command; })
       .def_property_readonly("duration_s", [](const PyMeasurement& s) { return s.m->duration_s; })
       .def_property_readonly("sampler_cpu_s", [](const PyMeasurement& s) { return s.m->sampler_cpu_s; })
+      .def_property_readonly("footprint", &PyMeasurement::footprint)
       .def_property_readonly("origin_realtime_ns", [](const PyMeasurement& s) { return s.m->origin_realtime_ns; })
       .def("to_json", [](const PyMeasurement& s, int indent) { return result_to_json(*s.m, indent); },
            py::arg("indent") = 2)
@@ -442,9 +468,11 @@ PYBIND11_MODULE(_jouleprof, mod) {
       .def("timeline_columns", &timeline_columns);
 
   py::class_<PyMonitor>(mod, "Monitor")
-      .def(py::init<const std::string&, const std::vector<std::string>&, double, const std::string&, double, bool>(),
+      .def(py::init<const std::string&, const std::vector<std::string>&, double, const std::string&, double, bool,
+                    std::optional<double>, std::optional<double>, const std::string&>(),
            py::arg("device"), py::arg("gpus"), py::arg("period_ms"), py::arg("sim_scenario"),
-           py::arg("counter_min_window_s"), py::arg("cpu"))
+           py::arg("counter_min_window_s"), py::arg("cpu"), py::arg("carbon_intensity") = py::none(),
+           py::arg("price") = py::none(), py::arg("carbon_source") = "")
       .def("begin", &PyMonitor::begin)
       .def("end", &PyMonitor::end, py::arg("name"), py::arg("complete") = true)
       .def("count", &PyMonitor::count)

@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <re2/re2.h>
 #include <unordered_map>
 
 #include "attribution_stages.hpp"
@@ -24,31 +25,36 @@ const std::vector<std::string>& class_order() {
 
 }  // namespace
 
+// Module paths come from traces and may be any length: RE2 matches in linear time without recursion
+// (std::regex recursed per character and overflowed the stack on long paths).
 std::string layer_of_path(const std::string& path) {
-  static const std::regex re(R"((?:^|[/.])(layers?|h|blocks?)\.(\d+)(?:$|[/.]))");
-  std::smatch m;
-  if (std::regex_search(path, m, re)) return "layers." + m[2].str();
+  static const RE2 re(R"((?:^|[/.])(?:layers?|h|blocks?)\.(\d+)(?:$|[/.]))");
+  std::string index;
+  if (RE2::PartialMatch(path, re, &index)) return "layers." + index;
   return "";
 }
 
 std::string component_of_path(const std::string& path) {
   // The innermost recognisable module name decides (…/self_attn/q_proj → attention).
-  static const std::vector<std::pair<std::string, std::regex>> rules = {
-      {"attention", std::regex("attn|attention", std::regex::icase)},
-      {"mlp", std::regex("mlp|feed_?forward|ffn", std::regex::icase)},
-      {"norm", std::regex("norm|ln_", std::regex::icase)},
-      {"embedding", std::regex("embed|wte|wpe", std::regex::icase)},
-      {"lm_head", std::regex("lm_head|output_layer|classifier", std::regex::icase)},
-  };
+  static const std::vector<std::pair<std::string, std::unique_ptr<const RE2>>> rules = [] {
+    std::vector<std::pair<std::string, std::unique_ptr<const RE2>>> r;
+    const std::pair<const char*, const char*> table[] = {
+        {"attention", "attn|attention"},         {"mlp", "mlp|feed_?forward|ffn"},
+        {"norm", "norm|ln_"},                    {"embedding", "embed|wte|wpe"},
+        {"lm_head", "lm_head|output_layer|classifier"},
+    };
+    for (const auto& [name, pattern] : table) r.emplace_back(name, std::make_unique<const RE2>(std::string("(?i)") + pattern));
+    return r;
+  }();
   std::string best = "";
   std::size_t best_pos = 0;
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t end = path.find('/', start);
     if (end == std::string::npos) end = path.size();
-    const std::string seg = path.substr(start, end - start);
+    const re2::StringPiece seg(path.data() + start, end - start);
     for (const auto& [name, re] : rules) {
-      if (std::regex_search(seg, re) && (best.empty() || start >= best_pos)) {
+      if (RE2::PartialMatch(seg, *re) && (best.empty() || start >= best_pos)) {
         best = name;
         best_pos = start;
         break;
@@ -380,7 +386,9 @@ Result<TraceProfile> analyze_trace(Measurement& m, TraceData& t, const KernelCla
   if (!profile) return profile;
   if (!profile->complete && m.complete) {
     m.complete = false;
-    m.incomplete_reason = "trace incomplete (a process was killed, its file damaged, or records dropped)";
+    m.incomplete_reason = t.processes.empty()
+                              ? "nothing was traced (the command never initialised CUDA)"
+                              : "trace incomplete (a process was killed, its file damaged, or records dropped)";
   }
   m.sections["trace"] = trace_profile_json(*profile);
   for (const std::string& w : profile->warnings) m.warnings.push_back("trace: " + w);

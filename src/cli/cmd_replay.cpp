@@ -75,7 +75,8 @@ Result<EngineRun> run_engine(const ReplayFlags& f, const std::string& plan) {
   if (!f.engine.empty() && !fs::exists(engine, ec)) return make_error(Errc::invalid_argument, "no replay engine at " + f.engine);
   if (f.engine.empty() && !fs::exists(engine, ec)) {
     return make_error(Errc::unavailable, "the replay engine (jouleprof-replay) is not installed beside jouleprof; it is built where nvcc "
-                                         "is found (give --engine PATH, or --from FILE with its earlier output)");
+                                         "is found (give --engine PATH, or --from FILE with its earlier output; without a GPU, "
+                                         "--plan FILE writes the replay plan)");
   }
   char dir_tmpl[] = "/tmp/jouleprof-replay-XXXXXX";
   if (mkdtemp(dir_tmpl) == nullptr) return make_error(Errc::io, "cannot create a temporary directory");

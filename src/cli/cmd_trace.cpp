@@ -84,6 +84,15 @@ int print_outputs(const TraceFlags& f, TracedRun& r, int rc) {
     print_summary(shown, std::cout);
     std::cout << trace_profile_text(r.profile, f.top);
   }
+  // A trace that recorded nothing is a failed trace, not a result (issue 35 item 7), stored or not;
+  // `--from` re-attributes a stored run and says what it finds.
+  if (f.from.empty() && r.trace.activities.empty() && rc == 0) {
+    rc = report(make_error(f.measuring.device == "sim" ? Errc::unavailable : Errc::unsupported,
+                           "nothing was traced: the command recorded no CUDA activity (it never used a GPU through CUDA" +
+                               std::string(f.measuring.device == "sim" ? "; --device sim simulates only the power sensors, and tracing "
+                                                               "needs a CUDA GPU" : "") +
+                               ")" + std::string(r.run_id ? "; the measurement itself was stored" : "")));
+  }
   return rc;
 }
 

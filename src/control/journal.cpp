@@ -235,7 +235,10 @@ Result<Journal> journal_from_json(const std::string& text, const std::string& pa
     out.path = path;
     return out;
   } catch (const std::exception& e) {
-    return make_error(Errc::parse, where + ": malformed restore journal (" + for_terminal(e.what()) + ")");
+    // nlohmann's "[json.exception.type_error.302] " prefix is the library's, not the reader's words.
+    std::string why = e.what();
+    if (why.rfind("[json.exception.", 0) == 0 && why.find("] ") != std::string::npos) why.erase(0, why.find("] ") + 2);
+    return make_error(Errc::parse, where + ": malformed restore journal (" + for_terminal(why) + ")");
   }
 }
 

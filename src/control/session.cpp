@@ -253,14 +253,23 @@ void restore_leftovers_at_start(const std::function<void(const std::string&)>& n
     note("cannot restore GPUs left changed: " + done.error().message);
     return;
   }
-  // Every good journal is restored; each bad file is one line (it stays until a person moves it).
+  // Every good journal is restored, and each GPU restored or still changed gets its line. Files this
+  // start cannot use (unreadable, another host's) stay until a person moves them, so they would
+  // repeat on every command: one line counts them, `jouleprof restore` reports each.
+  std::size_t unreadable = 0, foreign = 0;
   for (const auto& o : *done) {
     if (o.kind == RestoreOutcome::Kind::restored) note(o.message + " (left by a jouleprof that was killed)");
-    if (o.kind == RestoreOutcome::Kind::failed || o.kind == RestoreOutcome::Kind::foreign ||
-        o.kind == RestoreOutcome::Kind::unreadable) {
-      note(o.message);
-    }
+    if (o.kind == RestoreOutcome::Kind::failed) note(o.message);
+    unreadable += o.kind == RestoreOutcome::Kind::unreadable ? 1 : 0;
+    foreign += o.kind == RestoreOutcome::Kind::foreign ? 1 : 0;
   }
+  if (unreadable + foreign == 0) return;
+  auto count = [](std::size_t n, const char* what) {
+    return n == 0 ? std::string() : fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+  };
+  const std::string a = count(unreadable, "unreadable journal"), b = count(foreign, "journal of another host or boot");
+  note(fmt::format("{}{}{} in {}; run `jouleprof restore` for details", a, a.empty() || b.empty() ? "" : " and ", b,
+                   for_terminal(dir)));
 }
 
 }  // namespace jouleprof::control

@@ -17,6 +17,9 @@ Result<std::vector<SweepListing>> list_sweeps(Store& store) {
   std::map<std::string, SweepListing> by_id;
   std::map<std::string, std::vector<std::string>> points;
   for (const RunSummary& r : *runs) {
+    // A sweep's runs carry their point; `bench llm` tags its configurations with a sweep of its
+    // own (its start time), which is no clock sweep and has no report here.
+    if (!r.tags.count("point")) continue;
     const std::string& id = r.tags.at("sweep");
     SweepListing& s = by_id[id];
     s.sweep_id = id;

@@ -106,6 +106,17 @@ json convert(const FootprintSettings& s, double energy_j, double uncertainty_j) 
   return j;
 }
 
+// A window's figures and, per counted unit (tokens ...), the same per unit.
+json window_footprint(const WindowResult& w, const FootprintSettings& s) {
+  json x = convert(s, w.gpu_energy_j, sum_uncertainty(w));
+  json per = json::object();
+  for (const auto& [k, v] : w.counts) {
+    if (v > 0) per[per_unit_name(k)] = convert(s, w.gpu_energy_j / v, sum_uncertainty(w) / v);
+  }
+  if (!per.empty()) x["per"] = per;
+  return x;
+}
+
 std::string amount(const json& j, const char* key, const char* unit) {
   if (!j.contains(key) || !j[key].is_number()) return "";
   const std::string u = std::string(key) + "_uncertainty";
@@ -152,7 +163,7 @@ const bool kFootprintRendererRegistered =
 }  // namespace
 
 Result<FootprintSettings> resolve_footprint(std::optional<double> carbon_flag, std::optional<double> price_flag,
-                                            const std::string& carbon_note_flag) {
+                                            const std::string& carbon_note_flag, const FootprintNames& names) {
   (void)kFootprintRendererRegistered;
   FootprintSettings s;
   auto cfg = read_config();
@@ -182,12 +193,12 @@ Result<FootprintSettings> resolve_footprint(std::optional<double> carbon_flag, s
     }
     return {};
   };
-  if (auto r = from(carbon_flag, "--carbon-intensity", "JOULEPROF_CARBON_INTENSITY", "carbon-intensity", kMaxIntensity,
+  if (auto r = from(carbon_flag, names.carbon, "JOULEPROF_CARBON_INTENSITY", "carbon-intensity", kMaxIntensity,
                     s.carbon_g_per_kwh, s.carbon_source);
       !r) {
     return r.error();
   }
-  if (auto r = from(price_flag, "--price", "JOULEPROF_PRICE", "price", kMaxPrice, s.price_per_kwh, s.price_source); !r) {
+  if (auto r = from(price_flag, names.price, "JOULEPROF_PRICE", "price", kMaxPrice, s.price_per_kwh, s.price_source); !r) {
     return r.error();
   }
   std::string note = carbon_note_flag;
@@ -198,7 +209,9 @@ Result<FootprintSettings> resolve_footprint(std::optional<double> carbon_flag, s
     if (auto it = cfg->find("carbon-source"); it != cfg->end()) note = it->second.value;
   }
   if (!note.empty()) {
-    if (!s.carbon_g_per_kwh) return make_error(Errc::invalid_argument, "--carbon-source is given without a carbon intensity");
+    if (!s.carbon_g_per_kwh) {
+      return make_error(Errc::invalid_argument, std::string(names.source) + " is given without a carbon intensity");
+    }
     s.carbon_source += ": " + clean_label(note);
   }
   return s;
@@ -219,18 +232,13 @@ std::string footprint_section_json(const Measurement& m, const FootprintSettings
   json wins = json::array();
   for (std::size_t i = 0; i < m.windows.size(); ++i) {
     const WindowResult& w = m.windows[i];
-    json x = convert(s, w.gpu_energy_j, sum_uncertainty(w));
+    json x = window_footprint(w, s);
     x["window"] = i;
     x["name"] = w.name;
     x["kind"] = w.kind;
     x["label"] = (w.kind == "run" || w.kind == "warmup") ? repeat_label(m, w.run)
                  : (w.kind == "phase" && w.run >= 0)     ? w.name + " (" + repeat_label(m, w.run) + ")"
                                                          : w.name;
-    json per = json::object();
-    for (const auto& [k, v] : w.counts) {
-      if (v > 0) per[per_unit_name(k)] = convert(s, w.gpu_energy_j / v, sum_uncertainty(w) / v);
-    }
-    if (!per.empty()) x["per"] = per;
     wins.push_back(std::move(x));
   }
   j["windows"] = wins;
@@ -247,6 +255,10 @@ std::string footprint_section_json(const Measurement& m, const FootprintSettings
   }
   j["repeats"] = reps;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string window_footprint_json(const WindowResult& w, const FootprintSettings& s) {
+  return window_footprint(w, s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void add_footprint(Measurement& m, const FootprintSettings& s) {

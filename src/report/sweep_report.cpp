@@ -81,7 +81,10 @@ Result<SweepReport> sweep_report(Store& store, const std::string& sweep_id) {
   f.tags.push_back({"sweep", sweep_id});
   auto runs = store.list(f);
   if (!runs) return runs.error();
-  if (runs->empty()) return make_error(Errc::not_found, "no stored run belongs to sweep '" + sweep_id + "'");
+  // Only `jouleprof sweep`'s runs (they carry their point): `bench llm` configurations share a
+  // sweep tag too, and their figures over different configurations are no point's repeats.
+  std::erase_if(*runs, [](const RunSummary& r) { return !r.tags.count("point"); });
+  if (runs->empty()) return make_error(Errc::not_found, "no stored run of `jouleprof sweep` belongs to sweep '" + sweep_id + "'");
   SweepReport rep;
   rep.sweep_id = sweep_id;
   std::map<std::string, SweepRow> rows;
@@ -193,12 +196,14 @@ std::string sweep_report_csv(const SweepReport& r) {
 }
 
 std::string sweep_report_text(const SweepReport& r) {
-  std::string s = fmt::format("sweep {}{}: {} points, region: {}; mean ± 95% CI over repeats; * = lowest per application (each set of --param values)\n", r.sweep_id,
+  std::string s = fmt::format("sweep {}{}: {} points, region: {}; mean ± 95% CI over repeats (n=1: one repeat, no interval); * = lowest per application (each set of --param values)\n", r.sweep_id,
                               r.simulated ? " [simulated]" : "", r.rows.size(), r.region);
   s += fmt::format("{:>6} {:>6} {:>5} {:>6}  {:>18} {:>16} {:>8} {:>18} {:>18}  {}\n", "clock", "mem", "PL W", "seen",
                    "energy J", "time s", "power W", "EDP J·s", "ED²P J·s²", "parameters");
+  // One repeat has no interval: "± 0" would claim a certainty the sweep does not have.
   auto cell = [](const Summary& x, bool best) {
-    return fmt::format("{:.4g} ± {:.2g}{}", x.mean, x.ci95_half_width, best ? "*" : " ");
+    return x.n >= 2 ? fmt::format("{:.4g} ± {:.2g}{}", x.mean, x.ci95_half_width, best ? "*" : " ")
+                    : fmt::format("{:.4g} (n=1){}", x.mean, best ? "*" : " ");
   };
   for (const auto& row : r.rows) {
     std::string params;
@@ -219,9 +224,7 @@ std::string sweep_report_text(const SweepReport& r) {
       for (const auto& ph : phases) {
         auto it = row.phases.find(ph);
         s += fmt::format("  {:>30}", it == row.phases.end() ? std::string("-")
-                                                            : fmt::format("{:.4g} ± {:.2g} / {:.3g} ± {:.2g}", it->second.first.mean,
-                                                                          it->second.first.ci95_half_width, it->second.second.mean,
-                                                                          it->second.second.ci95_half_width));
+                                                            : cell(it->second.first, false) + "/ " + cell(it->second.second, false));
       }
       s += "\n";
     }

@@ -211,12 +211,13 @@ TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
     restored += o.kind == ctl::RestoreOutcome::Kind::restored ? 1 : 0;
     unreadable += o.kind == ctl::RestoreOutcome::Kind::unreadable ? 1 : 0;
     EXPECT_EQ(o.message.find('\n'), std::string::npos) << o.message;
+    EXPECT_EQ(o.message.find("json.exception"), std::string::npos) << o.message;  // the reader's words
   }
   EXPECT_EQ(restored, 2);
   EXPECT_EQ(unreadable, static_cast<int>(bad.size()));
   EXPECT_EQ(read_fake_state(env.state), env.original);
   EXPECT_EQ(env.journals(), 0U);
-  // The start-of-command restore does the same, and says one line per bad file.
+  // The start-of-command restore does the same: a line per GPU restored, one line for all bad files.
   for (const auto& g : *gpus) {
     ctl::Journal j = dead_owner_journal(g.uuid);
     j.original = *b->read_state(g.uuid);
@@ -227,7 +228,23 @@ TEST(Session, BadFilesBesideGoodJournalsDoNotStopTheRestore) {
   std::vector<std::string> notes;
   ctl::restore_leftovers_at_start([&](const std::string& n) { notes.push_back(n); });
   unsetenv(ctl::kJournalDirEnv);
-  EXPECT_EQ(notes.size(), 2 + bad.size());
+  ASSERT_EQ(notes.size(), 3U);
+  EXPECT_NE(notes[0].find("restored"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[1].find("restored"), std::string::npos) << notes[1];
+  EXPECT_EQ(notes[2], std::to_string(bad.size()) + " unreadable journals in " + env.journal +
+                          "; run `jouleprof restore` for details");
+  // The next command: nothing left to restore, the bad files (and another host's journal) in one line.
+  ctl::Journal other = dead_owner_journal("GPU-fa4e0000-0000-4000-8000-000000000000");
+  other.host = "node-17";
+  ASSERT_TRUE(ctl::write_journal(env.journal, other));
+  notes.clear();
+  setenv(ctl::kJournalDirEnv, env.journal.c_str(), 1);
+  ctl::restore_leftovers_at_start([&](const std::string& n) { notes.push_back(n); });
+  unsetenv(ctl::kJournalDirEnv);
+  ASSERT_EQ(notes.size(), 1U);
+  EXPECT_EQ(notes[0], std::to_string(bad.size()) + " unreadable journals and 1 journal of another host or boot in " +
+                          env.journal + "; run `jouleprof restore` for details");
+  std::filesystem::remove(env.journal + "/GPU-fa4e0000-0000-4000-8000-000000000000.json");
   EXPECT_EQ(read_fake_state(env.state), env.original);
   EXPECT_EQ(env.journals(), 0U);
   // A sweep may start on these GPUs: the bad files that name no GPU do not block it.
@@ -401,6 +418,27 @@ TEST(Sweep, SimulatedSweepStoresTaggedPointsResumesAndReports) {
   const auto chart = jouleprof::sweep_chart(*rep, "edp_js", "clock_mhz", {});
   EXPECT_NE(chart.option_json.find("\"lines\""), std::string::npos);  // error bars
   EXPECT_NE(chart.option_json.find("optimum"), std::string::npos);
+
+  // A `bench llm` run tagged with a sweep of its own (its start time, no point) is no clock sweep:
+  // neither listed nor `last` nor reported (its configurations were averaged into one row).
+  auto bench = store->load(rep->rows[0].run_ids.front(), false);
+  ASSERT_TRUE(bench) << bench.error().message;
+  bench->tags = {{"sweep", "2026-11-28T03:50:04.819Z"}, {"bench", "llm"}, {"batch", "2"}};
+  bench->run_uuid.clear();
+  jouleprof::StoreOptions so;
+  so.db_path = o.db;
+  so.allow_duplicate = true;
+  ASSERT_TRUE(jouleprof::record_measurement(*bench, so));
+  auto after = jouleprof::Store::open(o.db, jouleprof::Store::Mode::read);
+  ASSERT_TRUE(after);
+  auto listed = ctl::list_sweeps(*after);
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1U);
+  EXPECT_EQ(listed->front().sweep_id, sum->sweep_id);
+  auto last = ctl::resolve_sweep_id(*after, "last");
+  ASSERT_TRUE(last);
+  EXPECT_EQ(*last, sum->sweep_id);
+  EXPECT_FALSE(jouleprof::sweep_report(*after, "2026-11-28T03:50:04.819Z"));
   fs::remove_all(dir);
 }
 

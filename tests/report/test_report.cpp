@@ -380,3 +380,23 @@ TEST(SweepReportMarks, BestRowPerApplication) {
   EXPECT_TRUE(rows[3].best_energy);  // the old single mark left application b without one
   EXPECT_TRUE(rows[3].best_edp);
 }
+
+// A point measured once has no interval: the table says n=1 instead of "± 0" (issue 35, found
+// walking the sweep workflow with --runs 1).
+TEST(SweepReportText, OneRepeatShowsNoInterval) {
+  jouleprof::SweepReport r;
+  r.sweep_id = "s";
+  jouleprof::SweepRow one, three;
+  one.clock_mhz = 990;
+  one.energy_j.n = one.duration_s.n = one.edp_js.n = one.ed2p_js2.n = 1;
+  one.energy_j.mean = 53.35;
+  three.clock_mhz = 1980;
+  three.energy_j.n = three.duration_s.n = three.edp_js.n = three.ed2p_js2.n = 3;
+  three.energy_j.mean = 104.1;
+  three.energy_j.ci95_half_width = 1.5;
+  r.rows = {one, three};
+  const std::string text = jouleprof::sweep_report_text(r);
+  EXPECT_NE(text.find("53.35 (n=1)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("53.35 ± 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("104.1 ± 1.5"), std::string::npos) << text;
+}

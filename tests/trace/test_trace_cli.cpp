@@ -104,11 +104,19 @@ TEST(TraceCli, RecordsTakenByAnotherCuptiClientMarkTheRunIncomplete) {
   EXPECT_NE(r.out.find("INCOMPLETE"), std::string::npos) << r.out;
 }
 
-TEST(TraceCli, ProgramWithoutCudaGivesAWarningNotAFailure) {
+// Issue 35 item 7: a trace that recorded nothing is a failed trace, stored or not (it exited 0 with
+// --no-store): the summary and its warning, then one error line and exit 3.
+TEST(TraceCli, ProgramWithoutCudaIsAFailedTraceStoredOrNot) {
   Env e;
-  auto r = e.run({"--no-store", "--", "/bin/true"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("never initialised CUDA"), std::string::npos) << r.out;
+  for (const bool stored : {false, true}) {
+    std::vector<std::string> args = {"--", "/bin/true"};
+    if (!stored) args.insert(args.begin(), "--no-store");
+    auto r = e.run(args);
+    EXPECT_EQ(r.exit_code, 3) << stored << ": " << r.err;
+    EXPECT_NE(r.out.find("never initialised CUDA"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("jouleprof: error: nothing was traced: the command recorded no CUDA activity"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("the measurement itself was stored") != std::string::npos, stored) << r.err;
+  }
 }
 
 // Synchronisation records are requested from the injection library only with --record-sync.
@@ -116,11 +124,12 @@ TEST(TraceCli, RecordSyncAndLaunchesArePassedToTheInjectionLibraryOnlyWhenAsked)
   Env e;
   const std::string probe = "echo \"sync=${JOULEPROF_TRACE_SYNC:-unset} launches=${JOULEPROF_TRACE_LAUNCHES:-unset}\" > " + e.dir +
                             "/env.txt";
+  // The probe uses no CUDA, so each trace is a failed one (exit 3); the environment is what is checked.
   auto off = e.run({"--no-store", "-q", "--", "/bin/sh", "-c", probe});
-  ASSERT_EQ(off.exit_code, 0) << off.err;
+  ASSERT_EQ(off.exit_code, 3) << off.err;
   EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=unset launches=unset\n");
   auto on = e.run({"--no-store", "-q", "--record-sync", "--record-launches", "--", "/bin/sh", "-c", probe});
-  ASSERT_EQ(on.exit_code, 0) << on.err;
+  ASSERT_EQ(on.exit_code, 3) << on.err;
   EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=1 launches=1\n");
 }
 

@@ -30,8 +30,19 @@ struct FootprintSettings {
 /// `#` comments). `note` (--carbon-source, $JOULEPROF_CARBON_SOURCE, config `carbon-source`)
 /// says where the intensity itself comes from (a grid operator's figure, a year ...). A value that
 /// is not a number in range is an error naming where it was read.
+/// `names`: how the caller's own inputs are spelled, in errors and in the recorded source (the
+/// CLI's flags by default; the Python package passes its keyword arguments).
+struct FootprintNames {
+  const char* carbon = "--carbon-intensity";
+  const char* price = "--price";
+  const char* source = "--carbon-source";
+};
 Result<FootprintSettings> resolve_footprint(std::optional<double> carbon_flag, std::optional<double> price_flag,
-                                            const std::string& carbon_note_flag);
+                                            const std::string& carbon_note_flag, const FootprintNames& names = {});
+
+/// One window's carbon and cost (JSON text: energy_kwh, gco2e and cost with their `_uncertainty`
+/// from the energy's bound, `per` counted unit), as in the section's `windows` entries.
+std::string window_footprint_json(const WindowResult& w, const FootprintSettings& s);
 
 /// The "footprint" section (JSON text) of a finished measurement.
 std::string footprint_section_json(const Measurement& m, const FootprintSettings& s);
