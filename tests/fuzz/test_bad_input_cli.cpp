@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/run_program.hpp"
+#include "common/wait_for_text.hpp"
 
 namespace {
 
@@ -266,7 +267,8 @@ TEST_F(BadInput, SimulatedBenchWakesOnSigterm) {
                                 {"TMPDIR=" + (dir_ / "tmp").string()}, dir_.string(), (dir_ / "out").string(), (dir_ / "err").string(),
                                 [&](pid_t p) {
                                   jp = p;
-                                  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                                  // SIGTERM once the long simulated preparation has begun (its progress line).
+                                  EXPECT_TRUE(jp_test::wait_for_text((dir_ / "err").string(), ": preparing", std::chrono::seconds(60)));
                                   sent = std::chrono::steady_clock::now();
                                   kill(p, SIGTERM);
                                 });
