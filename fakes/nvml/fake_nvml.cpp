@@ -12,6 +12,8 @@
 //   JOULEPROF_FAKE_NVML_NO_APP_CLOCKS=1  application clocks answer NOT_SUPPORTED (deprecated)
 //   JOULEPROF_FAKE_NVML_RESTRICTED=1     GetAPIRestriction says clocks are restricted to root
 // Model time 0 is the first nvmlInit; timestamps are CLOCK_REALTIME microseconds as in NVML.
+// Tests drive time themselves: jouleprof_fake_nvml_set_clock(fn, ctx) before nvmlInit makes
+// fn(ctx) the CLOCK_REALTIME nanoseconds (a fake clock the test advances); nullptr: the system's.
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,7 +73,12 @@ State& state() {
   return s;
 }
 
+// The test's clock, when one is set (jouleprof_fake_nvml_set_clock); set while no GPU is open.
+int64_t (*g_clock)(void*) = nullptr;
+void* g_clock_ctx = nullptr;
+
 int64_t realtime_ns() {
+  if (g_clock != nullptr) return g_clock(g_clock_ctx);
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
@@ -231,6 +238,13 @@ nvmlReturn_t do_set(nvmlDevice_t d, const char* call, const std::string& args, F
 }  // namespace
 
 extern "C" {
+
+// Not NVML: the tests' clock seam (see the top of this file).
+__attribute__((visibility("default"))) void jouleprof_fake_nvml_set_clock(int64_t (*fn)(void*), void* ctx) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  g_clock = fn;
+  g_clock_ctx = ctx;
+}
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
   std::lock_guard<std::mutex> lock(state().mu);

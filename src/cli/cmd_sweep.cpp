@@ -221,6 +221,174 @@ int discover(const SweepFlags& f) {
   return write_out(f.json, j.dump(2) + "\n");
 }
 
+// The sweep's spec from a --plan file, or from the flags.
+Result<void> build_spec(SweepFlags& f) {
+  if (!f.plan.empty()) {
+    // Read with a size limit, and only a regular file (a FIFO or /dev/zero is refused).
+    auto text = read_text_file(f.plan, kMaxPlanBytes);
+    if (!text) return make_error(text.error().code, "cannot read the sweep plan: " + text.error().message);
+    auto spec = ctl::spec_from_plan_json(*text, f.plan);
+    if (!spec) return spec.error();
+    f.spec = *spec;
+  }
+  if (!f.gpus.empty()) f.spec.gpus = split_gpu_list(f.gpus);
+  if (!f.measuring.nvml_lib.empty() || f.plan.empty()) f.spec.nvml_library = nvml_library(f.measuring.nvml_lib, f.spec.nvml_library);
+  if (f.plan.empty()) {
+    auto mem = parse_list(f.mem_clocks, "--mem-clocks");
+    if (!mem) return mem.error();
+    f.spec.mem_clocks_mhz = *mem;
+    auto pl = parse_list(f.power_limits, "--power-limits");
+    if (!pl) return pl.error();
+    f.spec.power_limits_w = *pl;
+    for (const auto& p : f.params) {
+      auto sp = ctl::parse_param(p);
+      if (!sp) return sp.error();
+      f.spec.params.push_back(*sp);
+    }
+    f.spec.read_cpu = !f.measuring.no_cpu;
+    f.spec.invocation = invocation();
+    auto tags = parse_tags(f.tags);
+    if (!tags) return tags.error();
+    f.spec.tags = std::move(*tags);
+    if (auto r = check_params_after_dashes(f.spec); !r) return r.error();
+  }
+  if (!f.spec.sweep_id.empty()) {
+    if (auto r = ctl::check_sweep_id(f.spec.sweep_id); !r) return r.error();
+  }
+  return {};
+}
+
+// What run_sweep needs besides the spec: the store, journal, shard, progress and notes.
+Result<ctl::SweepRunOptions> run_options(const SweepFlags& f) {
+  ctl::SweepRunOptions o;
+  o.spec = f.spec;
+  o.db = f.db;
+  o.journal_dir = f.journal_dir;
+  o.self_exe = self_exe();
+  o.quiet = f.quiet;
+  if (!f.shard.empty()) {
+    int k = -1, n = 0;
+    char slash = 0;
+    std::istringstream ss(f.shard);
+    if (!(ss >> k >> slash >> n) || slash != '/' || n < 1 || k < 0 || k >= n) {
+      return make_error(Errc::invalid_argument, "--shard needs K/N with 0 ≤ K < N, got '" + f.shard + "'");
+    }
+    o.shard = std::pair<int, int>{k, n};
+  }
+  if (f.spec.command.empty()) o.measure.builtin_command = builtin_command();
+  if (!f.quiet) o.note = [](const std::string& s) { fmt::print(stderr, "jouleprof: {}\n", s); };
+  const bool show_progress = !f.progress_off && !f.quiet && Progress::wanted(f.progress);
+  if (show_progress) o.progress = print_progress;
+  return o;
+}
+
+// --slurm: the plan as a job array (--dry-run: its batch script only).
+int submit_slurm(SweepFlags& f, const ctl::SweepRunOptions& o, const ctl::SweepPlan& plan) {
+  f.sl.self_exe = o.self_exe;
+  f.sl.journal_dir = f.journal_dir;
+  if (f.sl.out_dir.empty()) f.sl.out_dir = "jouleprof-sweep-" + plan.sweep_id;
+  if (f.dry_run) {
+    std::cout << ctl::slurm_batch_script(plan, f.sl);
+    return 0;
+  }
+  auto script = ctl::write_slurm_files(plan, f.sl);
+  if (!script) return report(script.error());
+  auto job = ctl::submit_sbatch(*script);
+  if (!job) return report(job.error());
+  std::cout << *job << "\n";
+  if (!f.quiet) {
+    fmt::print(stderr, "jouleprof: submitted job array {} ({} units); when it is done:\n  jouleprof runs merge {}/task-*.db\n  jouleprof sweep --report {}\n",
+               *job, plan.units.size(), std::filesystem::absolute(f.sl.out_dir).string(), plan.sweep_id);
+  }
+  return 0;
+}
+
+// --dry-run and --slurm: the plan, made against the GPUs' supported settings; nothing is changed.
+int plan_only(SweepFlags& f, const ctl::SweepRunOptions& o) {
+  // Planning asks the GPUs for their supported clocks, but changes nothing. A SLURM login node
+  // has no GPU and often no NVML: the plan is then made without them, and each task checks the
+  // settings against its GPUs inside the job, on the node (docs/sweep.md "On a cluster").
+  if (f.slurm) {
+    if (auto r = ctl::check_slurm_options(f.sl); !r) return report(r.error());
+  }
+  const std::string device = f.spec.device == "auto" ? "nvml" : f.spec.device;
+  auto backend = ctl::open_backend(device, f.spec.nvml_library, f.spec.sim_scenario);
+  Result<std::vector<ctl::GpuCapabilities>> gpus = backend ? (*backend)->discover(f.spec.gpus)
+                                                           : Result<std::vector<ctl::GpuCapabilities>>(backend.error());
+  Result<ctl::SweepPlan> plan = make_error(Errc::internal, "not planned");
+  if (gpus) {
+    plan = ctl::plan_sweep(f.spec, *gpus);
+  } else if (f.slurm && device == "nvml") {
+    if (!f.quiet) {
+      fmt::print(stderr, "jouleprof: no GPU here ({}): the plan is made without one; each task checks the clocks and "
+                         "power limits against its GPUs on the node\n", for_terminal(gpus.error().message));
+    }
+    plan = ctl::plan_sweep_unchecked(f.spec);
+  } else {
+    return report(with_sim_hint(gpus.error(), f.spec.device));
+  }
+  if (!plan) return report(plan.error());
+  if (f.slurm) return submit_slurm(f, o, *plan);
+  fmt::print("sweep {}: {} units of work on {} GPU(s){}\n", plan->sweep_id, plan->units.size(), gpus ? gpus->size() : 0,
+             f.spec.observe_only ? " (observe-only: nothing changed)" : "");
+  for (const auto& u : plan->units) {
+    auto cmd = ctl::substitute(f.spec.command, u.params);
+    std::string c;
+    for (const auto& a : *cmd) c += (c.empty() ? "" : " ") + a;
+    fmt::print("  {}  pass {}  runs {}+{} warm-up  {}\n", u.key, u.pass, u.runs, u.warmup, c.empty() ? "(built-in workload)" : c);
+  }
+  return 0;
+}
+
+nlohmann::json summary_json(const ctl::SweepSummary& s) {
+  nlohmann::json j = {{"schema_version", 1}, {"sweep_id", s.sweep_id}, {"restored", s.restored}, {"units", nlohmann::json::array()}};
+  for (const auto& u : s.units) {
+    j["units"].push_back({{"point", u.unit.key},
+                          {"pass", u.unit.pass},
+                          {"outcome", u.kind == ctl::UnitOutcome::Kind::measured ? "measured" : u.kind == ctl::UnitOutcome::Kind::skipped ? "skipped" : "failed"},
+                          {"message", u.message},
+                          {"run_id", u.run_id},
+                          {"energy_j", u.energy_j ? nlohmann::json(*u.energy_j) : nlohmann::json(nullptr)},
+                          {"duration_s", u.duration_s ? nlohmann::json(*u.duration_s) : nlohmann::json(nullptr)}});
+  }
+  return j;
+}
+
+// The outcome: a line per failed point, the --json summary, the sweep's report; the exit code.
+int finish(const SweepFlags& f, const ctl::SweepRunOptions& o, const ctl::SweepSummary& sum) {
+  int rc = 0;
+  const int failed = sum.count(ctl::UnitOutcome::Kind::failed);
+  if (f.quiet && failed > 0) {
+    // -q prints only errors, and a failed point is one: exit 1 never comes without a line.
+    for (const auto& u : sum.units) {
+      if (u.kind != ctl::UnitOutcome::Kind::failed) continue;
+      fmt::print(stderr, "jouleprof: error: sweep {}: {}{}\n", sum.sweep_id, u.unit.key.empty() ? "" : "point " + u.unit.key + " failed: ",
+                 for_terminal(u.message));
+    }
+  }
+  if (!f.quiet) {
+    fmt::print(stderr, "jouleprof: sweep {}: {} measured, {} already stored, {} failed{}\n", sum.sweep_id,
+               sum.count(ctl::UnitOutcome::Kind::measured), sum.count(ctl::UnitOutcome::Kind::skipped), failed,
+               f.spec.observe_only ? " (observe-only: nothing changed)" : "");
+    for (const auto& u : sum.units) {
+      if (u.kind == ctl::UnitOutcome::Kind::failed) fmt::print(stderr, "jouleprof: failed: {} — {}\n", u.unit.key, u.message);
+    }
+  }
+  if (!sum.restored) rc = report(make_error(Errc::vendor, "GPUs not restored: " + sum.restore_error + " (run `jouleprof restore`)"));
+  if (failed > 0 && rc == 0) rc = 1;
+  if (sum.interrupted_by != 0) {
+    if (!f.quiet) fmt::print(stderr, "jouleprof: interrupted by signal {}; GPUs restored; run the same command again to resume\n", sum.interrupted_by);
+    return 128 + sum.interrupted_by;
+  }
+  if (!f.json.empty()) {
+    if (int w = write_out(f.json, summary_json(sum).dump(2) + "\n"); w != 0) rc = w;
+  }
+  if (!o.shard && (sum.count(ctl::UnitOutcome::Kind::measured) + sum.count(ctl::UnitOutcome::Kind::skipped) > 0)) {
+    if (int e = emit_report(f, sum.sweep_id, false); e != 0 && rc == 0) rc = e;
+  }
+  return rc;
+}
+
 int run(SweepFlags f) {
   if (!command_after_dashes().empty()) f.spec.command = command_after_dashes();
   // The measuring flags into the spec (a --plan file replaces the spec below, as it did before).
@@ -238,155 +406,13 @@ int run(SweepFlags f) {
     if (f.report_id.empty()) return report(make_error(Errc::invalid_argument, "--report needs a sweep id (see `jouleprof sweep --list`; `last` is the newest)"));
     return emit_report(f, f.report_id, true);
   }
-  if (!f.plan.empty()) {
-    // Read with a size limit, and only a regular file (a FIFO or /dev/zero is refused).
-    auto text = read_text_file(f.plan, kMaxPlanBytes);
-    if (!text) return report(make_error(text.error().code, "cannot read the sweep plan: " + text.error().message));
-    auto spec = ctl::spec_from_plan_json(*text, f.plan);
-    if (!spec) return report(spec.error());
-    f.spec = *spec;
-  }
-  if (!f.gpus.empty()) f.spec.gpus = split_gpu_list(f.gpus);
-  if (!f.measuring.nvml_lib.empty() || f.plan.empty()) f.spec.nvml_library = nvml_library(f.measuring.nvml_lib, f.spec.nvml_library);
-  if (f.plan.empty()) {
-    auto mem = parse_list(f.mem_clocks, "--mem-clocks");
-    if (!mem) return report(mem.error());
-    f.spec.mem_clocks_mhz = *mem;
-    auto pl = parse_list(f.power_limits, "--power-limits");
-    if (!pl) return report(pl.error());
-    f.spec.power_limits_w = *pl;
-    for (const auto& p : f.params) {
-      auto sp = ctl::parse_param(p);
-      if (!sp) return report(sp.error());
-      f.spec.params.push_back(*sp);
-    }
-    f.spec.read_cpu = !f.measuring.no_cpu;
-    f.spec.invocation = invocation();
-    auto tags = parse_tags(f.tags);
-    if (!tags) return report(tags.error());
-    f.spec.tags = std::move(*tags);
-    if (auto r = check_params_after_dashes(f.spec); !r) return report(r.error());
-  }
-  if (!f.spec.sweep_id.empty()) {
-    if (auto r = ctl::check_sweep_id(f.spec.sweep_id); !r) return report(r.error());
-  }
-  ctl::SweepRunOptions o;
-  o.spec = f.spec;
-  o.db = f.db;
-  o.journal_dir = f.journal_dir;
-  o.self_exe = self_exe();
-  o.quiet = f.quiet;
-  if (!f.shard.empty()) {
-    int k = -1, n = 0;
-    char slash = 0;
-    std::istringstream ss(f.shard);
-    if (!(ss >> k >> slash >> n) || slash != '/' || n < 1 || k < 0 || k >= n) {
-      return report(make_error(Errc::invalid_argument, "--shard needs K/N with 0 ≤ K < N, got '" + f.shard + "'"));
-    }
-    o.shard = std::pair<int, int>{k, n};
-  }
-  if (f.spec.command.empty()) o.measure.builtin_command = builtin_command();
-  if (!f.quiet) o.note = [](const std::string& s) { fmt::print(stderr, "jouleprof: {}\n", s); };
-  const bool show_progress = !f.progress_off && !f.quiet && Progress::wanted(f.progress);
-  if (show_progress) o.progress = print_progress;
-
-  if (f.dry_run || f.slurm) {
-    // Planning asks the GPUs for their supported clocks, but changes nothing. A SLURM login node
-    // has no GPU and often no NVML: the plan is then made without them, and each task checks the
-    // settings against its GPUs inside the job, on the node (docs/sweep.md "On a cluster").
-    if (f.slurm) {
-      if (auto r = ctl::check_slurm_options(f.sl); !r) return report(r.error());
-    }
-    const std::string device = f.spec.device == "auto" ? "nvml" : f.spec.device;
-    auto backend = ctl::open_backend(device, f.spec.nvml_library, f.spec.sim_scenario);
-    Result<std::vector<ctl::GpuCapabilities>> gpus = backend ? (*backend)->discover(f.spec.gpus)
-                                                             : Result<std::vector<ctl::GpuCapabilities>>(backend.error());
-    Result<ctl::SweepPlan> plan = make_error(Errc::internal, "not planned");
-    if (gpus) {
-      plan = ctl::plan_sweep(f.spec, *gpus);
-    } else if (f.slurm && device == "nvml") {
-      if (!f.quiet) {
-        fmt::print(stderr, "jouleprof: no GPU here ({}): the plan is made without one; each task checks the clocks and "
-                           "power limits against its GPUs on the node\n", for_terminal(gpus.error().message));
-      }
-      plan = ctl::plan_sweep_unchecked(f.spec);
-    } else {
-      return report(with_sim_hint(gpus.error(), f.spec.device));
-    }
-    if (!plan) return report(plan.error());
-    if (f.slurm) {
-      f.sl.self_exe = o.self_exe;
-      f.sl.journal_dir = f.journal_dir;
-      if (f.sl.out_dir.empty()) f.sl.out_dir = "jouleprof-sweep-" + plan->sweep_id;
-      if (f.dry_run) {
-        std::cout << ctl::slurm_batch_script(*plan, f.sl);
-        return 0;
-      }
-      auto script = ctl::write_slurm_files(*plan, f.sl);
-      if (!script) return report(script.error());
-      auto job = ctl::submit_sbatch(*script);
-      if (!job) return report(job.error());
-      std::cout << *job << "\n";
-      if (!f.quiet) {
-        fmt::print(stderr, "jouleprof: submitted job array {} ({} units); when it is done:\n  jouleprof runs merge {}/task-*.db\n  jouleprof sweep --report {}\n",
-                   *job, plan->units.size(), std::filesystem::absolute(f.sl.out_dir).string(), plan->sweep_id);
-      }
-      return 0;
-    }
-    fmt::print("sweep {}: {} units of work on {} GPU(s){}\n", plan->sweep_id, plan->units.size(), gpus ? gpus->size() : 0,
-               f.spec.observe_only ? " (observe-only: nothing changed)" : "");
-    for (const auto& u : plan->units) {
-      auto cmd = ctl::substitute(f.spec.command, u.params);
-      std::string c;
-      for (const auto& a : *cmd) c += (c.empty() ? "" : " ") + a;
-      fmt::print("  {}  pass {}  runs {}+{} warm-up  {}\n", u.key, u.pass, u.runs, u.warmup, c.empty() ? "(built-in workload)" : c);
-    }
-    return 0;
-  }
-
-  auto sum = ctl::run_sweep(o);
+  if (auto r = build_spec(f); !r) return report(r.error());
+  auto o = run_options(f);
+  if (!o) return report(o.error());
+  if (f.dry_run || f.slurm) return plan_only(f, *o);
+  auto sum = ctl::run_sweep(*o);
   if (!sum) return report(sum.error());
-  int rc = 0;
-  const int failed = sum->count(ctl::UnitOutcome::Kind::failed);
-  if (f.quiet && failed > 0) {
-    // -q prints only errors, and a failed point is one: exit 1 never comes without a line.
-    for (const auto& u : sum->units) {
-      if (u.kind != ctl::UnitOutcome::Kind::failed) continue;
-      fmt::print(stderr, "jouleprof: error: sweep {}: {}{}\n", sum->sweep_id, u.unit.key.empty() ? "" : "point " + u.unit.key + " failed: ",
-                 for_terminal(u.message));
-    }
-  }
-  if (!f.quiet) {
-    fmt::print(stderr, "jouleprof: sweep {}: {} measured, {} already stored, {} failed{}\n", sum->sweep_id,
-               sum->count(ctl::UnitOutcome::Kind::measured), sum->count(ctl::UnitOutcome::Kind::skipped), failed,
-               f.spec.observe_only ? " (observe-only: nothing changed)" : "");
-    for (const auto& u : sum->units) {
-      if (u.kind == ctl::UnitOutcome::Kind::failed) fmt::print(stderr, "jouleprof: failed: {} — {}\n", u.unit.key, u.message);
-    }
-  }
-  if (!sum->restored) rc = report(make_error(Errc::vendor, "GPUs not restored: " + sum->restore_error + " (run `jouleprof restore`)"));
-  if (failed > 0 && rc == 0) rc = 1;
-  if (sum->interrupted_by != 0) {
-    if (!f.quiet) fmt::print(stderr, "jouleprof: interrupted by signal {}; GPUs restored; run the same command again to resume\n", sum->interrupted_by);
-    return 128 + sum->interrupted_by;
-  }
-  if (!f.json.empty()) {
-    nlohmann::json j = {{"schema_version", 1}, {"sweep_id", sum->sweep_id}, {"restored", sum->restored}, {"units", nlohmann::json::array()}};
-    for (const auto& u : sum->units) {
-      j["units"].push_back({{"point", u.unit.key},
-                            {"pass", u.unit.pass},
-                            {"outcome", u.kind == ctl::UnitOutcome::Kind::measured ? "measured" : u.kind == ctl::UnitOutcome::Kind::skipped ? "skipped" : "failed"},
-                            {"message", u.message},
-                            {"run_id", u.run_id},
-                            {"energy_j", u.energy_j ? nlohmann::json(*u.energy_j) : nlohmann::json(nullptr)},
-                            {"duration_s", u.duration_s ? nlohmann::json(*u.duration_s) : nlohmann::json(nullptr)}});
-    }
-    if (int w = write_out(f.json, j.dump(2) + "\n"); w != 0) rc = w;
-  }
-  if (!o.shard && (sum->count(ctl::UnitOutcome::Kind::measured) + sum->count(ctl::UnitOutcome::Kind::skipped) > 0)) {
-    if (int e = emit_report(f, sum->sweep_id, false); e != 0 && rc == 0) rc = e;
-  }
-  return rc;
+  return finish(f, *o, *sum);
 }
 
 Runner add_sweep(CLI::App& app) {

@@ -151,6 +151,134 @@ int SweepSummary::count(UnitOutcome::Kind k) const {
   return n;
 }
 
+namespace {
+
+// Resumable: the units (point#pass) whose complete run is in the store are not measured again.
+Result<std::set<std::string>> units_done(Store& store, const std::string& sweep_id) {
+  std::set<std::string> done;
+  RunFilter f;
+  f.tags.push_back({"sweep", sweep_id});
+  auto runs = store.list(f);
+  if (!runs) return runs.error();
+  for (const auto& r : *runs) {
+    if (r.status == "complete" && r.tags.count("point") && r.tags.count("pass")) {
+      done.insert(r.tags.at("point") + "#" + r.tags.at("pass"));
+    }
+  }
+  return done;
+}
+
+// What this process measures: every unit, or those of its shard.
+std::vector<std::size_t> my_units(const SweepRunOptions& o, const SweepPlan& plan) {
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < plan.units.size(); ++i) {
+    if (!o.shard || static_cast<int>(i % static_cast<std::size_t>(o.shard->second)) == o.shard->first) mine.push_back(i);
+  }
+  return mine;
+}
+
+// One point's measurement: the sweep's command with the point's parameters, on the sweep's GPUs.
+MeasureOptions point_options(const SweepRunOptions& o, const SweepPlan& plan, const SweepPoint& u,
+                             const std::vector<GpuCapabilities>& gpus, const std::string& backend_name,
+                             bool cooldown_first) {
+  const SweepSpec& spec = o.spec;
+  MeasureOptions mo = o.measure;
+  mo.command = *substitute(spec.command, u.params);  // validated by the plan
+  mo.runs = u.runs;
+  mo.warmup = u.warmup;
+  mo.idle_s = spec.idle_s;
+  mo.cooldown = spec.cooldown;
+  mo.cooldown_first = spec.cooldown && cooldown_first;
+  mo.invocation = spec.invocation;
+  mo.monitor.gpus.backend = backend_name;
+  mo.monitor.gpus.ids.clear();
+  for (const auto& g : gpus) mo.monitor.gpus.ids.push_back(g.uuid);
+  mo.monitor.gpus.nvml_library = spec.nvml_library;
+  mo.monitor.gpus.sim_scenario = spec.sim_scenario;
+  mo.monitor.sampler.read_cpu = spec.read_cpu;
+  mo.monitor.sampler.slow_period_s = std::min(mo.monitor.sampler.slow_period_s, kClockPeriodS);
+  mo.sim_active_w = spec.sim_power_w;
+  if (spec.metrics) mo.activity = ActivityOptions{spec.metrics_source, kActivityPeriodS, spec.nvml_library};
+  for (const auto& [k, v] : u.params) mo.env.push_back("JOULEPROF_PARAM_" + upper(k) + "=" + v);
+  mo.tags = point_tags(plan, u);
+  for (const auto& [k, v] : spec.tags) mo.tags.emplace(k, v);
+  return mo;
+}
+
+// The clocks and limit actually seen, next to the ones asked for; the SM clock while the
+// workload was busy (the highest over the whole timeline was the idle clock for runs
+// shorter than the clock poll).
+void tag_observed_settings(Measurement& m) {
+  for (std::size_t g = 0; g < m.gpu_state.size(); ++g) {
+    const auto& st = m.gpu_state[g];
+    const std::string sfx = m.gpu_state.size() > 1 ? fmt::format("_gpu{}", g) : "";
+    if (auto busy = busy_sm_clock_mhz(m, g)) m.tags["observed_clock_mhz" + sfx] = fmt::format("{:.0f}", *busy);
+    if (st.mem_clock_mhz) m.tags["observed_mem_clock_mhz" + sfx] = fmt::format("{:.0f}", *st.mem_clock_mhz);
+    if (st.power_limit_w) m.tags["observed_power_limit_w" + sfx] = fmt::format("{:.0f}", *st.power_limit_w);
+  }
+}
+
+// Measures one point and stores its run; the outcome says what happened. True when measured.
+bool measure_point(const SweepRunOptions& o, const MeasureOptions& mo, const std::string& backend_name, Store& store,
+                   UnitOutcome& out) {
+  // The simulated GPU behaves as the scenario says this point's application does
+  // (`application` lines keyed by --param values and tags; docs/simulated-gpu.md).
+  if (backend_name == "sim") set_sim_workload_labels(mo.tags);
+  auto m = o.run_point(mo);
+  if (backend_name == "sim") set_sim_workload_labels({});
+  if (!m) {
+    out.kind = UnitOutcome::Kind::failed;
+    out.message = m.error().message;
+    return false;
+  }
+  tag_observed_settings(*m);
+  StoreOptions so;
+  so.source = "sweep";
+  auto id = store.insert(*m, so);
+  if (!id) {
+    out.kind = UnitOutcome::Kind::failed;
+    out.message = "not stored: " + id.error().message;
+  } else {
+    out.run_id = *id;
+  }
+  out.energy_j = stat_mean(*m, "gpu_energy_j");
+  out.duration_s = stat_mean(*m, "duration_s");
+  if (!m->complete && out.kind == UnitOutcome::Kind::measured) {
+    out.kind = UnitOutcome::Kind::failed;
+    out.message = m->incomplete_reason;
+  }
+  return true;
+}
+
+// Applies a point's setting on every GPU of the session. Fatal: the GPU is gone or cannot be set.
+bool apply_setting(ControlSession& session, const SweepPoint& u, UnitOutcome& out) {
+  for (const auto& g : session.gpus()) {
+    if (auto r = session.apply(g.uuid, u.setting); !r) {
+      out.kind = UnitOutcome::Kind::failed;
+      out.message = r.error().message;
+      return r.error().code == Errc::unavailable || r.error().code == Errc::lost;
+    }
+  }
+  return false;
+}
+
+SweepProgress progress_after(const SweepPoint& u, const UnitOutcome& out, std::size_t n, std::size_t total,
+                             std::chrono::steady_clock::time_point t0) {
+  SweepProgress p;
+  p.done = static_cast<int>(n + 1);
+  p.total = static_cast<int>(total);
+  p.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p.eta_s = p.elapsed_s / p.done * (p.total - p.done);
+  if (out.energy_j && out.duration_s && *out.duration_s > 0) {
+    p.last = fmt::format("{}: {:.1f} J, {:.2f} s, {:.0f} W", u.key, *out.energy_j, *out.duration_s, *out.energy_j / *out.duration_s);
+  } else {
+    p.last = u.key + ": " + (out.message.empty() ? "no figure" : out.message);
+  }
+  return p;
+}
+
+}  // namespace
+
 Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
   // Signals are collected synchronously from here on: a Ctrl-C, SIGTERM or SIGHUP ends the
   // current point and the session restores the GPUs before jouleprof exits.
@@ -184,19 +312,8 @@ Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
 
   auto store = Store::open(resolve_db_path(o.db), Store::Mode::write);
   if (!store) return store.error();
-  // Resumable: a unit whose complete run is in the store is not measured again.
-  std::set<std::string> done;
-  {
-    RunFilter f;
-    f.tags.push_back({"sweep", plan->sweep_id});
-    auto runs = store->list(f);
-    if (!runs) return runs.error();
-    for (const auto& r : *runs) {
-      if (r.status == "complete" && r.tags.count("point") && r.tags.count("pass")) {
-        done.insert(r.tags.at("point") + "#" + r.tags.at("pass"));
-      }
-    }
-  }
+  auto done = units_done(*store, plan->sweep_id);
+  if (!done) return done.error();
 
   SessionOptions so;
   so.journal_dir = o.journal_dir;
@@ -207,10 +324,7 @@ Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
 
   SweepSummary sum;
   sum.sweep_id = plan->sweep_id;
-  std::vector<std::size_t> mine;
-  for (std::size_t i = 0; i < plan->units.size(); ++i) {
-    if (!o.shard || static_cast<int>(i % static_cast<std::size_t>(o.shard->second)) == o.shard->first) mine.push_back(i);
-  }
+  const std::vector<std::size_t> mine = my_units(o, *plan);
   const auto t0 = std::chrono::steady_clock::now();
   int measured_here = 0;
   for (std::size_t n = 0; n < mine.size(); ++n) {
@@ -222,93 +336,19 @@ Result<SweepSummary> run_sweep(const SweepRunOptions& o) {
     UnitOutcome out;
     out.unit = u;
     out.gpu_uuid = visible;
-    if (done.count(u.key + "#" + std::to_string(u.pass)) != 0) {
+    if (done->count(u.key + "#" + std::to_string(u.pass)) != 0) {
       out.kind = UnitOutcome::Kind::skipped;
       out.message = "already in the store";
       sum.units.push_back(out);
       continue;
     }
-    bool fatal = false;
-    for (const auto& g : (*session)->gpus()) {
-      if (auto r = (*session)->apply(g.uuid, u.setting); !r) {
-        out.kind = UnitOutcome::Kind::failed;
-        out.message = r.error().message;
-        fatal = r.error().code == Errc::unavailable || r.error().code == Errc::lost;
-        break;
-      }
-    }
+    const bool fatal = apply_setting(**session, u, out);
     if (out.kind == UnitOutcome::Kind::measured) {
-      MeasureOptions mo = o.measure;
-      mo.command = *substitute(spec.command, u.params);  // validated by the plan
-      mo.runs = u.runs;
-      mo.warmup = u.warmup;
-      mo.idle_s = spec.idle_s;
-      mo.cooldown = spec.cooldown;
-      mo.cooldown_first = spec.cooldown && measured_here > 0;
-      mo.invocation = spec.invocation;
-      mo.monitor.gpus.backend = backend_name;
-      mo.monitor.gpus.ids.clear();
-      for (const auto& g : *gpus) mo.monitor.gpus.ids.push_back(g.uuid);
-      mo.monitor.gpus.nvml_library = spec.nvml_library;
-      mo.monitor.gpus.sim_scenario = spec.sim_scenario;
-      mo.monitor.sampler.read_cpu = spec.read_cpu;
-      mo.monitor.sampler.slow_period_s = std::min(mo.monitor.sampler.slow_period_s, kClockPeriodS);
-      mo.sim_active_w = spec.sim_power_w;
-      if (spec.metrics) mo.activity = ActivityOptions{spec.metrics_source, kActivityPeriodS, spec.nvml_library};
-      for (const auto& [k, v] : u.params) mo.env.push_back("JOULEPROF_PARAM_" + upper(k) + "=" + v);
-      mo.tags = point_tags(*plan, u);
-      for (const auto& [k, v] : spec.tags) mo.tags.emplace(k, v);
-      // The simulated GPU behaves as the scenario says this point's application does
-      // (`application` lines keyed by --param values and tags; docs/simulated-gpu.md).
-      if (backend_name == "sim") set_sim_workload_labels(mo.tags);
-      auto m = o.run_point(mo);
-      if (backend_name == "sim") set_sim_workload_labels({});
-      if (!m) {
-        out.kind = UnitOutcome::Kind::failed;
-        out.message = m.error().message;
-      } else {
-        // The clocks and limit actually seen, next to the ones asked for; the SM clock while the
-        // workload was busy (the highest over the whole timeline was the idle clock for runs
-        // shorter than the clock poll).
-        for (std::size_t g = 0; g < m->gpu_state.size(); ++g) {
-          const auto& st = m->gpu_state[g];
-          const std::string sfx = m->gpu_state.size() > 1 ? fmt::format("_gpu{}", g) : "";
-          if (auto busy = busy_sm_clock_mhz(*m, g)) m->tags["observed_clock_mhz" + sfx] = fmt::format("{:.0f}", *busy);
-          if (st.mem_clock_mhz) m->tags["observed_mem_clock_mhz" + sfx] = fmt::format("{:.0f}", *st.mem_clock_mhz);
-          if (st.power_limit_w) m->tags["observed_power_limit_w" + sfx] = fmt::format("{:.0f}", *st.power_limit_w);
-        }
-        StoreOptions so2;
-        so2.source = "sweep";
-        auto id = store->insert(*m, so2);
-        if (!id) {
-          out.kind = UnitOutcome::Kind::failed;
-          out.message = "not stored: " + id.error().message;
-        } else {
-          out.run_id = *id;
-        }
-        out.energy_j = stat_mean(*m, "gpu_energy_j");
-        out.duration_s = stat_mean(*m, "duration_s");
-        if (!m->complete && out.kind == UnitOutcome::Kind::measured) {
-          out.kind = UnitOutcome::Kind::failed;
-          out.message = m->incomplete_reason;
-        }
-        ++measured_here;
-      }
+      const MeasureOptions mo = point_options(o, *plan, u, *gpus, backend_name, measured_here > 0);
+      if (measure_point(o, mo, backend_name, *store, out)) ++measured_here;
     }
     sum.units.push_back(out);
-    if (o.progress) {
-      SweepProgress p;
-      p.done = static_cast<int>(n + 1);
-      p.total = static_cast<int>(mine.size());
-      p.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      p.eta_s = p.elapsed_s / p.done * (p.total - p.done);
-      if (out.energy_j && out.duration_s && *out.duration_s > 0) {
-        p.last = fmt::format("{}: {:.1f} J, {:.2f} s, {:.0f} W", u.key, *out.energy_j, *out.duration_s, *out.energy_j / *out.duration_s);
-      } else {
-        p.last = u.key + ": " + (out.message.empty() ? "no figure" : out.message);
-      }
-      o.progress(p);
-    }
+    if (o.progress) o.progress(progress_after(u, out, n, mine.size(), t0));
     if (fatal) break;
   }
   if (auto r = (*session)->restore(); !r) {

@@ -407,9 +407,14 @@ Result<Estimate> estimate(const Graph& g, const HardwareSpec& hw, const Estimate
   return estimate_partitioned(g, partition(g, po), hw, opt, cal);
 }
 
-Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph>& sgs, const HardwareSpec& hw,
-                                      const EstimateOptions& opt, const Calibration* cal) {
-  Ctx c(g, hw, opt, cal);
+namespace {
+
+// The compute peaks, efficiencies and event keys at the requested precision (the calibration's
+// figures over the datasheet's). Gives the requested clock, or why it cannot be estimated.
+Result<double> set_up_context(Ctx& c) {
+  const HardwareSpec& hw = c.hw;
+  const EstimateOptions& opt = c.opt;
+  const Calibration* cal = c.cal;
   c.b = dtype_bytes(opt.precision);
   const std::string p = to_string(opt.precision);
   auto available = [&]() {
@@ -453,23 +458,32 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
                                                   hw.id + "'s range " + std::to_string(static_cast<int>(c.fmin)) + "-" +
                                                   std::to_string(static_cast<int>(c.fmax)) + " MHz");
   }
+  return f_req;
+}
 
+// The estimate's identity: model, hardware, options, the requested clock.
+Estimate estimate_header(const Ctx& c, double f_req) {
   Estimate est;
-  est.model = g.name;
-  est.hw_id = hw.id;
-  est.hw_name = hw.name;
-  est.cls = hw.cls;
-  est.precision = opt.precision;
-  est.fused = opt.fuse;
-  est.eager = opt.eager;
-  est.warm = opt.warm;
+  est.model = c.g.name;
+  est.hw_id = c.hw.id;
+  est.hw_name = c.hw.name;
+  est.cls = c.hw.cls;
+  est.precision = c.opt.precision;
+  est.fused = c.opt.fuse;
+  est.eager = c.opt.eager;
+  est.warm = c.opt.warm;
   est.clock_mhz = f_req;
   est.clock_requested_mhz = f_req;
-  est.power_cap_w = hw.tdp_w.value;
-  est.calibration = cal ? cal->file : "";
-  est.weight_bytes = g.weight_bytes();
+  est.power_cap_w = c.hw.tdp_w.value;
+  est.calibration = c.cal ? c.cal->file : "";
+  est.weight_bytes = c.g.weight_bytes();
+  return est;
+}
 
-  // Cache model: one pass (cold) or the second of two passes (steady state).
+// Cache model: one pass (cold) or the second of two passes (steady state). Per subgraph: DRAM
+// bytes read, written, and LLC bytes hit.
+std::vector<std::array<double, 3>> cache_traffic(const Ctx& c, const std::vector<Subgraph>& sgs) {
+  const HardwareSpec& hw = c.hw;
   const MemoryLevel* llc = hw.llc();
   // Data read by all cores is cached in every partition of a partitioned LLC (A100/H100 L2:
   // two halves, each caching for the SMs attached to it), so reuse capacity is one partition.
@@ -477,7 +491,7 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
                       std::clamp(hw.param("llc_usable_fraction", 1.0), 0.0, 1.0)
                 : 0);
   std::vector<std::array<double, 3>> traffic(sgs.size());
-  for (int pass = 0; pass < (opt.warm ? 2 : 1); ++pass) {
+  for (int pass = 0; pass < (c.opt.warm ? 2 : 1); ++pass) {
     for (std::size_t i = 0; i < sgs.size(); ++i) {
       double rd = 0, wr = 0, hit = 0;
       for (const auto& [t, bytes] : sgs[i].reads) hit += cache.read(t, bytes, rd, wr);
@@ -485,54 +499,68 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
       traffic[i] = {rd, wr, hit};
     }
   }
-  if (!opt.warm && !sgs.empty()) traffic.back()[1] += cache.dirty_bytes();  // written back eventually
+  if (!c.opt.warm && !sgs.empty()) traffic.back()[1] += cache.dirty_bytes();  // written back eventually
+  return traffic;
+}
 
-  const bool multi = g.ops.size() > 1;
-  est.subgraphs.reserve(sgs.size());
-  std::vector<Counts> counts(sgs.size());
-  std::vector<Timing> dev(sgs.size());
-  // (1) Counts and host dispatch of every subgraph; the energy of its events at the
-  // requested clock, split into the part that scales with V(f)^2 (on-chip) and DRAM.
-  std::vector<double> e_scaled(sgs.size()), e_fixed(sgs.size());
-  const double v_req = voltage_at(hw, f_req) / hw.voltage_max_v.value;
-  for (std::size_t i = 0; i < sgs.size(); ++i) {
-    const Subgraph& sg = sgs[i];
-    Counts& k = counts[i];
-    k = count(c, sg, traffic[i][0], traffic[i][1], traffic[i][2]);
-    if (opt.eager) {
-      for (int oi : sg.dispatched) {
-        const Op& op = g.ops[static_cast<std::size_t>(oi)];
-        double us = 8;  // uncalibrated default: a typical eager-framework op dispatch
-        if (cal) {
-          auto it = cal->dispatch_us.find(class_key(op.cls));
-          if (it == cal->dispatch_us.end()) it = cal->dispatch_us.find("other");
-          if (it != cal->dispatch_us.end()) us = it->second;
-          if (multi) us += cal->model_overhead_us;
-        }
-        k.host_s += us * 1e-6 * op.kernels;
-      }
-      if (cal) {
-        for (int oi : sg.ops) {
-          const Op& op = g.ops[static_cast<std::size_t>(oi)];
-          k.host_s += op.module_calls * cal->module_us * 1e-6;
-        }
-      }
+// The eager framework's host time to dispatch a subgraph (calibrated per op class), added to k.
+void add_host_dispatch(const Ctx& c, const Subgraph& sg, Counts& k) {
+  const Calibration* cal = c.cal;
+  const bool multi = c.g.ops.size() > 1;
+  for (int oi : sg.dispatched) {
+    const Op& op = c.g.ops[static_cast<std::size_t>(oi)];
+    double us = 8;  // uncalibrated default: a typical eager-framework op dispatch
+    if (cal) {
+      auto it = cal->dispatch_us.find(class_key(op.cls));
+      if (it == cal->dispatch_us.end()) it = cal->dispatch_us.find("other");
+      if (it != cal->dispatch_us.end()) us = it->second;
+      if (multi) us += cal->model_overhead_us;
     }
-    SubgraphEstimate tmp;
-    energy(c, k, f_req, 0, 0, tmp);
-    double dram_j = 0;  // off-chip events do not scale with the core voltage
-    for (const Event& ev : tmp.events) {
-      if (ev.group == "dram" || ev.group == "dma" || ev.name == "dram_access") dram_j += ev.energy_j;
-    }
-    e_fixed[i] = dram_j;
-    e_scaled[i] = tmp.dynamic_j - dram_j;
+    k.host_s += us * 1e-6 * op.kernels;
   }
+  if (cal) {
+    for (int oi : sg.ops) k.host_s += c.g.ops[static_cast<std::size_t>(oi)].module_calls * cal->module_us * 1e-6;
+  }
+}
+
+// Wall time and energy of the whole graph at a clock f, from each subgraph's counts.
+struct ClockModel {
+  const Ctx& c;
+  const std::vector<Subgraph>& sgs;
+  std::vector<Counts> counts;
+  // Energy of each subgraph's events at the requested clock: the part that scales with V(f)^2
+  // (on-chip) and DRAM's.
+  std::vector<double> e_scaled, e_fixed;
+  double v_req = 1;
+  std::vector<Timing> dev;  // of the last run_at
+  std::vector<double> wall;
+
+  ClockModel(const Ctx& ctx, const std::vector<Subgraph>& s) : c(ctx), sgs(s), counts(s.size()), e_scaled(s.size()),
+                                                             e_fixed(s.size()), dev(s.size()), wall(s.size()) {}
+
+  // (1) Counts and host dispatch of every subgraph; the energy of its events at the requested clock.
+  void count_all(const std::vector<std::array<double, 3>>& traffic, double f_req) {
+    v_req = voltage_at(c.hw, f_req) / c.hw.voltage_max_v.value;
+    for (std::size_t i = 0; i < sgs.size(); ++i) {
+      Counts& k = counts[i];
+      k = count(c, sgs[i], traffic[i][0], traffic[i][1], traffic[i][2]);
+      if (c.opt.eager) add_host_dispatch(c, sgs[i], k);
+      SubgraphEstimate tmp;
+      energy(c, k, f_req, 0, 0, tmp);
+      double dram_j = 0;  // off-chip events do not scale with the core voltage
+      for (const Event& ev : tmp.events) {
+        if (ev.group == "dram" || ev.group == "dma" || ev.name == "dram_access") dram_j += ev.energy_j;
+      }
+      e_fixed[i] = dram_j;
+      e_scaled[i] = tmp.dynamic_j - dram_j;
+    }
+  }
+
   // (2) Wall time at clock f. An eager framework dispatches kernels from the host
   // asynchronously: host and device form a two-stage pipeline. Steady state of repeated runs:
   // the slower stage sets the pace (max of total host and total device time); one cold run:
   // kernel i starts when it has been dispatched and kernel i-1 has finished.
-  std::vector<double> wall(sgs.size());
-  auto run_at = [&](double f) {
+  std::pair<double, double> run_at(double f) {
     double host_sum = 0, dev_sum = 0;
     for (std::size_t i = 0; i < sgs.size(); ++i) {
       dev[i] = timing(c, sgs[i], counts[i], f);
@@ -540,9 +568,9 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
       host_sum += counts[i].host_s;
       dev_sum += dev[i].latency;
     }
-    if (!opt.eager) {
+    if (!c.opt.eager) {
       for (std::size_t i = 0; i < sgs.size(); ++i) wall[i] = dev[i].latency;
-    } else if (opt.warm) {
+    } else if (c.opt.warm) {
       const bool host_bound = host_sum > dev_sum;
       for (std::size_t i = 0; i < sgs.size(); ++i) wall[i] = host_bound ? counts[i].host_s : dev[i].latency;
     } else {
@@ -554,7 +582,7 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
         end = e;
       }
     }
-    const double v = voltage_at(hw, f) / hw.voltage_max_v.value;
+    const double v = voltage_at(c.hw, f) / c.hw.voltage_max_v.value;
     const double r = (v * v) / (v_req * v_req);
     double t = 0, e = 0;
     for (std::size_t i = 0; i < sgs.size(); ++i) {
@@ -562,16 +590,19 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
       e += e_scaled[i] * r + e_fixed[i] + (c.idle_w + c.active_w * v) * wall[i] + c.busy_w * v * dev[i].latency;
     }
     return std::make_pair(t, e);
-  };
+  }
+
   // Power cap: GPUs and accelerators limit their average power over windows longer than a
   // kernel, so the clock is lowered for the whole run until its average power fits TDP.
-  auto [t_req, e_req] = run_at(f_req);
-  if (opt.power_cap && e_req / std::max(t_req, 1e-30) > hw.tdp_w.value && f_req > c.fmin) {
+  void run_capped(double f_req, Estimate& est) {
+    auto [t_req, e_req] = run_at(f_req);
+    const double tdp = c.hw.tdp_w.value;
+    if (!(c.opt.power_cap && e_req / std::max(t_req, 1e-30) > tdp && f_req > c.fmin)) return;
     double lo = c.fmin, hi = f_req;
     for (int it = 0; it < 30; ++it) {
       const double mid = 0.5 * (lo + hi);
       const auto [t, e] = run_at(mid);
-      if (e / std::max(t, 1e-30) > hw.tdp_w.value) hi = mid;
+      if (e / std::max(t, 1e-30) > tdp) hi = mid;
       else lo = mid;
     }
     run_at(lo);
@@ -579,54 +610,74 @@ Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph
     est.power_capped = true;
     est.uncapped_power_w = e_req / std::max(t_req, 1e-30);
   }
-  // (3) Energy: dynamic events at each subgraph's clock, static power over its wall time.
+};
+
+// (3) One subgraph's energy: dynamic events at its clock, static power over its wall time.
+SubgraphEstimate subgraph_estimate(const Ctx& c, const Subgraph& sg, const Counts& k, const Timing& t, double wall) {
+  SubgraphEstimate se;
+  se.name = sg.name;
+  se.anchor = sg.anchor;
+  se.ops = sg.ops.size();
+  se.kernels = sg.kernels;
+  se.flops = sg.flops();
+  se.matrix_flops = sg.matrix_flops;
+  se.dram_bytes = k.dram_read + k.dram_write;
+  se.llc_bytes = k.llc_hit;
+  energy(c, k, t.f, wall, t.latency, se);
+  se.device_s = t.latency;
+  se.clock_mhz = t.f;
+  se.t_compute_s = t.t_compute;
+  se.t_memory_s = t.t_memory;
+  se.t_overhead_s = t.t_overhead;
+  se.latency_s = wall;
+  se.bound = t.bound;
+  if (wall > t.latency * (1 + 1e-9)) {  // the device waited for the host
+    se.t_overhead_s = wall - std::max(t.t_compute, t.t_memory);
+    se.bound = "overhead";
+  }
+  const double peak = c.peak_m > 0 ? c.peak_m : c.peak_v;
+  se.utilization = wall > 0 ? se.flops / wall / peak : 0;
+  return se;
+}
+
+// Adds a subgraph to the totals; events of the same group and name are summed.
+void add_to_totals(Estimate& est, SubgraphEstimate se, std::map<std::pair<std::string, std::string>, std::size_t>& index) {
+  est.latency_s += se.latency_s;
+  est.energy_j += se.energy_j;
+  est.dynamic_j += se.dynamic_j;
+  est.static_j += se.static_j;
+  est.flops += se.flops;
+  est.dram_bytes += se.dram_bytes;
+  est.ops += se.ops;
+  for (const Event& ev : se.events) {
+    const auto key = std::make_pair(ev.group, ev.name);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      index[key] = est.totals.size();
+      est.totals.push_back(ev);
+    } else {
+      est.totals[it->second].count += ev.count;
+      est.totals[it->second].energy_j += ev.energy_j;
+    }
+  }
+  est.subgraphs.push_back(std::move(se));
+}
+
+}  // namespace
+
+Result<Estimate> estimate_partitioned(const Graph& g, const std::vector<Subgraph>& sgs, const HardwareSpec& hw,
+                                      const EstimateOptions& opt, const Calibration* cal) {
+  Ctx c(g, hw, opt, cal);
+  auto f_req = set_up_context(c);
+  if (!f_req) return f_req.error();
+  Estimate est = estimate_header(c, *f_req);
+  ClockModel model(c, sgs);
+  model.count_all(cache_traffic(c, sgs), *f_req);
+  model.run_capped(*f_req, est);
+  est.subgraphs.reserve(sgs.size());
   std::map<std::pair<std::string, std::string>, std::size_t> total_index;
   for (std::size_t i = 0; i < sgs.size(); ++i) {
-    const Subgraph& sg = sgs[i];
-    const Counts& k = counts[i];
-    const Timing& t = dev[i];
-    SubgraphEstimate se;
-    se.name = sg.name;
-    se.anchor = sg.anchor;
-    se.ops = sg.ops.size();
-    se.kernels = sg.kernels;
-    se.flops = sg.flops();
-    se.matrix_flops = sg.matrix_flops;
-    se.dram_bytes = k.dram_read + k.dram_write;
-    se.llc_bytes = k.llc_hit;
-    energy(c, k, t.f, wall[i], t.latency, se);
-    se.device_s = t.latency;
-    se.clock_mhz = t.f;
-    se.t_compute_s = t.t_compute;
-    se.t_memory_s = t.t_memory;
-    se.t_overhead_s = t.t_overhead;
-    se.latency_s = wall[i];
-    se.bound = t.bound;
-    if (wall[i] > t.latency * (1 + 1e-9)) {  // the device waited for the host
-      se.t_overhead_s = wall[i] - std::max(t.t_compute, t.t_memory);
-      se.bound = "overhead";
-    }
-    const double peak = c.peak_m > 0 ? c.peak_m : c.peak_v;
-    se.utilization = wall[i] > 0 ? se.flops / wall[i] / peak : 0;
-    est.latency_s += se.latency_s;
-    est.energy_j += se.energy_j;
-    est.dynamic_j += se.dynamic_j;
-    est.static_j += se.static_j;
-    est.flops += se.flops;
-    est.dram_bytes += se.dram_bytes;
-    est.ops += se.ops;
-    for (const Event& ev : se.events) {
-      const auto key = std::make_pair(ev.group, ev.name);
-      auto it = total_index.find(key);
-      if (it == total_index.end()) {
-        total_index[key] = est.totals.size();
-        est.totals.push_back(ev);
-      } else {
-        est.totals[it->second].count += ev.count;
-        est.totals[it->second].energy_j += ev.energy_j;
-      }
-    }
-    est.subgraphs.push_back(std::move(se));
+    add_to_totals(est, subgraph_estimate(c, sgs[i], model.counts[i], model.dev[i], model.wall[i]), total_index);
   }
   est.avg_power_w = est.latency_s > 0 ? est.energy_j / est.latency_s : 0;
   if (!cal) est.notes.push_back("uncalibrated: datasheet peaks, default efficiencies, Horowitz-scaled event energies");

@@ -529,6 +529,18 @@ class Importer {
   }
 
   Result<void> node(const Node& n) {
+    if (auto r = check_inputs(n); !r) return r;
+    if (n.p.output_size() == 0) return {};
+    if (fold(n)) return {};
+    const std::string name = nm(n);
+    const int x = in(n, 0);
+    if (auto r = compute_op(n, name, x)) return *r;
+    if (auto r = shape_op(n, name, x)) return *r;
+    return unsupported(n, x);
+  }
+
+  // Every input comes from an earlier node or an initializer.
+  Result<void> check_inputs(const Node& n) {
     const std::string& t = n.type();
     for (std::size_t i = 0; i < n.n_in(); ++i) {
       if (!n.input(i).empty() && !ids_.count(n.input(i)) && !consts_.count(n.input(i))) {
@@ -536,92 +548,58 @@ class Importer {
                                                       "', which no earlier node or initializer defines");
       }
     }
-    if (n.p.output_size() == 0) return {};
-    if (fold(n)) return {};
-    const std::string name = nm(n);
-    const int x = in(n, 0);
+    return {};
+  }
+
+  // Nodes that compute: a graph op of their own (nullopt: not one of them).
+  std::optional<Result<void>> compute_op(const Node& n, const std::string& name, int x) {
+    const std::string& t = n.type();
     if (t == "Constant") {  // a float constant: a weight of the declared shape
       Shape s{1};
       if (const auto* a = n.attr("value"); a && a->has_t() && a->t().dims_size() > 0) {
         s.assign(a->t().dims().begin(), a->t().dims().end());
       }
       set_out(n, b_.weight(n.p.output(0), s));
-      return {};
+      return Result<void>{};
     }
-    if (t == "Conv") {
-      const int w = in(n, 1);
-      if (w < 0) return make_error(Errc::invalid_argument, "node '" + name + "': Conv weight missing");
-      auto pads = attr_ints(n, "pads");
-      if (pads.empty()) pads = {0, 0, 0, 0};
-      auto strides = attr_ints(n, "strides");
-      if (strides.empty()) strides = {1, 1};
-      auto dil = attr_ints(n, "dilations");
-      if (dil.empty()) dil = {1, 1};
-      const auto* ap = n.attr("auto_pad");
-      const std::string autopad = ap ? ap->s() : "";
-      if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {  // pads from ONNX's output shape
-        const auto h = hint(n.p.output(0));
-        if (h && x >= 0 && h->size() == 4 && b_.tensor(x).shape.size() == 4 && b_.tensor(w).shape.size() == 4 &&
-            strides.size() >= 2 && dil.size() >= 2 && pads.size() >= 4) {
-          for (std::size_t d = 0; d < 2; ++d) {
-            const int64_t ins = b_.tensor(x).shape[2 + d], k = b_.tensor(w).shape[2 + d];
-            const int64_t total = std::max<int64_t>(0, ((*h)[2 + d] - 1) * strides[d] + (k - 1) * dil[d] + 1 - ins);
-            pads[d] = total / 2;
-            pads[d + 2] = total - total / 2;
-          }
-        }
-      }
-      set_out(n, b_.conv2d_w(name, x, w, in(n, 2), strides, pads, dil, attr_i(n, "group", 1)));
-      return {};
-    }
+    if (t == "Conv") return conv(n, name, x);
     if (t == "MatMul") {
       set_out(n, b_.matmul(name, x, in(n, 1)));
-      return {};
+      return Result<void>{};
     }
-    if (t == "Gemm") {
-      int a = x, bm = in(n, 1);
-      if (attr_i(n, "transA", 0)) a = b_.transpose(name + ".transA", a, {}, true);
-      if (attr_i(n, "transB", 0)) bm = b_.transpose(name + ".transB", bm, {}, true);
-      int y = b_.matmul(name, a, bm, "Gemm");
-      if (in(n, 2) >= 0) {
-        y = b_.binary(name + ".bias", "Add", y, in(n, 2));
-        b_.mark_epilogue(y);  // one ONNX Gemm: the bias is the GEMM's epilogue
-      }
-      set_out(n, y);
-      return {};
-    }
+    if (t == "Gemm") return gemm(n, name, x);
     if (unary_ops().count(t)) {
       const bool tr = transcendental_ops().count(t) > 0;
       set_out(n, b_.unary(name, t, x, tr ? 4 : 1, tr ? 1 : 0));
-      return {};
+      return Result<void>{};
     }
     if (binary_ops().count(t)) {
       set_out(n, b_.binary(name, t, x, in(n, 1)));
-      return {};
+      return Result<void>{};
     }
     if (t == "Cast") {
       set_out(n, b_.cast(name, x, dtype_of(static_cast<int>(attr_i(n, "to", TP::FLOAT)), opt_.dtype)));
-      return {};
+      return Result<void>{};
     }
     if (t == "Identity" || t == "Dropout") {
       set_out(n, x);
-      return {};
+      return Result<void>{};
     }
     if (t == "BatchNormalization") {
       set_out(n, b_.batchnorm(name, x));
-      return {};
+      return Result<void>{};
     }
     if (t == "LayerNormalization") {
       set_out(n, b_.layernorm(name, x, in(n, 2) >= 0));
-      return {};
+      return Result<void>{};
     }
     if (t == "Softmax" || t == "LogSoftmax") {
       set_out(n, b_.softmax(name, x));
-      return {};
+      return Result<void>{};
     }
     if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
       set_out(n, b_.global_avg_pool(name, x));
-      return {};
+      return Result<void>{};
     }
     if (t == "MaxPool" || t == "AveragePool") {
       auto k = attr_ints(n, "kernel_shape");
@@ -630,14 +608,60 @@ class Importer {
       if (s.empty()) s = {1, 1};
       if (p.empty()) p = {0, 0, 0, 0};
       set_out(n, b_.pool2d_ex(name, t, x, k, s, p, attr_i(n, "ceil_mode", 0) != 0));
-      return {};
+      return Result<void>{};
     }
     if (t == "ReduceMean" || t == "ReduceSum" || t == "ReduceMax" || t == "ReduceMin") {
       auto axes = attr_ints(n, "axes");
       if (axes.empty() && cin(n, 1)) axes = *cin(n, 1);
       set_out(n, b_.reduce(name, t, x, axes, attr_i(n, "keepdims", 1) != 0));
-      return {};
+      return Result<void>{};
     }
+    return std::nullopt;
+  }
+
+  Result<void> conv(const Node& n, const std::string& name, int x) {
+    const int w = in(n, 1);
+    if (w < 0) return make_error(Errc::invalid_argument, "node '" + name + "': Conv weight missing");
+    auto pads = attr_ints(n, "pads");
+    if (pads.empty()) pads = {0, 0, 0, 0};
+    auto strides = attr_ints(n, "strides");
+    if (strides.empty()) strides = {1, 1};
+    auto dil = attr_ints(n, "dilations");
+    if (dil.empty()) dil = {1, 1};
+    const auto* ap = n.attr("auto_pad");
+    const std::string autopad = ap ? ap->s() : "";
+    if (autopad == "SAME_UPPER" || autopad == "SAME_LOWER") {  // pads from ONNX's output shape
+      const auto h = hint(n.p.output(0));
+      if (h && x >= 0 && h->size() == 4 && b_.tensor(x).shape.size() == 4 && b_.tensor(w).shape.size() == 4 &&
+          strides.size() >= 2 && dil.size() >= 2 && pads.size() >= 4) {
+        for (std::size_t d = 0; d < 2; ++d) {
+          const int64_t ins = b_.tensor(x).shape[2 + d], k = b_.tensor(w).shape[2 + d];
+          const int64_t total = std::max<int64_t>(0, ((*h)[2 + d] - 1) * strides[d] + (k - 1) * dil[d] + 1 - ins);
+          pads[d] = total / 2;
+          pads[d + 2] = total - total / 2;
+        }
+      }
+    }
+    set_out(n, b_.conv2d_w(name, x, w, in(n, 2), strides, pads, dil, attr_i(n, "group", 1)));
+    return {};
+  }
+
+  Result<void> gemm(const Node& n, const std::string& name, int x) {
+    int a = x, bm = in(n, 1);
+    if (attr_i(n, "transA", 0)) a = b_.transpose(name + ".transA", a, {}, true);
+    if (attr_i(n, "transB", 0)) bm = b_.transpose(name + ".transB", bm, {}, true);
+    int y = b_.matmul(name, a, bm, "Gemm");
+    if (in(n, 2) >= 0) {
+      y = b_.binary(name + ".bias", "Add", y, in(n, 2));
+      b_.mark_epilogue(y);  // one ONNX Gemm: the bias is the GEMM's epilogue
+    }
+    set_out(n, y);
+    return {};
+  }
+
+  // Nodes that move or view data: costed over their output shape (nullopt: not one of them).
+  std::optional<Result<void>> shape_op(const Node& n, const std::string& name, int x) {
+    const std::string& t = n.type();
     if (t == "Flatten") {
       if (x < 0) return by_hint(n, OpClass::view, 0);
       const Shape& s = b_.tensor(x).shape;
@@ -661,7 +685,7 @@ class Importer {
     }
     if (t == "Transpose") {
       set_out(n, b_.transpose(name, x, attr_ints(n, "perm")));
-      return {};
+      return Result<void>{};
     }
     if (t == "Concat") {
       std::vector<int> xs;
@@ -669,17 +693,17 @@ class Importer {
         if (in(n, i) >= 0) xs.push_back(in(n, i));
       }
       set_out(n, b_.concat(name, xs, attr_i(n, "axis", 0)));
-      return {};
+      return Result<void>{};
     }
     if (t == "Gather") {
       set_out(n, b_.gather(name, x, in(n, 1), attr_i(n, "axis", 0)));
-      return {};
+      return Result<void>{};
     }
     if (t == "Slice") {
       const auto *st = cin(n, 1), *en = cin(n, 2), *ax = cin(n, 3), *sp = cin(n, 4);
       if (st && en && st->size() == 1 && en->size() == 1 && (!ax || ax->size() == 1) && (!sp || sp->size() == 1)) {
         set_out(n, b_.slice(name, x, ax ? (*ax)[0] : 0, (*st)[0], (*en)[0], sp ? (*sp)[0] : 1));
-        return {};
+        return Result<void>{};
       }
       return by_hint(n, OpClass::data_movement, 0);
     }
@@ -699,7 +723,12 @@ class Importer {
       }
       return by_hint(n, cls, flops, own);
     }
-    // Unsupported: refuse (collected, reported together) or a stated fallback.
+    return std::nullopt;
+  }
+
+  // Unsupported: refuse (collected, reported together) or a stated fallback.
+  Result<void> unsupported(const Node& n, int x) {
+    const std::string& t = n.type();
     if (opt_.fallback) return by_hint(n, OpClass::elementwise, 1);
     ++unsupported_[t];
     if (auto h = hint(n.p.output(0))) {  // keep going to list every unsupported op

@@ -340,10 +340,16 @@ Result<std::vector<std::optional<double>>> idle_power_from_result(const std::str
   return out;
 }
 
-Result<Measurement> run_measure(const MeasureOptions& opt) {
+namespace {
+
+void say(const MeasureOptions& opt, const std::string& s) {
+  if (opt.progress) opt.progress(s);
+}
+
+// The library checks what it computes with (NaN compares false, so each test is "not in range").
+Result<void> check_measure_options(const MeasureOptions& opt) {
   if (opt.runs < 1) return make_error(Errc::invalid_argument, "--runs must be at least 1");
   if (opt.warmup < 0) return make_error(Errc::invalid_argument, "--warmup must be >= 0");
-  // The library checks what it computes with (NaN compares false, so each test is "not in range").
   if (!(opt.idle_s >= 0 && opt.idle_s <= 86400)) return make_error(Errc::invalid_argument, "--idle must be 0 to 86400 seconds");
   if (!(opt.sim_active_w >= 0 && opt.sim_active_w <= 10000)) {
     return make_error(Errc::invalid_argument, "--sim-power must be 0 to 10000 W");
@@ -355,31 +361,15 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
   if (!(opt.ci_warn_relative >= 0 && opt.ci_warn_relative <= 100)) {
     return make_error(Errc::invalid_argument, "--ci-warn must be 0 to 10000 %");
   }
-  install_signal_forwarding();
-  auto created = Monitor::create(opt.monitor);
-  if (!created) return created.error();
-  Monitor& mon = **created;
-  const bool sim = mon.gpus().simulated();
-  const bool builtin = opt.command.empty();
-  if (builtin && !sim && opt.builtin_command.empty()) {
-    return make_error(Errc::unavailable,
-                      "the built-in GPU workload needs a CUDA build (configure with JOULEPROF_WITH_CUDA=ON); "
-                      "give a command after --, or use --device sim");
-  }
-  std::unique_ptr<ActivityRecorder> activity;
-  if (opt.activity) {
-    auto rec = ActivityRecorder::start(mon.gpus(), mon.timebase(), *opt.activity);
-    if (!rec) return rec.error();
-    activity = std::move(*rec);
-  }
-  std::vector<std::string> warnings;
-  auto say = [&](const std::string& s) {
-    if (opt.progress) opt.progress(s);
-  };
+  return {};
+}
 
-  // Idle baseline: measured now, or taken from an earlier result.
+// Idle baseline: measured now, or taken from an earlier result. Gives the energy counter's
+// update period when it was measured during the baseline.
+Result<std::optional<double>> take_idle_baseline(Monitor& mon, const MeasureOptions& opt,
+                                                 std::vector<std::string>& warnings) {
   const std::size_t n_gpu = mon.gpus().gpus.size();
-  std::optional<double> counter_period;  // measured during the idle baseline
+  std::optional<double> counter_period;
   if (!opt.idle_w.empty()) {
     if (opt.idle_w.size() != n_gpu) {
       return make_error(Errc::invalid_argument, "the idle baseline file has " + std::to_string(opt.idle_w.size()) +
@@ -387,7 +377,7 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
     mon.set_idle_power(opt.idle_w, opt.idle_source);
   } else if (opt.idle_s > 0) {
-    say("measuring the idle baseline for " + std::to_string(opt.idle_s).substr(0, 4) + " s");
+    say(opt, "measuring the idle baseline for " + std::to_string(opt.idle_s).substr(0, 4) + " s");
     const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
     const double polled_s = std::min(0.6, opt.idle_s);
     counter_period = measure_counter_update_period(mon, polled_s);
@@ -395,109 +385,128 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     mon.end_at(id, std::nullopt, ok);
     if (ok) set_idle_baseline(mon, id, warnings);
   }
+  return counter_period;
+}
 
-  MarkerChannel markers(mon, warnings);
-  if (auto r = markers.open(); !r) return r.error();
+// What one repeat needs besides its index.
+struct RepeatContext {
+  Monitor& mon;
+  const MeasureOptions& opt;
+  MarkerChannel& markers;
+  std::vector<std::string>& warnings;
+  const std::vector<std::string>& argv;
+  bool builtin = false, sim = false;
+};
 
+// Runs the workload of repeat i once: in process on the simulated GPU, else as a child process.
+// An error only when the child could not be started.
+Result<void> execute_workload(const RepeatContext& c, int i, RunInfo& run, int& exit_code) {
+  if (c.builtin && c.sim) {
+    run.complete = simulated_builtin_run(c.mon, c.mon.gpus(), i);
+    if (!run.complete) run.reason = "interrupted";
+    return {};
+  }
+  if (c.sim) {
+    for (const auto& m : c.mon.gpus().sim_models) m->start_load(c.mon.timebase().now_s(), c.opt.sim_active_w, 0.5);
+  }
+  std::vector<std::string> env = c.opt.env;
+  env.push_back(std::string(kMarkerEnv) + "=" + c.markers.path());
+  env.push_back("JOULEPROF_RUN_INDEX=" + std::to_string(i));
+  auto child = ChildProcess::spawn(c.argv, env);
+  if (!child) return child.error();
+  const ChildStatus st = child->wait();
+  if (c.sim) {
+    for (const auto& m : c.mon.gpus().sim_models) m->stop_load(c.mon.timebase().now_s());
+  }
+  run.exit_code = st.exit_code;
+  run.signal = st.signal;
+  if (st.signal != 0) {
+    run.complete = false;
+    run.reason = std::string("workload killed by signal ") + std::to_string(st.signal) + " (" + strsignal(st.signal) + ")";
+  } else if (st.exit_code != 0) {
+    run.complete = false;
+    run.reason = "workload exited with status " + std::to_string(st.exit_code);
+  }
+  if (st.exit_code != 0) exit_code = st.exit_code;
+  return {};
+}
+
+// Phases the workload left open when its repeat ended are closed as incomplete.
+void close_open_phases(const RepeatContext& c, Monitor::WindowId run_window, int i, bool warm) {
+  for (auto open : c.mon.open_windows()) {
+    if (open == run_window) continue;
+    c.mon.end_at(open, std::nullopt, false);
+    c.warnings.push_back("a phase was still open when " +
+                         (warm ? "warm-up " + std::to_string(i + 1) : "repeat " + std::to_string(i - c.opt.warmup + 1)) +
+                         " ended; closed as incomplete");
+  }
+}
+
+// The progress line's last point: the run's GPU energy so far (the final figures come at the end).
+std::string repeat_done_line(Monitor& mon, Monitor::WindowId id, int i, bool warm, int warmup) {
+  std::string last = warm ? "warm-up " + std::to_string(i + 1) + " done" : "";
+  if (auto e = mon.energy(id); e && !warm) {
+    double j = 0;
+    for (const auto& g : e->gpus) j += g.energy_j;
+    last = fmt::format("repeat {}: {:.1f} J in {:.2f} s", i - warmup + 1, j, e->t1_s - e->t0_s);
+  }
+  return last;
+}
+
+// The warm-ups and repeats, each in its own window, stopping at the first incomplete one.
+// An error only when not even the first workload could be started (the monitor is finished then).
+Result<std::vector<RunInfo>> run_repeats(const RepeatContext& c, int& exit_code) {
+  const MeasureOptions& opt = c.opt;
   std::vector<RunInfo> runs;
-  int exit_code = 0;
-  std::string incomplete;
-  const std::vector<std::string>& argv = builtin ? opt.builtin_command : opt.command;
   // Repeats are numbered from 1, warm-ups apart (README "Words").
   Progress progress(opt.warmup > 0 ? "warm-ups and repeats" : "repeat", opt.warmup + opt.runs, opt.show_progress);
   for (int i = 0; i < opt.warmup + opt.runs && interrupting_signal() == 0; ++i) {
     const bool warm = i < opt.warmup;
     if (opt.cooldown && (i > 0 || opt.cooldown_first)) {
-      if (!opt.show_progress) say("cool-down: waiting for a stable GPU temperature");
-      wait_for_stable_temperature(mon, opt, warnings, progress);
+      if (!opt.show_progress) say(opt, "cool-down: waiting for a stable GPU temperature");
+      wait_for_stable_temperature(c.mon, opt, c.warnings, progress);
       if (interrupting_signal() != 0) break;
     }
     RunInfo run;
     run.index = i;
     run.warmup = warm;
     if (!opt.show_progress) {
-      say(std::string(warm ? "warm-up " : "repeat ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
-          std::to_string(warm ? opt.warmup : opt.runs));
+      say(opt, std::string(warm ? "warm-up " : "repeat ") + std::to_string(warm ? i + 1 : i - opt.warmup + 1) + "/" +
+                   std::to_string(warm ? opt.warmup : opt.runs));
     }
-    const auto id = mon.begin_at(warm ? "warmup" : "run", std::nullopt, warm ? "warmup" : "run", i);
+    const auto id = c.mon.begin_at(warm ? "warmup" : "run", std::nullopt, warm ? "warmup" : "run", i);
     run.window = static_cast<int>(id);
-    markers.set_run(i, id);
-    if (builtin && sim) {
-      run.complete = simulated_builtin_run(mon, mon.gpus(), i);
-      if (!run.complete) run.reason = "interrupted";
-    } else {
-      if (sim) {
-        for (const auto& m : mon.gpus().sim_models) m->start_load(mon.timebase().now_s(), opt.sim_active_w, 0.5);
+    c.markers.set_run(i, id);
+    if (auto started = execute_workload(c, i, run, exit_code); !started) {
+      c.mon.end_at(id, std::nullopt, false);
+      if (runs.empty()) {
+        c.mon.finish();
+        return started.error();  // nothing was measured: report the error
       }
-      std::vector<std::string> env = opt.env;
-      env.push_back(std::string(kMarkerEnv) + "=" + markers.path());
-      env.push_back("JOULEPROF_RUN_INDEX=" + std::to_string(i));
-      auto child = ChildProcess::spawn(argv, env);
-      if (!child) {
-        mon.end_at(id, std::nullopt, false);
-        if (runs.empty()) {
-          mon.finish();
-          return child.error();  // nothing was measured: report the error
-        }
-        run.complete = false;
-        run.reason = child.error().message;
-        runs.push_back(run);
-        exit_code = 127;
-        break;
-      }
-      const ChildStatus st = child->wait();
-      if (sim) {
-        for (const auto& m : mon.gpus().sim_models) m->stop_load(mon.timebase().now_s());
-      }
-      run.exit_code = st.exit_code;
-      run.signal = st.signal;
-      if (st.signal != 0) {
-        run.complete = false;
-        run.reason = std::string("workload killed by signal ") + std::to_string(st.signal) + " (" + strsignal(st.signal) + ")";
-      } else if (st.exit_code != 0) {
-        run.complete = false;
-        run.reason = "workload exited with status " + std::to_string(st.exit_code);
-      }
-      if (st.exit_code != 0) exit_code = st.exit_code;
+      run.complete = false;
+      run.reason = started.error().message;
+      runs.push_back(run);
+      exit_code = 127;
+      break;
     }
-    markers.drain();
-    for (auto open : mon.open_windows()) {
-      if (open != id) {
-        mon.end_at(open, std::nullopt, false);
-        warnings.push_back("a phase was still open when " +
-                           (warm ? "warm-up " + std::to_string(i + 1) : "repeat " + std::to_string(i - opt.warmup + 1)) +
-                           " ended; closed as incomplete");
-      }
-    }
-    mon.end_at(id, std::nullopt, run.complete);
+    c.markers.drain();
+    close_open_phases(c, id, i, warm);
+    c.mon.end_at(id, std::nullopt, run.complete);
     runs.push_back(run);
-    if (opt.show_progress) {
-      // The last point's figure: the run's GPU energy so far (the final figures come at the end).
-      std::string last = warm ? "warm-up " + std::to_string(i + 1) + " done" : "";
-      if (auto e = mon.energy(id); e && !warm) {
-        double j = 0;
-        for (const auto& g : e->gpus) j += g.energy_j;
-        last = fmt::format("repeat {}: {:.1f} J in {:.2f} s", i - opt.warmup + 1, j, e->t1_s - e->t0_s);
-      }
-      progress.step(last);
-    }
+    if (opt.show_progress) progress.step(repeat_done_line(c.mon, id, i, warm, opt.warmup));
     if (!run.complete) break;
   }
   progress.done();
-  markers.close();
-  mon.sync_counters();
-  // Let the driver's buffer fill past the last edge before the final drain.
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  return runs;
+}
 
-  std::vector<ActivityTimeline> activity_timelines;
-  if (activity) activity_timelines = activity->stop();
-  Measurement m = mon.finish();
-  if (activity) m.sections["activity"] = activity_section_json(activity_timelines, m);
+// Text from the command line enters the result through the text layer: the workload ran with
+// its exact bytes, the result keeps valid UTF-8 and says when something was replaced.
+void record_command_text(Measurement& m, const MeasureOptions& opt, bool builtin, bool sim,
+                         std::vector<std::string>& warnings) {
   m.command = opt.command;
   m.builtin_workload = builtin;
   if (builtin) m.command = sim ? std::vector<std::string>{"(built-in simulated LLM-like workload)"} : opt.builtin_command;
-  // Text from the command line enters the result through the text layer: the workload ran with
-  // its exact bytes, the result keeps valid UTF-8 and says when something was replaced.
   bool replaced = false;
   m.tags.clear();
   for (const auto& [k, v] : opt.tags) {
@@ -518,25 +527,30 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     replaced |= r;
   }
   if (replaced) warnings.push_back("the command line holds bytes that are not valid UTF-8; stored with U+FFFD in their place");
-  m.runs = runs;
-  m.warnings.insert(m.warnings.begin(), warnings.begin(), warnings.end());  // after the text checks above
-  m.exit_code = exit_code;
+}
+
+// The first reason the measurement is incomplete: a signal, a failed repeat, repeats not done.
+void mark_incomplete(Measurement& m, const MeasureOptions& opt) {
   if (const int sig = interrupting_signal(); sig != 0) {
     m.complete = false;
     m.incomplete_reason = std::string("interrupted by signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")";
     if (m.exit_code == 0) m.exit_code = 128 + sig;
   }
-  for (const RunInfo& r : runs) {
+  for (const RunInfo& r : m.runs) {
     if (!r.complete && m.complete) {
       m.complete = false;
       m.incomplete_reason = repeat_label(m, r.index) + ": " + r.reason;
     }
   }
-  if (static_cast<int>(runs.size()) < opt.warmup + opt.runs && m.complete) {
+  if (static_cast<int>(m.runs.size()) < opt.warmup + opt.runs && m.complete) {
     m.complete = false;
-    m.incomplete_reason = "only " + std::to_string(runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) +
+    m.incomplete_reason = "only " + std::to_string(m.runs.size()) + " of " + std::to_string(opt.warmup + opt.runs) +
                           (opt.warmup > 0 ? " warm-ups and repeats done" : " repeats done");
   }
+}
+
+// A GPU that stopped answering: the windows reaching past its loss lack its energy.
+void mark_lost_gpus(Measurement& m) {
   for (std::size_t g = 0; g < m.gpu_state.size(); ++g) {
     const auto& lost = m.gpu_state[g].lost_at_s;
     if (!lost) continue;
@@ -558,36 +572,88 @@ Result<Measurement> run_measure(const MeasureOptions& opt) {
     }
     if (m.exit_code == 0) m.exit_code = 3;  // README "Exit codes": GPU/driver unavailable
   }
+}
 
-  // External meter: aligned by wall-clock time onto the run time base.
-  if (opt.meter_csv) {
-    auto log = load_meter_csv(*opt.meter_csv, opt.meter);
-    if (!log) {
-      m.warnings.push_back("meter log not used: " + log.error().message);
-      m.meter_source = "error: " + log.error().message;
-    } else {
-      m.meter_source = *opt.meter_csv + " (column " + log->column + ")";
-      TimeBase* tb = &mon.timebase();
-      for (const Sample& s : log->samples) {
-        m.meter_power.push_back({tb->from_realtime_ns(static_cast<int64_t>(std::llround(s.t_s * 1e9))), s.value});
-      }
-      for (WindowResult& w : m.windows) {
-        const Integral in = integrate_trapezoid(m.meter_power, w.t0_s, w.t1_s);
-        if (in.covered) {
-          w.meter_j = in.energy_j;
-          w.meter_uncertainty_j = in.edge_uncertainty_j;
-        }
-      }
+// External meter: aligned by wall-clock time onto the run time base.
+void add_meter(Measurement& m, const MeasureOptions& opt, TimeBase& tb) {
+  if (!opt.meter_csv) return;
+  auto log = load_meter_csv(*opt.meter_csv, opt.meter);
+  if (!log) {
+    m.warnings.push_back("meter log not used: " + log.error().message);
+    m.meter_source = "error: " + log.error().message;
+    return;
+  }
+  m.meter_source = *opt.meter_csv + " (column " + log->column + ")";
+  for (const Sample& s : log->samples) {
+    m.meter_power.push_back({tb.from_realtime_ns(static_cast<int64_t>(std::llround(s.t_s * 1e9))), s.value});
+  }
+  for (WindowResult& w : m.windows) {
+    const Integral in = integrate_trapezoid(m.meter_power, w.t0_s, w.t1_s);
+    if (in.covered) {
+      w.meter_j = in.energy_j;
+      w.meter_uncertainty_j = in.edge_uncertainty_j;
     }
   }
+}
 
-  // The counter's staleness bound with its measured update period, before the repeats tighten it.
+// The counter's staleness bound with its measured update period, before the repeats tighten it.
+void add_counter_section(Measurement& m, const MeasureOptions& opt, std::optional<double> counter_period) {
   if (counter_period) apply_counter_update_period(m, *counter_period);
   m.sections["energy_counter"] =
       nlohmann::json{{"update_period_s", counter_period.value_or(opt.monitor.energy.counter_update_s)},
                      {"update_period_source", counter_period ? "measured: the counter polled every millisecond during the idle baseline"
                                                              : "nominal (H100/H200 measurement; no idle baseline polled here)"}}
           .dump();
+}
+
+}  // namespace
+
+Result<Measurement> run_measure(const MeasureOptions& opt) {
+  if (auto ok = check_measure_options(opt); !ok) return ok.error();
+  install_signal_forwarding();
+  auto created = Monitor::create(opt.monitor);
+  if (!created) return created.error();
+  Monitor& mon = **created;
+  const bool sim = mon.gpus().simulated();
+  const bool builtin = opt.command.empty();
+  if (builtin && !sim && opt.builtin_command.empty()) {
+    return make_error(Errc::unavailable,
+                      "the built-in GPU workload needs a CUDA build (configure with JOULEPROF_WITH_CUDA=ON); "
+                      "give a command after --, or use --device sim");
+  }
+  std::unique_ptr<ActivityRecorder> activity;
+  if (opt.activity) {
+    auto rec = ActivityRecorder::start(mon.gpus(), mon.timebase(), *opt.activity);
+    if (!rec) return rec.error();
+    activity = std::move(*rec);
+  }
+  std::vector<std::string> warnings;
+  auto counter_period = take_idle_baseline(mon, opt, warnings);
+  if (!counter_period) return counter_period.error();
+
+  MarkerChannel markers(mon, warnings);
+  if (auto r = markers.open(); !r) return r.error();
+  int exit_code = 0;
+  const RepeatContext ctx{mon, opt, markers, warnings, builtin ? opt.builtin_command : opt.command, builtin, sim};
+  auto runs = run_repeats(ctx, exit_code);
+  if (!runs) return runs.error();
+  markers.close();
+  mon.sync_counters();
+  // Let the driver's buffer fill past the last edge before the final drain.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+
+  std::vector<ActivityTimeline> activity_timelines;
+  if (activity) activity_timelines = activity->stop();
+  Measurement m = mon.finish();
+  if (activity) m.sections["activity"] = activity_section_json(activity_timelines, m);
+  record_command_text(m, opt, builtin, sim, warnings);
+  m.runs = *runs;
+  m.warnings.insert(m.warnings.begin(), warnings.begin(), warnings.end());  // after the text checks above
+  m.exit_code = exit_code;
+  mark_incomplete(m, opt);
+  mark_lost_gpus(m);
+  add_meter(m, opt, mon.timebase());
+  add_counter_section(m, opt, *counter_period);
   warn_short_windows(m, opt.monitor.energy);
   summarize_repeats(m, opt.ci_warn_relative);
   fill_provenance(m);

@@ -47,12 +47,22 @@ Sampler::Sampler(GpuSet& gpus, TimeBase& tb, SamplerConfig cfg)
 Sampler::~Sampler() { stop(); }
 
 void Sampler::start() {
+  if (cfg_.manual) {
+    if (!manual_running_) begin_schedule();
+    manual_running_ = true;
+    return;
+  }
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] { loop(); });
 }
 
 void Sampler::stop() {
+  if (cfg_.manual) {
+    if (manual_running_) final_reads();
+    manual_running_ = false;
+    return;
+  }
   if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(wake_mu_);
@@ -64,10 +74,19 @@ void Sampler::stop() {
 
 void Sampler::request_counter_read() {
   counter_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (cfg_.manual) {  // no thread: served now, as the thread would at once
+    if (manual_running_) pass();
+    return;
+  }
   wake_.notify_one();
 }
 
+void Sampler::poll_due() {
+  if (cfg_.manual && manual_running_) pass();
+}
+
 void Sampler::flush_counter_reads() {
+  if (cfg_.manual) return;  // served when asked
   const uint64_t target = counter_requests_.fetch_add(1) + 1;
   std::unique_lock<std::mutex> lock(wake_mu_);
   wake_.notify_one();
@@ -170,50 +189,48 @@ void Sampler::read_cpu(double now) {
   for (std::size_t d = 0; d < r->size(); ++d) cpu_.energy_j[d].append(now, (*r)[d]);
 }
 
-void Sampler::loop() {
+void Sampler::begin_schedule() {
   const double start = tb_.now_s();
-  double next_fast = start, next_slow = start, next_recal = start + cfg_.recalibrate_period_s;
-  double next_counter = cfg_.counter_period_s > 0 ? start + cfg_.counter_period_s : 1e300;
+  next_fast_ = start;
+  next_slow_ = start;
+  next_recal_ = start + cfg_.recalibrate_period_s;
+  next_counter_ = cfg_.counter_period_s > 0 ? start + cfg_.counter_period_s : 1e300;
   read_counters();
-  while (true) {
-    const uint64_t requested = counter_requests_.load();
-    if (requested > counter_served_.load()) {
-      read_counters();
-      counter_served_.store(requested);
-      std::lock_guard<std::mutex> lock(wake_mu_);
-      done_cv_.notify_all();
-    }
-    double now = tb_.now_s();
-    if (now >= next_fast) {
-      poll_fast(now);
-      read_cpu(now);
-      next_fast = std::max(next_fast + cfg_.fast_period_s, now + 0.25 * cfg_.fast_period_s);
-    }
-    if (now >= next_slow) {
-      poll_slow(now);
-      next_slow = std::max(next_slow + cfg_.slow_period_s, now + 0.25 * cfg_.slow_period_s);
-    }
-    if (now >= next_counter) {
-      read_counters();
-      next_counter = now + cfg_.counter_period_s;
-    }
-    if (now >= next_recal) {
-      tb_.recalibrate();
-      next_recal = now + cfg_.recalibrate_period_s;
-    }
-    thread_cpu_s_.store(thread_cpu_seconds());
-    loops_.fetch_add(1, std::memory_order_relaxed);
+}
 
-    std::unique_lock<std::mutex> lock(wake_mu_);
-    if (stop_) break;
-    const double wake_at = std::min({next_fast, next_slow, next_counter, next_recal});
-    const double wait_s = std::max(0.0, wake_at - tb_.now_s());
-    wake_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] {
-      return stop_.load() || counter_requests_.load() > counter_served_.load();
-    });
-    if (stop_) break;
+double Sampler::pass() {
+  const uint64_t requested = counter_requests_.load();
+  if (requested > counter_served_.load()) {
+    read_counters();
+    counter_served_.store(requested);
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    done_cv_.notify_all();
   }
-  // Final reads so the last window has samples and a counter value after its end.
+  double now = tb_.now_s();
+  if (now >= next_fast_) {
+    poll_fast(now);
+    read_cpu(now);
+    next_fast_ = std::max(next_fast_ + cfg_.fast_period_s, now + 0.25 * cfg_.fast_period_s);
+  }
+  if (now >= next_slow_) {
+    poll_slow(now);
+    next_slow_ = std::max(next_slow_ + cfg_.slow_period_s, now + 0.25 * cfg_.slow_period_s);
+  }
+  if (now >= next_counter_) {
+    read_counters();
+    next_counter_ = now + cfg_.counter_period_s;
+  }
+  if (now >= next_recal_) {
+    tb_.recalibrate();
+    next_recal_ = now + cfg_.recalibrate_period_s;
+  }
+  thread_cpu_s_.store(thread_cpu_seconds());
+  loops_.fetch_add(1, std::memory_order_relaxed);
+  return std::min({next_fast_, next_slow_, next_counter_, next_recal_});
+}
+
+// Final reads so the last window has samples and a counter value after its end.
+void Sampler::final_reads() {
   poll_fast(tb_.now_s());
   read_cpu(tb_.now_s());
   read_counters();
@@ -221,6 +238,21 @@ void Sampler::loop() {
   thread_cpu_s_.store(thread_cpu_seconds());
   std::lock_guard<std::mutex> lock(wake_mu_);
   done_cv_.notify_all();
+}
+
+void Sampler::loop() {
+  begin_schedule();
+  while (true) {
+    const double wake_at = pass();
+    std::unique_lock<std::mutex> lock(wake_mu_);
+    if (stop_) break;
+    const double wait_s = std::max(0.0, wake_at - tb_.now_s());
+    wake_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] {
+      return stop_.load() || counter_requests_.load() > counter_served_.load();
+    });
+    if (stop_) break;
+  }
+  final_reads();
 }
 
 std::vector<Sample> Sampler::slice(std::size_t gpu, Metric m, double t0, double t1) const {

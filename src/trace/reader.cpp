@@ -83,59 +83,53 @@ const char* memcpy_kind_name(uint32_t copy_kind) {
   }
 }
 
-Result<void> read_trace_file(const std::string& path, TraceData& into) {
-  // Whatever size the traced program's records came to (a long run writes gigabytes).
-  auto file = read_text_file(path, std::numeric_limits<std::size_t>::max());
-  if (!file) return file.error();
-  const std::string& data = *file;
-  if (data.size() < sizeof(FileHeader) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
-    return make_error(Errc::parse, path + ": not a jouleprof trace file (bad magic at offset 0)");
+namespace {
+
+// One file's records, decoded in order into one ProcessTrace and its activities.
+class FileReader {
+ public:
+  FileReader(ProcessTrace& process, int index) : p(process), proc(index) {}
+
+  // Reads the records from `off` on; damage (a truncated or corrupt record) stops it and is noted.
+  void read(const std::string& data, std::size_t off) {
+    while (off < data.size()) {
+      if (data.size() - off < sizeof(RecordHeader)) {
+        p.damage = "truncated record header at offset " + std::to_string(off);
+        return;
+      }
+      RecordHeader rh{};
+      std::memcpy(&rh, data.data() + off, sizeof(rh));
+      if (rh.size > kMaxRecordSize || rh.type == 0 || rh.type > kLastRecordType) {
+        p.damage = "corrupt record (type " + std::to_string(rh.type) + ", size " + std::to_string(rh.size) +
+                   ") at offset " + std::to_string(off);
+        return;
+      }
+      if (data.size() - off - sizeof(rh) < rh.size) {
+        p.damage = "truncated record at offset " + std::to_string(off);
+        return;
+      }
+      record(static_cast<RecordType>(rh.type), std::string_view(data).substr(off + sizeof(rh), rh.size));
+      off += sizeof(rh) + rh.size;
+    }
   }
-  const auto h = payload_as<FileHeader>(std::string_view(data).substr(0, sizeof(FileHeader)));
-  if (h.version != kVersion) {
-    return make_error(Errc::parse, path + ": trace format version " + std::to_string(h.version) + ", this jouleprof reads " +
-                                       std::to_string(kVersion));
+
+  // Ranges never closed end where the process's last record does.
+  std::vector<Activity> finish() {
+    int64_t last = p.start_realtime_ns;
+    for (const Activity& a : acts) last = std::max(last, a.end_ns);
+    for (const auto& [id, idx] : open_ranges) acts[idx].end_ns = std::max(acts[idx].start_ns, last);
+    return std::move(acts);
   }
-  if (h.header_size < sizeof(FileHeader) || h.header_size > data.size()) {
-    return make_error(Errc::parse, path + ": corrupt header (size " + std::to_string(h.header_size) + ") at offset 8");
-  }
-  ProcessTrace p;
-  p.file = path;
-  p.pid = h.pid;
-  p.ppid = h.ppid;
-  p.start_realtime_ns = h.start_realtime_ns;
-  p.cupti_version = h.cupti_version;
-  const int proc = static_cast<int>(into.processes.size());
-  std::unordered_map<uint32_t, Interned> strings;
-  auto str = [&](uint32_t id) -> Interned {
+
+ private:
+  Interned str(uint32_t id) const {
     if (id == 0) return {};
     auto it = strings.find(id);
     return it != strings.end() ? it->second : Interned("(string " + std::to_string(id) + ")");
-  };
-  std::unordered_map<uint32_t, Interned> demangled;
-  // Open NVTX ranges by (id), closed by the end record carrying the same id.
-  std::unordered_map<uint32_t, std::size_t> open_ranges;
-  std::vector<Activity> acts;
-  std::size_t off = h.header_size;
-  while (off < data.size()) {
-    if (data.size() - off < sizeof(RecordHeader)) {
-      p.damage = "truncated record header at offset " + std::to_string(off);
-      break;
-    }
-    RecordHeader rh{};
-    std::memcpy(&rh, data.data() + off, sizeof(rh));
-    if (rh.size > kMaxRecordSize || rh.type == 0 || rh.type > kLastRecordType) {
-      p.damage = "corrupt record (type " + std::to_string(rh.type) + ", size " + std::to_string(rh.size) + ") at offset " +
-                 std::to_string(off);
-      break;
-    }
-    if (data.size() - off - sizeof(rh) < rh.size) {
-      p.damage = "truncated record at offset " + std::to_string(off);
-      break;
-    }
-    const std::string_view payload = std::string_view(data).substr(off + sizeof(rh), rh.size);
-    off += sizeof(rh) + rh.size;
-    switch (static_cast<RecordType>(rh.type)) {
+  }
+
+  void record(RecordType type, std::string_view payload) {
+    switch (type) {
       case RecordType::string: {
         if (payload.size() < 4) break;
         uint32_t id = 0;
@@ -143,107 +137,11 @@ Result<void> read_trace_file(const std::string& path, TraceData& into) {
         strings[id] = Interned(payload.substr(4));
         break;
       }
-      case RecordType::kernel: {
-        const auto k = payload_as<KernelRecord>(payload);
-        Activity a;
-        a.kind = Activity::Kind::kernel;
-        a.process = proc;
-        a.device = k.device;
-        a.context = k.context;
-        a.stream = k.stream;
-        a.correlation = k.correlation;
-        a.start_ns = static_cast<int64_t>(k.start_ns);
-        a.end_ns = static_cast<int64_t>(k.end_ns);
-        if (auto dn = demangled.find(k.name_id); dn != demangled.end()) {
-          a.name = dn->second;  // demangled once per name
-        } else {
-          a.name = Interned(demangle(str(k.name_id).str()));
-          if (strings.count(k.name_id) != 0) demangled.emplace(k.name_id, a.name);
-        }
-        a.grid[0] = k.grid_x, a.grid[1] = k.grid_y, a.grid[2] = k.grid_z;
-        a.block[0] = k.block_x, a.block[1] = k.block_y, a.block[2] = k.block_z;
-        a.registers = k.registers;
-        a.static_shared_bytes = k.static_shared_bytes;
-        a.dynamic_shared_bytes = k.dynamic_shared_bytes;
-        a.graph_id = k.graph_id;
-        acts.push_back(std::move(a));
-        ++p.records;
-        break;
-      }
+      case RecordType::kernel: kernel(payload); break;
       case RecordType::memcpy:
-      case RecordType::memset: {
-        const auto c = payload_as<CopyRecord>(payload);
-        Activity a;
-        const bool is_copy = static_cast<RecordType>(rh.type) == RecordType::memcpy;
-        a.kind = is_copy ? Activity::Kind::memcpy : Activity::Kind::memset;
-        a.process = proc;
-        a.device = c.device;
-        a.context = c.context;
-        a.stream = c.stream;
-        a.correlation = c.correlation;
-        a.start_ns = static_cast<int64_t>(c.start_ns);
-        a.end_ns = static_cast<int64_t>(c.end_ns);
-        a.bytes = c.bytes;
-        a.copy_kind = c.copy_kind;
-        const char* copy_kind = memcpy_kind_name(c.copy_kind);
-        a.name = is_copy ? std::string("memcpy ") + (copy_kind != nullptr ? copy_kind : "other") : "memset";
-        acts.push_back(std::move(a));
-        ++p.records;
-        break;
-      }
-      case RecordType::sync: {
-        const auto s = payload_as<SyncRecord>(payload);
-        static const char* names[] = {"sync", "event synchronize", "stream wait event", "stream synchronize",
-                                      "context synchronize"};
-        Activity a;
-        a.kind = Activity::Kind::sync;
-        a.process = proc;
-        a.context = s.context;
-        a.stream = s.stream;
-        a.correlation = s.correlation;
-        a.start_ns = static_cast<int64_t>(s.start_ns);
-        a.end_ns = static_cast<int64_t>(s.end_ns);
-        a.name = names[s.sync_type < 5 ? s.sync_type : 0];
-        acts.push_back(std::move(a));
-        ++p.records;
-        break;
-      }
-      case RecordType::marker: {
-        const auto m = payload_as<MarkerRecord>(payload);
-        ++p.records;
-        if ((m.flags & marker_end) != 0) {
-          auto it = open_ranges.find(m.id);
-          if (it == open_ranges.end() && m.object_kind == 2) {
-            // A pop whose id does not match: close the innermost open range of its thread and domain.
-            const Interned domain = str(m.domain_id);
-            for (auto j = open_ranges.begin(); j != open_ranges.end(); ++j) {
-              const Activity& r = acts[j->second];
-              if (r.thread == m.object_id && r.domain == domain && (it == open_ranges.end() || r.start_ns >= acts[it->second].start_ns)) {
-                it = j;
-              }
-            }
-          }
-          if (it != open_ranges.end()) {
-            acts[it->second].end_ns = static_cast<int64_t>(m.timestamp_ns);
-            acts[it->second].complete = true;
-            open_ranges.erase(it);
-          }
-          break;
-        }
-        Activity a;
-        a.process = proc;
-        a.kind = (m.flags & marker_start) != 0 ? Activity::Kind::range : Activity::Kind::mark;
-        a.start_ns = a.end_ns = static_cast<int64_t>(m.timestamp_ns);
-        a.name = str(m.name_id);
-        a.domain = str(m.domain_id);
-        a.thread = m.object_kind == 2 ? m.object_id : 0;
-        if (a.kind == Activity::Kind::range) {
-          a.complete = false;
-          open_ranges[m.id] = acts.size();
-        }
-        acts.push_back(std::move(a));
-        break;
-      }
+      case RecordType::memset: copy(payload, type == RecordType::memcpy); break;
+      case RecordType::sync: sync(payload); break;
+      case RecordType::marker: marker(payload); break;
       case RecordType::api: {
         const auto c = payload_as<ApiRecord>(payload);
         p.launches.push_back({c.correlation, c.thread_id, static_cast<int64_t>(c.start_ns),
@@ -284,10 +182,143 @@ Result<void> read_trace_file(const std::string& path, TraceData& into) {
       }
     }
   }
-  // Ranges never closed end where the process's last record does.
-  int64_t last = p.start_realtime_ns;
-  for (const Activity& a : acts) last = std::max(last, a.end_ns);
-  for (const auto& [id, idx] : open_ranges) acts[idx].end_ns = std::max(acts[idx].start_ns, last);
+
+  void kernel(std::string_view payload) {
+    const auto k = payload_as<KernelRecord>(payload);
+    Activity a;
+    a.kind = Activity::Kind::kernel;
+    a.process = proc;
+    a.device = k.device;
+    a.context = k.context;
+    a.stream = k.stream;
+    a.correlation = k.correlation;
+    a.start_ns = static_cast<int64_t>(k.start_ns);
+    a.end_ns = static_cast<int64_t>(k.end_ns);
+    if (auto dn = demangled.find(k.name_id); dn != demangled.end()) {
+      a.name = dn->second;  // demangled once per name
+    } else {
+      a.name = Interned(demangle(str(k.name_id).str()));
+      if (strings.count(k.name_id) != 0) demangled.emplace(k.name_id, a.name);
+    }
+    a.grid[0] = k.grid_x, a.grid[1] = k.grid_y, a.grid[2] = k.grid_z;
+    a.block[0] = k.block_x, a.block[1] = k.block_y, a.block[2] = k.block_z;
+    a.registers = k.registers;
+    a.static_shared_bytes = k.static_shared_bytes;
+    a.dynamic_shared_bytes = k.dynamic_shared_bytes;
+    a.graph_id = k.graph_id;
+    acts.push_back(std::move(a));
+    ++p.records;
+  }
+
+  void copy(std::string_view payload, bool is_copy) {
+    const auto c = payload_as<CopyRecord>(payload);
+    Activity a;
+    a.kind = is_copy ? Activity::Kind::memcpy : Activity::Kind::memset;
+    a.process = proc;
+    a.device = c.device;
+    a.context = c.context;
+    a.stream = c.stream;
+    a.correlation = c.correlation;
+    a.start_ns = static_cast<int64_t>(c.start_ns);
+    a.end_ns = static_cast<int64_t>(c.end_ns);
+    a.bytes = c.bytes;
+    a.copy_kind = c.copy_kind;
+    const char* copy_kind = memcpy_kind_name(c.copy_kind);
+    a.name = is_copy ? std::string("memcpy ") + (copy_kind != nullptr ? copy_kind : "other") : "memset";
+    acts.push_back(std::move(a));
+    ++p.records;
+  }
+
+  void sync(std::string_view payload) {
+    const auto s = payload_as<SyncRecord>(payload);
+    static const char* names[] = {"sync", "event synchronize", "stream wait event", "stream synchronize",
+                                  "context synchronize"};
+    Activity a;
+    a.kind = Activity::Kind::sync;
+    a.process = proc;
+    a.context = s.context;
+    a.stream = s.stream;
+    a.correlation = s.correlation;
+    a.start_ns = static_cast<int64_t>(s.start_ns);
+    a.end_ns = static_cast<int64_t>(s.end_ns);
+    a.name = names[s.sync_type < 5 ? s.sync_type : 0];
+    acts.push_back(std::move(a));
+    ++p.records;
+  }
+
+  // NVTX: a mark, or a range opened here and closed by the end record carrying the same id.
+  void marker(std::string_view payload) {
+    const auto m = payload_as<MarkerRecord>(payload);
+    ++p.records;
+    if ((m.flags & marker_end) != 0) {
+      auto it = open_ranges.find(m.id);
+      if (it == open_ranges.end() && m.object_kind == 2) {
+        // A pop whose id does not match: close the innermost open range of its thread and domain.
+        const Interned domain = str(m.domain_id);
+        for (auto j = open_ranges.begin(); j != open_ranges.end(); ++j) {
+          const Activity& r = acts[j->second];
+          if (r.thread == m.object_id && r.domain == domain && (it == open_ranges.end() || r.start_ns >= acts[it->second].start_ns)) {
+            it = j;
+          }
+        }
+      }
+      if (it != open_ranges.end()) {
+        acts[it->second].end_ns = static_cast<int64_t>(m.timestamp_ns);
+        acts[it->second].complete = true;
+        open_ranges.erase(it);
+      }
+      return;
+    }
+    Activity a;
+    a.process = proc;
+    a.kind = (m.flags & marker_start) != 0 ? Activity::Kind::range : Activity::Kind::mark;
+    a.start_ns = a.end_ns = static_cast<int64_t>(m.timestamp_ns);
+    a.name = str(m.name_id);
+    a.domain = str(m.domain_id);
+    a.thread = m.object_kind == 2 ? m.object_id : 0;
+    if (a.kind == Activity::Kind::range) {
+      a.complete = false;
+      open_ranges[m.id] = acts.size();
+    }
+    acts.push_back(std::move(a));
+  }
+
+  ProcessTrace& p;
+  const int proc;
+  std::unordered_map<uint32_t, Interned> strings;
+  std::unordered_map<uint32_t, Interned> demangled;
+  // Open NVTX ranges by (id), closed by the end record carrying the same id.
+  std::unordered_map<uint32_t, std::size_t> open_ranges;
+  std::vector<Activity> acts;
+};
+
+}  // namespace
+
+Result<void> read_trace_file(const std::string& path, TraceData& into) {
+  // Whatever size the traced program's records came to (a long run writes gigabytes).
+  auto file = read_text_file(path, std::numeric_limits<std::size_t>::max());
+  if (!file) return file.error();
+  const std::string& data = *file;
+  if (data.size() < sizeof(FileHeader) || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
+    return make_error(Errc::parse, path + ": not a jouleprof trace file (bad magic at offset 0)");
+  }
+  const auto h = payload_as<FileHeader>(std::string_view(data).substr(0, sizeof(FileHeader)));
+  if (h.version != kVersion) {
+    return make_error(Errc::parse, path + ": trace format version " + std::to_string(h.version) + ", this jouleprof reads " +
+                                       std::to_string(kVersion));
+  }
+  if (h.header_size < sizeof(FileHeader) || h.header_size > data.size()) {
+    return make_error(Errc::parse, path + ": corrupt header (size " + std::to_string(h.header_size) + ") at offset 8");
+  }
+  ProcessTrace p;
+  p.file = path;
+  p.pid = h.pid;
+  p.ppid = h.ppid;
+  p.start_realtime_ns = h.start_realtime_ns;
+  p.cupti_version = h.cupti_version;
+  FileReader reader(p, static_cast<int>(into.processes.size()));
+  reader.read(data, h.header_size);
+  std::vector<Activity> acts = reader.finish();
   into.processes.push_back(std::move(p));
   into.activities.insert(into.activities.end(), std::make_move_iterator(acts.begin()), std::make_move_iterator(acts.end()));
   return {};

@@ -456,15 +456,28 @@ void Sweep::measure_point(LlmEngine* eng, const LlmConfig& cfg, const EngineOpti
   if (auto st = eng->status(); !st) failure = st.error();
 }
 
-/// Step 4: the sweep's Measurement (windows, provenance, tags, status) and its "llm" section
-/// (the derived figures of every point), from the finished Monitor.
-BenchResult assemble_sweep(const BenchOptions& o, Measurement measurement, const std::vector<Point>& points, bool simulated,
-                           const std::string& device_name, const std::optional<Error>& failure, int signal) {
-  BenchResult res;
-  res.simulated = simulated;
-  res.measurement = std::move(measurement);
-  Measurement& m = res.measurement;
-  fill_provenance(m);
+/// A sweep's windows by id, and the GPUs' idle power that the window figures compare against.
+struct SweepWindows {
+  const Measurement& m;
+  std::optional<double> idle_w;
+  const WindowResult* win(int id) const {
+    return id >= 0 && static_cast<std::size_t>(id) < m.windows.size() ? &m.windows[static_cast<std::size_t>(id)] : nullptr;
+  }
+};
+
+/// The GPUs' idle power summed; nullopt unless every GPU has one.
+std::optional<double> total_idle_w(const Measurement& m) {
+  if (m.gpu_state.empty()) return std::nullopt;
+  double sum = 0;
+  for (const auto& g : m.gpu_state) {
+    if (!g.idle_power_w) return std::nullopt;
+    sum += *g.idle_power_w;
+  }
+  return sum;
+}
+
+/// The sweep's command, tags and status.
+void label_sweep(const BenchOptions& o, Measurement& m, const std::optional<Error>& failure, int signal) {
   m.command = {"jouleprof", "bench", "llm"};
   for (const auto& a : bench_args(o)) m.command.push_back(a);
   m.builtin_workload = true;
@@ -479,7 +492,6 @@ BenchResult assemble_sweep(const BenchOptions& o, Measurement measurement, const
   // No runs[] and no statistics over the configurations: they differ on purpose. Each is a run
   // of its own once split (bench_record.hpp); here its run window and point carry the status.
   if (failure) {
-    res.error = failure;
     m.complete = false;
     m.incomplete_reason = failure->message;
     m.exit_code = exit_code_for(*failure);
@@ -488,140 +500,316 @@ BenchResult assemble_sweep(const BenchOptions& o, Measurement measurement, const
     m.incomplete_reason = signal_reason(signal);
     m.exit_code = 128 + signal;
   }
-  std::optional<double> idle_w;
-  if (!m.gpu_state.empty()) {
-    double sum = 0;
-    bool all = true;
-    for (const auto& g : m.gpu_state) {
-      if (g.idle_power_w) {
-        sum += *g.idle_power_w;
-      } else {
-        all = false;
-      }
-    }
-    if (all) idle_w = sum;
+}
+
+std::optional<nlohmann::json> prefill_json(const Point& pt, const SweepWindows& ws) {
+  const auto* w = ws.win(pt.prefill_w);
+  if (w == nullptr || pt.passes <= 0) return std::nullopt;
+  nlohmann::json p = window_json(*w, ws.idle_w);
+  p["window"] = pt.prefill_w;
+  p["passes"] = pt.passes;
+  p["tokens"] = pt.prefill_tokens;
+  p["tokens_per_s"] = pt.prefill_tokens / std::max(1e-9, w->duration_s());
+  p["j_per_token"] = w->gpu_energy_j / pt.prefill_tokens;
+  p["above_idle_j_per_token"] = num_or_null(opt_div(w->gpu_above_idle_j, pt.prefill_tokens));
+  p["tflops"] = pt.prefill_flops * pt.passes / std::max(1e-9, w->duration_s()) / 1e12;
+  p["ms_per_pass"] = 1e3 * w->duration_s() / pt.passes;
+  return p;
+}
+
+std::optional<nlohmann::json> decode_json(const Point& pt, const SweepWindows& ws) {
+  const auto* w = ws.win(pt.decode_w);
+  if (w == nullptr || pt.steps <= 0) return std::nullopt;
+  nlohmann::json d = window_json(*w, ws.idle_w);
+  d["window"] = pt.decode_w;
+  d["steps"] = pt.steps;
+  d["tokens"] = pt.decode_tokens;
+  d["tokens_per_s"] = pt.decode_tokens / std::max(1e-9, w->duration_s());
+  d["j_per_token"] = w->gpu_energy_j / pt.decode_tokens;
+  d["above_idle_j_per_token"] = num_or_null(opt_div(w->gpu_above_idle_j, pt.decode_tokens));
+  d["ms_per_step"] = 1e3 * w->duration_s() / pt.steps;
+  d["j_per_step"] = w->gpu_energy_j / pt.steps;
+  d["bytes_per_step"] = pt.decode_bytes_per_step;
+  d["bandwidth_bytes_per_s"] = pt.decode_bytes_per_step * pt.steps / std::max(1e-9, w->duration_s());
+  d["tflops"] = pt.decode_flops_per_step * pt.steps / std::max(1e-9, w->duration_s()) / 1e12;
+  return d;
+}
+
+/// The isolated components of a point, their groups, and how their sum compares with the
+/// isolated step and the decode window (decode_j_step, decode_ms_step: 0 without decode).
+void add_components(nlohmann::json& j, const Point& pt, const SweepWindows& ws, double decode_j_step, double decode_ms_step) {
+  nlohmann::json comps = nlohmann::json::array();
+  double sum_j = 0, sum_ms = 0;
+  std::map<std::string, double> groups;
+  for (const CompWin& cw : pt.comps) {
+    const auto* w = ws.win(cw.window);
+    if (w == nullptr || cw.calls <= 0) continue;
+    const double jpc = w->gpu_energy_j / cw.calls;
+    nlohmann::json c = window_json(*w, ws.idle_w);
+    c["name"] = component_name(cw.c);
+    c["description"] = component_description(cw.c);
+    c["group"] = component_group(cw.c);
+    c["window"] = cw.window;
+    c["calls"] = cw.calls;
+    c["calls_per_step"] = cw.per_step;
+    c["us_per_call"] = 1e6 * w->duration_s() / cw.calls;
+    c["j_per_call"] = jpc;
+    c["above_idle_j_per_call"] = num_or_null(opt_div(w->gpu_above_idle_j, cw.calls));
+    c["j_per_step"] = jpc * cw.per_step;
+    c["j_per_token"] = jpc * cw.per_step / pt.batch;
+    sum_j += jpc * cw.per_step;
+    sum_ms += 1e3 * w->duration_s() / cw.calls * cw.per_step;
+    groups[component_group(cw.c)] += jpc * cw.per_step / pt.batch;
+    comps.push_back(c);
   }
+  for (auto& c : comps) c["share"] = sum_j > 0 ? c["j_per_step"].get<double>() / sum_j : 0.0;
+  j["components"] = comps;
+  j["groups_j_per_token"] = groups;
+  nlohmann::json k;
+  k["sum_components_j_per_step"] = sum_j;
+  k["sum_components_ms_per_step"] = sum_ms;
+  if (const auto* w = ws.win(pt.step_w); w != nullptr && pt.step_reps > 0) {
+    k["isolated_step_j_per_step"] = w->gpu_energy_j / pt.step_reps;
+    k["isolated_step_ms_per_step"] = 1e3 * w->duration_s() / pt.step_reps;
+    k["step_window"] = pt.step_w;
+  }
+  k["decode_j_per_step"] = decode_j_step;
+  k["decode_ms_per_step"] = decode_ms_step;
+  if (decode_j_step > 0) k["sum_over_decode"] = sum_j / decode_j_step;
+  if (decode_j_step > 0 && k.contains("isolated_step_j_per_step")) {
+    k["isolated_step_over_decode"] = k["isolated_step_j_per_step"].get<double>() / decode_j_step;
+  }
+  j["consistency"] = k;
+}
+
+nlohmann::json layers_json(const Point& pt, const SweepWindows& ws) {
+  nlohmann::json ls = nlohmann::json::array();
+  for (const LayerWin& lw : pt.layer_wins) {
+    const auto* w = ws.win(lw.window);
+    if (w == nullptr || lw.reps <= 0) continue;
+    nlohmann::json l = window_json(*w, ws.idle_w);
+    l["layer"] = lw.layer;
+    l["window"] = lw.window;
+    l["calls"] = lw.reps;
+    l["j_per_call"] = w->gpu_energy_j / lw.reps;
+    l["above_idle_j_per_call"] = num_or_null(opt_div(w->gpu_above_idle_j, lw.reps));
+    l["us_per_call"] = 1e6 * w->duration_s() / lw.reps;
+    ls.push_back(l);
+  }
+  return ls;
+}
+
+/// One point of the "llm" section: its status and the figures of each of its windows.
+nlohmann::json point_json(const Point& pt, const SweepWindows& ws) {
+  nlohmann::json j = pt.meta;
+  j["status"] = !pt.skipped.empty() ? "skipped" : pt.incomplete.empty() ? "complete" : "incomplete";
+  if (!pt.incomplete.empty()) j["incomplete_reason"] = pt.incomplete;
+  if (!pt.skipped.empty()) {
+    j["skipped"] = pt.skipped;
+    return j;
+  }
+  if (auto p = prefill_json(pt, ws)) j["prefill"] = *p;
+  double decode_j_step = 0, decode_ms_step = 0;
+  if (auto d = decode_json(pt, ws)) {
+    decode_ms_step = (*d)["ms_per_step"].get<double>();
+    decode_j_step = (*d)["j_per_step"].get<double>();
+    j["decode"] = *d;
+  }
+  if (!pt.comps.empty()) add_components(j, pt, ws, decode_j_step, decode_ms_step);
+  if (!pt.layer_wins.empty()) j["layers"] = layers_json(pt, ws);
+  return j;
+}
+
+/// Step 4: the sweep's Measurement (windows, provenance, tags, status) and its "llm" section
+/// (the derived figures of every point), from the finished Monitor.
+BenchResult assemble_sweep(const BenchOptions& o, Measurement measurement, const std::vector<Point>& points, bool simulated,
+                           const std::string& device_name, const std::optional<Error>& failure, int signal) {
+  BenchResult res;
+  res.simulated = simulated;
+  res.measurement = std::move(measurement);
+  Measurement& m = res.measurement;
+  fill_provenance(m);
+  label_sweep(o, m, failure, signal);
+  if (failure) res.error = failure;
+  const SweepWindows ws{m, total_idle_w(m)};
   nlohmann::json out;
   out["schema"] = kBenchSchema;
   out["simulated"] = simulated;
   out["device"] = device_name;
-  out["idle_power_w"] = num_or_null(idle_w);
+  out["idle_power_w"] = num_or_null(ws.idle_w);
   out["method"] =
       "prefill and decode: whole phases repeated until each window lasts --min-seconds, energy from the "
       "GPU energy counter (windows >= 1 s) or the 20-ms power-sample timeline; components, layers and the isolated "
       "step: each replayed alone (CUDA graphs) for --iso-seconds at the middle of the generation, energy per call = "
       "window energy / calls";
   nlohmann::json pts = nlohmann::json::array();
-  auto win = [&](int id) -> const WindowResult* {
-    return id >= 0 && static_cast<std::size_t>(id) < m.windows.size() ? &m.windows[static_cast<std::size_t>(id)] : nullptr;
-  };
-  for (const Point& pt : points) {
-    nlohmann::json j = pt.meta;
-    j["status"] = !pt.skipped.empty() ? "skipped" : pt.incomplete.empty() ? "complete" : "incomplete";
-    if (!pt.incomplete.empty()) j["incomplete_reason"] = pt.incomplete;
-    if (!pt.skipped.empty()) {
-      j["skipped"] = pt.skipped;
-      pts.push_back(j);
-      continue;
-    }
-    if (const auto* w = win(pt.prefill_w); w != nullptr && pt.passes > 0) {
-      nlohmann::json p = window_json(*w, idle_w);
-      p["window"] = pt.prefill_w;
-      p["passes"] = pt.passes;
-      p["tokens"] = pt.prefill_tokens;
-      p["tokens_per_s"] = pt.prefill_tokens / std::max(1e-9, w->duration_s());
-      p["j_per_token"] = w->gpu_energy_j / pt.prefill_tokens;
-      p["above_idle_j_per_token"] = num_or_null(opt_div(w->gpu_above_idle_j, pt.prefill_tokens));
-      p["tflops"] = pt.prefill_flops * pt.passes / std::max(1e-9, w->duration_s()) / 1e12;
-      p["ms_per_pass"] = 1e3 * w->duration_s() / pt.passes;
-      j["prefill"] = p;
-    }
-    double decode_j_step = 0, decode_ms_step = 0;
-    if (const auto* w = win(pt.decode_w); w != nullptr && pt.steps > 0) {
-      nlohmann::json d = window_json(*w, idle_w);
-      d["window"] = pt.decode_w;
-      d["steps"] = pt.steps;
-      d["tokens"] = pt.decode_tokens;
-      d["tokens_per_s"] = pt.decode_tokens / std::max(1e-9, w->duration_s());
-      d["j_per_token"] = w->gpu_energy_j / pt.decode_tokens;
-      d["above_idle_j_per_token"] = num_or_null(opt_div(w->gpu_above_idle_j, pt.decode_tokens));
-      decode_ms_step = 1e3 * w->duration_s() / pt.steps;
-      decode_j_step = w->gpu_energy_j / pt.steps;
-      d["ms_per_step"] = decode_ms_step;
-      d["j_per_step"] = decode_j_step;
-      d["bytes_per_step"] = pt.decode_bytes_per_step;
-      d["bandwidth_bytes_per_s"] = pt.decode_bytes_per_step * pt.steps / std::max(1e-9, w->duration_s());
-      d["tflops"] = pt.decode_flops_per_step * pt.steps / std::max(1e-9, w->duration_s()) / 1e12;
-      j["decode"] = d;
-    }
-    if (!pt.comps.empty()) {
-      nlohmann::json comps = nlohmann::json::array();
-      double sum_j = 0, sum_ms = 0;
-      std::map<std::string, double> groups;
-      for (const CompWin& cw : pt.comps) {
-        const auto* w = win(cw.window);
-        if (w == nullptr || cw.calls <= 0) continue;
-        const double jpc = w->gpu_energy_j / cw.calls;
-        nlohmann::json c = window_json(*w, idle_w);
-        c["name"] = component_name(cw.c);
-        c["description"] = component_description(cw.c);
-        c["group"] = component_group(cw.c);
-        c["window"] = cw.window;
-        c["calls"] = cw.calls;
-        c["calls_per_step"] = cw.per_step;
-        c["us_per_call"] = 1e6 * w->duration_s() / cw.calls;
-        c["j_per_call"] = jpc;
-        c["above_idle_j_per_call"] = num_or_null(opt_div(w->gpu_above_idle_j, cw.calls));
-        c["j_per_step"] = jpc * cw.per_step;
-        c["j_per_token"] = jpc * cw.per_step / pt.batch;
-        sum_j += jpc * cw.per_step;
-        sum_ms += 1e3 * w->duration_s() / cw.calls * cw.per_step;
-        groups[component_group(cw.c)] += jpc * cw.per_step / pt.batch;
-        comps.push_back(c);
-      }
-      for (auto& c : comps) c["share"] = sum_j > 0 ? c["j_per_step"].get<double>() / sum_j : 0.0;
-      j["components"] = comps;
-      j["groups_j_per_token"] = groups;
-      nlohmann::json k;
-      k["sum_components_j_per_step"] = sum_j;
-      k["sum_components_ms_per_step"] = sum_ms;
-      if (const auto* w = win(pt.step_w); w != nullptr && pt.step_reps > 0) {
-        k["isolated_step_j_per_step"] = w->gpu_energy_j / pt.step_reps;
-        k["isolated_step_ms_per_step"] = 1e3 * w->duration_s() / pt.step_reps;
-        k["step_window"] = pt.step_w;
-      }
-      k["decode_j_per_step"] = decode_j_step;
-      k["decode_ms_per_step"] = decode_ms_step;
-      if (decode_j_step > 0) k["sum_over_decode"] = sum_j / decode_j_step;
-      if (decode_j_step > 0 && k.contains("isolated_step_j_per_step")) {
-        k["isolated_step_over_decode"] = k["isolated_step_j_per_step"].get<double>() / decode_j_step;
-      }
-      j["consistency"] = k;
-    }
-    if (!pt.layer_wins.empty()) {
-      nlohmann::json ls = nlohmann::json::array();
-      for (const LayerWin& lw : pt.layer_wins) {
-        const auto* w = win(lw.window);
-        if (w == nullptr || lw.reps <= 0) continue;
-        nlohmann::json l = window_json(*w, idle_w);
-        l["layer"] = lw.layer;
-        l["window"] = lw.window;
-        l["calls"] = lw.reps;
-        l["j_per_call"] = w->gpu_energy_j / lw.reps;
-        l["above_idle_j_per_call"] = num_or_null(opt_div(w->gpu_above_idle_j, lw.reps));
-        l["us_per_call"] = 1e6 * w->duration_s() / lw.reps;
-        ls.push_back(l);
-      }
-      j["layers"] = ls;
-    }
-    pts.push_back(j);
-  }
+  for (const Point& pt : points) pts.push_back(point_json(pt, ws));
   out["points"] = pts;
   out["configurations"] = pts.size();
   res.llm = out;
   m.sections["llm"] = out.dump();
   return res;
 }
+
+/// The engine of one model and dtype, as the sweep's options set it.
+EngineOptions engine_options(const BenchOptions& o, const std::string& model, DType dtype) {
+  EngineOptions eo;
+  if (o.weights.empty()) {
+    eo.model = model;
+  } else {
+    eo.weights_dir = model;
+  }
+  eo.dtype = dtype;
+  eo.seed = o.seed;
+  eo.device = o.gpu;
+  eo.chunk_tokens = o.chunk_tokens;
+  eo.graphs = !o.no_graphs;
+  (void)apply_variant(o.variant, eo);  // checked by validate_sweep
+  if (o.top_k > 0) eo.sampling.top_k = o.top_k;
+  eo.sampling.temperature = o.temperature;
+  eo.sampling.seed = o.seed;
+  return eo;
+}
+
+/// Sizes checked in 64 bits before anything is allocated or simulated: the context against
+/// the model's positions, the KV cache and weights against the simulated H100's 80 GB.
+Result<void> check_grid(const std::vector<Shape>& grid, const std::vector<std::vector<int>>& file_tokens,
+                        const LlmConfig& cfg, const EngineOptions& eo, bool simulated) {
+  for (const Shape& shape : grid) {
+    int64_t longest = shape.prompt;
+    for (const auto& t : file_tokens) longest = std::max<int64_t>(longest, static_cast<int64_t>(t.size()));
+    const int64_t context = longest + shape.gen - 1;
+    if (context > cfg.max_position) {
+      return make_error(Errc::invalid_argument,
+                        "prompt " + std::to_string(longest) + " + gen " + std::to_string(shape.gen) + " needs a context of " +
+                            std::to_string(context) + " positions; " + cfg.name + " has " + std::to_string(cfg.max_position));
+    }
+    if (simulated) {
+      const double need = static_cast<double>(shape.batch) * WorkModel::decode_kv_bytes(cfg, eo.dtype, static_cast<int>(context)) +
+                          WorkModel::decode_weight_bytes(cfg, eo.dtype, shape.batch);
+      constexpr double kSimMemoryBytes = 80e9;
+      if (auto fits = check_fits("batch " + std::to_string(shape.batch) + " at context " + std::to_string(context) +
+                                     " (weights and KV cache)",
+                                 need, kSimMemoryBytes, "the simulated H100");
+          !fits) {
+        return fits.error();
+      }
+    }
+  }
+  return {};
+}
+
+/// The sweep across models and dtypes while it runs: the points so far, the idle window, the
+/// engine running (`current`, which the Monitor's window edges synchronize with).
+struct BenchRun {
+  const BenchOptions& o;
+  Monitor& mon;
+  Sweep& sw;
+  LlmEngine*& current;
+  Progress& configs;
+  const std::string variant;
+  std::vector<Point> points;
+  int idle_window = -1;
+  std::string device_name;
+  bool simulated = false;
+
+  /// Every configuration of one model and dtype, with its own engine.
+  void run_engine(const std::string& model, const std::string& dtype_name, DType dtype, const EngineFactory& factory) {
+    const EngineOptions eo = engine_options(o, model, dtype);
+    sw.say("loading " + model + " (" + dtype_name + (o.weights.empty() ? ", random weights" : "") + ")");
+    auto eng_r = factory(eo, mon);
+    if (!eng_r) {
+      sw.failure = eng_r.error();
+      return;
+    }
+    std::unique_ptr<LlmEngine> eng = std::move(*eng_r);
+    current = eng.get();
+    simulated = eng->simulated();
+    device_name = eng->device_name();
+    const LlmConfig& cfg = eng->config();
+    if (idle_window < 0 && o.idle_s > 0) take_idle_window(*eng);
+    std::vector<std::vector<int>> file_tokens;
+    if (!o.tokens_file.empty()) {
+      auto ft = read_token_file(o.tokens_file, cfg.vocab);
+      if (!ft) {
+        sw.failure = ft.error();
+        current = nullptr;
+        return;
+      }
+      file_tokens = std::move(*ft);
+    }
+    const std::vector<Shape> grid = plan_sweep(o, file_tokens);
+    if (auto fits = check_grid(grid, file_tokens, cfg, eo, simulated); !fits) sw.failure = fits.error();
+    for (const Shape& shape : grid) {
+      if (sw.stopped()) break;
+      run_shape(eng.get(), cfg, eo, dtype_name, file_tokens, shape);
+    }
+    current = nullptr;
+  }
+
+  /// The idle baseline's window, after the first engine is loaded and idle (set at the end, as
+  /// `measure` does).
+  void take_idle_window(LlmEngine& eng) {
+    eng.synchronize();
+    if (!sw.sleep_s(0.5)) return;
+    sw.say("measuring the idle baseline for " + fmt_double(o.idle_s) + " s");
+    const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
+    const bool full = sw.sleep_s(o.idle_s);
+    mon.end_at(id, std::nullopt, full);
+    idle_window = static_cast<int>(id);
+  }
+
+  /// One configuration: its run window, its measured windows, its progress line.
+  void run_shape(LlmEngine* eng, const LlmConfig& cfg, const EngineOptions& eo, const std::string& dtype_name,
+                 const std::vector<std::vector<int>>& file_tokens, const Shape& shape) {
+    const int B = shape.batch, P = shape.prompt, G = shape.gen;
+    Point pt;
+    pt.index = static_cast<int>(points.size());
+    pt.batch = B;
+    pt.layers = cfg.layers;
+    RunShape s;
+    s.batch = B;
+    s.gen = G;
+    s.seed = o.seed;
+    if (file_tokens.empty()) {
+      s.prompt_lens.assign(static_cast<std::size_t>(B), P);
+    } else {
+      for (const auto& t : file_tokens) s.prompt_lens.push_back(static_cast<int>(t.size()));
+      s.prompt_tokens = file_tokens;
+    }
+    pt.meta = {{"index", pt.index},
+               {"model", cfg.name},
+               {"dtype", dtype_name},
+               {"batch", B},
+               {"prompt", file_tokens.empty() ? nlohmann::json(P) : nlohmann::json(s.prompt_lens)},
+               {"gen", G},
+               {"num_layers", cfg.layers},
+               {"params", cfg.total_params()},
+               {"weights", o.weights.empty() ? "random (seed " + std::to_string(o.seed) + ")" : o.weights},
+               {"variant", variant},
+               {"sampling", describe_sampling(eo.sampling)}};
+    // Window names: MODEL[/DTYPE]/bBATCH/pPROMPT[/gGEN] (dtype and gen when swept).
+    const std::string base = cfg.name + (o.dtypes.size() > 1 ? "/" + dtype_name : "") + "/b" + std::to_string(B) + "/p" +
+                             (file_tokens.empty() ? std::to_string(P) : "file") +
+                             (o.gens.size() > 1 ? "/g" + std::to_string(G) : "");
+    // One window of kind "run" per configuration: everything it cost, from preparing the
+    // engine to the last isolation window (the run store keeps each as a run).
+    const auto run_w = mon.begin_at(base, std::nullopt, "run", pt.index);
+    pt.run_w = static_cast<int>(run_w);
+    pt.meta["run_window"] = pt.run_w;
+    sw.measure_point(eng, cfg, eo, s, base, pt);
+    if (pt.skipped.empty() && sw.stopped()) pt.incomplete = sw.stop_reason();
+    mon.end_at(run_w, std::nullopt, pt.skipped.empty() && pt.incomplete.empty());
+    std::string last = pt.skipped.empty() ? "" : "skipped";
+    if (pt.decode_w >= 0 && pt.decode_tokens > 0) {
+      if (auto e = mon.energy(static_cast<Monitor::WindowId>(pt.decode_w)); e) {
+        last = base + " decode " + fmt_double(e->gpu_energy_j / pt.decode_tokens) + " J/token";
+      }
+    }
+    points.push_back(std::move(pt));
+    configs.step(last);
+  }
+};
 
 }  // namespace
 
@@ -639,157 +827,30 @@ Result<BenchResult> run_bench(const BenchOptions& o, const EngineFactory& factor
   Sweep sw{o, mon, [&](const std::string& line) {
              if (progress) progress(line);
            }, std::nullopt, 0};
-
-  std::vector<Point> points;
-  int idle_window = -1;
-  std::string device_name;
-  bool simulated = false;
-  const std::string variant = variant_words(o);
   // "configuration 3/6 · elapsed · ETA · last: decode 0.512 J/token" (core/progress.hpp), one
   // line per configuration so it reads well between the step lines.
   const std::size_t shapes = o.tokens_file.empty() ? o.batches.size() * o.prompts.size() * o.gens.size() : o.gens.size();
   Progress configs("configuration", static_cast<int>(valid->models.size() * valid->dtypes.size() * shapes),
                    !o.quiet && Progress::wanted(o.progress), &Progress::steady_clock, Progress::line_sink());
+  BenchRun run{o, mon, sw, current, configs, variant_words(o), {}, -1, "", false};
   for (const std::string& model : valid->models) {
     for (std::size_t di = 0; di < valid->dtypes.size() && !sw.stopped(); ++di) {
-      const std::string& dtype_name = o.dtypes[di];
-      EngineOptions eo;
-      if (o.weights.empty()) {
-        eo.model = model;
-      } else {
-        eo.weights_dir = model;
-      }
-      eo.dtype = valid->dtypes[di];
-      eo.seed = o.seed;
-      eo.device = o.gpu;
-      eo.chunk_tokens = o.chunk_tokens;
-      eo.graphs = !o.no_graphs;
-      (void)apply_variant(o.variant, eo);  // checked by validate_sweep
-      if (o.top_k > 0) eo.sampling.top_k = o.top_k;
-      eo.sampling.temperature = o.temperature;
-      eo.sampling.seed = o.seed;
-      sw.say("loading " + model + " (" + dtype_name + (o.weights.empty() ? ", random weights" : "") + ")");
-      auto eng_r = factory(eo, mon);
-      if (!eng_r) {
-        sw.failure = eng_r.error();
-        break;
-      }
-      std::unique_ptr<LlmEngine> eng = std::move(*eng_r);
-      current = eng.get();
-      simulated = eng->simulated();
-      device_name = eng->device_name();
-      const LlmConfig& cfg = eng->config();
-      if (idle_window < 0 && o.idle_s > 0) {
-        eng->synchronize();
-        if (sw.sleep_s(0.5)) {
-          sw.say("measuring the idle baseline for " + fmt_double(o.idle_s) + " s");
-          const auto id = mon.begin_at("idle", std::nullopt, "idle", -1);
-          const bool full = sw.sleep_s(o.idle_s);
-          mon.end_at(id, std::nullopt, full);
-          idle_window = static_cast<int>(id);
-        }
-      }
-      std::vector<std::vector<int>> file_tokens;
-      if (!o.tokens_file.empty()) {
-        auto ft = read_token_file(o.tokens_file, cfg.vocab);
-        if (!ft) {
-          sw.failure = ft.error();
-          current = nullptr;
-          break;
-        }
-        file_tokens = std::move(*ft);
-      }
-      const std::vector<Shape> grid = plan_sweep(o, file_tokens);
-      // Sizes checked in 64 bits before anything is allocated or simulated: the context against
-      // the model's positions, the KV cache and weights against the simulated H100's 80 GB.
-      for (const Shape& shape : grid) {
-        int64_t longest = shape.prompt;
-        for (const auto& t : file_tokens) longest = std::max<int64_t>(longest, static_cast<int64_t>(t.size()));
-        const int64_t context = longest + shape.gen - 1;
-        if (context > cfg.max_position) {
-          sw.failure = make_error(Errc::invalid_argument,
-                                  "prompt " + std::to_string(longest) + " + gen " + std::to_string(shape.gen) + " needs a context of " +
-                                      std::to_string(context) + " positions; " + cfg.name + " has " + std::to_string(cfg.max_position));
-          break;
-        }
-        if (simulated) {
-          const double need = static_cast<double>(shape.batch) * WorkModel::decode_kv_bytes(cfg, eo.dtype, static_cast<int>(context)) +
-                              WorkModel::decode_weight_bytes(cfg, eo.dtype, shape.batch);
-          constexpr double kSimMemoryBytes = 80e9;
-          if (auto fits = check_fits("batch " + std::to_string(shape.batch) + " at context " + std::to_string(context) +
-                                         " (weights and KV cache)",
-                                     need, kSimMemoryBytes, "the simulated H100");
-              !fits) {
-            sw.failure = fits.error();
-            break;
-          }
-        }
-      }
-      for (const Shape& shape : grid) {
-        if (sw.stopped()) break;
-        const int B = shape.batch, P = shape.prompt, G = shape.gen;
-        Point pt;
-        pt.index = static_cast<int>(points.size());
-        pt.batch = B;
-        pt.layers = cfg.layers;
-        RunShape s;
-        s.batch = B;
-        s.gen = G;
-        s.seed = o.seed;
-        if (file_tokens.empty()) {
-          s.prompt_lens.assign(static_cast<std::size_t>(B), P);
-        } else {
-          for (const auto& t : file_tokens) s.prompt_lens.push_back(static_cast<int>(t.size()));
-          s.prompt_tokens = file_tokens;
-        }
-        pt.meta = {{"index", pt.index},
-                   {"model", cfg.name},
-                   {"dtype", dtype_name},
-                   {"batch", B},
-                   {"prompt", file_tokens.empty() ? nlohmann::json(P) : nlohmann::json(s.prompt_lens)},
-                   {"gen", G},
-                   {"num_layers", cfg.layers},
-                   {"params", cfg.total_params()},
-                   {"weights", o.weights.empty() ? "random (seed " + std::to_string(o.seed) + ")" : o.weights},
-                   {"variant", variant},
-                   {"sampling", describe_sampling(eo.sampling)}};
-        // Window names: MODEL[/DTYPE]/bBATCH/pPROMPT[/gGEN] (dtype and gen when swept).
-        const std::string base = cfg.name + (o.dtypes.size() > 1 ? "/" + dtype_name : "") + "/b" + std::to_string(B) + "/p" +
-                                 (file_tokens.empty() ? std::to_string(P) : "file") +
-                                 (o.gens.size() > 1 ? "/g" + std::to_string(G) : "");
-        // One window of kind "run" per configuration: everything it cost, from preparing the
-        // engine to the last isolation window (the run store keeps each as a run).
-        const auto run_w = mon.begin_at(base, std::nullopt, "run", pt.index);
-        pt.run_w = static_cast<int>(run_w);
-        pt.meta["run_window"] = pt.run_w;
-        sw.measure_point(eng.get(), cfg, eo, s, base, pt);
-        if (pt.skipped.empty() && sw.stopped()) pt.incomplete = sw.stop_reason();
-        mon.end_at(run_w, std::nullopt, pt.skipped.empty() && pt.incomplete.empty());
-        std::string last = pt.skipped.empty() ? "" : "skipped";
-        if (pt.decode_w >= 0 && pt.decode_tokens > 0) {
-          if (auto e = mon.energy(static_cast<Monitor::WindowId>(pt.decode_w)); e) {
-            last = base + " decode " + fmt_double(e->gpu_energy_j / pt.decode_tokens) + " J/token";
-          }
-        }
-        points.push_back(std::move(pt));
-        configs.step(last);
-      }
-      current = nullptr;
+      run.run_engine(model, o.dtypes[di], valid->dtypes[di], factory);
     }
     if (sw.stopped()) break;
   }
-  if (sw.failure && points.empty()) {
+  if (sw.failure && run.points.empty()) {
     (void)mon.finish();
     return *sw.failure;
   }
   // Idle baseline, as `measure` takes it; the window closed long before, its samples are in.
   std::vector<std::string> idle_warnings;
-  if (idle_window >= 0) {
-    set_idle_baseline(mon, static_cast<Monitor::WindowId>(idle_window), idle_warnings, "after loading the first model");
+  if (run.idle_window >= 0) {
+    set_idle_baseline(mon, static_cast<Monitor::WindowId>(run.idle_window), idle_warnings, "after loading the first model");
   }
   Measurement m = mon.finish();
   for (auto& w : idle_warnings) m.warnings.push_back(std::move(w));
-  return assemble_sweep(o, std::move(m), points, simulated, device_name, sw.failure, sw.signal);
+  return assemble_sweep(o, std::move(m), run.points, run.simulated, run.device_name, sw.failure, sw.signal);
 }
 
 

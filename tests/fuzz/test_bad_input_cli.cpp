@@ -1,12 +1,15 @@
 // Table-driven CLI tests of hostile input (issue 22): each row is a command line, the exit code
 // it must give, and what must (not) be left behind. Runs on the simulated GPU.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -14,6 +17,7 @@
 #include <thread>
 
 #include "common/run_program.hpp"
+#include "common/wait_for_text.hpp"
 
 namespace {
 
@@ -225,28 +229,31 @@ TEST_F(BadInput, MarkerFolderUnderTmpdirAndStaleOnesRemoved) {
 }
 
 TEST_F(BadInput, WorkloadDiesWithAKilledJouleprof) {
-  const std::string pidfile = (dir_ / "child.pid").string();
-  pid_t jp = -1;
+  // Handshakes, no timers: the workload says its pid through a FIFO (the test's read returns once
+  // it is written), and the test waits on a pidfd for the workload's exit (up to 10 s: a loaded
+  // machine delivers the parent-death signal late).
+  const std::string fifo = (dir_ / "child.pid").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  pid_t child = -1;
+  int child_fd = -1;
   auto r = jp_test::run_program(
       JOULEPROF_CLI,
-      {"measure", "--device", "sim", "--idle", "0", "-q", "--no-store", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 60"},
+      {"measure", "--device", "sim", "--idle", "0", "-q", "--no-store", "--", "sh", "-c", "echo $$ > " + fifo + "; exec sleep 60"},
       {"TMPDIR=" + (dir_ / "tmp").string()}, dir_.string(), (dir_ / "out").string(), (dir_ / "err").string(), [&](pid_t p) {
-        jp = p;
-        // (the file exists before the shell has written its pid into it)
-        std::error_code ec;
-        for (int i = 0; i < 100 && !(fs::exists(pidfile, ec) && fs::file_size(pidfile, ec) > 1); ++i) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        const int fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+        pollfd w{fd, POLLIN, 0};
+        char buf[32] = {};
+        if (fd >= 0 && poll(&w, 1, 10000) == 1 && read(fd, buf, sizeof buf - 1) > 0) child = static_cast<pid_t>(std::atol(buf));
+        if (fd >= 0) close(fd);
+        if (child > 0) child_fd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
         kill(p, SIGKILL);
       });
   EXPECT_EQ(r.exit_code, 128 + SIGKILL);
-  const pid_t child = static_cast<pid_t>(std::stol(jp_test::slurp_file(pidfile)));
-  bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {  // up to 5 s: a loaded machine delivers the parent-death signal late
-    gone = kill(child, 0) != 0;
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ASSERT_GT(child, 0);
+  ASSERT_GE(child_fd, 0) << "pidfd_open: " << std::strerror(errno);
+  pollfd pfd{child_fd, POLLIN, 0};
+  const bool gone = poll(&pfd, 1, 10000) == 1;  // readable once the workload has exited
+  close(child_fd);
   EXPECT_TRUE(gone) << "the workload (pid " << child << ") outlived jouleprof";
   if (!gone) kill(child, SIGKILL);
 }
@@ -260,7 +267,8 @@ TEST_F(BadInput, SimulatedBenchWakesOnSigterm) {
                                 {"TMPDIR=" + (dir_ / "tmp").string()}, dir_.string(), (dir_ / "out").string(), (dir_ / "err").string(),
                                 [&](pid_t p) {
                                   jp = p;
-                                  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                                  // SIGTERM once the long simulated preparation has begun (its progress line).
+                                  EXPECT_TRUE(jp_test::wait_for_text((dir_ / "err").string(), ": preparing", std::chrono::seconds(60)));
                                   sent = std::chrono::steady_clock::now();
                                   kill(p, SIGTERM);
                                 });

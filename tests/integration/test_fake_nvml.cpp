@@ -1,8 +1,11 @@
-// The real NVML loader, sensors and sampler against the fake libnvidia-ml.
+// The real NVML loader, sensors and sampler against the fake libnvidia-ml, on a fake clock: the
+// fake NVML's model time and the run time base both come from the test's clock, and the sampler
+// polls when the test advances it (SamplerConfig::manual), so no test sleeps or races a thread.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
-#include <thread>
 
 #include "helpers.hpp"
 #include "jouleprof/sampler/monitor.hpp"
@@ -12,38 +15,88 @@ using namespace jouleprof;
 
 namespace {
 
-std::unique_ptr<Monitor> monitor_for(const std::string& scenario) {
-  setenv("JOULEPROF_FAKE_NVML_SCENARIO", jp_test::write_file("mon.txt", scenario).c_str(), 1);
-  MonitorOptions o;
-  o.gpus.backend = "nvml";
-  o.gpus.nvml_library = JOULEPROF_FAKE_NVML;
-  o.sampler.read_cpu = false;
-  auto m = Monitor::create(o);
-  EXPECT_TRUE(m) << (m ? "" : m.error().message);
-  return m ? std::move(*m) : nullptr;
-}
+// Steady and wall-clock time that move only when the test says so.
+class FakeClock final : public ClockSource {
+ public:
+  int64_t steady_ns() const override { return steady_.load(); }
+  int64_t realtime_ns() const override { return real_.load(); }
+  void advance_ns(int64_t ns) {
+    steady_ += ns;
+    real_ += ns;
+  }
+  static int64_t realtime_of(void* self) { return static_cast<FakeClock*>(self)->realtime_ns(); }
 
-void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+ private:
+  std::atomic<int64_t> steady_{1'000'000'000};
+  std::atomic<int64_t> real_{1'700'000'000'000'000'000};  // November 2023, in ns
+};
+
+// A Monitor over the fake NVML on the test's FakeClock. run_for(s) advances the clock in 5 ms
+// steps and lets the sampler poll what is due after each, as its thread would.
+class FakeTime {
+ public:
+  FakeTime() {
+    lib_ = dlopen(JOULEPROF_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);  // the same handle the loader gets
+    EXPECT_NE(lib_, nullptr) << dlerror();
+    if (lib_ != nullptr) set_clock_ = reinterpret_cast<SetClock>(dlsym(lib_, "jouleprof_fake_nvml_set_clock"));
+    EXPECT_NE(set_clock_, nullptr);
+    if (set_clock_ != nullptr) set_clock_(&FakeClock::realtime_of, &clock_);
+  }
+  ~FakeTime() {
+    if (set_clock_ != nullptr) set_clock_(nullptr, nullptr);
+    if (lib_ != nullptr) dlclose(lib_);
+  }
+  FakeTime(const FakeTime&) = delete;
+  FakeTime& operator=(const FakeTime&) = delete;
+
+  std::unique_ptr<Monitor> monitor(const std::string& scenario) {
+    setenv("JOULEPROF_FAKE_NVML_SCENARIO", jp_test::write_file("mon.txt", scenario).c_str(), 1);
+    MonitorOptions o;
+    o.gpus.backend = "nvml";
+    o.gpus.nvml_library = JOULEPROF_FAKE_NVML;
+    o.sampler.read_cpu = false;
+    o.sampler.manual = true;
+    o.clock = &clock_;
+    auto m = Monitor::create(o);
+    EXPECT_TRUE(m) << (m ? "" : m.error().message);
+    return m ? std::move(*m) : nullptr;
+  }
+  void run_for(Monitor& mon, double seconds) {
+    constexpr int64_t kStepNs = 5'000'000;
+    for (int64_t left = std::llround(seconds * 1e9); left > 0; left -= kStepNs) {
+      clock_.advance_ns(std::min(left, kStepNs));
+      mon.sampler().poll_due();
+    }
+  }
+
+ private:
+  using SetClock = void (*)(int64_t (*)(void*), void*);
+  FakeClock clock_;
+  void* lib_ = nullptr;
+  SetClock set_clock_ = nullptr;
+};
 
 }  // namespace
 
 TEST(FakeNvml, SteadyLoadCounterAndTimelineAgree) {
-  auto mon = monitor_for("idle_w 300\n");
+  FakeTime time;
+  auto mon = time.monitor("idle_w 300\n");
   ASSERT_TRUE(mon);
   EXPECT_EQ(mon->gpus().backend, "nvml");
   EXPECT_EQ(mon->gpus().gpus[0]->info().driver_version, "580.159-fake");
-  sleep_s(0.2);
+  time.run_for(*mon, 0.2);
   Monitor::WindowId id;
   {
     auto w = mon->scope("steady");
     id = w.id();
-    sleep_s(1.5);
+    time.run_for(*mon, 1.5);
   }
-  sleep_s(0.15);
+  time.run_for(*mon, 0.15);
   const Measurement m = mon->finish();
   const GpuEnergy& e = m.windows[id].gpus[0];
   EXPECT_EQ(e.method, "counter");
   ASSERT_TRUE(e.counter_j && e.timeline_j);
+  EXPECT_NEAR(m.windows[id].duration_s(), 1.5, 1e-9);  // the fake clock's time, exactly
   const double expect = 300 * m.windows[id].duration_s();
   EXPECT_NEAR(*e.counter_j, expect, 0.01 * expect);
   EXPECT_NEAR(*e.timeline_j, expect, 0.01 * expect);
@@ -56,9 +109,10 @@ TEST(FakeNvml, SteadyLoadCounterAndTimelineAgree) {
 }
 
 TEST(FakeNvml, SquareWaveIsResolvedBySamplesNotByTheOneSecondAverage) {
-  auto mon = monitor_for("idle_w 100\nat 0 square 0.05 0.05 700 100\n");
+  FakeTime time;
+  auto mon = time.monitor("idle_w 100\nat 0 square 0.05 0.05 700 100\n");
   ASSERT_TRUE(mon);
-  sleep_s(2.2);
+  time.run_for(*mon, 2.2);
   const Measurement m = mon->finish();
   auto range = [&](Metric k, double from) {
     double lo = 1e9, hi = -1e9;
@@ -74,13 +128,14 @@ TEST(FakeNvml, SquareWaveIsResolvedBySamplesNotByTheOneSecondAverage) {
 }
 
 TEST(FakeNvml, UnsupportedBufferFallsBackToThePowerField) {
-  auto mon = monitor_for("idle_w 200\nunsupported samples\n");
+  FakeTime time;
+  auto mon = time.monitor("idle_w 200\nunsupported samples\n");
   ASSERT_TRUE(mon);
   EXPECT_FALSE(mon->gpus().gpus[0]->supports(Metric::power_sample_w));
   const auto id = mon->begin("w");
-  sleep_s(0.6);
+  time.run_for(*mon, 0.6);
   mon->end(id);
-  sleep_s(0.15);
+  time.run_for(*mon, 0.15);
   const Measurement m = mon->finish();
   EXPECT_EQ(m.windows[id].gpus[0].method, "timeline(instant)");
   EXPECT_NEAR(m.windows[id].gpus[0].energy_j, 200 * 0.6, 10);
@@ -89,32 +144,35 @@ TEST(FakeNvml, UnsupportedBufferFallsBackToThePowerField) {
 }
 
 TEST(FakeNvml, GpuLostMidRunIsRecordedNotFatal) {
-  auto mon = monitor_for("idle_w 150\nfail_after_s 0.6\n");
+  FakeTime time;
+  auto mon = time.monitor("idle_w 150\nfail_after_s 0.6\n");
   ASSERT_TRUE(mon);
   const auto id = mon->begin("w");
-  sleep_s(1.2);
+  time.run_for(*mon, 1.2);
   mon->end(id);
   const Measurement m = mon->finish();
   ASSERT_TRUE(m.gpu_state[0].lost_at_s);
   EXPECT_GT(*m.gpu_state[0].lost_at_s, 0.5);
+  EXPECT_LT(*m.gpu_state[0].lost_at_s, 0.75);  // found by the first poll after the loss
   EXPECT_GT(m.gpu_state[0].error_count, 0u);
   EXPECT_NE(m.gpu_state[0].errors[0].message.find("GPU is lost"), std::string::npos);
   EXPECT_FALSE(m.warnings.empty());
 }
 
 TEST(FakeNvml, NestedAndOverlappingWindows) {
-  auto mon = monitor_for("idle_w 100\n");
+  FakeTime time;
+  auto mon = time.monitor("idle_w 100\n");
   ASSERT_TRUE(mon);
   const auto outer = mon->begin("outer");
   const auto a = mon->begin("a");
-  sleep_s(0.1);
+  time.run_for(*mon, 0.1);
   const auto b = mon->begin("b");  // overlaps a
-  sleep_s(0.1);
+  time.run_for(*mon, 0.1);
   mon->end(a);
-  sleep_s(0.1);
+  time.run_for(*mon, 0.1);
   mon->end(b);
   mon->end(outer);
-  sleep_s(0.15);
+  time.run_for(*mon, 0.15);
   auto live = mon->energy(a);
   ASSERT_TRUE(live);
   EXPECT_NEAR(live->gpu_energy_j, 100 * 0.2, 3);
@@ -157,17 +215,17 @@ TEST(FakeNvml, ReplaysRecordedH100ReadingsAndMeasuresThemExactly) {
   auto cfg = parse_sim_scenario(text);
   ASSERT_TRUE(cfg) << cfg.error().message;
   const SimGpuModel truth(*cfg);
-  auto mon = monitor_for(text);
+  FakeTime time;
+  auto mon = time.monitor(text);
   ASSERT_TRUE(mon);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  time.run_for(*mon, 0.3);
   const auto id = mon->begin("replay");
-  std::this_thread::sleep_for(std::chrono::milliseconds(3400));
+  time.run_for(*mon, 3.4);
   mon->end(id);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  time.run_for(*mon, 0.2);
   const Measurement m = mon->finish();
   const WindowResult& w = m.windows[id];
-  // Model time 0 is nvmlInit, a few ms before the run time base's origin: the offset costs
-  // at most a few ms × ~400 W ≈ 2 J of the ~1400 J expected.
+  // Model time 0 is nvmlInit, at the run time base's origin on the fake clock.
   const double expect = truth.schedule().integral(w.t0_s, w.t1_s);
   EXPECT_NEAR(w.gpus[0].energy_j, expect, 0.01 * expect);
   ASSERT_TRUE(w.gpus[0].timeline_j);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../common/run_program.hpp"
+#include "../common/wait_for_text.hpp"
 #include "jouleprof/workloads/bench_llm.hpp"
 #include "jouleprof/workloads/bench_record.hpp"
 #include "jouleprof/result/result_io.hpp"
@@ -309,11 +310,8 @@ TEST_F(BenchStore, InterruptedSweepKeepsWhatWasMeasured) {
   std::vector<std::string> args = small_sweep("1,2,3,4,5,6", "16", {"--db", db, "--json", "b.json"}, "0.2");
   args.erase(std::find(args.begin(), args.end(), "-q"));
   auto r = cli(args, {}, [&](pid_t pid) {
-    // Ctrl-C once the second configuration is being measured.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < until && slurp(path("cli.err")).find("tiny/b2/p16: prefill") == std::string::npos) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    // Ctrl-C once the second configuration is being measured (its progress line is in stderr).
+    EXPECT_TRUE(jp_test::wait_for_text(path("cli.err"), "tiny/b2/p16: prefill", std::chrono::seconds(60)));
     kill(pid, SIGINT);
   });
   EXPECT_EQ(r.code, 130) << r.err;

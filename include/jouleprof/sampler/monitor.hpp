@@ -32,6 +32,9 @@ struct MonitorOptions {
   SamplerConfig sampler;
   EnergyOptions energy;
   std::function<void()> synchronize;  ///< called at every window edge (optional)
+  /// The run time base's clocks (nullptr: the system's). Tests pass a fake clock they advance,
+  /// with sampler.manual, and drive the sampler by Monitor::sampler().poll_due().
+  const ClockSource* clock = nullptr;
 };
 
 class Monitor {
@@ -102,7 +105,7 @@ class Monitor {
     bool open = true, complete = true;
     std::map<std::string, double> counts;
   };
-  explicit Monitor(const MonitorOptions& opt) : opt_(opt) {}
+  explicit Monitor(const MonitorOptions& opt) : opt_(opt), tb_(opt.clock != nullptr ? *opt.clock : ClockSource::system()) {}
   WindowResult compute(const std::vector<Window>& all, std::size_t i) const;
   bool isolated(const std::vector<Window>& all, std::size_t i) const;
 

@@ -33,6 +33,9 @@ struct SamplerConfig {
   double recalibrate_period_s = 1.0;
   std::size_t max_samples_in_memory = std::size_t{1} << 21;  ///< per series, then spill
   bool read_cpu = true;
+  /// Tests: no thread. Counter reads are served when asked, and poll_due() runs one pass of the
+  /// sampling loop at the time base's now (a fake clock the test advances; no real waiting).
+  bool manual = false;
 };
 
 struct CpuTimeline {
@@ -56,6 +59,9 @@ class Sampler {
   void request_counter_read();
   /// Blocks until every queued counter read has been done (used at run boundaries).
   void flush_counter_reads();
+  /// Manual mode (SamplerConfig::manual): polls what is due at the time base's now, as one
+  /// pass of the sampler thread would.
+  void poll_due();
 
   std::size_t gpu_count() const { return timelines_.size(); }
   /// Snapshot of a series' samples in [t0, t1] (plus neighbours); takes the data lock briefly.
@@ -71,6 +77,10 @@ class Sampler {
 
  private:
   void loop();
+  void begin_schedule();
+  /// One pass of the loop: serves counter requests, polls what is due; the next due time.
+  double pass();
+  void final_reads();
   void poll_fast(double now);
   void poll_slow(double now);
   void read_counters();
@@ -93,6 +103,8 @@ class Sampler {
   std::atomic<double> thread_cpu_s_{0};
   std::atomic<std::size_t> loops_{0};
   std::vector<Sample> scratch_;
+  double next_fast_ = 0, next_slow_ = 0, next_recal_ = 0, next_counter_ = 0;
+  bool manual_running_ = false;
   std::thread thread_;
 };
 

@@ -410,6 +410,20 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   shape_ = s;
   B_ = s.batch;
   gen_ = std::max(1, s.gen);
+  if (auto r = check_shape(s); !r) return r;
+  if (auto r = choose_matvec(); !r) return r;
+  PrefillTokens pf = plan_prefill(s);
+  if (auto r = alloc_run_buffers(s, pf); !r) return r;
+  if (auto r = upload_prompts(s, pf); !r) return r;
+  if (auto r = prepare_launches(); !r) return r;
+  JP_CK(cudaStreamSynchronize(st_));
+  prepared_ = true;
+  return status();
+}
+
+// One prompt length per sequence, each at least 1, the context within the model's positions.
+template <typename T>
+Result<void> CudaEngine<T>::check_shape(const RunShape& s) {
   if (B_ < 1 || static_cast<int>(s.prompt_lens.size()) != B_) return make_error(Errc::invalid_argument, "one prompt length per sequence needed");
   for (int len : s.prompt_lens) {
     if (len < 1) return make_error(Errc::invalid_argument, "prompt lengths must be at least 1");
@@ -419,8 +433,12 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
     return make_error(Errc::invalid_argument, "context " + std::to_string(s.max_context()) + " exceeds the model's " +
                                                   std::to_string(c_.max_position) + " positions");
   }
-  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
-  const int kmax = std::max({H, Q, I});
+  return {};
+}
+
+template <typename T>
+Result<void> CudaEngine<T>::choose_matvec() {
+  const int kmax = std::max({c_.hidden, c_.q_dim(), c_.intermediate});
   // The separate kernels' matrix products: own GEMV kernels (the input rows of up to 8 sequences
   // in shared memory) up to batch 2, cuBLAS above (faster from batch 8 on), unless the separate
   // plan is asked for one of them.
@@ -438,13 +456,19 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   const int target = std::max(1, ceil_div(2 * prop_.multiProcessorCount, int64_t{B_} * c_.kv_heads));
   chunk_ = static_cast<int>(std::max<int64_t>(64, round_up(ceil_div(max_ctx_, target), 64)));
   splits_ = ceil_div(max_ctx_, chunk_);
+  return {};
+}
 
+template <typename T>
+PrefillTokens CudaEngine<T>::plan_prefill(const RunShape& s) {
   // Prefill chunks: sequences grouped by prompt length, at most chunk_tokens tokens per pass.
   chunks_.clear();
   std::map<int, std::vector<int>> by_len;
   for (int b = 0; b < B_; ++b) by_len[s.prompt_lens[static_cast<size_t>(b)]].push_back(b);
   const int ct = std::max(1, o_.chunk_tokens);
-  std::vector<int> tok_ids, tok_seq, tok_pos, chunk_seq, chunk_last;
+  PrefillTokens pf;
+  std::vector<int>&tok_ids = pf.tok_ids, &tok_seq = pf.tok_seq, &tok_pos = pf.tok_pos, &chunk_seq = pf.chunk_seq,
+                   &chunk_last = pf.chunk_last;
   int max_chunk_tok = 1;
   int64_t attn_need = 0;
   for (const auto& [len, seqs] : by_len) {
@@ -486,7 +510,16 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   }
   chunk_tok_ = max_chunk_tok;
   attn_elems_ = attn_need;
+  return pf;
+}
 
+// The run's device buffers: KV cache, per-sequence state, decode and prefill activations,
+// top-k candidates, attention pointers; refused when they do not fit beside the weights.
+template <typename T>
+Result<void> CudaEngine<T>::alloc_run_buffers(const RunShape& s, const PrefillTokens& pf) {
+  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
+  const std::vector<int>&tok_ids = pf.tok_ids, &tok_seq = pf.tok_seq, &tok_pos = pf.tok_pos, &chunk_seq = pf.chunk_seq,
+                   &chunk_last = pf.chunk_last;
   // Memory.
   const MemoryPlan plan = plan_memory(c_, dt_, B_, max_ctx_, chunk_tok_, static_cast<double>(attn_elems_) * 6);
   size_t free_b = 0, total_b = 0;
@@ -554,7 +587,15 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   void** pp = static_cast<void**>(pa);
   ptrs_ = kern::AttnPtrs{const_cast<const void**>(pp), const_cast<const void**>(pp + np), pp + 2 * np,
                          const_cast<const void**>(pp + 3 * np), const_cast<const void**>(pp + 4 * np), pp + 5 * np};
+  return {};
+}
 
+// Prompt tokens to the device (explicit, else seeded random ids) and the sequences' state reset.
+template <typename T>
+Result<void> CudaEngine<T>::upload_prompts(const RunShape& s, PrefillTokens& pf) {
+  const int V = c_.vocab;
+  std::vector<int>&tok_ids = pf.tok_ids, &tok_seq = pf.tok_seq, &tok_pos = pf.tok_pos, &chunk_seq = pf.chunk_seq,
+                   &chunk_last = pf.chunk_last;
   // Prompt tokens: explicit, else seeded random ids.
   if (!s.prompt_tokens.empty()) {
     for (int b = 0; b < B_; ++b) {
@@ -582,7 +623,16 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   JP_CK(cudaMemset(hist_, 0, static_cast<size_t>(B_) * (gen_ + 1) * 4));
   JP_CK(cudaMemset(step_, 0, B_ * 4));
   JP_CK(cudaMemcpy(pos_, s.prompt_lens.data(), B_ * 4, cudaMemcpyHostToDevice));
+  return {};
+}
 
+// The GEMV kernels' shared memory and occupancy, the timeline stamps, the decode plan and the
+// step's CUDA graph.
+template <typename T>
+Result<void> CudaEngine<T>::prepare_launches() {
+  const int H = c_.hidden;
+  const int kmax = std::max({H, c_.q_dim(), c_.intermediate});
+  const size_t tb = sizeof(T);
   if (fused_) {
     for (GemvFn fn : {gemv_fn(false), gemv_fn(true)}) {
       const int smem = nb_ * kmax * static_cast<int>(tb);
@@ -611,9 +661,7 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
     cudaGraphDestroy(g);
     JP_CK(ie);
   }
-  JP_CK(cudaStreamSynchronize(st_));
-  prepared_ = true;
-  return status();
+  return {};
 }
 
 template <typename T>

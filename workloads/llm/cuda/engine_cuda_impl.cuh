@@ -85,6 +85,12 @@ struct Chunk {
   int qrows = 0;    ///< attention query rows per sub-pass
 };
 
+/// The host side of a run's prefill: per token its id, sequence and position; per chunk and
+/// sequence its sequence and the row of its last token.
+struct PrefillTokens {
+  std::vector<int> tok_ids, tok_seq, tok_pos, chunk_seq, chunk_last;
+};
+
 template <typename T>
 class CudaEngine;
 template <typename T>
@@ -200,6 +206,13 @@ class CudaEngine final : public LlmEngine {
   }
   void release_run();
   void release();
+  // The steps of prepare(), in order.
+  Result<void> check_shape(const RunShape& s);
+  Result<void> choose_matvec();
+  PrefillTokens plan_prefill(const RunShape& s);
+  Result<void> alloc_run_buffers(const RunShape& s, const PrefillTokens& pf);
+  Result<void> upload_prompts(const RunShape& s, PrefillTokens& pf);
+  Result<void> prepare_launches();
   Result<void> init_weights();
   Result<void> load_weights(const std::string& dir);
 

@@ -72,18 +72,11 @@ struct Case {
   double attn_budget;
 };
 
-int run_check(const CheckOptions& o) {
-  auto dt = dtype_from_string(o.dtype);
-  if (!dt) return fail(dt.error());
-  auto cfg = config_for(o.model, o.weights);
-  if (!cfg) return fail(cfg.error());
-  auto hw = host_weights_for(*cfg, o.weights, o.seed, *dt);
-  if (!hw) return fail(hw.error());
-  const LlmConfig& c = *cfg;
-  // Every decode plan and each of its options, the default choice, graphs and PDL off as the
-  // references, ragged / padded / chunked shapes, split attention, top-k sampling.
+// Every decode plan and each of its options, the default choice, graphs and PDL off as the
+// references, ragged / padded / chunked shapes, split attention, top-k sampling.
+std::vector<Case> check_cases() {
   const double sub_pass_budget = 70.0 * 16 * 4 * 2 * 6;  // attention scores of 16-row sub-passes
-  std::vector<Case> cases = {
+  return {
       {"b1 p7 gemv nopdl", {7}, 10, "separate+gemv+nopdl"},
       {"b1 p7 gemv", {7}, 10, "separate+gemv"},
       Case{"b1 p7 cublas nograph nopdl", {7}, 10, "separate+cublas+nopdl"}.no_graphs(),
@@ -124,24 +117,139 @@ int run_check(const CheckOptions& o) {
       Case{"b1 top-k 5 nograph nopdl", {7}, 12, "separate+cublas+nopdl", 5, 1.0f}.no_graphs(),
       {"b12 top-k 256 T1.5", std::vector<int>(12, 11), 6, "auto", 256, 1.5f},
   };
-  CpuOptions exact{false, DType::f32}, emul{true, *dt};
+}
+
+Result<EngineOptions> case_engine_options(const CheckOptions& o, const Case& k, DType dt) {
+  EngineOptions eo;
+  eo.model = o.model;
+  eo.weights_dir = o.weights;
+  eo.dtype = dt;
+  eo.seed = o.seed;
+  eo.chunk_tokens = k.chunk_tokens;
+  eo.attn_budget_bytes = k.attn_budget;
+  if (auto v = apply_variant(k.variant, eo); !v) return v.error();
+  eo.graphs = k.graphs;
+  eo.sampling.top_k = k.top_k;
+  eo.sampling.temperature = k.temperature;
+  eo.sampling.seed = o.seed + 5;
+  return eo;
+}
+
+// What the engine produced for one case: logits after prefill and after each decode step, the
+// tokens, and whether a rewind decodes the same tokens again.
+struct EngineRun {
+  std::vector<std::vector<float>> steps;
+  std::vector<std::vector<int>> tokens;
+  bool repeatable = false;
+};
+
+Result<EngineRun> run_case_engine(LlmEngine& e, const Case& k) {
+  EngineRun run;
+  e.prefill();
+  auto lg = e.last_logits();
+  if (!lg) return lg.error();
+  run.steps.push_back(*lg);
+  for (int i = 0; i < k.gen - 1; ++i) {
+    e.decode(1);
+    lg = e.last_logits();
+    if (!lg) return lg.error();
+    run.steps.push_back(*lg);
+  }
+  auto toks = e.generated();
+  if (!toks) return toks.error();
+  run.tokens = *toks;
+  // Rewind and decode again: the same tokens.
+  e.rewind();
+  e.decode(k.gen - 1);
+  auto toks2 = e.generated();
+  if (!toks2) return toks2.error();
+  run.repeatable = *toks == *toks2;
+  // Isolation entry points run without error.
+  e.rewind();
+  e.decode((k.gen - 1) / 2);
+  for (int ci = 0; ci < kComponentCount; ++ci) e.component(static_cast<Component>(ci), -1, 2);
+  e.layer_block(0, 2);
+  e.step(2);
+  e.synchronize();
+  if (auto st = e.status(); !st) return st.error();
+  return run;
+}
+
+// The engine's logits against the CPU reference: the worst relative L2 error against the fp32
+// and the rounding-emulating reference, and the tokens that agree.
+struct CaseScore {
+  double worst = 0, worst_emul = 0;
+  int agree = 0, total = 0, hard_mismatch = 0;
+};
+
+// One token of one sequence against the fp32 reference: sampled (the host twin's draw from the
+// engine's own logits) or greedy (the reference's argmax, or a near tie).
+void score_token(CaseScore& sc, const float* got, const std::vector<float>& ref, int tok, const SamplingOptions& sampling,
+                 int V, int b, int i) {
+  if (!sampling.greedy()) {
+    const TopKDraw d = top_k_draw(got, V, sampling.top_k, sampling.temperature, sample_uniform(sampling.seed, b, i));
+    if (tok == d.token || (d.margin < 1e-4 && tok == d.neighbour)) {
+      ++sc.agree;
+    } else {
+      ++sc.hard_mismatch;
+    }
+    return;
+  }
+  const int ref_top = argmax(ref.data(), V);
+  if (ref_top == tok) {
+    ++sc.agree;
+    return;
+  }
+  std::vector<float> sorted(ref.begin(), ref.end());
+  std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+  const float margin = sorted[0] - ref[static_cast<size_t>(tok)];
+  if (margin > 0.05f * (std::fabs(sorted[0]) + 1.f)) ++sc.hard_mismatch;
+}
+
+Result<CaseScore> score_case(const LlmConfig& c, const HostWeights& hw, DType dt, const Case& k, const RunShape& s,
+                             const EngineRun& run, const SamplingOptions& sampling) {
+  CaseScore sc;
+  const CpuOptions exact{false, DType::f32}, emul{true, dt};
+  const int B = s.batch, V = c.vocab;
+  for (const CpuOptions& co : {exact, emul}) {
+    CpuModel cpu(c, hw, co);
+    cpu.reset(B, s.max_context() + 1);
+    for (int b = 0; b < B; ++b) {
+      const auto prompt = random_prompt(c, s.seed, b, k.prompts[static_cast<size_t>(b)]);
+      const auto& gen_toks = run.tokens[static_cast<size_t>(b)];
+      for (int i = 0; i < k.gen; ++i) {
+        auto ref = i == 0 ? cpu.forward(b, prompt, false) : cpu.forward(b, {gen_toks[static_cast<size_t>(i - 1)]}, false);
+        if (!ref) return ref.error();
+        const float* got = run.steps[static_cast<size_t>(i)].data() + static_cast<size_t>(b) * V;
+        const double err = rel_l2(got, ref->data(), static_cast<size_t>(V));
+        if (co.round_activations) {
+          sc.worst_emul = std::max(sc.worst_emul, err);
+          continue;
+        }
+        sc.worst = std::max(sc.worst, err);
+        ++sc.total;
+        score_token(sc, got, *ref, gen_toks[static_cast<size_t>(i)], sampling, V, b, i);
+      }
+    }
+  }
+  return sc;
+}
+
+int run_check(const CheckOptions& o) {
+  auto dt = dtype_from_string(o.dtype);
+  if (!dt) return fail(dt.error());
+  auto cfg = config_for(o.model, o.weights);
+  if (!cfg) return fail(cfg.error());
+  auto hw = host_weights_for(*cfg, o.weights, o.seed, *dt);
+  if (!hw) return fail(hw.error());
+  const LlmConfig& c = *cfg;
   nlohmann::json rows = nlohmann::json::array();
   bool ok_all = true;
   std::printf("%-22s %12s %12s %10s %s\n", "case", "rel_l2(fp32)", "rel_l2(emul)", "tokens", "result");
-  for (const Case& k : cases) {
-    EngineOptions eo;
-    eo.model = o.model;
-    eo.weights_dir = o.weights;
-    eo.dtype = *dt;
-    eo.seed = o.seed;
-    eo.chunk_tokens = k.chunk_tokens;
-    eo.attn_budget_bytes = k.attn_budget;
-    if (auto v = apply_variant(k.variant, eo); !v) return fail(v.error());
-    eo.graphs = k.graphs;
-    eo.sampling.top_k = k.top_k;
-    eo.sampling.temperature = k.temperature;
-    eo.sampling.seed = o.seed + 5;
-    auto eng_r = create_cuda_engine(eo);
+  for (const Case& k : check_cases()) {
+    auto eo = case_engine_options(o, k, *dt);
+    if (!eo) return fail(eo.error());
+    auto eng_r = create_cuda_engine(*eo);
     if (!eng_r) return fail(eng_r.error());
     LlmEngine& e = **eng_r;
     RunShape s;
@@ -150,85 +258,17 @@ int run_check(const CheckOptions& o) {
     s.gen = k.gen;
     s.seed = o.seed + 17;
     if (auto r = e.prepare(s); !r) return fail(r.error());
-    const int B = s.batch, V = c.vocab;
-    // Logits after prefill and after each decode step.
-    std::vector<std::vector<float>> steps;
-    e.prefill();
-    auto lg = e.last_logits();
-    if (!lg) return fail(lg.error());
-    steps.push_back(*lg);
-    for (int i = 0; i < k.gen - 1; ++i) {
-      e.decode(1);
-      lg = e.last_logits();
-      if (!lg) return fail(lg.error());
-      steps.push_back(*lg);
-    }
-    auto toks = e.generated();
-    if (!toks) return fail(toks.error());
-    // Rewind and decode again: the same tokens.
-    e.rewind();
-    e.decode(k.gen - 1);
-    auto toks2 = e.generated();
-    if (!toks2) return fail(toks2.error());
-    const bool repeatable = *toks == *toks2;
-    // Isolation entry points run without error.
-    e.rewind();
-    e.decode((k.gen - 1) / 2);
-    for (int ci = 0; ci < kComponentCount; ++ci) e.component(static_cast<Component>(ci), -1, 2);
-    e.layer_block(0, 2);
-    e.step(2);
-    e.synchronize();
-    if (auto st = e.status(); !st) return fail(st.error());
-
-    double worst = 0, worst_emul = 0;
-    int agree = 0, total = 0, hard_mismatch = 0;
-    for (const CpuOptions& co : {exact, emul}) {
-      CpuModel cpu(c, *hw, co);
-      cpu.reset(B, s.max_context() + 1);
-      for (int b = 0; b < B; ++b) {
-        const auto prompt = random_prompt(c, s.seed, b, k.prompts[static_cast<size_t>(b)]);
-        const auto& gen_toks = (*toks)[static_cast<size_t>(b)];
-        for (int i = 0; i < k.gen; ++i) {
-          auto ref = i == 0 ? cpu.forward(b, prompt, false) : cpu.forward(b, {gen_toks[static_cast<size_t>(i - 1)]}, false);
-          if (!ref) return fail(ref.error());
-          const float* got = steps[static_cast<size_t>(i)].data() + static_cast<size_t>(b) * V;
-          const double err = rel_l2(got, ref->data(), static_cast<size_t>(V));
-          if (!co.round_activations && !eo.sampling.greedy()) {
-            // The sampled token must be the host twin's draw from the engine's own logits.
-            worst = std::max(worst, err);
-            ++total;
-            const TopKDraw d = top_k_draw(got, V, eo.sampling.top_k, eo.sampling.temperature,
-                                          sample_uniform(eo.sampling.seed, b, i));
-            const int tok = gen_toks[static_cast<size_t>(i)];
-            if (tok == d.token || (d.margin < 1e-4 && tok == d.neighbour)) {
-              ++agree;
-            } else {
-              ++hard_mismatch;
-            }
-          } else if (!co.round_activations) {
-            worst = std::max(worst, err);
-            ++total;
-            const int ref_top = argmax(ref->data(), V);
-            if (ref_top == gen_toks[static_cast<size_t>(i)]) {
-              ++agree;
-            } else {
-              std::vector<float> sorted(ref->begin(), ref->end());
-              std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
-              const float margin = sorted[0] - (*ref)[static_cast<size_t>(gen_toks[static_cast<size_t>(i)])];
-              if (margin > 0.05f * (std::fabs(sorted[0]) + 1.f)) ++hard_mismatch;
-            }
-          } else {
-            worst_emul = std::max(worst_emul, err);
-          }
-        }
-      }
-    }
-    const bool ok = worst <= o.tol && worst_emul <= o.tol_emulated && hard_mismatch == 0 && repeatable;
+    auto run = run_case_engine(e, k);
+    if (!run) return fail(run.error());
+    auto sc = score_case(c, *hw, *dt, k, s, *run, eo->sampling);
+    if (!sc) return fail(sc.error());
+    const bool repeatable = run->repeatable;
+    const bool ok = sc->worst <= o.tol && sc->worst_emul <= o.tol_emulated && sc->hard_mismatch == 0 && repeatable;
     ok_all = ok_all && ok;
-    std::printf("%-22s %12.3e %12.3e %6d/%-3d %s%s\n", k.name.c_str(), worst, worst_emul, agree, total, ok ? "PASS" : "FAIL",
-                repeatable ? "" : " (rewind not repeatable)");
-    rows.push_back({{"case", k.name}, {"rel_l2_fp32", worst}, {"rel_l2_emulated", worst_emul}, {"tokens_agree", agree},
-                    {"tokens", total}, {"hard_mismatches", hard_mismatch}, {"repeatable", repeatable}, {"pass", ok},
+    std::printf("%-22s %12.3e %12.3e %6d/%-3d %s%s\n", k.name.c_str(), sc->worst, sc->worst_emul, sc->agree, sc->total,
+                ok ? "PASS" : "FAIL", repeatable ? "" : " (rewind not repeatable)");
+    rows.push_back({{"case", k.name}, {"rel_l2_fp32", sc->worst}, {"rel_l2_emulated", sc->worst_emul}, {"tokens_agree", sc->agree},
+                    {"tokens", sc->total}, {"hard_mismatches", sc->hard_mismatch}, {"repeatable", repeatable}, {"pass", ok},
                     {"engine", e.describe()}});
   }
   std::printf("model %s dtype %s: %s (tolerances: %.1e vs fp32 reference, %.1e vs rounding-emulating reference)\n",

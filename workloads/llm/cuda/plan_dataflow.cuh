@@ -48,7 +48,14 @@ class DataflowPlan final : public DecodePlan<T> {
   }
 
  private:
+  // prepare_kernel() and its steps, in order.
   Result<void> prepare_kernel();
+  Result<void> check_engine() const;
+  Result<void> plan_products(int slot_elems);
+  Result<void> upload_layers();
+  Result<void> plan_ring_attention(int slot_elems);
+  Result<void> plan_bulk_handover();
+  Result<void> fit_shared_memory();
   void launch();
   using Fn = void (*)(kern::FlowParams);
   Fn kernel() const {
@@ -66,10 +73,25 @@ class DataflowPlan final : public DecodePlan<T> {
 
 template <typename T>
 Result<void> DataflowPlan<T>::prepare_kernel() {
-  CudaEngine<T>& e = e_;
+  if (auto r = check_engine(); !r) return r;
+  const int slot_elems = o_.chunk_kb * 1024 / static_cast<int>(sizeof(T));
+  p_ = kern::FlowParams{};
+  if (auto r = plan_products(slot_elems); !r) return r;
+  if (auto r = upload_layers(); !r) return r;
+  if (auto r = plan_ring_attention(slot_elems); !r) return r;
+  if (o_.bulk_handover) {
+    if (auto r = plan_bulk_handover(); !r) return r;
+  }
+  return fit_shared_memory();
+}
+
+// Batch 1 on GEMV kernels, bulk copies (sm_90), and a model within the kernel's bounds.
+template <typename T>
+Result<void> DataflowPlan<T>::check_engine() const {
+  const CudaEngine<T>& e = e_;
   const LlmConfig& c_ = e.c_;
   const cudaDeviceProp& prop_ = e.prop_;
-  const int B_ = e.B_, max_ctx_ = e.max_ctx_, chunk_ = e.chunk_, splits_ = e.splits_;
+  const int B_ = e.B_;
   if (!e.fused_ || B_ != 1) {
     return make_error(Errc::invalid_argument, "the dataflow plan runs batch 1 (GEMV kernels); this run has batch " +
                                                   std::to_string(B_));
@@ -85,8 +107,13 @@ Result<void> DataflowPlan<T>::prepare_kernel() {
   if (c_.hidden > kern::kFlowMaxHidden) {
     return make_error(Errc::unsupported, "the dataflow plan takes hidden sizes up to " + std::to_string(kern::kFlowMaxHidden));
   }
-  const int slot_bytes = o_.chunk_kb * 1024;
-  const int slot_elems = slot_bytes / static_cast<int>(sizeof(T));
+  return {};
+}
+
+// Each matrix product's rows per ring chunk (whole rows per warp, or a row split over warps).
+template <typename T>
+Result<void> DataflowPlan<T>::plan_products(int slot_elems) {
+  const LlmConfig& c_ = e_.c_;
   std::string err;
   auto shape = [&](int rows, int k) {
     kern::FlowShape s{rows, k, 1, 1, 0, 1};
@@ -107,7 +134,6 @@ Result<void> DataflowPlan<T>::prepare_kernel() {
     return s;
   };
   kern::FlowParams& P = p_;
-  P = kern::FlowParams{};
   const int H = c_.hidden, I = c_.intermediate, Q = c_.q_dim();
   P.qkv = shape(c_.qkv_dim(), H);
   P.out = shape(H, Q);
@@ -115,6 +141,15 @@ Result<void> DataflowPlan<T>::prepare_kernel() {
   P.down = shape(H, I);
   P.lm = shape(c_.vocab, H);
   if (!err.empty()) return make_error(Errc::unsupported, err);
+  return {};
+}
+
+// The layers' weights and attention parameters, the dependency counters, and the step's buffers.
+template <typename T>
+Result<void> DataflowPlan<T>::upload_layers() {
+  CudaEngine<T>& e = e_;
+  const LlmConfig& c_ = e.c_;
+  kern::FlowParams& P = p_;
   std::vector<kern::FlowLayer> layers;
   for (const auto& L : e.lw_) {
     const size_t i = layers.size();
@@ -137,78 +172,101 @@ Result<void> DataflowPlan<T>::prepare_kernel() {
   P.final_norm = e.final_norm_;
   P.eps = static_cast<float>(c_.rms_eps);
   P.attn_out = e.attn_d_;
-  P.attn_items = splits_ * c_.kv_heads;
-  int attn_floats = 0;
-  {  // ring attention: the cached K/V rows streamed through the ring like weights
-    const int tpos = slot_elems / c_.head_dim;
-    if (tpos < 1) return make_error(Errc::unsupported, "the dataflow plan: a cached row does not fit a chunk");
-    if (c_.heads / c_.kv_heads > kern::kFlowRingGroup) {
-      return make_error(Errc::unsupported, "the dataflow plan takes at most " + std::to_string(kern::kFlowRingGroup) +
-                                               " query heads per KV head");
-    }
-    // By default the separate kernels' splits (64 positions each up to 2 x SMs items): on the
-    // H100 one split per KV head of 384 positions made 1B decode ~3.5% slower than six of 64,
-    // whose items run on six times as many SMs. No more splits than the partials buffers hold
-    // (splits_ per head). And no more items than SMs: with more, some blocks take two items one
-    // after the other (1B at prompt 1024: 160 items on 132 SMs, 8% slower than the separate kernels).
-    const int per_head = std::max(1, prop_.multiProcessorCount / c_.kv_heads);
-    int span = o_.span > 0 ? o_.span : std::max(chunk_, ceil_div(max_ctx_, per_head));
-    span = std::max(span, ceil_div(max_ctx_, splits_));
-    P.attn_ring = 1;
-    P.attn_span = span;
-    P.attn_splits = ceil_div(max_ctx_, span);
-    P.attn_items = P.attn_splits * c_.kv_heads;
-    P.kv_prefetch = 0;
-    attn_floats = kern::flow_attn_floats(c_.head_dim, tpos);
-    P.attn_floats = attn_floats;
-  }
   P.resid = e.resid_d_;
   P.qkv_y = e.qkv_d_;
   P.act = e.act_d_;
   P.logits = e.logits_;
   P.argmax = e.argmax_;
   P.counters = static_cast<unsigned*>(cp);
-  P.slot_bytes = slot_bytes;
+  P.slot_bytes = o_.chunk_kb * 1024;
   P.l2_idle = o_.l2_wait;
   P.poll_ns = 0;
-  if (o_.bulk_handover) {
-    // Bulk stores move whole 16-byte pieces: an item's rows must be such. Where a chunk's rows
-    // are not (1B's down projection: 2 rows of 4 bytes), an item takes as many chunks of
-    // consecutive rows as make them so; products that still do not fit keep the release add.
-    const int nblk = prop_.multiProcessorCount;
-    auto eligible = [&](kern::FlowShape& s, int esz, int op) {
-      int c = 1;
-      while ((s.r * c * esz) % 16 != 0) c *= 2;
-      if (c > 1 && (s.rows % (s.r * c) != 0 || s.r * c > kern::kFlowMaxRows)) return;
-      if (((s.rows % (s.r * c)) * esz) % 16 != 0) return;
-      s.c = c;
-      s.items = ceil_div(s.rows, s.r * c);
-      P.bulk_ops |= 1 << op;
-      P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(s.items, nblk) * s.r * c * esz);
-    };
-    eligible(P.qkv, sizeof(T), kern::flow_qkv);
-    eligible(P.out, sizeof(float), kern::flow_out);
-    eligible(P.gu, sizeof(T), kern::flow_gate_up);
-    eligible(P.down, sizeof(float), kern::flow_down);
-    if (P.attn_ring) {  // ring attention items stage their records and rows themselves
-      const int g = c_.heads / c_.kv_heads;
-      P.bulk_ops |= 1 << kern::flow_attn;
-      P.attn_last_combines = 0;
-      P.attn_stage = kern::flow_attn_record(g, c_.head_dim) * 4 + (g * c_.head_dim * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
-      P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(P.attn_items, nblk) * P.attn_stage);
-      void* ap = nullptr;
-      const size_t n = static_cast<size_t>(P.attn_items) * kern::flow_attn_record(g, c_.head_dim);
-      if (auto r = e.alloc(&ap, n * sizeof(float), true); !r) return r.error();
-      P.attn_part = static_cast<float*>(ap);
-    }
+  return {};
+}
+
+// Ring attention: the cached K/V rows streamed through the ring like weights.
+template <typename T>
+Result<void> DataflowPlan<T>::plan_ring_attention(int slot_elems) {
+  const LlmConfig& c_ = e_.c_;
+  const cudaDeviceProp& prop_ = e_.prop_;
+  const int max_ctx_ = e_.max_ctx_, chunk_ = e_.chunk_, splits_ = e_.splits_;
+  kern::FlowParams& P = p_;
+  P.attn_items = splits_ * c_.kv_heads;
+  const int tpos = slot_elems / c_.head_dim;
+  if (tpos < 1) return make_error(Errc::unsupported, "the dataflow plan: a cached row does not fit a chunk");
+  if (c_.heads / c_.kv_heads > kern::kFlowRingGroup) {
+    return make_error(Errc::unsupported, "the dataflow plan takes at most " + std::to_string(kern::kFlowRingGroup) +
+                                             " query heads per KV head");
   }
+  // By default the separate kernels' splits (64 positions each up to 2 x SMs items): on the
+  // H100 one split per KV head of 384 positions made 1B decode ~3.5% slower than six of 64,
+  // whose items run on six times as many SMs. No more splits than the partials buffers hold
+  // (splits_ per head). And no more items than SMs: with more, some blocks take two items one
+  // after the other (1B at prompt 1024: 160 items on 132 SMs, 8% slower than the separate kernels).
+  const int per_head = std::max(1, prop_.multiProcessorCount / c_.kv_heads);
+  int span = o_.span > 0 ? o_.span : std::max(chunk_, ceil_div(max_ctx_, per_head));
+  span = std::max(span, ceil_div(max_ctx_, splits_));
+  P.attn_ring = 1;
+  P.attn_span = span;
+  P.attn_splits = ceil_div(max_ctx_, span);
+  P.attn_items = P.attn_splits * c_.kv_heads;
+  P.kv_prefetch = 0;
+  P.attn_floats = kern::flow_attn_floats(c_.head_dim, tpos);
+  return {};
+}
+
+// Bulk stores move whole 16-byte pieces: an item's rows must be such. Where a chunk's rows
+// are not (1B's down projection: 2 rows of 4 bytes), an item takes as many chunks of
+// consecutive rows as make them so; products that still do not fit keep the release add.
+template <typename T>
+Result<void> DataflowPlan<T>::plan_bulk_handover() {
+  CudaEngine<T>& e = e_;
+  const LlmConfig& c_ = e.c_;
+  const cudaDeviceProp& prop_ = e.prop_;
+  kern::FlowParams& P = p_;
+  const int nblk = prop_.multiProcessorCount;
+  auto eligible = [&](kern::FlowShape& s, int esz, int op) {
+    int c = 1;
+    while ((s.r * c * esz) % 16 != 0) c *= 2;
+    if (c > 1 && (s.rows % (s.r * c) != 0 || s.r * c > kern::kFlowMaxRows)) return;
+    if (((s.rows % (s.r * c)) * esz) % 16 != 0) return;
+    s.c = c;
+    s.items = ceil_div(s.rows, s.r * c);
+    P.bulk_ops |= 1 << op;
+    P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(s.items, nblk) * s.r * c * esz);
+  };
+  eligible(P.qkv, sizeof(T), kern::flow_qkv);
+  eligible(P.out, sizeof(float), kern::flow_out);
+  eligible(P.gu, sizeof(T), kern::flow_gate_up);
+  eligible(P.down, sizeof(float), kern::flow_down);
+  if (P.attn_ring) {  // ring attention items stage their records and rows themselves
+    const int g = c_.heads / c_.kv_heads;
+    P.bulk_ops |= 1 << kern::flow_attn;
+    P.attn_last_combines = 0;
+    P.attn_stage = kern::flow_attn_record(g, c_.head_dim) * 4 + (g * c_.head_dim * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
+    P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(P.attn_items, nblk) * P.attn_stage);
+    void* ap = nullptr;
+    const size_t n = static_cast<size_t>(P.attn_items) * kern::flow_attn_record(g, c_.head_dim);
+    if (auto r = e.alloc(&ap, n * sizeof(float), true); !r) return r.error();
+    P.attn_part = static_cast<float*>(ap);
+  }
+  return {};
+}
+
+template <typename T>
+Result<void> DataflowPlan<T>::fit_shared_memory() {
+  const LlmConfig& c_ = e_.c_;
+  const cudaDeviceProp& prop_ = e_.prop_;
+  const int H = c_.hidden, I = c_.intermediate, Q = c_.q_dim();
+  const int slot_bytes = o_.chunk_kb * 1024;
+  kern::FlowParams& P = p_;
   // Ring slots: as many as shared memory holds beside the kernel's static arrays (attention's).
   cudaFuncAttributes fa{};
   JP_CK(cudaFuncGetAttributes(&fa, kernel()));
   const int kmax = std::max({H, Q, I});
   const size_t avail = prop_.sharedMemPerBlockOptin - fa.sharedSizeBytes;
   const int slots = o_.slots;
-  smem_ = kern::flow_smem(slots, slot_bytes, kmax, sizeof(T), attn_floats, P.bulk_bytes).bytes;
+  smem_ = kern::flow_smem(slots, slot_bytes, kmax, sizeof(T), P.attn_floats, P.bulk_bytes).bytes;
   if (smem_ > avail) {
     return make_error(Errc::unsupported, "the dataflow plan: " + std::to_string(slots) + " slots of " +
                                              std::to_string(o_.chunk_kb) + " KiB need " + std::to_string(smem_) +
@@ -221,7 +279,6 @@ Result<void> DataflowPlan<T>::prepare_kernel() {
   if (blocks < 1) return make_error(Errc::unsupported, "the dataflow decode kernel does not fit on an SM of this GPU");
   return {};
 }
-
 
 template <typename T>
 void DataflowPlan<T>::launch() {
