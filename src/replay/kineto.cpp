@@ -834,7 +834,7 @@ Result<void> Importer::run(Input& in, bool& retry) {
   retry = false;
   parts_.clear();
   parts_.push_back(std::make_unique<Partial>());
-  Pool pool;  // declared after parts_ is filled, closed (joined) before any return
+  Pool pool;  // its workers write into parts_: joined before run() returns, on every path
   if (threads_ > 1) start_workers(pool);
   Window w;
   w.buf.resize(1 + chunk_ + kPad);
