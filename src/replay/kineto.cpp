@@ -22,6 +22,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -265,6 +266,104 @@ struct Piece {
   uint64_t offset = 0;  // file offset of buf[1]
 };
 
+// The read buffer: buf[0] is a spare byte for '['; data lives in buf[1 .. 1+size).
+struct Window {
+  std::vector<char> buf;
+  std::size_t size = 0;   // bytes in buf after the spare byte
+  uint64_t consumed = 0;  // file bytes before buf[1]
+  bool eof = false;
+  char* data() { return buf.data() + 1; }
+  void drop(std::size_t n) {  // drops the first n bytes
+    std::memmove(buf.data() + 1, buf.data() + 1 + n, size - n);
+    size -= n;
+    consumed += n;
+  }
+};
+
+// The worker threads of the parallel mode: each parses pieces from a bounded queue into its own
+// Partial. A piece that does not parse sets `failed`; the rest of the queue is then only drained.
+class Pool {
+ public:
+  using Parse = std::function<bool(Partial&, Piece&)>;
+  Pool() = default;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() { close(); }
+
+  void start(const std::vector<Partial*>& parts, const Parse& parse) {
+    max_queue_ = parts.size();
+    for (Partial* part : parts) threads_.emplace_back([this, part, parse] { work(*part, parse); });
+  }
+  std::size_t size() const { return threads_.size(); }
+  /// Queues a piece, waiting while the queue is full.
+  void push(Piece&& piece) {
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_space_.wait(lk, [&] { return queue_.size() < max_queue_; });
+      queue_.push_back(std::move(piece));
+    }
+    cv_work_.notify_one();
+  }
+  /// Waits until every queued piece was taken by a worker.
+  void wait_empty() {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_space_.wait(lk, [&] { return queue_.empty(); });
+  }
+  /// The workers finish the queue and end.
+  void close() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      closing_ = true;
+    }
+    cv_work_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+  std::atomic<bool> failed{false};
+
+ private:
+  void work(Partial& part, const Parse& parse) {
+    for (;;) {
+      Piece piece;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_work_.wait(lk, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        piece = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      cv_space_.notify_one();
+      if (failed.load()) continue;
+      if (!parse(part, piece)) failed = true;
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_work_, cv_space_;
+  std::deque<Piece> queue_;
+  std::size_t max_queue_ = 0;
+  bool closing_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// What a Partial holds before a piece: a piece that fails to parse is taken back to it.
+struct PartialMark {
+  std::size_t pending, ext, corr, annotations;
+  Counts c;
+  uint64_t skipped, graph_kernels;
+  explicit PartialMark(const Partial& p)
+      : pending(p.pending.size()), ext(p.ext_sig.size()), corr(p.corr_ext.size()), annotations(p.annotations.size()), c(p.c),
+        skipped(p.skipped), graph_kernels(p.graph_kernels) {}
+  void restore(Partial& p) const {
+    p.pending.resize(pending);
+    p.ext_sig.resize(ext);
+    p.corr_ext.resize(corr);
+    p.annotations.resize(annotations);
+    p.c = c;
+    p.skipped = skipped;
+    p.graph_kernels = graph_kernels;
+  }
+};
+
 class Importer {
  public:
   enum class Cat { skip, kernel, memcpy, memset, op, runtime, annotation };
@@ -278,6 +377,12 @@ class Importer {
 
  private:
   Result<void> parse_events(Partial& p, char* begin, std::size_t len, std::size_t capacity, uint64_t file_offset);
+  void start_workers(Pool& pool);
+  Result<void> fill(Input& in, Window& w);
+  Result<void> read_head(Input& in, Window& w, Scanner& sc, std::string& outer);
+  Result<void> read_events(Input& in, Window& w, Pool& pool);
+  bool parse_guess(Partial& main, Window& w, std::size_t cut);
+  Result<void> read_tail(Input& in, Window& w, Scanner& sc, std::string& outer);
   void event(Partial& p, od::object obj);
   Result<void> members(const std::string& outer);
   void finish();
@@ -406,9 +511,10 @@ void skip_event(Partial& p, std::string why) {
   if (p.first_skip.empty()) p.first_skip = std::move(why);
 }
 
-void Importer::event(Partial& p, od::object obj) {
+// What one event says, as views into the parsed piece (read_fields fills it).
+struct EventFields {
   std::string_view cat, name, dims, types, strides;
-  Cat c = Cat::skip;
+  Importer::Cat c = Importer::Cat::skip;
   std::string_view ts_raw, dur_raw;
   int64_t external = -1, correlation = -1, device = 0, regs = 0, shared = 0, bytes = 0, graph = -1;
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
@@ -417,36 +523,98 @@ void Importer::event(Partial& p, od::object obj) {
   const char* bad_launch = nullptr;  // grid, block, registers, shared memory, device, bytes, graph id
   const char* bad_link = nullptr;    // External id, correlation
   const char* bad_shape = nullptr;   // Input Dims/type/Strides
+};
+
+// The members of "args" that the importer uses; keys are matched on their first byte, then in place.
+inline void read_args(od::object args, EventFields& f) {
+  for (auto a : args) {
+    const char* ak = a.key().value().raw();
+    switch (ak[0]) {
+      case 'E':
+      case 'e':
+        if (key_is(ak + 1, "xternal id")) int_arg(a.value(), f.external, "External id", f.bad_link);
+        break;
+      case 'c':
+        if (key_is(ak, "correlation") || key_is(ak, "correlation id")) int_arg(a.value(), f.correlation, "correlation", f.bad_link);
+        break;
+      case 'd':
+        if (key_is(ak, "device")) {
+          if (int_arg(a.value(), f.device, "device", f.bad_launch) && (f.device < 0 || f.device > 255)) {
+            if (f.bad_launch == nullptr) f.bad_launch = "device";
+          }
+        }
+        break;
+      case 'g':
+      case 'b':
+        if (key_is(ak, "grid")) {
+          dim_arg(a.value(), f.grid, "grid", f.bad_launch);
+        } else if (key_is(ak, "block")) {
+          dim_arg(a.value(), f.block, "block", f.bad_launch);
+        } else if (key_is(ak, "bytes")) {
+          if (int_arg(a.value(), f.bytes, "bytes", f.bad_launch) && f.bytes < 0 && f.bad_launch == nullptr) f.bad_launch = "bytes";
+        } else if (key_is(ak, "graph id")) {
+          if (int_arg(a.value(), f.graph, "graph id", f.bad_launch) && f.graph < 0) f.graph = -1;
+        }
+        break;
+      case 'r':
+        if (key_is(ak, "registers per thread")) {
+          if (int_arg(a.value(), f.regs, "registers per thread", f.bad_launch) && (f.regs < 0 || f.regs > 65536) && f.bad_launch == nullptr) {
+            f.bad_launch = "registers per thread";
+          }
+        }
+        break;
+      case 's':
+        if (key_is(ak, "shared memory")) {
+          if (int_arg(a.value(), f.shared, "shared memory", f.bad_launch) && (f.shared < 0 || f.shared > INT32_MAX) && f.bad_launch == nullptr) {
+            f.bad_launch = "shared memory";
+          }
+        }
+        break;
+      case 'I':
+        if (key_is(ak, "Input Dims") || key_is(ak, "Input dims")) {
+          f.dims = raw_array(a.value(), f.bad_shape, "Input Dims");
+        } else if (key_is(ak, "Input type")) {
+          f.types = raw_array(a.value(), f.bad_shape, "Input type");
+        } else if (key_is(ak, "Input Strides")) {
+          f.strides = raw_array(a.value(), f.bad_shape, "Input Strides");
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// The event's members. Stops at a category the importer does not use (flows, metadata, python
+// functions ...): "cat" precedes "args" in Kineto's output, so the rest is not read.
+inline void read_fields(od::object obj, EventFields& f) {
   for (auto field : obj) {
     const char* k = field.key().value().raw();
     switch (k[0]) {
       case 'c':
         if (key_is(k, "cat")) {
-          if (field.value().get_string().get(cat) != simdjson::SUCCESS) cat = {};
-          c = category(cat);
-          if (c == Cat::skip) {  // flows, metadata, python functions ... (cat precedes args in Kineto's output)
-            ++p.c.events;
-            return;
-          }
+          if (field.value().get_string().get(f.cat) != simdjson::SUCCESS) f.cat = {};
+          f.c = category(f.cat);
+          if (f.c == Importer::Cat::skip) return;
         }
         break;
       case 'n':
         if (key_is(k, "name")) {
-          const auto err = field.value().get_string().get(name);
+          const auto err = field.value().get_string().get(f.name);
           if (err == simdjson::STRING_ERROR || err == simdjson::INCORRECT_TYPE) {
-            have_name = false;
+            f.have_name = false;
           } else if (err != simdjson::SUCCESS) {
             throw simdjson::simdjson_error(err);
           }
         }
         break;
       case 't':
-        if (key_is(k, "ts")) ts_raw = checked_token(field.value().raw_json_token());
+        if (key_is(k, "ts")) f.ts_raw = checked_token(field.value().raw_json_token());
         break;
       case 'd':
         if (key_is(k, "dur")) {
-          dur_raw = checked_token(field.value().raw_json_token());
-          have_dur = true;
+          f.dur_raw = checked_token(field.value().raw_json_token());
+          f.have_dur = true;
         }
         break;
       case 'a': {
@@ -456,135 +624,76 @@ void Importer::event(Partial& p, od::object obj) {
           if (err != simdjson::INCORRECT_TYPE) throw simdjson::simdjson_error(err);
           break;  // "args" that is not an object: as if absent
         }
-        for (auto a : args) {
-          const char* ak = a.key().value().raw();
-          switch (ak[0]) {
-            case 'E':
-            case 'e':
-              if (key_is(ak + 1, "xternal id")) int_arg(a.value(), external, "External id", bad_link);
-              break;
-            case 'c':
-              if (key_is(ak, "correlation") || key_is(ak, "correlation id")) int_arg(a.value(), correlation, "correlation", bad_link);
-              break;
-            case 'd':
-              if (key_is(ak, "device")) {
-                if (int_arg(a.value(), device, "device", bad_launch) && (device < 0 || device > 255)) {
-                  if (bad_launch == nullptr) bad_launch = "device";
-                }
-              }
-              break;
-            case 'g':
-            case 'b':
-              if (key_is(ak, "grid")) {
-                dim_arg(a.value(), grid, "grid", bad_launch);
-              } else if (key_is(ak, "block")) {
-                dim_arg(a.value(), block, "block", bad_launch);
-              } else if (key_is(ak, "bytes")) {
-                if (int_arg(a.value(), bytes, "bytes", bad_launch) && bytes < 0 && bad_launch == nullptr) bad_launch = "bytes";
-              } else if (key_is(ak, "graph id")) {
-                if (int_arg(a.value(), graph, "graph id", bad_launch) && graph < 0) graph = -1;
-              }
-              break;
-            case 'r':
-              if (key_is(ak, "registers per thread")) {
-                if (int_arg(a.value(), regs, "registers per thread", bad_launch) && (regs < 0 || regs > 65536) && bad_launch == nullptr) {
-                  bad_launch = "registers per thread";
-                }
-              }
-              break;
-            case 's':
-              if (key_is(ak, "shared memory")) {
-                if (int_arg(a.value(), shared, "shared memory", bad_launch) && (shared < 0 || shared > INT32_MAX) && bad_launch == nullptr) {
-                  bad_launch = "shared memory";
-                }
-              }
-              break;
-            case 'I':
-              if (key_is(ak, "Input Dims") || key_is(ak, "Input dims")) {
-                dims = raw_array(a.value(), bad_shape, "Input Dims");
-              } else if (key_is(ak, "Input type")) {
-                types = raw_array(a.value(), bad_shape, "Input type");
-              } else if (key_is(ak, "Input Strides")) {
-                strides = raw_array(a.value(), bad_shape, "Input Strides");
-              }
-              break;
-            default:
-              break;
-          }
-        }
+        read_args(args, f);
         break;
       }
       default:
         break;
     }
   }
-  ++p.c.events;
-  if (c == Cat::skip) return;
-  const char* what = c == Cat::op ? "an op" : c == Cat::runtime ? "a runtime" : c == Cat::annotation ? "an annotation" : "a GPU";
-  if (!have_name) return skip_event(p, std::string(what) + " event's \"name\" is not a string");
-  if (name.size() > kMaxName) return skip_event(p, std::string(what) + " event's \"name\" is longer than 1 MiB");
-  if (c == Cat::op) {
-    if (bad_link != nullptr) return skip_event(p, fmt::format("an op event's \"{}\" is not a non-negative integer", bad_link));
-    if (external < 0) return;
-    if (bad_shape != nullptr) dims = types = strides = {};  // the op is kept, without shapes
-    if (!dims.empty()) p.shapes = true;
-    p.key.assign(name).append("\x1f").append(dims).append("\x1f").append(types).append("\x1f").append(strides);
-    auto [it, inserted] = p.sig_ids.emplace(p.key, static_cast<uint32_t>(p.sigs.size()));
-    if (inserted) p.sigs.push_back({std::string(name), std::string(dims), std::string(types), std::string(strides)});
-    p.ext_sig.emplace_back(external, it->second);
-    return;
+}
+
+// A CPU op: its signature (name and shapes), found later from its kernels' External id.
+inline void op_event(Partial& p, EventFields& f) {
+  if (f.bad_link != nullptr) return skip_event(p, fmt::format("an op event's \"{}\" is not a non-negative integer", f.bad_link));
+  if (f.external < 0) return;
+  if (f.bad_shape != nullptr) f.dims = f.types = f.strides = {};  // the op is kept, without shapes
+  if (!f.dims.empty()) p.shapes = true;
+  p.key.assign(f.name).append("\x1f").append(f.dims).append("\x1f").append(f.types).append("\x1f").append(f.strides);
+  auto [it, inserted] = p.sig_ids.emplace(p.key, static_cast<uint32_t>(p.sigs.size()));
+  if (inserted) p.sigs.push_back({std::string(f.name), std::string(f.dims), std::string(f.types), std::string(f.strides)});
+  p.ext_sig.emplace_back(f.external, it->second);
+}
+
+// The launch identity of a GPU activity: name, kind, device, launch shape, bytes of a copy, graph.
+inline void launch_key(std::string& key, const EventFields& f, bool copy) {
+  key.clear();
+  key.append(f.name).append("\x1f");
+  key.append(std::to_string(static_cast<int>(f.c))).append(",").append(std::to_string(f.device));
+  for (int i = 0; i < 3; ++i) key.append(",").append(std::to_string(f.grid[i])).append(",").append(std::to_string(f.block[i]));
+  key.append(",").append(std::to_string(f.regs)).append(",").append(std::to_string(f.shared)).append(",");
+  if (copy) key.append(std::to_string(f.bytes));
+  key.append(",").append(std::to_string(f.graph));
+}
+
+// The row of a launch identity seen for the first time.
+KernelRow launch_row(const EventFields& f, bool memset, bool memcpy) {
+  KernelRow r;
+  r.name = std::string(f.name);
+  r.kind = memset ? "memset" : memcpy ? "memcpy" : "kernel";
+  r.device = static_cast<uint32_t>(f.device);
+  for (int i = 0; i < 3; ++i) {
+    r.grid[i] = f.grid[i];
+    r.block[i] = f.block[i];
   }
-  if (c == Cat::runtime) {  // cudaLaunchKernel, cudaGraphLaunch ...: correlation → the op's External id
-    if (bad_link != nullptr) return skip_event(p, fmt::format("a runtime event's \"{}\" is not an integer", bad_link));
-    if (correlation >= 0 && correlation <= UINT32_MAX && external >= 0) p.corr_ext.emplace_back(static_cast<uint32_t>(correlation), external);
-    return;
+  r.registers = static_cast<uint32_t>(f.regs);
+  r.shared_bytes = static_cast<uint32_t>(f.shared);
+  r.graph = f.graph;
+  if (memset || memcpy) {
+    r.bytes = static_cast<uint64_t>(f.bytes);
+    r.copy_kind = copy_kind_of(f.name, memset);
   }
-  if (c == Cat::annotation) {  // record_function ranges: the phases of the run
-    const auto a = us_to_ns(ts_raw);
-    const auto d = have_dur ? us_to_ns(dur_raw) : std::optional<int64_t>(0);
-    if (a && d && *d >= 0) p.annotations.push_back({std::string(name), 0, *a, *a + *d});
-    return;
-  }
-  // A GPU activity.
-  if (!have_dur) return skip_event(p, "a GPU event has no \"dur\"");
-  const auto start = us_to_ns(ts_raw);
-  const auto dur = us_to_ns(dur_raw);
+  return r;
+}
+
+// A kernel, memcpy or memset: its launch identity and one pending activity (linked in finish()).
+inline void gpu_event(Partial& p, EventFields& f) {
+  if (!f.have_dur) return skip_event(p, "a GPU event has no \"dur\"");
+  const auto start = us_to_ns(f.ts_raw);
+  const auto dur = us_to_ns(f.dur_raw);
   if (!start) return skip_event(p, "a GPU event's \"ts\" is not a number");
   if (!dur || *dur < 0) return skip_event(p, "a GPU event's \"dur\" is not a non-negative number");
-  if (bad_launch != nullptr) return skip_event(p, fmt::format("a GPU event's \"{}\" is not a valid value (negative, too large or of the wrong type)", bad_launch));
-  if (bad_link != nullptr) {  // the kernel is kept; only its link to the launching op is lost
-    external = -1;
-    correlation = -1;
+  if (f.bad_launch != nullptr) return skip_event(p, fmt::format("a GPU event's \"{}\" is not a valid value (negative, too large or of the wrong type)", f.bad_launch));
+  if (f.bad_link != nullptr) {  // the kernel is kept; only its link to the launching op is lost
+    f.external = -1;
+    f.correlation = -1;
   }
-  const bool memset = c == Cat::memset, memcpy = c == Cat::memcpy;
-  if (graph >= 0) ++p.graph_kernels;
-  p.key.clear();
-  p.key.append(name).append("\x1f");
-  p.key.append(std::to_string(static_cast<int>(c))).append(",").append(std::to_string(device));
-  for (int i = 0; i < 3; ++i) p.key.append(",").append(std::to_string(grid[i])).append(",").append(std::to_string(block[i]));
-  p.key.append(",").append(std::to_string(regs)).append(",").append(std::to_string(shared)).append(",");
-  if (memset || memcpy) p.key.append(std::to_string(bytes));
-  p.key.append(",").append(std::to_string(graph));
+  const bool memset = f.c == Importer::Cat::memset, memcpy = f.c == Importer::Cat::memcpy;
+  if (f.graph >= 0) ++p.graph_kernels;
+  launch_key(p.key, f, memset || memcpy);
   auto [it, inserted] = p.launch_ids.emplace(p.key, static_cast<uint32_t>(p.launches.size()));
-  if (inserted) {
-    KernelRow r;
-    r.name = std::string(name);
-    r.kind = memset ? "memset" : memcpy ? "memcpy" : "kernel";
-    r.device = static_cast<uint32_t>(device);
-    for (int i = 0; i < 3; ++i) {
-      r.grid[i] = grid[i];
-      r.block[i] = block[i];
-    }
-    r.registers = static_cast<uint32_t>(regs);
-    r.shared_bytes = static_cast<uint32_t>(shared);
-    r.graph = graph;
-    if (memset || memcpy) {
-      r.bytes = static_cast<uint64_t>(bytes);
-      r.copy_kind = copy_kind_of(name, memset);
-    }
-    p.launches.push_back(std::move(r));
-  }
-  p.pending.push_back({it->second, static_cast<uint32_t>(correlation < 0 || correlation > UINT32_MAX ? 0 : correlation), external, *start, *dur});
+  if (inserted) p.launches.push_back(launch_row(f, memset, memcpy));
+  p.pending.push_back({it->second, static_cast<uint32_t>(f.correlation < 0 || f.correlation > UINT32_MAX ? 0 : f.correlation), f.external, *start, *dur});
   if (memset) {
     ++p.c.memsets;
     p.c.memset_ns += *dur;
@@ -595,6 +704,29 @@ void Importer::event(Partial& p, od::object obj) {
     ++p.c.kernels;
     p.c.kernel_ns += *dur;
   }
+}
+
+void Importer::event(Partial& p, od::object obj) {
+  EventFields f;
+  read_fields(obj, f);
+  ++p.c.events;
+  if (f.c == Cat::skip) return;
+  const char* what = f.c == Cat::op ? "an op" : f.c == Cat::runtime ? "a runtime" : f.c == Cat::annotation ? "an annotation" : "a GPU";
+  if (!f.have_name) return skip_event(p, std::string(what) + " event's \"name\" is not a string");
+  if (f.name.size() > kMaxName) return skip_event(p, std::string(what) + " event's \"name\" is longer than 1 MiB");
+  if (f.c == Cat::op) return op_event(p, f);
+  if (f.c == Cat::runtime) {  // cudaLaunchKernel, cudaGraphLaunch ...: correlation → the op's External id
+    if (f.bad_link != nullptr) return skip_event(p, fmt::format("a runtime event's \"{}\" is not an integer", f.bad_link));
+    if (f.correlation >= 0 && f.correlation <= UINT32_MAX && f.external >= 0) p.corr_ext.emplace_back(static_cast<uint32_t>(f.correlation), f.external);
+    return;
+  }
+  if (f.c == Cat::annotation) {  // record_function ranges: the phases of the run
+    const auto a = us_to_ns(f.ts_raw);
+    const auto d = f.have_dur ? us_to_ns(f.dur_raw) : std::optional<int64_t>(0);
+    if (a && d && *d >= 0) p.annotations.push_back({std::string(f.name), 0, *a, *a + *d});
+    return;
+  }
+  gpu_event(p, f);
 }
 
 Result<void> Importer::parse_events(Partial& p, char* begin, std::size_t len, std::size_t capacity, uint64_t file_offset) {
@@ -667,99 +799,110 @@ std::size_t guess_cut(const char* data, std::size_t size) {
   return SIZE_MAX;
 }
 
+// Where the exact scanner ends the complete events of data[0, size): the ',' after the last one at
+// depth 0, or the array's closing ']' (array_end); SIZE_MAX when none is complete.
+struct ExactCut {
+  std::size_t end = SIZE_MAX;
+  bool array_end = false;
+};
+ExactCut exact_cut(const char* data, std::size_t size) {
+  Scanner ex;
+  ExactCut cut;
+  for (std::size_t p = 0; p < size; ++p) {
+    const auto e = ex.feed(data[p]);
+    if (ex.depth < 0) {
+      cut.end = p;
+      cut.array_end = true;
+      break;
+    }
+    if (ex.depth == 0 && e == Scanner::comma) cut.end = p;
+  }
+  return cut;
+}
+
+// A worker's copy of data[0, cut) and the ',' after it.
+Piece piece_of(const char* data, std::size_t cut, uint64_t offset) {
+  Piece piece;
+  piece.buf.resize(1 + cut + kPad);
+  std::memcpy(piece.buf.data() + 1, data, cut + 1);
+  piece.len = cut;
+  piece.offset = offset;
+  return piece;
+}
+
 Result<void> Importer::run(Input& in, bool& retry) {
   retry = false;
   parts_.clear();
   parts_.push_back(std::make_unique<Partial>());
-  Partial& main = *parts_[0];
-  // Worker threads (parallel mode): parse pieces from a bounded queue.
-  std::mutex mu;
-  std::condition_variable cv_work, cv_space;
-  std::deque<Piece> queue;
-  bool closing = false;
-  std::atomic<bool> failed{false};
-  std::vector<std::thread> workers;
-  const std::size_t max_queue = static_cast<std::size_t>(threads_);
-  const int n_workers = threads_ > 1 ? threads_ : 0;
-  for (int w = 0; w < n_workers; ++w) parts_.push_back(std::make_unique<Partial>());
-  for (int w = 0; w < n_workers; ++w) {
-    workers.emplace_back([&, part = parts_[static_cast<std::size_t>(w) + 1].get()] {
-      for (;;) {
-        Piece piece;
-        {
-          std::unique_lock<std::mutex> lk(mu);
-          cv_work.wait(lk, [&] { return closing || !queue.empty(); });
-          if (queue.empty()) return;
-          piece = std::move(queue.front());
-          queue.pop_front();
-        }
-        cv_space.notify_one();
-        if (failed.load()) continue;
-        if (!parse_events(*part, piece.buf.data() + 1, piece.len, piece.buf.size() - 1, piece.offset)) failed = true;
-      }
-    });
-  }
-  struct Join {
-    std::vector<std::thread>& w;
-    std::mutex& mu;
-    bool& closing;
-    std::condition_variable& cv;
-    ~Join() {
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        closing = true;
-      }
-      cv.notify_all();
-      for (auto& t : w) t.join();
-    }
-  } join{workers, mu, closing, cv_work};
-
-  // buf[0] is a spare byte for '['; data lives in buf[1 .. 1+size).
-  std::vector<char> buf(1 + chunk_ + kPad);
-  std::size_t size = 0;       // bytes in buf after the spare byte
-  uint64_t consumed = 0;      // file bytes before buf[1]
-  bool eof = false;
-  auto fill = [&]() -> Result<void> {
-    if (eof) return {};
-    if (buf.size() < 1 + size + chunk_ + kPad) {
-      if (size + chunk_ > kMaxPiece) return make_error(Errc::parse, path_ + ": an event larger than 64 MiB (the limit for one trace event) at byte " + std::to_string(consumed));
-      buf.resize(1 + size + chunk_ + kPad);
-    }
-    auto got = in.read(buf.data() + 1 + size, chunk_);
-    if (!got) return got.error();
-    if (*got == 0) eof = true;
-    size += *got;
-    const uint64_t before = t_.bytes;
-    t_.bytes += *got;
-    if (progress_ && (before >> 28) != (t_.bytes >> 28)) progress_(path_ + ": " + format_bytes(t_.bytes) + " read");
-    return {};
-  };
-  auto drop = [&](std::size_t n) {  // drops the first n bytes
-    std::memmove(buf.data() + 1, buf.data() + 1 + n, size - n);
-    size -= n;
-    consumed += n;
-  };
-
+  Pool pool;  // its workers write into parts_: joined before run() returns, on every path
+  if (threads_ > 1) start_workers(pool);
+  Window w;
+  w.buf.resize(1 + chunk_ + kPad);
   // 1. The members before the array, up to "traceEvents": [.
   Scanner sc;
   std::string outer;  // the top-level object without the events
+  if (auto r = read_head(in, w, sc, outer); !r) return r;
+  // 2. The events.
+  if (auto r = read_events(in, w, pool); !r) return r;
+  pool.close();
+  if (pool.failed.load()) {
+    retry = true;
+    return {};
+  }
+  // 3. The members after the array.
+  if (auto r = read_tail(in, w, sc, outer); !r) return r;
+  if (auto m = members(outer); !m) return m;
+  finish();
+  return {};
+}
+
+void Importer::start_workers(Pool& pool) {
+  std::vector<Partial*> parts;
+  for (int i = 0; i < threads_; ++i) {
+    parts_.push_back(std::make_unique<Partial>());
+    parts.push_back(parts_.back().get());
+  }
+  pool.start(parts, [this](Partial& part, Piece& piece) {
+    return static_cast<bool>(parse_events(part, piece.buf.data() + 1, piece.len, piece.buf.size() - 1, piece.offset));
+  });
+}
+
+// Reads up to a chunk more into the window (grown to hold it, up to one 64 MiB event).
+Result<void> Importer::fill(Input& in, Window& w) {
+  if (w.eof) return {};
+  if (w.buf.size() < 1 + w.size + chunk_ + kPad) {
+    if (w.size + chunk_ > kMaxPiece) return make_error(Errc::parse, path_ + ": an event larger than 64 MiB (the limit for one trace event) at byte " + std::to_string(w.consumed));
+    w.buf.resize(1 + w.size + chunk_ + kPad);
+  }
+  auto got = in.read(w.buf.data() + 1 + w.size, chunk_);
+  if (!got) return got.error();
+  if (*got == 0) w.eof = true;
+  w.size += *got;
+  const uint64_t before = t_.bytes;
+  t_.bytes += *got;
+  if (progress_ && (before >> 28) != (t_.bytes >> 28)) progress_(path_ + ": " + format_bytes(t_.bytes) + " read");
+  return {};
+}
+
+// The bytes before the events, kept in `outer`, through the '[' of the top-level "traceEvents".
+Result<void> Importer::read_head(Input& in, Window& w, Scanner& sc, std::string& outer) {
   std::string last_string;
   std::size_t string_start = 0;
   bool found = false;
   while (!found) {
-    if (size == 0) {
-      if (auto f = fill(); !f) return f;
-      if (size == 0) {
-        return make_error(Errc::parse, path_ + (consumed == 0 ? ": empty file" : ": no \"traceEvents\" array (not a Kineto/PyTorch profiler trace)"));
+    if (w.size == 0) {
+      if (auto f = fill(in, w); !f) return f;
+      if (w.size == 0) {
+        return make_error(Errc::parse, path_ + (w.consumed == 0 ? ": empty file" : ": no \"traceEvents\" array (not a Kineto/PyTorch profiler trace)"));
       }
     }
     std::size_t i = 0;
-    for (; i < size; ++i) {
-      const char c = buf[1 + i];
+    for (; i < w.size; ++i) {
+      const char c = w.buf[1 + i];
       const bool was_in_string = sc.in_string;
       const auto e = sc.feed(c);
       if (!was_in_string && sc.in_string) string_start = outer.size() + 1;
-      if (consumed + i == 0 && c != '{' && !is_ws(c)) {
+      if (w.consumed + i == 0 && c != '{' && !is_ws(c)) {
         return make_error(Errc::parse, path_ + ": not a Kineto/PyTorch profiler trace (a JSON object is expected, got '" +
                                            std::string(1, c) + "' at byte 0)");
       }
@@ -775,148 +918,115 @@ Result<void> Importer::run(Input& in, bool& retry) {
         break;
       }
     }
-    drop(i);
+    w.drop(i);
   }
-  // 2. The events. In parallel mode the data after a wrongly guessed cut is garbage: an error
-  // there only means "read again serially", which then finds the exact place of any real damage.
+  return {};
+}
+
+// The events, through the array's ']': pieces cut at guessed boundaries go to the workers
+// (parallel) or are parsed here (serial); where no guess fits or one fails, the exact scanner cuts.
+Result<void> Importer::read_events(Input& in, Window& w, Pool& pool) {
+  const bool parallel = pool.size() > 0;
+  Partial& main = *parts_[0];
+  // In parallel mode the data after a wrongly guessed cut is garbage: an error there only means
+  // "read again serially", which then finds the exact place of any real damage.
   auto bad = [&](Error e) -> Result<void> {
-    if (n_workers == 0) return e;
-    failed = true;
+    if (!parallel) return e;
+    pool.failed = true;
     return {};
   };
   for (;;) {
-    if (failed.load()) break;
-    if (!eof && size < chunk_) {
-      if (auto f = fill(); !f) return f;
+    if (pool.failed.load()) break;
+    if (!w.eof && w.size < chunk_) {
+      if (auto f = fill(in, w); !f) return f;
       continue;
     }
-    char* data = buf.data() + 1;
+    char* data = w.data();
     // Leading whitespace and the separating comma (after a previous piece).
     std::size_t lead = 0;
-    while (lead < size && (is_ws(data[lead]) || data[lead] == ',')) ++lead;
+    while (lead < w.size && (is_ws(data[lead]) || data[lead] == ',')) ++lead;
     if (lead > 0) {
-      drop(lead);
+      w.drop(lead);
       continue;
     }
-    if (size == 0) {
-      if (eof) {
-        if (auto r = bad(make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed) + " (inside traceEvents)")); !r) return r;
+    if (w.size == 0) {
+      if (w.eof) {
+        if (auto r = bad(make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(w.consumed) + " (inside traceEvents)")); !r) return r;
         break;
       }
       continue;
     }
     if (data[0] == ']') {  // the array's end
-      drop(1);
+      w.drop(1);
       break;
     }
-    const std::size_t cut = eof ? SIZE_MAX : guess_cut(data, size);
-    if (cut != SIZE_MAX && n_workers > 0) {
-      // Hand the piece to a worker; keep the rest.
-      Piece piece;
-      piece.buf.resize(1 + cut + kPad);
-      std::memcpy(piece.buf.data() + 1, data, cut + 1);  // with the ',' after it
-      piece.len = cut;
-      piece.offset = consumed;
-      {
-        std::unique_lock<std::mutex> lk(mu);
-        cv_space.wait(lk, [&] { return queue.size() < max_queue; });
-        queue.push_back(std::move(piece));
-      }
-      cv_work.notify_one();
-      drop(cut);
+    const std::size_t cut = w.eof ? SIZE_MAX : guess_cut(data, w.size);
+    if (cut != SIZE_MAX && parallel) {  // hand the piece to a worker; keep the rest
+      pool.push(piece_of(data, cut, w.consumed));
+      w.drop(cut);
       continue;
     }
-    if (cut != SIZE_MAX) {
-      const std::size_t pending_before = main.pending.size(), ext_before = main.ext_sig.size(), corr_before = main.corr_ext.size(),
-                        ann_before = main.annotations.size();
-      const Counts before = main.c;
-      const uint64_t skipped_before = main.skipped, graph_before = main.graph_kernels;
-      if (parse_events(main, data, cut, buf.size() - 1, consumed)) {
-        drop(cut);
-        continue;
-      }
-      // The guess was inside an event, or the data is bad: start this piece over, cut exactly.
-      main.pending.resize(pending_before);
-      main.ext_sig.resize(ext_before);
-      main.corr_ext.resize(corr_before);
-      main.annotations.resize(ann_before);
-      main.c = before;
-      main.skipped = skipped_before;
-      main.graph_kernels = graph_before;
+    if (cut != SIZE_MAX && parse_guess(main, w, cut)) {
+      w.drop(cut);
+      continue;
     }
-    // Exact cut: scan to the last complete event at depth 0 (or the array's closing ']').
-    Scanner ex;
-    std::size_t last_end = SIZE_MAX;  // position of the ',' or ']' after the last complete event
-    bool array_end = false;
-    for (std::size_t p = 0; p < size; ++p) {
-      const auto e = ex.feed(data[p]);
-      if (ex.depth < 0) {
-        last_end = p;
-        array_end = true;
-        break;
-      }
-      if (ex.depth == 0 && e == Scanner::comma) last_end = p;
-    }
-    if (last_end == SIZE_MAX) {
-      if (eof) {
-        if (auto r = bad(make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed + size) +
-                                                     " (inside a trace event that starts at byte " + std::to_string(consumed) + ")"));
+    // Exact cut: the last complete event at depth 0 (or the array's closing ']').
+    const ExactCut ex = exact_cut(data, w.size);
+    if (ex.end == SIZE_MAX) {
+      if (w.eof) {
+        if (auto r = bad(make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(w.consumed + w.size) +
+                                                     " (inside a trace event that starts at byte " + std::to_string(w.consumed) + ")"));
             !r) {
           return r;
         }
         break;
       }
-      if (auto f = fill(); !f) return f;  // an event longer than the buffer: read more
+      if (auto f = fill(in, w); !f) return f;  // an event longer than the buffer: read more
       continue;
     }
-    if (n_workers > 0) {  // let the workers finish what precedes this piece first (errors say where)
-      std::unique_lock<std::mutex> lk(mu);
-      cv_space.wait(lk, [&] { return queue.empty(); });
-    }
-    if (failed.load()) break;
-    auto ok = parse_events(main, data, last_end, buf.size() - 1, consumed);
+    if (parallel) pool.wait_empty();  // let the workers take what precedes this piece first (errors say where)
+    if (pool.failed.load()) break;
+    auto ok = parse_events(main, data, ex.end, w.buf.size() - 1, w.consumed);
     if (!ok) {
       if (auto r = bad(ok.error()); !r) return r;
       break;
     }
-    drop(last_end);
-    if (array_end) {
-      drop(1);
+    w.drop(ex.end);
+    if (ex.array_end) {
+      w.drop(1);
       break;
     }
   }
-  if (n_workers > 0) {
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      closing = true;
-    }
-    cv_work.notify_all();
-    for (auto& w : workers) w.join();
-    workers.clear();
-  }
-  if (failed.load()) {
-    retry = true;
-    return {};
-  }
-  // 3. The members after the array.
+  return {};
+}
+
+// Serial mode: the events up to a guessed cut, parsed in place; false, and `main` as it was, when
+// the guess was inside an event or the data is bad.
+bool Importer::parse_guess(Partial& main, Window& w, std::size_t cut) {
+  const PartialMark mark(main);
+  if (parse_events(main, w.data(), cut, w.buf.size() - 1, w.consumed)) return true;
+  mark.restore(main);
+  return false;
+}
+
+// The bytes after the events (the array's ']' restored), up to the end of the top-level object.
+Result<void> Importer::read_tail(Input& in, Window& w, Scanner& sc, std::string& outer) {
   outer += "]";
   for (;;) {
-    for (std::size_t i = 0; i < size; ++i) {
-      outer.push_back(buf[1 + i]);
-      sc.feed(buf[1 + i]);
+    for (std::size_t i = 0; i < w.size; ++i) {
+      outer.push_back(w.buf[1 + i]);
+      sc.feed(w.buf[1 + i]);
     }
     if (outer.size() > kMaxPiece) return make_error(Errc::parse, path_ + ": more than 64 MiB after traceEvents");
-    consumed += size;
-    size = 0;
-    if (eof) break;
-    if (auto f = fill(); !f) return f;
+    w.consumed += w.size;
+    w.size = 0;
+    if (w.eof) break;
+    if (auto f = fill(in, w); !f) return f;
   }
   while (!outer.empty() && is_ws(outer.back())) outer.pop_back();
   if (outer.empty() || outer.back() != '}') {
-    return make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(consumed) + " (after traceEvents: the trace object is not closed)");
+    return make_error(Errc::parse, path_ + ": truncated at byte " + std::to_string(w.consumed) + " (after traceEvents: the trace object is not closed)");
   }
-  if (auto m = members(outer); !m) return m;
-  finish();
   return {};
 }
 

@@ -305,17 +305,10 @@ Result<ReplayPrediction> predict_from_replay(const KernelTable& t, const std::st
 
 namespace {
 
-Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
-  ReplayPrediction p;
-  p.gpu = m.value("gpu", "");
-  auto number = [](const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan(""); };
-  p.idle_w = number(m, "idle_w");
-  p.gap_w = number(m, "gap_w");
-  if (!std::isfinite(p.gap_w)) return make_error(Errc::parse, "replay measurements: no gap power (gap_w)");
-  if (!t.gpus.empty() && !p.gpu.empty() && std::find(t.gpus.begin(), t.gpus.end(), p.gpu) == t.gpus.end()) {
-    p.warnings.push_back("the trace comes from " + fmt::format("{}", fmt::join(t.gpus, ", ")) + ", the replay ran on " + p.gpu +
-                         ": the prediction is for the replay's GPU");
-  }
+double number_or_nan(const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan(""); }
+
+// Every row starts extrapolated; a GEMM companion rides with its op call's replayed row.
+void start_rows(const KernelTable& t, const json& m, ReplayPrediction& p) {
   p.rows.assign(t.rows.size(), RowPrediction{});
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     p.rows[i].traced_ns = t.rows[i].mean_ns();
@@ -333,6 +326,10 @@ Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
       if (row < p.rows.size()) p.rows[row].reason = s.value("reason", "");
     }
   }
+}
+
+// The engine's items: the replayed rows' time, power and energy.
+Result<void> read_items(const KernelTable& t, const json& m, ReplayPrediction& p) {
   for (const json& it : m["items"]) {
     const auto row = it.value("row", SIZE_MAX);
     if (row >= p.rows.size()) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " is not in the kernel table");
@@ -346,37 +343,50 @@ Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
     const KernelRow& k = t.rows[row];
     r.proxy = !((k.tier == "gemm" && k.gemm) || k.tier == "copy");
     r.time_matched = it.value("tier", std::string()).rfind("proxy_", 0) == 0;  // tuned to the traced time
-    r.time_ns = number(it, "time_ns");
-    r.time_half_width_ns = number(it, "time_ns_half_width");
-    r.power_w = number(it, "power_w");
-    r.energy_j = number(it, "energy_j");
-    r.energy_half_width_j = number(it, "energy_j_half_width");
+    r.time_ns = number_or_nan(it, "time_ns");
+    r.time_half_width_ns = number_or_nan(it, "time_ns_half_width");
+    r.power_w = number_or_nan(it, "power_w");
+    r.energy_j = number_or_nan(it, "energy_j");
+    r.energy_half_width_j = number_or_nan(it, "energy_j_half_width");
     if (it.contains("trial_power_w")) r.trial_power_w = it["trial_power_w"].get<std::vector<double>>();
     if (it.contains("trial_time_ns")) r.trial_time_ns = it["trial_time_ns"].get<std::vector<double>>();
     if (!std::isfinite(r.time_ns) || !std::isfinite(r.energy_j)) return make_error(Errc::parse, "replay measurements: row " + std::to_string(row) + " lacks time/energy");
     r.replayed_time_ns = r.time_ns;
     r.replayed_energy_j = r.energy_j;
   }
+  return {};
+}
+
+// Σ P·t and Σ t of the replayed rows, per tier and over all: the power of the rows not replayed is
+// the time-weighted mean of the replayed rows of their tier (else of all replayed rows).
+struct ReplayedPower {
+  std::map<std::string, std::pair<double, double>> tier;
+  std::pair<double, double> all{0, 0};
+};
+
+ReplayedPower replayed_power(const KernelTable& t, const ReplayPrediction& p) {
+  ReplayedPower pt;
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    const RowPrediction& r = p.rows[i];
+    if (r.status != "replayed") continue;
+    const double tt = r.time_ns * static_cast<double>(t.rows[i].count);
+    pt.tier[t.rows[i].tier].first += r.power_w * tt;
+    pt.tier[t.rows[i].tier].second += tt;
+    pt.all.first += r.power_w * tt;
+    pt.all.second += tt;
+  }
+  return pt;
+}
+
+// Each row's predicted time and energy, summed per tier into p.tiers; returns how many rows were
+// extrapolated.
+std::size_t predict_tiers(const KernelTable& t, ReplayPrediction& p, ReplayedPower& pt) {
   // The replay's own time stands for the op call's other GEMM rows (its companions): compare the
   // call's replayed time with the traced time of all its kernels.
   std::map<int, double> companion_traced_ns;
   for (std::size_t i = 0; i < p.rows.size(); ++i) {
     if (p.rows[i].status == "with_row") companion_traced_ns[p.rows[i].with_row] += t.rows[i].mean_ns();
   }
-  // Power of the rows not replayed: the time-weighted mean of the replayed rows of their tier
-  // (else of all replayed rows).
-  std::map<std::string, std::pair<double, double>> tier_pt;  // tier → (Σ P·t, Σ t)
-  std::pair<double, double> all{0, 0};
-  for (std::size_t i = 0; i < p.rows.size(); ++i) {
-    const RowPrediction& r = p.rows[i];
-    if (r.status != "replayed") continue;
-    const double tt = r.time_ns * static_cast<double>(t.rows[i].count);
-    tier_pt[t.rows[i].tier].first += r.power_w * tt;
-    tier_pt[t.rows[i].tier].second += tt;
-    all.first += r.power_w * tt;
-    all.second += tt;
-  }
-  if (all.second <= 0) return make_error(Errc::parse, "replay measurements: no kernel was replayed");
   std::map<std::string, TierPrediction> tiers;
   std::size_t extrapolated = 0;
   for (std::size_t i = 0; i < p.rows.size(); ++i) {
@@ -397,9 +407,9 @@ Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
     } else if (r.status == "extrapolated") {
       ++tp.extrapolated;
       ++extrapolated;
-      const auto pt = tier_pt.count(k.tier) != 0 && tier_pt[k.tier].second > 0 ? tier_pt[k.tier] : all;
+      const auto tier_pt = pt.tier.count(k.tier) != 0 && pt.tier[k.tier].second > 0 ? pt.tier[k.tier] : pt.all;
       r.time_ns = r.traced_ns;
-      r.power_w = pt.first / pt.second;
+      r.power_w = tier_pt.first / tier_pt.second;
       r.energy_j = r.power_w * r.time_ns * 1e-9;
     } else {  // with_row: inside its primary's replay
       ++tp.replayed;
@@ -412,6 +422,12 @@ Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
     tp.energy_at_traced_time_j += static_cast<double>(k.total_ns) * 1e-9 * (r.status == "with_row" ? p.rows[static_cast<std::size_t>(r.with_row)].power_w : r.power_w);
   }
   for (auto& [name, tp] : tiers) p.tiers.push_back(tp);
+  return extrapolated;
+}
+
+// The run's time and energy: the kernels' (per tier) plus the gaps' at the in-context gap power
+// when the engine measured it.
+void predict_totals(const KernelTable& t, const json& m, ReplayPrediction& p) {
   p.traced_gpu_s = static_cast<double>(t.gpu_ns()) * 1e-9;
   p.traced_time_s = static_cast<double>(t.span_ns) * 1e-9;
   p.gap_time_s = static_cast<double>(t.idle_ns()) * 1e-9;
@@ -432,8 +448,11 @@ Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
   p.predicted_time_s = p.gap_time_s + predicted_busy;
   p.gap_energy_j = p.gap_w * p.gap_time_s;
   p.predicted_energy_j = p.kernel_energy_j + p.gap_energy_j;
-  // What the prediction is made of: rows replayed faithfully, stand-ins at their replayed time,
-  // time-matched proxies and extrapolated rows (both at the traced time: not predicted), gaps.
+}
+
+// What the prediction is made of: rows replayed faithfully, stand-ins at their replayed time,
+// time-matched proxies and extrapolated rows (both at the traced time: not predicted), gaps.
+void predict_parts(const KernelTable& t, ReplayPrediction& p) {
   for (std::size_t i = 0; i < p.rows.size(); ++i) {
     const RowPrediction& r = p.rows[i];
     const double n = static_cast<double>(t.rows[i].count);
@@ -458,16 +477,39 @@ Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
                                      100 * p.parts.time_matched.energy_j / std::max(p.predicted_energy_j, 1e-300),
                                      100 * p.parts.extrapolated.energy_j / std::max(p.predicted_energy_j, 1e-300)));
   }
-  {
-    double var = p.context.measured ? std::pow(p.context.gap_power_half_width_w * p.gap_time_s, 2) : 0;
-    for (std::size_t i = 0; i < p.rows.size(); ++i) {
-      const RowPrediction& r = p.rows[i];
-      if (r.status != "replayed" || !(r.replayed_energy_j > 0)) continue;
-      // A stand-in counts at its traced time: its half-width scales with its predicted energy.
-      var += std::pow(static_cast<double>(t.rows[i].count) * r.energy_half_width_j * r.energy_j / r.replayed_energy_j, 2);
-    }
-    p.predicted_energy_half_width_j = std::sqrt(var);
+}
+
+// The 95% half-width of the predicted energy: the in-context gap power's and the replayed rows'
+// half-widths, independent, added in quadrature.
+double energy_half_width(const KernelTable& t, const ReplayPrediction& p) {
+  double var = p.context.measured ? std::pow(p.context.gap_power_half_width_w * p.gap_time_s, 2) : 0;
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    const RowPrediction& r = p.rows[i];
+    if (r.status != "replayed" || !(r.replayed_energy_j > 0)) continue;
+    // A stand-in counts at its traced time: its half-width scales with its predicted energy.
+    var += std::pow(static_cast<double>(t.rows[i].count) * r.energy_half_width_j * r.energy_j / r.replayed_energy_j, 2);
   }
+  return std::sqrt(var);
+}
+
+Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
+  ReplayPrediction p;
+  p.gpu = m.value("gpu", "");
+  p.idle_w = number_or_nan(m, "idle_w");
+  p.gap_w = number_or_nan(m, "gap_w");
+  if (!std::isfinite(p.gap_w)) return make_error(Errc::parse, "replay measurements: no gap power (gap_w)");
+  if (!t.gpus.empty() && !p.gpu.empty() && std::find(t.gpus.begin(), t.gpus.end(), p.gpu) == t.gpus.end()) {
+    p.warnings.push_back("the trace comes from " + fmt::format("{}", fmt::join(t.gpus, ", ")) + ", the replay ran on " + p.gpu +
+                         ": the prediction is for the replay's GPU");
+  }
+  start_rows(t, m, p);
+  if (auto r = read_items(t, m, p); !r) return r.error();
+  ReplayedPower pt = replayed_power(t, p);
+  if (pt.all.second <= 0) return make_error(Errc::parse, "replay measurements: no kernel was replayed");
+  const std::size_t extrapolated = predict_tiers(t, p, pt);
+  predict_totals(t, m, p);
+  predict_parts(t, p);
+  p.predicted_energy_half_width_j = energy_half_width(t, p);
   if (extrapolated > 0) {
     double s = 0;
     for (std::size_t i = 0; i < p.rows.size(); ++i) {
@@ -476,7 +518,7 @@ Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
     p.warnings.push_back(fmt::format("{} rows ({:.2f}% of GPU time) not replayed: their traced time at their tier's replayed power", extrapolated,
                                      100 * s / std::max(p.traced_gpu_s, 1e-12)));
   }
-  if (busy + 1e-12 < p.traced_gpu_s * 0.99) {
+  if (static_cast<double>(t.busy_ns) * 1e-9 + 1e-12 < p.traced_gpu_s * 0.99) {
     p.warnings.push_back("kernels overlap in the trace (several streams): replayed in isolation, their overlap is assumed unchanged");
   }
   return p;

@@ -132,6 +132,358 @@ void put_counter(json& r, const std::vector<double>& trial_power_w, double time_
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
+// The plan's measurement settings (`jouleprof replay` writes them; these defaults otherwise).
+struct Settings {
+  int trials = 5, max_trials = 8;
+  double trial_s = 0.2, settle_s = 0.15, warmup_s = 3.0, gap_s = 1.0, gap_us = 200.0;
+  double ci_target = 0.02, ci_min_ns = 10e3, long_trial_s = 1.0, row_cap_s = 10.0;
+  static Settings of(const json& plan) {
+    Settings s;
+    s.trials = plan.value("trials", s.trials);
+    s.trial_s = plan.value("trial_s", s.trial_s);
+    s.settle_s = plan.value("settle_s", s.settle_s);
+    s.warmup_s = plan.value("warmup_s", s.warmup_s);
+    s.gap_s = plan.value("gap_s", s.gap_s);
+    s.gap_us = plan.value("gap_us", s.gap_us);
+    s.ci_target = plan.value("ci_target", s.ci_target);
+    s.ci_min_ns = plan.value("ci_min_ns", s.ci_min_ns);
+    s.long_trial_s = plan.value("long_trial_s", s.long_trial_s);
+    s.row_cap_s = plan.value("row_cap_s", s.row_cap_s);
+    s.max_trials = plan.value("max_trials", s.max_trials);
+    return s;
+  }
+};
+
+constexpr double kSkipS = 0.02;  // power samples this soon after a trial edge still reflect the previous state
+
+// The context replay's program: one unit per traced row, the trace's launches as steps.
+struct ContextProgram {
+  std::vector<Item> units;
+  std::map<int, int> unit_of_row;
+  std::vector<jouleprof::replay::Step> steps;
+};
+
+ContextProgram context_program(const json& cp) {
+  ContextProgram c;
+  for (const auto& [key, spec] : cp["rows"].items()) {
+    c.unit_of_row[std::stoi(key)] = static_cast<int>(c.units.size());
+    Item it = item_of(spec);
+    if (it.target_ns <= 0) it.target_ns = spec.value("traced_ns", 0.0);
+    c.units.push_back(it);
+  }
+  for (const json& st : cp["sequence"]) c.steps.push_back({c.unit_of_row.at(st[0].get<int>()), st[2].get<int64_t>()});
+  return c;
+}
+
+// Launches per row in one pass, and the units that could not be prepared (stand-ins: waits).
+void context_counts(json& cx, const ContextProgram& c, const std::vector<std::string>& why) {
+  json failed = json::array(), row_counts = json::object();
+  std::vector<int> row_of_unit(c.units.size(), -1);
+  std::vector<bool> is_wait(c.units.size(), false);
+  for (const auto& [row, u] : c.unit_of_row) {
+    const auto ui = static_cast<std::size_t>(u);
+    row_of_unit[ui] = row;
+    is_wait[ui] = c.units[ui].tier == "wait" || !why[ui].empty();
+    if (!why[ui].empty()) failed.push_back({{"row", row}, {"reason", why[ui]}});
+  }
+  std::size_t stand_ins = 0;
+  for (const auto& stp : c.steps) {
+    const auto ui = static_cast<std::size_t>(stp.unit);
+    if (is_wait[ui]) {
+      ++stand_ins;
+      continue;
+    }
+    const std::string k = std::to_string(row_of_unit[ui]);
+    const int before = row_counts.value(k, 0);
+    row_counts[k] = before + 1;
+  }
+  cx["row_counts"] = row_counts;
+  cx["stand_ins"] = stand_ins;
+  cx["stand_in_rows"] = failed;
+}
+
+// The measurement run: what its steps share (device, sensor, settings, the counter's rules).
+struct Engine {
+  Device& dev;
+  Meter& meter;
+  const Settings& s;
+  jouleprof::replay::CounterRules rules;
+
+  static void progress(const std::string& line) { std::fprintf(stderr, "jouleprof-replay: %s\n", line.c_str()); }
+
+  // Deep idle, while the energy counter's update period is measured.
+  double measure_idle(json& out) {
+    meter.drain();
+    const double t0 = meter.now();
+    rules.update_s = jouleprof::replay::counter_update_period(meter, 1.0);
+    meter.drain();
+    const double idle_w = meter.mean_power(t0 + 0.3, meter.now()).first;
+    out["idle_w"] = idle_w;
+    out["counter_update_s"] = rules.update_s;
+    out["counter_max_late_s"] = rules.max_late_s;
+    return idle_w;
+  }
+
+  // A GEMM for at least warmup_s, then until the temperature rose ≤ 1 °C over the last 2 s (at
+  // most 30 s): the items are measured at a steady temperature.
+  void warm_up(json& out) {
+    Item warm;
+    warm.tier = "warmup";
+    if (auto w = dev.prepare(warm, 4); !w.empty()) {
+      out["warmup_error"] = w;
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<double> temps;
+    double done_s = 0;
+    for (;;) {
+      const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(0.5);
+      while (std::chrono::steady_clock::now() < t_end) {
+        dev.launch(2);
+        dev.synchronize();
+      }
+      meter.drain();
+      done_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto temp = meter.read(Metric::temperature_c);
+      if (!temp) {
+        if (done_s >= s.warmup_s) break;
+        continue;
+      }
+      temps.push_back(*temp);
+      if (done_s >= 30) break;
+      if (done_s >= s.warmup_s && temps.size() >= 5 && temps.back() - temps[temps.size() - 5] <= 1.0) break;
+    }
+    out["warmup_s"] = done_s;
+    out["warmup_temperature_c"] = temps;
+  }
+
+  // The clocked-up idle power around a lone tiny kernel: the power of the gaps.
+  double measure_gaps(json& out) {
+    meter.drain();
+    const double t0 = meter.now();
+    for (double done_s = 0; done_s < s.gap_s; done_s += 0.1) {
+      dev.gap_pattern(0.1, s.gap_us);
+      meter.drain();
+    }
+    const auto [w, n] = meter.mean_power(t0 + 0.25, meter.now());
+    out["gap_w"] = w;
+    out["gap_us"] = s.gap_us;
+    out["gap_samples"] = n;
+    return w;
+  }
+
+  // One round on the prepared item: a settling period then `n` trials of `seconds` (trials.hpp).
+  Round round(double graph_ms, int reps, int n, double seconds) {
+    jouleprof::replay::RoundPlan rp;
+    rp.graph_s = graph_ms / 1e3;
+    rp.settle_graphs = std::max(1, static_cast<int>(std::ceil(s.settle_s * 1e3 / graph_ms)));
+    rp.trial_graphs = std::max(1, static_cast<int>(std::ceil(seconds * 1e3 / graph_ms)));
+    rp.trials = n;
+    rp.calls_per_graph = reps;
+    rp.skip_s = kSkipS;
+    Round rd = jouleprof::replay::run_round(dev, meter, rp, rules);
+    rd.seconds = seconds;
+    return rd;
+  }
+
+  // Repeatability: kernels ≥ ci_min_ns whose CI misses the target are measured again in longer
+  // trials (the power controller's swings near the limit average out), in rounds of 4, until the
+  // target is met or max_trials / row_cap_s is reached.
+  void refine(json& r, Round& rd, double graph_ms, int reps) {
+    auto rel_ci = [](const Round& x) {
+      const Stat e = stat(x.energy_j);
+      return e.mean > 0 ? e.half_width / e.mean : 1.0;
+    };
+    const double first_ci = rel_ci(rd);
+    const double time_ns0 = stat(rd.time_ns).mean;
+    if (!(rd.energy_j.size() >= 2 && time_ns0 >= s.ci_min_ns && first_ci > s.ci_target)) return;
+    Round lng;
+    lng.seconds = s.long_trial_s;
+    double spent = 0;
+    while (static_cast<int>(lng.energy_j.size()) < s.max_trials && spent + 4 * s.long_trial_s <= s.row_cap_s) {
+      const int n = std::min(4, s.max_trials - static_cast<int>(lng.energy_j.size()));
+      lng.append(round(graph_ms, reps, n, s.long_trial_s));
+      spent += n * s.long_trial_s + s.settle_s;
+      if (lng.energy_j.size() >= 3 && rel_ci(lng) <= s.ci_target) break;
+    }
+    r["short_trials_ci"] = first_ci;
+    if (lng.energy_j.size() >= 2) rd = lng;
+  }
+
+  // One plan item in isolation: its time, power and energy per call, with their 95% CIs.
+  json measure_item(const json& pj, std::size_t done, std::size_t total) {
+    json r = {{"row", pj.value("row", -1)}, {"tier", pj.value("tier", "")}};
+    const Item item = item_of(pj);
+    const std::string why = dev.prepare(item, 0);
+    if (!why.empty()) {
+      r["status"] = "skipped";
+      r["reason"] = why;
+      progress(fmt::format("{}/{} row {}: skipped: {}", done, total, r["row"].get<int>(), why));
+      return r;
+    }
+    const int reps = dev.reps();
+    dev.mark(0);
+    dev.launch(2);
+    dev.mark(1);
+    dev.synchronize();
+    const double graph_ms = std::max(dev.elapsed_ms(0, 1) / 2.0, 1e-3);
+    const auto temp = meter.read(Metric::temperature_c);
+    const auto clock = meter.read(Metric::sm_clock_mhz);
+    Round rd = round(graph_ms, reps, s.trials, s.trial_s);
+    if (auto e = dev.error(); !e.empty()) {
+      r["status"] = "skipped";
+      r["reason"] = "CUDA error: " + e;
+      return r;
+    }
+    refine(r, rd, graph_ms, reps);
+    const Stat st = stat(rd.time_ns), sp = stat(rd.power_w), se = stat(rd.energy_j);
+    r["status"] = rd.energy_j.size() >= 2 ? "ok" : "skipped";
+    if (rd.energy_j.size() < 2) r["reason"] = "fewer than two trials had power samples";
+    r["reps_per_graph"] = reps;
+    r["trial_s"] = rd.seconds;
+    r["time_ns"] = st.mean;
+    r["time_ns_half_width"] = st.half_width;
+    r["power_w"] = sp.mean;
+    r["power_w_half_width"] = sp.half_width;
+    r["energy_j"] = se.mean;
+    r["energy_j_half_width"] = se.half_width;
+    r["trial_time_ns"] = rd.time_ns;
+    r["trial_power_w"] = rd.power_w;
+    r["samples"] = rd.samples;
+    put_counter(r, rd.counter_power_w, st.mean, rd.late_reads, rd.max_late_s, rd.counter_dropped_because);
+    if (temp) r["temperature_c"] = *temp;
+    if (clock) r["sm_clock_mhz"] = *clock;
+    progress(fmt::format("{}/{} row {} {}: {:.2f} us, {:.1f} W (±{:.1f}%)", done, total, r["row"].get<int>(), item.tier, st.mean / 1e3, sp.mean,
+                         se.mean > 0 ? 100 * se.half_width / se.mean : 0.0));
+    return r;
+  }
+
+  json measure_items(const json& plan_items) {
+    json items = json::array();
+    std::size_t done = 0;
+    for (const json& pj : plan_items) items.push_back(measure_item(pj, ++done, plan_items.size()));
+    return items;
+  }
+
+  // The context trials: passes of the program back to back, the trial edges marked on the stream
+  // and the energy counter read as each edge passes; then the figures per pass into `cx`.
+  void context_trials(json& cx, const json& cp, const ContextProgram& c) {
+    using clk = std::chrono::steady_clock;
+    jouleprof::replay::EdgePoller edges(dev, meter);  // the counter at the trial edges, the sample ring
+    double last_poll = meter.now();
+    // One pass: each step launched delta after the previous launch (the host spins), at once
+    // when the host is behind.
+    auto pass = [&] {
+      auto prev = clk::now();
+      for (const auto& stp : c.steps) {
+        const auto at = prev + std::chrono::nanoseconds(stp.delta_ns);
+        auto now = clk::now();
+        while (now < at) now = clk::now();
+        dev.call_unit(stp.unit);
+        prev = now;
+        if (meter.now() - last_poll > 0.001) {
+          edges.poll();
+          last_poll = meter.now();
+        }
+      }
+    };
+    auto run_for = [&](double seconds) {
+      int n = 0;
+      const auto end = clk::now() + std::chrono::duration<double>(seconds);
+      while (n == 0 || clk::now() < end) {
+        pass();
+        ++n;
+      }
+      return n;
+    };
+    const int ctrials = cp.value("trials", 3);
+    const double ctrial_s = cp.value("trial_s", 1.0);
+    run_for(s.settle_s);
+    dev.synchronize();
+    meter.drain();
+    const auto temp = meter.read(Metric::temperature_c);
+    const double t_host0 = meter.now();
+    dev.mark(0);
+    edges.marked(0);
+    std::vector<int> passes;
+    for (int k = 0; k < ctrials; ++k) {
+      passes.push_back(run_for(ctrial_s));
+      dev.mark(k + 1);
+      edges.marked(k + 1);
+    }
+    run_for(0.05);  // a tail, so the last edge's counter read falls inside the same work
+    while (!edges.all_read()) {
+      edges.poll();
+      sleep_s(0.0002);
+    }
+    dev.synchronize();
+    sleep_s(0.06);
+    meter.drain();
+    context_figures(cx, cp, passes, edges.reads(0, t_host0), temp);
+  }
+
+  // Time and energy per pass from the trials that had power samples (the counter as a cross-check).
+  void context_figures(json& cx, const json& cp, const std::vector<int>& passes, const std::vector<jouleprof::replay::EdgeRead>& reads,
+                       std::optional<double> temp) {
+    const auto counter = jouleprof::replay::counter_trials(reads, rules);
+    std::vector<double> pass_ns, pass_j, power, counter_w;
+    for (std::size_t k = 0; k < passes.size(); ++k) {
+      const double a = reads[k].edge_s, b = reads[k + 1].edge_s;
+      const double t = dev.elapsed_ms(static_cast<int>(k), static_cast<int>(k) + 1) * 1e6 / passes[k];
+      const auto [pw, ns] = meter.mean_power(a + kSkipS, b - kSkipS);
+      if (ns == 0) continue;
+      pass_ns.push_back(t);
+      power.push_back(pw);
+      pass_j.push_back(pw * t * 1e-9);
+      counter_w.push_back(counter.power_w[k]);
+    }
+    if (auto cuda_err = dev.error(); !cuda_err.empty() || pass_j.size() < 2) {
+      cx["status"] = "skipped";
+      cx["reason"] = !cuda_err.empty() ? "CUDA error: " + cuda_err : "fewer than two trials had power samples";
+      return;
+    }
+    const Stat t = stat(pass_ns), e = stat(pass_j), pw = stat(power);
+    cx.update({{"status", "ok"}, {"passes", passes}, {"pass_time_ns", t.mean}, {"pass_time_ns_half_width", t.half_width},
+               {"pass_energy_j", e.mean}, {"pass_energy_j_half_width", e.half_width}, {"power_w", pw.mean}, {"trial_power_w", power},
+               {"trial_pass_energy_j", pass_j}});
+    if (temp) cx["temperature_c"] = *temp;
+    put_counter(cx, counter_w, t.mean, counter.late_reads, counter.max_late_s, counter.dropped_because);
+    progress(fmt::format("context: pass {:.2f} ms (traced {:.2f} ms), {:.3f} J, {:.1f} W", t.mean / 1e6, cp.value("traced_span_ns", 0.0) / 1e6,
+                         e.mean, pw.mean));
+  }
+
+  // The context replay: the trace's own sequence re-launched from the host at the traced
+  // start-to-start times (so the gaps, the launch traffic and the host-bound stretches are as in
+  // the traced program), repeated for trials of ≥ context trial_s; energy per pass from the power
+  // samples, as for the items.
+  json context(const json& cp) {
+    json cx = {{"traced_span_ns", cp.value("traced_span_ns", 0.0)}};
+    ContextProgram c = context_program(cp);
+    std::vector<std::string> why;
+    progress(fmt::format("context: {} activities of {} rows", c.steps.size(), c.units.size()));
+    const std::string seq_err = dev.prepare_units(c.units, why);
+    context_counts(cx, c, why);
+    if (!seq_err.empty()) {
+      cx["status"] = "skipped";
+      cx["reason"] = seq_err;
+    } else {
+      context_trials(cx, cp, c);
+    }
+    return cx;
+  }
+};
+
+// The plan, or exit code 2 with the reason.
+std::optional<json> read_plan(const char* path) {
+  try {
+    std::ifstream in(path);
+    return json::parse(in);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jouleprof-replay: error: cannot read the plan %s: %s\n", path, e.what());
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,21 +491,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: jouleprof-replay PLAN.json OUT.json\n");
     return 2;
   }
-  json plan;
-  try {
-    std::ifstream in(argv[1]);
-    plan = json::parse(in);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "jouleprof-replay: error: cannot read the plan %s: %s\n", argv[1], e.what());
-    return 2;
-  }
-  const int trials = plan.value("trials", 5);
-  const double trial_s = plan.value("trial_s", 0.2), settle_s = plan.value("settle_s", 0.15);
-  const double warmup_s = plan.value("warmup_s", 3.0), gap_s = plan.value("gap_s", 1.0), gap_us = plan.value("gap_us", 200.0);
-  const double ci_target = plan.value("ci_target", 0.02), ci_min_ns = plan.value("ci_min_ns", 10e3);
-  const double long_trial_s = plan.value("long_trial_s", 1.0), row_cap_s = plan.value("row_cap_s", 10.0);
-  const int max_trials = plan.value("max_trials", 8);
-  const double skip_s = 0.02;  // power samples this soon after a trial edge still reflect the previous state
+  std::optional<json> plan_read = read_plan(argv[1]);
+  if (!plan_read) return 2;
+  json& plan = *plan_read;  // not const: a missing "items" reads as an empty list
+  const Settings settings = Settings::of(plan);
 
   std::string err;
   auto dev = Device::open(err);
@@ -177,284 +518,19 @@ int main(int argc, char** argv) {
   }
   Meter meter(sensor, tb);
   json out = {{"schema", "jouleprof.replay_measurements"}, {"schema_version", 1}, {"gpu", dev->name()}, {"sensor_gpu", sensor.info().name},
-              {"trials", trials}, {"trial_s", trial_s}, {"settle_s", settle_s}};
-  auto progress = [&](const std::string& s) { std::fprintf(stderr, "jouleprof-replay: %s\n", s.c_str()); };
+              {"trials", settings.trials}, {"trial_s", settings.trial_s}, {"settle_s", settings.settle_s}};
+  Engine engine{*dev, meter, settings, {}};
 
-  // 1. Deep idle (while the energy counter's update period is measured), warm-up, then the
-  // clocked-up idle power of the gaps.
-  double idle_w = std::nan(""), gap_w = std::nan("");
-  jouleprof::replay::CounterRules rules;
-  meter.drain();
-  {
-    const double t0 = meter.now();
-    rules.update_s = jouleprof::replay::counter_update_period(meter, 1.0);
-    meter.drain();
-    idle_w = meter.mean_power(t0 + 0.3, meter.now()).first;
-    out["idle_w"] = idle_w;
-    out["counter_update_s"] = rules.update_s;
-    out["counter_max_late_s"] = rules.max_late_s;
-  }
-  Item warm;
-  warm.tier = "warmup";
-  if (auto w = dev->prepare(warm, 4); w.empty()) {
-    // At least warmup_s, then until the temperature rose ≤ 1 °C over the last 2 s (at most 30 s).
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<double> temps;
-    double done_s = 0;
-    for (;;) {
-      const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(0.5);
-      while (std::chrono::steady_clock::now() < t_end) {
-        dev->launch(2);
-        dev->synchronize();
-      }
-      meter.drain();
-      done_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const auto temp = meter.read(Metric::temperature_c);
-      if (!temp) {
-        if (done_s >= warmup_s) break;
-        continue;
-      }
-      temps.push_back(*temp);
-      if (done_s >= 30) break;
-      if (done_s >= warmup_s && temps.size() >= 5 && temps.back() - temps[temps.size() - 5] <= 1.0) break;
-    }
-    out["warmup_s"] = done_s;
-    out["warmup_temperature_c"] = temps;
-  } else {
-    out["warmup_error"] = w;
-  }
+  // 1. Deep idle, warm-up, then the clocked-up idle power of the gaps.
+  const double idle_w = engine.measure_idle(out);
+  engine.warm_up(out);
   out["temperature_after_warmup_c"] = meter.read(Metric::temperature_c).value_or(std::nan(""));
-  {
-    meter.drain();
-    const double t0 = meter.now();
-    for (double done_s = 0; done_s < gap_s; done_s += 0.1) {
-      dev->gap_pattern(0.1, gap_us);
-      meter.drain();
-    }
-    const auto [w, n] = meter.mean_power(t0 + 0.25, meter.now());
-    gap_w = w;
-    out["gap_w"] = w;
-    out["gap_us"] = gap_us;
-    out["gap_samples"] = n;
-  }
-  progress(fmt::format("idle {:.1f} W, gaps {:.1f} W, {} items", idle_w, gap_w,
-                       plan["items"].size()));
-
+  const double gap_w = engine.measure_gaps(out);
+  Engine::progress(fmt::format("idle {:.1f} W, gaps {:.1f} W, {} items", idle_w, gap_w, plan["items"].size()));
   // 2. The items.
-  json items = json::array();
-  std::size_t done = 0;
-  for (const json& pj : plan["items"]) {
-    ++done;
-    json r = {{"row", pj.value("row", -1)}, {"tier", pj.value("tier", "")}};
-    const Item item = item_of(pj);
-    const std::string why = dev->prepare(item, 0);
-    if (!why.empty()) {
-      r["status"] = "skipped";
-      r["reason"] = why;
-      items.push_back(r);
-      progress(fmt::format("{}/{} row {}: skipped: {}", done, plan["items"].size(), r["row"].get<int>(), why));
-      continue;
-    }
-    const int reps = dev->reps();
-    dev->mark(0);
-    dev->launch(2);
-    dev->mark(1);
-    dev->synchronize();
-    const double graph_ms = std::max(dev->elapsed_ms(0, 1) / 2.0, 1e-3);
-    const auto temp = meter.read(Metric::temperature_c);
-    const auto clock = meter.read(Metric::sm_clock_mhz);
-    // One round: a settling period then `n` trials of `seconds` (trials.hpp).
-    auto round = [&](int n, double seconds) {
-      jouleprof::replay::RoundPlan rp;
-      rp.graph_s = graph_ms / 1e3;
-      rp.settle_graphs = std::max(1, static_cast<int>(std::ceil(settle_s * 1e3 / graph_ms)));
-      rp.trial_graphs = std::max(1, static_cast<int>(std::ceil(seconds * 1e3 / graph_ms)));
-      rp.trials = n;
-      rp.calls_per_graph = reps;
-      rp.skip_s = skip_s;
-      Round rd = jouleprof::replay::run_round(*dev, meter, rp, rules);
-      rd.seconds = seconds;
-      return rd;
-    };
-    Round rd = round(trials, trial_s);
-    if (auto e = dev->error(); !e.empty()) {
-      r["status"] = "skipped";
-      r["reason"] = "CUDA error: " + e;
-      items.push_back(r);
-      continue;
-    }
-    // Repeatability: kernels ≥ ci_min_ns whose CI misses the target are measured again in longer
-    // trials (the power controller's swings near the limit average out), in rounds of 4, until the
-    // target is met or max_trials / row_cap_s is reached.
-    auto rel_ci = [](const Round& x) {
-      const Stat e = stat(x.energy_j);
-      return e.mean > 0 ? e.half_width / e.mean : 1.0;
-    };
-    const double first_ci = rel_ci(rd);
-    const double time_ns0 = stat(rd.time_ns).mean;
-    if (rd.energy_j.size() >= 2 && time_ns0 >= ci_min_ns && first_ci > ci_target) {
-      Round lng;
-      lng.seconds = long_trial_s;
-      double spent = 0;
-      while (static_cast<int>(lng.energy_j.size()) < max_trials && spent + 4 * long_trial_s <= row_cap_s) {
-        const int n = std::min(4, max_trials - static_cast<int>(lng.energy_j.size()));
-        lng.append(round(n, long_trial_s));
-        spent += n * long_trial_s + settle_s;
-        if (lng.energy_j.size() >= 3 && rel_ci(lng) <= ci_target) break;
-      }
-      r["short_trials_ci"] = first_ci;
-      if (lng.energy_j.size() >= 2) rd = lng;
-    }
-    const Stat st = stat(rd.time_ns), sp = stat(rd.power_w), se = stat(rd.energy_j);
-    r["status"] = rd.energy_j.size() >= 2 ? "ok" : "skipped";
-    if (rd.energy_j.size() < 2) r["reason"] = "fewer than two trials had power samples";
-    r["reps_per_graph"] = reps;
-    r["trial_s"] = rd.seconds;
-    r["time_ns"] = st.mean;
-    r["time_ns_half_width"] = st.half_width;
-    r["power_w"] = sp.mean;
-    r["power_w_half_width"] = sp.half_width;
-    r["energy_j"] = se.mean;
-    r["energy_j_half_width"] = se.half_width;
-    r["trial_time_ns"] = rd.time_ns;
-    r["trial_power_w"] = rd.power_w;
-    r["samples"] = rd.samples;
-    put_counter(r, rd.counter_power_w, st.mean, rd.late_reads, rd.max_late_s, rd.counter_dropped_because);
-    if (temp) r["temperature_c"] = *temp;
-    if (clock) r["sm_clock_mhz"] = *clock;
-    items.push_back(r);
-    progress(fmt::format("{}/{} row {} {}: {:.2f} us, {:.1f} W (±{:.1f}%)", done, plan["items"].size(), r["row"].get<int>(), item.tier,
-                         st.mean / 1e3, sp.mean, se.mean > 0 ? 100 * se.half_width / se.mean : 0.0));
-  }
-  out["items"] = items;
-
-  // 3. The context replay: the trace's own sequence re-launched from the host at the traced
-  // start-to-start times (so the gaps, the launch traffic and the host-bound stretches are as in
-  // the traced program), repeated for trials of ≥ context trial_s; energy per pass from the power
-  // samples, as for the items.
-  if (plan.contains("context")) {
-    const json& cp = plan["context"];
-    json cx = {{"traced_span_ns", cp.value("traced_span_ns", 0.0)}};
-    std::vector<jouleprof::replay::Item> units;
-    std::map<int, int> unit_of_row;
-    std::vector<jouleprof::replay::Step> steps;
-    for (const auto& [key, spec] : cp["rows"].items()) {
-      unit_of_row[std::stoi(key)] = static_cast<int>(units.size());
-      jouleprof::replay::Item it = item_of(spec);
-      if (it.target_ns <= 0) it.target_ns = spec.value("traced_ns", 0.0);
-      units.push_back(it);
-    }
-    for (const json& st : cp["sequence"]) steps.push_back({unit_of_row.at(st[0].get<int>()), st[2].get<int64_t>()});
-    std::vector<std::string> why;
-    progress(fmt::format("context: {} activities of {} rows", steps.size(), units.size()));
-    const std::string seq_err = dev->prepare_units(units, why);
-    json failed = json::array(), row_counts = json::object();
-    std::vector<int> row_of_unit(units.size(), -1);
-    std::vector<bool> is_wait(units.size(), false);
-    for (const auto& [row, u] : unit_of_row) {
-      const auto ui = static_cast<std::size_t>(u);
-      row_of_unit[ui] = row;
-      is_wait[ui] = units[ui].tier == "wait" || !why[ui].empty();
-      if (!why[ui].empty()) failed.push_back({{"row", row}, {"reason", why[ui]}});
-    }
-    std::size_t stand_ins = 0;
-    for (const auto& stp : steps) {
-      const auto ui = static_cast<std::size_t>(stp.unit);
-      if (is_wait[ui]) {
-        ++stand_ins;
-        continue;
-      }
-      const std::string k = std::to_string(row_of_unit[ui]);
-      const int before = row_counts.value(k, 0);
-      row_counts[k] = before + 1;
-    }
-    cx["row_counts"] = row_counts;
-    cx["stand_ins"] = stand_ins;
-    cx["stand_in_rows"] = failed;
-    if (!seq_err.empty()) {
-      cx["status"] = "skipped";
-      cx["reason"] = seq_err;
-    } else {
-      using clk = std::chrono::steady_clock;
-      jouleprof::replay::EdgePoller edges(*dev, meter);  // the counter at the trial edges, the sample ring
-      double last_poll = meter.now();
-      // One pass: each step launched delta after the previous launch (the host spins), at once
-      // when the host is behind.
-      auto pass = [&] {
-        auto prev = clk::now();
-        for (const auto& stp : steps) {
-          const auto at = prev + std::chrono::nanoseconds(stp.delta_ns);
-          auto now = clk::now();
-          while (now < at) now = clk::now();
-          dev->call_unit(stp.unit);
-          prev = now;
-          if (meter.now() - last_poll > 0.001) {
-            edges.poll();
-            last_poll = meter.now();
-          }
-        }
-      };
-      auto run_for = [&](double seconds) {
-        int n = 0;
-        const auto end = clk::now() + std::chrono::duration<double>(seconds);
-        while (n == 0 || clk::now() < end) {
-          pass();
-          ++n;
-        }
-        return n;
-      };
-      const int ctrials = cp.value("trials", 3);
-      const double ctrial_s = cp.value("trial_s", 1.0);
-      run_for(settle_s);
-      dev->synchronize();
-      meter.drain();
-      const auto temp = meter.read(Metric::temperature_c);
-      const double t_host0 = meter.now();
-      dev->mark(0);
-      edges.marked(0);
-      std::vector<int> passes;
-      for (int k = 0; k < ctrials; ++k) {
-        passes.push_back(run_for(ctrial_s));
-        dev->mark(k + 1);
-        edges.marked(k + 1);
-      }
-      run_for(0.05);  // a tail, so the last edge's counter read falls inside the same work
-      while (!edges.all_read()) {
-        edges.poll();
-        sleep_s(0.0002);
-      }
-      dev->synchronize();
-      sleep_s(0.06);
-      meter.drain();
-      const auto reads = edges.reads(0, t_host0);
-      const auto counter = jouleprof::replay::counter_trials(reads, rules);
-      std::vector<double> pass_ns, pass_j, power, counter_w;
-      for (int k = 0; k < ctrials; ++k) {
-        const double a = reads[static_cast<std::size_t>(k)].edge_s, b = reads[static_cast<std::size_t>(k) + 1].edge_s;
-        const double t = dev->elapsed_ms(k, k + 1) * 1e6 / passes[static_cast<std::size_t>(k)];
-        const auto [pw, ns] = meter.mean_power(a + skip_s, b - skip_s);
-        if (ns == 0) continue;
-        pass_ns.push_back(t);
-        power.push_back(pw);
-        pass_j.push_back(pw * t * 1e-9);
-        counter_w.push_back(counter.power_w[static_cast<std::size_t>(k)]);
-      }
-      if (auto cuda_err = dev->error(); !cuda_err.empty() || pass_j.size() < 2) {
-        cx["status"] = "skipped";
-        cx["reason"] = !cuda_err.empty() ? "CUDA error: " + cuda_err : "fewer than two trials had power samples";
-      } else {
-        const Stat t = stat(pass_ns), e = stat(pass_j), pw = stat(power);
-        cx.update({{"status", "ok"}, {"passes", passes}, {"pass_time_ns", t.mean}, {"pass_time_ns_half_width", t.half_width},
-                   {"pass_energy_j", e.mean}, {"pass_energy_j_half_width", e.half_width}, {"power_w", pw.mean}, {"trial_power_w", power},
-                   {"trial_pass_energy_j", pass_j}});
-        if (temp) cx["temperature_c"] = *temp;
-        put_counter(cx, counter_w, t.mean, counter.late_reads, counter.max_late_s, counter.dropped_because);
-        progress(fmt::format("context: pass {:.2f} ms (traced {:.2f} ms), {:.3f} J, {:.1f} W", t.mean / 1e6, cp.value("traced_span_ns", 0.0) / 1e6,
-                             e.mean, pw.mean));
-      }
-    }
-    out["context"] = cx;
-  }
+  out["items"] = engine.measure_items(plan["items"]);
+  // 3. The context replay.
+  if (plan.contains("context")) out["context"] = engine.context(plan["context"]);
   dev->release();
   if (plan.contains("not_replayed")) out["not_replayed"] = plan["not_replayed"];
   out["temperature_end_c"] = meter.read(Metric::temperature_c).value_or(std::nan(""));
