@@ -417,7 +417,7 @@ std::string trace_analysis(const std::string& run, const std::string& db, const 
   LoadedRun& r = runs.front();
   if (r.id == 0) raise(Error{Errc::invalid_argument, run + ": a result file keeps no activities; give a run of the store"});
   auto rows = value_or_raise(load_activities(resolve_db_path(db), r.id));
-  auto classes = value_or_raise(KernelClassifier::load(default_kernel_classes_path()));
+  auto classes = value_or_raise(KernelClassifier::load_default());
   TraceProfileOptions o;
   o.method = method;
   std::optional<ReplayReference> rep;

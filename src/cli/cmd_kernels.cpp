@@ -25,13 +25,8 @@ struct KernelsFlags {
 
 Result<KernelTable> load_table(const std::vector<std::string>& traces, const std::string& classes_file, const std::string& tiers_file,
                                bool quiet) {
-  auto classes = KernelClassifier::load(default_kernel_classes_path());
+  auto classes = KernelClassifier::load_default(classes_file);
   if (!classes) return classes.error();
-  if (!classes_file.empty()) {
-    auto extra = KernelClassifier::load(classes_file);
-    if (!extra) return extra.error();
-    classes->prepend(*extra);
-  }
   auto tiers = KernelClassifier::load(tiers_file.empty() ? default_replay_tiers_path() : tiers_file);
   if (!tiers) return tiers.error();
   KernelTableOptions o;

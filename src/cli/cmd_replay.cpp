@@ -47,13 +47,8 @@ fs::path engine_path(const std::string& flag) {
 Result<std::string> read_file(const std::string& path) { return read_text_file(path); }  // bounded (core/files)
 
 Result<KernelTable> load_table(const ReplayFlags& f) {
-  auto classes = KernelClassifier::load(default_kernel_classes_path());
+  auto classes = KernelClassifier::load_default(f.classes);
   if (!classes) return classes.error();
-  if (!f.classes.empty()) {
-    auto extra = KernelClassifier::load(f.classes);
-    if (!extra) return extra.error();
-    classes->prepend(*extra);
-  }
   auto tiers = KernelClassifier::load(f.tiers.empty() ? default_replay_tiers_path() : f.tiers);
   if (!tiers) return tiers.error();
   KernelTableOptions o;

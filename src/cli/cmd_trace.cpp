@@ -110,13 +110,8 @@ Result<TraceRunOptions> run_options(const TraceFlags& f) {
   o.replay = f.replay;
   o.store = !f.no_store;
   o.store_options.db_path = f.db;
-  auto classes = KernelClassifier::load(default_kernel_classes_path());
+  auto classes = KernelClassifier::load_default(f.classes);
   if (!classes) return classes.error();
-  if (!f.classes.empty()) {
-    auto extra = KernelClassifier::load(f.classes);
-    if (!extra) return extra.error();
-    classes->prepend(*extra);
-  }
   o.classes = std::move(*classes);
   if (!f.from.empty()) return o;
   if (!f.sample.empty()) {

@@ -61,6 +61,17 @@ const std::string& KernelClassifier::classify(const std::string& name) const {
   return other;
 }
 
+Result<KernelClassifier> KernelClassifier::load_default(const std::string& extra) {
+  auto classes = load(default_kernel_classes_path());
+  if (!classes) return classes.error();
+  if (!extra.empty()) {
+    auto first = load(extra);
+    if (!first) return first.error();
+    classes->prepend(*first);
+  }
+  return classes;
+}
+
 std::string default_kernel_classes_path() {
   namespace fs = std::filesystem;
   const std::string file = "kernel-classes.tsv";

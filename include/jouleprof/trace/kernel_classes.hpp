@@ -21,6 +21,9 @@ class KernelClassifier {
   /// Parses rules ("CLASS<TAB>REGEX" lines, '#' comments). `origin` names the file in errors.
   static Result<KernelClassifier> parse(const std::string& text, const std::string& origin);
   static Result<KernelClassifier> load(const std::string& path);
+  /// The default rules (default_kernel_classes_path()) with `extra`'s rules tried first (a file;
+  /// "": none), as every command's `--classes FILE` gives them.
+  static Result<KernelClassifier> load_default(const std::string& extra = "");
   /// The rules of `first` are tried before this one's.
   void prepend(const KernelClassifier& first);
   /// The class of a demangled kernel or copy name; "other" when no rule matches.
