@@ -67,6 +67,7 @@ std::deque<FExec> execs;
 std::deque<FStream> streams;
 std::deque<FEvent> events;
 CUresult sticky = kSuccess;
+CUdeviceptr last_in = 0;  // the input of the kernel launched last (the "L2" of flag "l2")
 CUdeviceptr next_ptr = 0x7f0000000000ULL;
 constexpr CUdeviceptr kDeviceLo = 0x7f0000000000ULL, kDeviceHi = 0x7f8000000000ULL;
 int ctx_dummy = 0;
@@ -138,7 +139,10 @@ FAKE void* fakecuda_build_graph(const char* spec) {
 }
 
 /// Clears the sticky error (a fresh process, as far as the tests are concerned).
-FAKE void fakecuda_reset() { sticky = kSuccess; }
+FAKE void fakecuda_reset() {
+  sticky = kSuccess;
+  last_in = 0;
+}
 
 FAKE CUresult cuInit(unsigned) { return kSuccess; }
 FAKE CUresult cuGetErrorName(CUresult rc, const char** s) {
@@ -290,7 +294,6 @@ FAKE CUresult cuGraphExecDestroy(CUgraphExec) { return kSuccess; }
 FAKE CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
   if (sticky != kSuccess) return sticky;
   FExec* x = reinterpret_cast<FExec*>(e);
-  static CUdeviceptr last_in = 0;  // the input of the kernel launched last (the "L2")
   for (FNode* n : x->g->nodes) {
     if (!x->g->original && n->func != nullptr && n->func->flag == "fault") {
       sticky = 700;

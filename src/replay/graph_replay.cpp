@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -557,6 +558,8 @@ struct Work {
   ExactRow row;
   std::vector<const RawNode*> members;
   std::unique_ptr<Copies> copies;
+  /// Its share of the step's node time (count × time per call): the rows' measuring order.
+  double node_time() const { return row.time_ns * static_cast<double>(row.group.count); }
 };
 
 // Everything the steps below share: the driver, the device, the probe and what was lost.
@@ -667,8 +670,7 @@ struct Replayer {
   // Longest (count × time) first, until `coverage` of the node time or `max_rows`.
   void measure_rows(std::vector<Work>& work, const std::vector<std::size_t>& order) {
     double total = 0, covered = 0;
-    auto weight = [&](std::size_t i) { return work[i].row.time_ns * static_cast<double>(work[i].row.group.count); };
-    for (std::size_t i : order) total += weight(i);
+    for (std::size_t i : order) total += work[i].node_time();
     std::size_t measured_rows = 0;
     for (std::size_t i : order) {
       Work& w = work[i];
@@ -679,7 +681,7 @@ struct Replayer {
         continue;
       }
       if (measured_rows >= o.max_rows || (total > 0 && covered >= o.coverage * total)) break;
-      covered += weight(i);
+      covered += w.node_time();
       ++measured_rows;
       measure_row(w);
     }
@@ -791,14 +793,23 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   }
   std::vector<std::size_t> order(work.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto weight = [&](std::size_t i) { return work[i].row.time_ns * static_cast<double>(work[i].row.group.count); };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return weight(a) > weight(b); });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a].node_time() > work[b].node_time(); });
   rp.measure_rows(work, order);
   for (Work& w : work) w.copies.reset();
   dev.release();
   assemble_prediction(work, order, R);
   return R;
 }
+
+namespace {
+
+// The whole step against Σ its nodes alone: (energy, time) factors, when both were measured.
+std::optional<std::pair<double, double>> context_factors(const GraphReplay& r) {
+  if (!r.step.measured || r.predicted_energy_j <= 0 || r.predicted_time_s <= 0) return std::nullopt;
+  return std::make_pair(r.step.energy_j / r.predicted_energy_j, r.step.time_ns * 1e-9 / r.predicted_time_s);
+}
+
+}  // namespace
 
 std::string graph_replay_json(const GraphReplay& r) {
   json rows = json::array();
@@ -851,10 +862,7 @@ std::string graph_replay_json(const GraphReplay& r) {
   // The step replayed whole against its nodes replayed alone: a kernel draws another power among
   // its neighbours than alone (docs/validation/replay.md). Rows' shares × the step's figures is
   // the prediction when the whole step replayed (docs/replay.md, "Exact replay").
-  if (r.step.measured && r.predicted_energy_j > 0 && r.predicted_time_s > 0) {
-    j["prediction"]["context"] = {{"energy_factor", r.step.energy_j / r.predicted_energy_j},
-                                  {"time_factor", r.step.time_ns * 1e-9 / r.predicted_time_s}};
-  }
+  if (auto c = context_factors(r)) j["prediction"]["context"] = {{"energy_factor", c->first}, {"time_factor", c->second}};
   return j.dump(1) + "\n";
 }
 
@@ -865,9 +873,9 @@ std::string graph_replay_text(const GraphReplay& r, std::size_t top) {
   if (r.step.measured) {
     out += fmt::format("the whole graph replayed: {:.4f} ms, {:.4f} J ± {:.4f} at {:.1f} W\n", r.step.time_ns * 1e-6, r.step.energy_j,
                        r.step.energy_half_width_j, r.step.power_w);
-    if (r.predicted_energy_j > 0 && r.predicted_time_s > 0) {
+    if (auto c = context_factors(r)) {
       out += fmt::format("context: the whole step {:+.1f}% energy, {:+.1f}% time against its nodes alone (the prediction uses the step)\n",
-                         100 * (r.step.energy_j / r.predicted_energy_j - 1), 100 * (r.step.time_ns * 1e-9 / r.predicted_time_s - 1));
+                         100 * (c->first - 1), 100 * (c->second - 1));
     }
   }
   out += fmt::format("{:<12} {:>6} {:>10} {:>8} {:>10} {:>6}  {}\n", "status", "count", "us/call", "W", "J", "±%", "node");
