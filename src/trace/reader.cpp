@@ -183,17 +183,25 @@ class FileReader {
     }
   }
 
+  // What a GPU record of CUPTI's activity API carries whatever its kind: the process, the context,
+  // stream and correlation id, and its start and end.
+  template <class Record>
+  Activity gpu_activity(Activity::Kind kind, const Record& r) const {
+    Activity a;
+    a.kind = kind;
+    a.process = proc;
+    a.context = r.context;
+    a.stream = r.stream;
+    a.correlation = r.correlation;
+    a.start_ns = static_cast<int64_t>(r.start_ns);
+    a.end_ns = static_cast<int64_t>(r.end_ns);
+    return a;
+  }
+
   void kernel(std::string_view payload) {
     const auto k = payload_as<KernelRecord>(payload);
-    Activity a;
-    a.kind = Activity::Kind::kernel;
-    a.process = proc;
+    Activity a = gpu_activity(Activity::Kind::kernel, k);
     a.device = k.device;
-    a.context = k.context;
-    a.stream = k.stream;
-    a.correlation = k.correlation;
-    a.start_ns = static_cast<int64_t>(k.start_ns);
-    a.end_ns = static_cast<int64_t>(k.end_ns);
     if (auto dn = demangled.find(k.name_id); dn != demangled.end()) {
       a.name = dn->second;  // demangled once per name
     } else {
@@ -212,15 +220,8 @@ class FileReader {
 
   void copy(std::string_view payload, bool is_copy) {
     const auto c = payload_as<CopyRecord>(payload);
-    Activity a;
-    a.kind = is_copy ? Activity::Kind::memcpy : Activity::Kind::memset;
-    a.process = proc;
+    Activity a = gpu_activity(is_copy ? Activity::Kind::memcpy : Activity::Kind::memset, c);
     a.device = c.device;
-    a.context = c.context;
-    a.stream = c.stream;
-    a.correlation = c.correlation;
-    a.start_ns = static_cast<int64_t>(c.start_ns);
-    a.end_ns = static_cast<int64_t>(c.end_ns);
     a.bytes = c.bytes;
     a.copy_kind = c.copy_kind;
     const char* copy_kind = memcpy_kind_name(c.copy_kind);
@@ -233,14 +234,7 @@ class FileReader {
     const auto s = payload_as<SyncRecord>(payload);
     static const char* names[] = {"sync", "event synchronize", "stream wait event", "stream synchronize",
                                   "context synchronize"};
-    Activity a;
-    a.kind = Activity::Kind::sync;
-    a.process = proc;
-    a.context = s.context;
-    a.stream = s.stream;
-    a.correlation = s.correlation;
-    a.start_ns = static_cast<int64_t>(s.start_ns);
-    a.end_ns = static_cast<int64_t>(s.end_ns);
+    Activity a = gpu_activity(Activity::Kind::sync, s);
     a.name = names[s.sync_type < 5 ? s.sync_type : 0];
     acts.push_back(std::move(a));
     ++p.records;

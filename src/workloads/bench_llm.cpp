@@ -502,16 +502,22 @@ void label_sweep(const BenchOptions& o, Measurement& m, const std::optional<Erro
   }
 }
 
+// A phase window's figures and its per-token ones (prefill_json, decode_json add their own).
+nlohmann::json phase_json(const WindowResult& w, std::optional<double> idle_w, int window, double tokens) {
+  nlohmann::json j = window_json(w, idle_w);
+  j["window"] = window;
+  j["tokens"] = tokens;
+  j["tokens_per_s"] = tokens / std::max(1e-9, w.duration_s());
+  j["j_per_token"] = w.gpu_energy_j / tokens;
+  j["above_idle_j_per_token"] = num_or_null(opt_div(w.gpu_above_idle_j, tokens));
+  return j;
+}
+
 std::optional<nlohmann::json> prefill_json(const Point& pt, const SweepWindows& ws) {
   const auto* w = ws.win(pt.prefill_w);
   if (w == nullptr || pt.passes <= 0) return std::nullopt;
-  nlohmann::json p = window_json(*w, ws.idle_w);
-  p["window"] = pt.prefill_w;
+  nlohmann::json p = phase_json(*w, ws.idle_w, pt.prefill_w, pt.prefill_tokens);
   p["passes"] = pt.passes;
-  p["tokens"] = pt.prefill_tokens;
-  p["tokens_per_s"] = pt.prefill_tokens / std::max(1e-9, w->duration_s());
-  p["j_per_token"] = w->gpu_energy_j / pt.prefill_tokens;
-  p["above_idle_j_per_token"] = num_or_null(opt_div(w->gpu_above_idle_j, pt.prefill_tokens));
   p["tflops"] = pt.prefill_flops * pt.passes / std::max(1e-9, w->duration_s()) / 1e12;
   p["ms_per_pass"] = 1e3 * w->duration_s() / pt.passes;
   return p;
@@ -520,13 +526,8 @@ std::optional<nlohmann::json> prefill_json(const Point& pt, const SweepWindows& 
 std::optional<nlohmann::json> decode_json(const Point& pt, const SweepWindows& ws) {
   const auto* w = ws.win(pt.decode_w);
   if (w == nullptr || pt.steps <= 0) return std::nullopt;
-  nlohmann::json d = window_json(*w, ws.idle_w);
-  d["window"] = pt.decode_w;
+  nlohmann::json d = phase_json(*w, ws.idle_w, pt.decode_w, pt.decode_tokens);
   d["steps"] = pt.steps;
-  d["tokens"] = pt.decode_tokens;
-  d["tokens_per_s"] = pt.decode_tokens / std::max(1e-9, w->duration_s());
-  d["j_per_token"] = w->gpu_energy_j / pt.decode_tokens;
-  d["above_idle_j_per_token"] = num_or_null(opt_div(w->gpu_above_idle_j, pt.decode_tokens));
   d["ms_per_step"] = 1e3 * w->duration_s() / pt.steps;
   d["j_per_step"] = w->gpu_energy_j / pt.steps;
   d["bytes_per_step"] = pt.decode_bytes_per_step;
