@@ -18,9 +18,9 @@ mkdir -p "$out"
 export JOULEPROF_DB="$out/runs.db" JOULEPROF_CONTROL_DIR="$out/journal"
 
 if [ "$chain" = 1 ]; then
-  cat > "$out/apps.txt" <<'SCENARIO'
+  cat > "$out/apps.txt" <<SCENARIO
 # Four applications with their own behaviour on the simulated GPU (docs/simulated-gpu.md).
-workload_time_scale 0.25                                                    # 4x faster than the real workload
+workload_time_scale ${CHAIN_TIME_SCALE:-0.25}  # faster than the real workload (the ctest uses 0.1)
 application app=gemm    power_scale 1.10 compute_share 0.95                 # compute-bound
 application app=decode  power_scale 0.70 compute_share 0.15 time_scale 1.5  # memory-bound
 application app=stream  power_scale 0.85 compute_share 0.45
