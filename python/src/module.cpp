@@ -55,6 +55,12 @@ T value_or_raise(Result<T> r) {
 
 py::object opt(const std::optional<double>& v) { return v ? py::object(py::float_(*v)) : py::object(py::none()); }
 
+// An option of a dict of options: `v` set when `key` is given (left at its default otherwise).
+template <class T>
+void set_option(const py::dict& opts, const char* key, T& v) {
+  if (opts.contains(key)) v = opts[key].cast<T>();
+}
+
 // One GPU's energy over one window: the result document's object (result/result_json.hpp, the one
 // writer, so a figure absent there is None here too) under the Python API's names.
 py::dict gpu_energy_dict(const GpuEnergy& e, const GpuInfo& info) {
@@ -441,9 +447,7 @@ std::string trace_analysis(const std::string& run, const std::string& db, const 
 py::dict replay_trace(const std::vector<std::string>& traces, const py::dict& opts) {
   ReplayRequest r;
   r.traces = traces;
-  auto get = [&](const char* k, auto& v) {
-    if (opts.contains(k)) v = opts[k].cast<std::remove_reference_t<decltype(v)>>();
-  };
+  auto get = [&](const char* k, auto& v) { set_option(opts, k, v); };
   get("measurements", r.from);
   get("measured", r.measured);
   get("window", r.window);
@@ -554,9 +558,7 @@ PYBIND11_MODULE(_jouleprof, mod) {
   }, py::arg("graph"), py::arg("cuda_library") = "");
   mod.def("replay_cuda_graph", [](std::uintptr_t graph, const py::dict& opts) {
     GraphReplayOptions o;
-    auto get = [&](const char* k, auto& v) {
-      if (opts.contains(k)) v = opts[k].cast<std::remove_reference_t<decltype(v)>>();
-    };
+    auto get = [&](const char* k, auto& v) { set_option(opts, k, v); };
     get("cuda_library", o.cuda_library);
     get("sensor", o.sensor);
     get("trials", o.trials);
