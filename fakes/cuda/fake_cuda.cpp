@@ -11,7 +11,9 @@
 // index). FLAG "fault": a graph of copies of it faults at launch (CUDA_ERROR_ILLEGAL_ADDRESS, sticky:
 // every later call fails); "oom": a graph of copies of it fails to instantiate (out of memory); "l2":
 // a launch on the same input buffer as the kernel launched just before runs in half its time (its
-// input still in L2), as a weight-reading kernel repeated on one layer's buffers does.
+// input still in L2), as a weight-reading kernel repeated on one layer's buffers does; "l2-shared":
+// the same, and the COUNT nodes all read one input buffer (a replay that repeats one member's
+// buffers, as the exact replay did before it cycled through the members, runs them from "L2").
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -101,13 +103,14 @@ FAKE void* fakecuda_build_graph(const char* spec) {
     FFunc* fn = nullptr;
     if (kind == "kernel") fn = &funcs.emplace_back(FFunc{name, flag, std::atof(dur.c_str())});
     const long n = std::atol(count.c_str());
+    const CUdeviceptr shared_in = flag == "l2-shared" ? alloc(4096) : 0;
     for (long i = 0; i < n; ++i) {
       FNode& x = nodes.emplace_back();
       x.ns = std::atof(dur.c_str());
       if (kind == "kernel") {
         x.type = kNodeKernel;
         x.func = fn;
-        x.in = alloc(4096);
+        x.in = shared_in != 0 ? shared_in : alloc(4096);
         x.out = alloc(4096);
         x.n = flag == "distinct" ? static_cast<int>(i) : 1024;
         x.grid[0] = 8;
@@ -301,7 +304,7 @@ FAKE CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
     }
     double ns = n->ns;
     if (n->type == kNodeKernel) {
-      if (n->func != nullptr && n->func->flag == "l2" && n->in == last_in) ns /= 2;
+      if (n->func != nullptr && n->func->flag.rfind("l2", 0) == 0 && n->in == last_in) ns /= 2;
       last_in = n->in;
     }
     if (n->type == kNodeKernel || n->type == kNodeMemcpy || n->type == kNodeMemset) reinterpret_cast<FStream*>(s)->gpu_ns += ns;

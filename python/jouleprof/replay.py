@@ -1,4 +1,6 @@
-"""Exact replay of a PyTorch step's own kernels (docs/replay.md, "Exact replay").
+"""Exact replay of a PyTorch step's own kernels (docs/replay.md, "Exact replay"), and the
+prediction of a traced run from its kernels replayed by shape tier (``predict_trace``, the
+library call behind ``jouleprof replay``).
 
     import jouleprof.torch as jt
     r = jt.replay_step(model, x)            # or a function: jt.replay_step(lambda: model(x))
@@ -22,10 +24,10 @@ import json as _json
 import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-__all__ = ["replay_step", "ExactReplay"]
+__all__ = ["replay_step", "ExactReplay", "predict_trace", "TraceReplay"]
 
 _OPTION_KEYS = ("trials", "trial_s", "settle_s", "warmup_s", "ci_target", "long_trial_s", "row_cap_s", "max_trials",
-                "coverage", "max_rows", "graph_ms", "measure_step", "rotate", "sensor", "cuda_library")
+                "coverage", "max_rows", "graph_ms", "measure_step", "sensor", "cuda_library")
 
 
 class ExactReplay:
@@ -139,8 +141,8 @@ def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] =
     options: trials (5), trial_s (0.2), settle_s (0.3), warmup_s (3: the whole graph replayed to a
     stable temperature first), ci_target (0.02), long_trial_s (1), row_cap_s (6), coverage (0.99 of
     the step's kernel time measured, longest first; the rest timed, at the measured rows' mean
-    power), max_rows (60), graph_ms (2), measure_step (True), rotate (True: copies cycle through
-    the group's members, each layer on its own buffers; False: the first member repeated), sensor ("nvml").
+    power), max_rows (60), graph_ms (2), measure_step (True), sensor ("nvml"). The copies of a
+    group cycle through its members, each layer on its own buffers (docs/replay.md).
     """
     unknown = set(options) - set(_OPTION_KEYS)
     if unknown:
@@ -164,3 +166,70 @@ def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] =
     if json_path:
         r.save(json_path)
     return r
+
+
+_TRACE_OPTION_KEYS = ("measurements", "measured", "window", "phases", "classes", "tiers", "engine", "keep_measurements",
+                      "store", "db", "device", "idle_s")
+
+
+class TraceReplay:
+    """A traced run predicted from its kernels replayed in isolation (``jouleprof replay``): the
+    result document (``data``: schema "jouleprof.replay", as ``jouleprof replay --json``), the
+    printed summary (``text``) and the run the replay session was stored as (``run_id``)."""
+
+    def __init__(self, data: Dict[str, Any], text: str, run_id: Optional[int] = None, store_error: Optional[str] = None):
+        self.data = data
+        self.text = text
+        self.run_id = run_id
+        self.store_error = store_error
+
+    @property
+    def prediction(self) -> Dict[str, Any]:
+        return dict(self.data.get("prediction", {}))
+
+    @property
+    def comparison(self) -> Dict[str, Any]:
+        return dict(self.data.get("comparison", {}))
+
+    @property
+    def phases(self) -> List[Dict[str, Any]]:
+        return list(self.data.get("phases", []))
+
+    @property
+    def warnings(self) -> List[str]:
+        return list(self.data.get("warnings", []))
+
+    def predict(self) -> Tuple[float, float]:
+        """(seconds, joules) of the traced run, predicted."""
+        p = self.prediction
+        return p["predicted_duration_s"], p["predicted_energy_j"]
+
+    def __repr__(self):
+        t, e = self.predict()
+        return f"<TraceReplay {len(self.data.get('kernels', []))} kernels: {t:.4f} s, {e:.3f} J>"
+
+
+def predict_trace(traces, quiet: bool = False, **options) -> TraceReplay:
+    """Predicts a traced run's time and energy from its unique kernels replayed in isolation,
+    as ``jouleprof replay TRACE...`` does (docs/replay.md), and compares with a measured run.
+
+    traces: a trace file or a list of them. options: measurements (an earlier output of
+    jouleprof-replay, ``--from``; without it the engine runs now on this GPU, measured and stored),
+    measured (a run id, "last" or a result JSON file: ``--measured``), window ("work"), phases
+    (names), classes, tiers (rule files), engine (path), keep_measurements (path), store (True),
+    db, device ("auto"), idle_s (1.0)."""
+    unknown = set(options) - set(_TRACE_OPTION_KEYS)
+    if unknown:
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError(f"predict_trace: unknown option(s) {sorted(unknown)} (known: {', '.join(_TRACE_OPTION_KEYS)})")
+    if isinstance(traces, str):
+        traces = [traces]
+    opts = dict(options)
+    if isinstance(opts.get("phases"), str):
+        opts["phases"] = [opts["phases"]]
+    opts["quiet"] = quiet
+    from . import _jouleprof
+    r = _jouleprof.replay_trace(list(traces), opts)
+    if r["store_error"] and not quiet:
+        print(f"jouleprof: the replay session was not stored: {r['store_error']}", file=sys.stderr)
+    return TraceReplay(_json.loads(r["json"]), r["text"], r["run_id"], r["store_error"])

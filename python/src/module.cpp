@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "jouleprof/measure/output.hpp"
 #include "jouleprof/result/result_json.hpp"
 #include "jouleprof/replay/graph_replay.hpp"
+#include "jouleprof/replay/replay_run.hpp"
 #include "jouleprof/sampler/monitor.hpp"
 #include "jouleprof/sensors/sim_model.hpp"
 #include "jouleprof/store/store.hpp"
@@ -52,6 +54,12 @@ T value_or_raise(Result<T> r) {
 }
 
 py::object opt(const std::optional<double>& v) { return v ? py::object(py::float_(*v)) : py::object(py::none()); }
+
+// An option of a dict of options: `v` set when `key` is given (left at its default otherwise).
+template <class T>
+void set_option(const py::dict& opts, const char* key, T& v) {
+  if (opts.contains(key)) v = opts[key].cast<T>();
+}
 
 // One GPU's energy over one window: the result document's object (result/result_json.hpp, the one
 // writer, so a figure absent there is None here too) under the Python API's names.
@@ -432,6 +440,46 @@ std::string trace_analysis(const std::string& run, const std::string& db, const 
 }
 // ---- end of trace analysis ----
 
+// ---- the tier replay's prediction (replay_run.hpp: `jouleprof replay` as one call) ----
+// A traced run predicted from its kernels replayed in isolation: the engine run now (measured,
+// stored) or its earlier output (`measurements`). Returns the result document ("jouleprof.replay",
+// as `jouleprof replay --json`), the printed summary, where the session was stored and why not.
+py::dict replay_trace(const std::vector<std::string>& traces, const py::dict& opts) {
+  ReplayRequest r;
+  r.traces = traces;
+  auto get = [&](const char* k, auto& v) { set_option(opts, k, v); };
+  get("measurements", r.from);
+  get("measured", r.measured);
+  get("window", r.window);
+  get("phases", r.phases);
+  get("classes", r.classes);
+  get("tiers", r.tiers);
+  get("engine", r.engine);
+  get("keep_measurements", r.keep_measurements);
+  get("store", r.store);
+  get("db", r.db);
+  get("device", r.measure.monitor.gpus.backend);
+  r.measure.idle_s = 1.0;  // as `jouleprof replay --idle`
+  get("idle_s", r.measure.idle_s);
+  apply_gpu_environment(r.measure.monitor.gpus);  // CUDA_VISIBLE_DEVICES, $JOULEPROF_NVML_LIB
+  bool quiet = false;
+  get("quiet", quiet);
+  if (!quiet) r.measure.progress = [](const std::string& line) { std::fprintf(stderr, "jouleprof: %s\n", line.c_str()); };
+  Result<ReplayOutcome> out = make_error(Errc::internal, "not run");
+  {
+    py::gil_scoped_release release;  // the engine runs for minutes
+    out = replay_command(r);
+  }
+  const ReplayOutcome o = value_or_raise(std::move(out));
+  py::dict d;
+  d["json"] = replay_json(o.table, *o.prediction);
+  d["text"] = replay_text(o.table, *o.prediction, 15);
+  d["run_id"] = o.run_id ? py::object(py::int_(*o.run_id)) : py::object(py::none());
+  d["store_error"] = o.store_error ? py::object(py::str(o.store_error->message)) : py::object(py::none());
+  return d;
+}
+// ---- end of the tier replay ----
+
 }  // namespace
 
 PYBIND11_MODULE(_jouleprof, mod) {
@@ -510,9 +558,7 @@ PYBIND11_MODULE(_jouleprof, mod) {
   }, py::arg("graph"), py::arg("cuda_library") = "");
   mod.def("replay_cuda_graph", [](std::uintptr_t graph, const py::dict& opts) {
     GraphReplayOptions o;
-    auto get = [&](const char* k, auto& v) {
-      if (opts.contains(k)) v = opts[k].cast<std::remove_reference_t<decltype(v)>>();
-    };
+    auto get = [&](const char* k, auto& v) { set_option(opts, k, v); };
     get("cuda_library", o.cuda_library);
     get("sensor", o.sensor);
     get("trials", o.trials);
@@ -527,7 +573,6 @@ PYBIND11_MODULE(_jouleprof, mod) {
     get("max_rows", o.max_rows);
     get("graph_ms", o.graph_ms);
     get("measure_step", o.measure_step);
-    get("rotate", o.rotate);
     Result<GraphReplay> r = make_error(Errc::internal, "not run");
     {
       py::gil_scoped_release release;
@@ -535,6 +580,7 @@ PYBIND11_MODULE(_jouleprof, mod) {
     }
     return graph_replay_json(value_or_raise(std::move(r)));
   }, py::arg("graph"), py::arg("options"));
+  mod.def("replay_trace", &replay_trace, py::arg("traces"), py::arg("options"));
   // trace analysis (helper "trace")
   mod.def("trace_analysis", &trace_analysis, py::arg("run"), py::arg("db") = "", py::arg("method") = "", py::arg("replay") = "");
 }

@@ -381,17 +381,21 @@ Result<TraceProfile> build_trace_profile(const Measurement& m, TraceData& t, con
   return p;
 }
 
-Result<TraceProfile> analyze_trace(Measurement& m, TraceData& t, const KernelClassifier& classes, const TraceProfileOptions& o) {
-  auto profile = build_trace_profile(m, t, classes, o);
-  if (!profile) return profile;
-  if (!profile->complete && m.complete) {
+void detail::write_profile(Measurement& m, const TraceData& t, const TraceProfile& p) {
+  if (!p.complete && m.complete) {
     m.complete = false;
     m.incomplete_reason = t.processes.empty()
                               ? "nothing was traced (the command never initialised CUDA)"
                               : "trace incomplete (a process was killed, its file damaged, or records dropped)";
   }
-  m.sections["trace"] = trace_profile_json(*profile);
-  for (const std::string& w : profile->warnings) m.warnings.push_back("trace: " + w);
+  m.sections["trace"] = trace_profile_json(p);
+  for (const std::string& w : p.warnings) m.warnings.push_back("trace: " + w);
+}
+
+Result<TraceProfile> analyze_trace(Measurement& m, TraceData& t, const KernelClassifier& classes, const TraceProfileOptions& o) {
+  auto profile = build_trace_profile(m, t, classes, o);
+  if (!profile) return profile;
+  detail::write_profile(m, t, *profile);
   return profile;
 }
 

@@ -1,6 +1,7 @@
 // The stages of build_trace_profile shared between its files (not a public header):
-// attribution_profile.cpp (classify, per-GPU input, sensor fit, methods) and
-// attribution_tables.cpp (the tables).
+// attribution_profile.cpp (classify, per-GPU input, sensor fit, methods, the profile into the
+// measurement) and attribution_tables.cpp (the tables); trace_sampled.cpp writes its profile
+// through the same write_profile.
 #pragma once
 
 #include <string>
@@ -34,5 +35,9 @@ struct TableInput {
 /// table method's energy per activity to `row_energy` (the unique-kernel rows, by `row_of`).
 void build_tables(GpuProfile& gp, const std::vector<Attribution>& results, std::size_t table, const TableInput& in,
                   const std::vector<std::size_t>& row_of, std::vector<double>& row_energy);
+
+/// The profile into `m`: incomplete where the trace is, its "trace" section, its warnings
+/// prefixed "trace: " (analyze_trace and analyze_placed_trace end with it).
+void write_profile(Measurement& m, const TraceData& t, const TraceProfile& p);
 
 }  // namespace jouleprof::detail

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "attribution_stages.hpp"
 #include "jouleprof/analysis/attribution.hpp"
 #include "jouleprof/analysis/trace_profile.hpp"
 
@@ -253,11 +254,11 @@ Result<TraceProfile> analyze_placed_trace(Measurement& m, TraceData& t, const Ke
     said.push_back("sampled mode: no traced window fell inside the run: nothing attributed");
     TraceData none = t;
     std::erase_if(none.activities, [](const Activity& a) { return a.on_gpu(); });
-    auto p = analyze_trace(m, none, classes, o);
+    auto p = build_trace_profile(m, none, classes, o);
     if (!p) return p;
     p->sampling = info;
-    for (const std::string& w : said) p->warnings.push_back(w), m.warnings.push_back("trace: " + w);
-    m.sections["trace"] = trace_profile_json(*p);
+    p->warnings.insert(p->warnings.end(), said.begin(), said.end());
+    detail::write_profile(m, none, *p);
     return p;
   }
   const Measurement sm = stitched_measurement(m, s);
@@ -277,12 +278,7 @@ Result<TraceProfile> analyze_placed_trace(Measurement& m, TraceData& t, const Ke
   for (auto w = said.rbegin(); w != said.rend(); ++w) {  // once: a stored run's trace carries them already
     if (std::find(profile->warnings.begin(), profile->warnings.end(), *w) == profile->warnings.end()) profile->warnings.insert(profile->warnings.begin(), *w);
   }
-  if (!profile->complete && m.complete) {
-    m.complete = false;
-    m.incomplete_reason = "trace incomplete (a process was killed, its file damaged, or records dropped)";
-  }
-  m.sections["trace"] = trace_profile_json(*profile);
-  for (const std::string& w : profile->warnings) m.warnings.push_back("trace: " + w);
+  detail::write_profile(m, t, *profile);
   return profile;
 }
 

@@ -386,7 +386,8 @@ class OwnSensorProbe final : public replay::SensorProbe {
 // order, as the program's nodes did), instantiated. Copy i is the group's member i mod n: each
 // layer's instance on its own buffers, so a layer's weights are not still in L2 from the copy
 // before, as they are not in the program (a node repeated on one buffer set can run from L2 where
-// the program's ran from memory). GraphReplayOptions::rotate false: the first member only.
+// the program's ran from memory). Repeating the first member was the design before and measured
+// further from the step on the H100 (docs/validation/replay.md); the fake CUDA's "l2" flag tests it.
 struct Copies {
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
@@ -788,7 +789,6 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     Work& w = work[g];
     w.row.group = L.groups[g];
     for (std::size_t i : listed->members[g]) w.members.push_back(&listed->raw[i]);
-    if (!o.rotate) w.members.resize(1);
     rp.time_group(w);
   }
   std::vector<std::size_t> order(work.size());

@@ -678,7 +678,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
                      {"predicted_energy_j", tp.energy_j}, {"energy_at_traced_time_j", tp.energy_at_traced_time_j},
                      {"replayed_duration_s", tp.replayed_s}});
   }
-  json j = {{"schema", "jouleprof.replay"},
+  json j = {{"schema", kReplaySchema},
             {"schema_version", 1},
             {"trace", {{"files", t.files}, {"format", t.format}, {"gpus", t.gpus}, {"kernels", t.kernels}, {"memcpys", t.memcpys},
                        {"memsets", t.memsets}, {"unique_rows", t.rows.size()}}},
@@ -860,7 +860,7 @@ void print_replay_section(const std::string& text, std::ostream& out) {
   }
 }
 
-const bool kReplayRendererRegistered = register_section_renderer({"jouleprof.replay", "replay", &print_replay_section});
+const bool kReplayRendererRegistered = register_section_renderer({kReplaySchema, "replay", &print_replay_section});
 
 }  // namespace
 

@@ -272,8 +272,8 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
   runs_table(body, runs);
   body += "</section>\n";
 
-  for (const SectionView& v : section_views()) {
-    if (v.place == SectionView::Place::after_runs) v.render(runs, o, body, specs);
+  for (const SectionView* v : section_views()) {
+    if (v->place == SectionView::Place::after_runs) v->render(runs, o, body, specs);
   }
 
   body += "<section><h2>Power</h2>\n<p><small>Phases and windows shaded, run starts and each GPU's idle baseline "
@@ -306,8 +306,8 @@ Result<std::string> render_html_report(const std::vector<ReportRun>& runs, const
       body += "</section>\n";
     }
   }
-  for (const SectionView& v : section_views()) {
-    if (v.place == SectionView::Place::after_summaries) v.render(runs, o, body, specs);
+  for (const SectionView* v : section_views()) {
+    if (v->place == SectionView::Place::after_summaries) v->render(runs, o, body, specs);
   }
 
   for (std::size_t i = 0; i < runs.size(); ++i) {

@@ -4,6 +4,7 @@ The capture itself needs torch and a GPU (scripts/device-replay-exact.sh)."""
 import ctypes
 import json
 import os
+import sys
 
 import pytest
 
@@ -82,3 +83,47 @@ def test_replay_rotates_through_the_layers_buffers(fake):
     opts = {"cuda_library": FAKE, "sensor": "sim", "warmup_s": 0, "trials": 3, "trial_s": 0.05, "settle_s": 0.01}
     rows = json.loads(_jouleprof.replay_cuda_graph(g, opts))["rows"]
     assert rows[0]["time_s"] == pytest.approx(20e-6, rel=1e-3)
+
+
+# --- The tier replay's prediction (jouleprof.replay.predict_trace: `jouleprof replay` as one call) ---
+
+TRACE = os.path.join(os.path.dirname(__file__), "..", "data", "replay", "bloom_tiny_forward.json")
+
+# A stand-in for jouleprof-replay: every planned row at 10 µs and 200 W per call, gaps at 90 W.
+ENGINE = """import json, sys
+plan = json.load(open(sys.argv[1]))
+items = [{"row": it["row"], "status": "ok", "time_ns": 1e4, "time_ns_half_width": 0.0, "power_w": 200.0,
+          "energy_j": 2e-3, "energy_j_half_width": 0.0} for it in plan["items"]]
+json.dump({"schema": "jouleprof.replay_measurements", "gpu": "stand-in", "idle_w": 70.0, "gap_w": 90.0,
+           "items": items, "not_replayed": plan["not_replayed"]}, open(sys.argv[2], "w"))
+"""
+
+
+def test_predict_trace_runs_the_pipeline_of_the_cli(tmp_path, db):
+    from conftest import cli
+    from jouleprof.replay import predict_trace
+    engine = tmp_path / "engine"
+    engine.write_text(f"#!{sys.executable}\n" + ENGINE)
+    engine.chmod(0o755)
+    kept = tmp_path / "kept.json"
+    r = predict_trace(TRACE, engine=str(engine), device="sim", idle_s=0, db=db, keep_measurements=str(kept), quiet=True)
+    assert r.data["schema"] == "jouleprof.replay"
+    assert r.run_id is not None and r.store_error is None
+    t, e = r.predict()
+    assert (t, e) == (r.prediction["predicted_duration_s"], r.prediction["predicted_energy_j"])
+    assert e > 0
+    assert "predicted" in r.text
+    # The same prediction as `jouleprof replay --from` of the kept engine output, byte for byte.
+    from_cli = cli("replay", TRACE, "--from", str(kept), "--no-store", "-q", "--json", "-").stdout
+    again = predict_trace([TRACE], measurements=str(kept), db=db, quiet=True)
+    assert again.data == json.loads(from_cli) == r.data
+    assert again.run_id is None  # nothing run, nothing stored
+    assert "predicted" in cli("runs", "show", str(r.run_id), "--db", db).stdout
+
+
+def test_predict_trace_errors_are_one_line(tmp_path):
+    from jouleprof.replay import predict_trace
+    with pytest.raises(jouleprof.InvalidArgumentError, match="unknown option"):
+        predict_trace(TRACE, rotate=False)
+    with pytest.raises(jouleprof.JouleprofError, match="no such trace"):
+        predict_trace(str(tmp_path / "none.json"), measurements=str(tmp_path / "none.out"))

@@ -134,8 +134,9 @@ TEST(GraphReplay, ReplaysEachGroupWithItsOwnTimeAndTheSensorsPower) {
 
 TEST(GraphReplay, CopiesCycleThroughTheLayersBuffersNotOneLayersFromL2) {
   // 12 layers' instances of one GEMM; the fake runs a launch on the input buffer of the launch
-  // just before in half its time ("l2"). Rotating, the copies read each layer's buffers in turn
-  // and take the step's 20 µs; repeating the first layer's (rotate false), 10 µs: the bias fixed.
+  // just before in half its time ("l2"). Cycling through the members, the copies read each layer's
+  // buffers in turn and take the step's 20 µs; copies of one member (the design before) would read
+  // one buffer and take 10 µs, and this fails.
   const auto g = fake().graph("kernel,gemm,12,20000,l2");
   FakeProbe probe;
   GraphReplayOptions o = quick();
@@ -144,10 +145,12 @@ TEST(GraphReplay, CopiesCycleThroughTheLayersBuffersNotOneLayersFromL2) {
   ASSERT_EQ(r->rows.size(), 1u);
   EXPECT_NEAR(r->rows[0].time_ns, 20000, 20);
   EXPECT_NEAR(r->predicted_time_s, r->step.time_ns * 1e-9, 1e-9);
-  o.rotate = false;
-  auto once = replay_cuda_graph(fake().graph("kernel,gemm,12,20000,l2"), o, &probe);
-  ASSERT_TRUE(once) << once.error().message;
-  EXPECT_NEAR(once->rows[0].time_ns, 10000, 10);
+  // The fake's L2 reaches the replay: where the members share one input buffer ("l2-shared"),
+  // the copies run in half the time, as the step itself does.
+  auto shared = replay_cuda_graph(fake().graph("kernel,gemm,12,20000,l2-shared"), o, &probe);
+  ASSERT_TRUE(shared) << shared.error().message;
+  EXPECT_NEAR(shared->rows[0].time_ns, 10000, 10);
+  EXPECT_NEAR(shared->step.time_ns, 12 * 10000, 100);
 }
 
 TEST(GraphReplay, CoverageLeavesShortRowsTimedAtTheMeasuredPower) {

@@ -12,8 +12,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "jouleprof/replay/replay.hpp"
+#include "jouleprof/replay/replay_run.hpp"
+#include "jouleprof/store/run_source.hpp"
 
 using namespace jouleprof;
 using nlohmann::json;
@@ -226,6 +229,71 @@ TEST(ReplayCli, PlanFromAndErrors) {
   out = sh(cli + " replay " + trace + " --from " + out_file + " --trials 1 --no-store", rc);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--trials"), std::string::npos) << out;
+}
+
+// The pipeline as one library call (replay_run.hpp), as the CLI and the Python package call it:
+// the plan alone; the engine (a stand-in copying a prepared output) under the measurement core on
+// the simulated GPU, its output kept and the session stored with the result; the same prediction
+// from the kept output, nothing stored.
+TEST(ReplayCommand, PlanEnginePredictStoreInOneCall) {
+  const std::string dir = ::testing::TempDir() + "/replay-command-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  ReplayRequest r;
+  r.traces = {std::string(JOULEPROF_REPLAY_DATA) + "/bloom_tiny_forward.json"};
+  r.plan_out = dir + "/plan.json";
+  r.plan_only = true;
+  auto plan_only = replay_command(r);
+  ASSERT_TRUE(plan_only) << plan_only.error().message;
+  EXPECT_FALSE(plan_only->prediction);
+  const json plan = json::parse(std::ifstream(r.plan_out));
+  EXPECT_EQ(plan, json::parse(plan_only->plan));
+  const std::string prepared = dir + "/prepared.json", engine = dir + "/engine.sh";
+  std::ofstream(prepared) << engine_output(plan_only->table, plan, 1.0, 250.0, 95.0).dump();
+  std::ofstream(engine) << "#!/bin/sh\ncp '" << prepared << "' \"$2\"\n";
+  std::filesystem::permissions(engine, std::filesystem::perms::owner_all);
+
+  r.plan_out.clear();
+  r.plan_only = false;
+  r.engine = engine;
+  r.keep_measurements = dir + "/kept.json";
+  r.measure.monitor.gpus.backend = "sim";
+  r.measure.idle_s = 0;
+  r.db = dir + "/runs.db";
+  auto run = replay_command(r);
+  ASSERT_TRUE(run) << run.error().message;
+  ASSERT_TRUE(run->prediction);
+  EXPECT_FALSE(run->store_error);
+  ASSERT_TRUE(run->run_id);
+  auto stored = load_runs({std::to_string(*run->run_id)}, r.db, false);
+  ASSERT_TRUE(stored) << stored.error().message;
+  const Measurement& m = stored->front().m;
+  EXPECT_EQ(json::parse(m.sections.at("replay")), json::parse(replay_json(run->table, *run->prediction)));
+  EXPECT_EQ(m.tags.at("replay"), "true");
+  EXPECT_EQ(m.tags.at("replay.trace"), r.traces.front());
+  EXPECT_TRUE(m.simulated);
+  std::stringstream kept, given;
+  kept << std::ifstream(r.keep_measurements).rdbuf();
+  given << std::ifstream(prepared).rdbuf();
+  EXPECT_EQ(kept.str(), given.str());
+
+  ReplayRequest again;
+  again.traces = r.traces;
+  again.from = r.keep_measurements;
+  again.db = r.db;
+  auto from = replay_command(again);
+  ASSERT_TRUE(from) << from.error().message;
+  EXPECT_FALSE(from->run_id);  // no session to store
+  EXPECT_FALSE(from->store_error);
+  EXPECT_EQ(replay_json(from->table, *from->prediction), replay_json(run->table, *run->prediction));
+
+  r.store = false;
+  auto unstored = replay_command(r);
+  ASSERT_TRUE(unstored) << unstored.error().message;
+  EXPECT_FALSE(unstored->run_id);
+  again.measured = dir + "/nonexistent.json";  // a wrong reference fails before the engine
+  EXPECT_EQ(replay_command(again).error().code, Errc::invalid_argument);
+  EXPECT_EQ(replay_command(ReplayRequest{}).error().code, Errc::invalid_argument);
+  std::filesystem::remove_all(dir);
 }
 
 // --- The activity sequence, the context replay and phases ------------------------------------

@@ -12,6 +12,7 @@
 #include "jouleprof/report/charts.hpp"
 #include "jouleprof/report/downsample.hpp"
 #include "jouleprof/report/html_report.hpp"
+#include "jouleprof/report/section_views.hpp"
 #include "jouleprof/report/sweep_report.hpp"
 #include "jouleprof/report/trace.hpp"
 #include "jouleprof/store/synthetic.hpp"
@@ -300,6 +301,43 @@ TEST(ReportHtml, ReplaySectionPredictedVsMeasuredPerTierAndPhase) {
   auto plain = render_html_report({r});
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->find("Replay prediction"), std::string::npos);
+}
+
+// A section type's report view is registered under its schema, in the registry that holds its
+// `runs show` renderer (result/sections.hpp); the report shows the registered views in their place
+// and order, the built-in ones included (replay before carbon and cost).
+TEST(ReportHtml, SectionViewsComeFromTheRegistryOfSectionTypes) {
+  static const SectionView test_view{SectionView::Place::after_summaries, 99,
+                                     [](const std::vector<ReportRun>& runs, const ReportOptions&, std::string& body, std::vector<ChartSpec>&) {
+                                       for (const ReportRun& r : runs) {
+                                         if (r.m->sections.contains("test")) body += "<p>the test section's view</p>\n";
+                                       }
+                                     }};
+  register_section_view("test.report-view/1", &test_view);
+  const SectionType* t = find_section_type("test.report-view/1");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->view, &test_view);
+  const auto views = section_views();
+  ASSERT_FALSE(views.empty());
+  EXPECT_EQ(views.back(), &test_view);  // after_summaries, the highest order
+  EXPECT_NE(find_section_type(kFootprintSchema), nullptr);
+  EXPECT_NE(find_section_type(kFootprintSchema)->view, nullptr);  // the report's own views are in the same registry
+  auto m = make_synthetic_measurement();
+  FootprintSettings s;
+  s.carbon_g_per_kwh = 400;
+  add_footprint(m, s);
+  m.sections["replay"] = json{{"schema", "jouleprof.replay"}, {"prediction", {{"predicted_energy_j", 1.0}}}}.dump();
+  m.sections["test"] = R"({"schema": "test.report-view/1"})";
+  if (!charting_library_js().ok()) GTEST_SKIP() << "charting library not installed";
+  auto html = render_html_report({{"run 1", 1, &m}});
+  ASSERT_TRUE(html.ok()) << html.error().message;
+  const auto replay = html->find("Replay prediction"), carbon = html->find("Carbon and cost"), test = html->find("the test section's view");
+  ASSERT_NE(replay, std::string::npos);
+  ASSERT_NE(carbon, std::string::npos);
+  ASSERT_NE(test, std::string::npos);
+  EXPECT_LT(replay, carbon);
+  EXPECT_LT(carbon, test);
+  EXPECT_LT(test, html->find("id=\"run-0\""));  // before the per-run sections
 }
 
 TEST(ReportHtml, LongRunStaysSmall) {

@@ -246,10 +246,9 @@ def main():
     ap.add_argument("--window-s", type=float, default=7.5)
     ap.add_argument("--max-rows", type=int, default=20)
     ap.add_argument("--coverage", type=float, default=0.95)
-    ap.add_argument("--no-rotate", action="store_true", help="copies repeat a group's first node (the replay before rotation)")
     args = ap.parse_args()
     opts = dict(trials=4, trial_s=0.15, settle_s=0.2, warmup_s=2.0, long_trial_s=0.5, row_cap_s=2.5, max_trials=6,
-                coverage=args.coverage, max_rows=args.max_rows, quiet=False, rotate=not args.no_rotate)
+                coverage=args.coverage, max_rows=args.max_rows, quiet=False)
     info = {"gpu": smi("name,driver_version,power.limit"), "torch": torch.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
             "options": opts}
     try:

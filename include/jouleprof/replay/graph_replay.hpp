@@ -60,9 +60,6 @@ struct GraphReplayOptions {
   double graph_ms = 2;            ///< copies of a node per replay graph: about this long
   std::size_t max_copies = 4096;
   bool measure_step = true;       ///< also measure the whole graph as captured (a check on Σ rows)
-  /// Copies cycle through the group's members (each layer's instance on its own buffers) rather
-  /// than repeat the first one, whose inputs would stay in L2 from one copy to the next.
-  bool rotate = true;
 };
 
 /// One group, replayed.

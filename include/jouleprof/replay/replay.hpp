@@ -16,6 +16,9 @@
 
 namespace jouleprof {
 
+/// The "schema" of the replay result (the "replay" section of a stored replay session).
+inline constexpr const char* kReplaySchema = "jouleprof.replay";
+
 struct ReplayOptions {
   double coverage = 0.99;       ///< replay rows, longest first, until this share of GPU time is covered
   std::size_t max_rows = 150;   ///< ... or this many rows (the rest: extrapolated, listed)

@@ -34,7 +34,7 @@ void bench_table(std::string& h, const std::vector<BenchPoint>& pts) {
 }  // namespace
 
 /// The "LLM benchmark" section: every bench llm point of the runs.
-void render_bench_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs) {
+static void render_bench_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs) {
   if (const std::vector<BenchPoint> bench = bench_points(runs); !bench.empty()) {
     body += "<section id=\"bench\"><h2>LLM benchmark</h2>\n<p><small>jouleprof bench llm: energy per token (prefill over "
             "the prompt tokens, decode per generated token; above idle dashed) and tokens per second along each swept "
@@ -51,5 +51,7 @@ void render_bench_view(const std::vector<ReportRun>& runs, const ReportOptions& 
     body += "</section>\n";
   }
 }
+
+const SectionView kBenchView{SectionView::Place::after_runs, 0, &render_bench_view};
 
 }  // namespace jouleprof

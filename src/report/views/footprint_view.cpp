@@ -22,7 +22,7 @@ std::string cell(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-void render_footprint_view(const std::vector<ReportRun>& runs, const ReportOptions&, std::string& body, std::vector<ChartSpec>&) {
+static void render_footprint_view(const std::vector<ReportRun>& runs, const ReportOptions&, std::string& body, std::vector<ChartSpec>&) {
   for (const ReportRun& r : runs) {
     auto it = r.m->sections.find(kFootprintSection);
     if (it == r.m->sections.end()) continue;
@@ -58,5 +58,7 @@ void render_footprint_view(const std::vector<ReportRun>& runs, const ReportOptio
     body += "</tbody></table>\n";
   }
 }
+
+const SectionView kFootprintView{SectionView::Place::after_summaries, 2, &render_footprint_view};
 
 }  // namespace jouleprof

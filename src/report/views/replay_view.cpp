@@ -68,7 +68,7 @@ void replay_tables(std::string& h, const nlohmann::json& r) {
 }  // namespace
 
 /// A "Replay prediction" section per replay run.
-void render_replay_view(const std::vector<ReportRun>& runs, const ReportOptions& /*o*/, std::string& body, std::vector<ChartSpec>& /*specs*/) {
+static void render_replay_view(const std::vector<ReportRun>& runs, const ReportOptions& /*o*/, std::string& body, std::vector<ChartSpec>& /*specs*/) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     auto it = runs[i].m->sections.find("replay");
     if (it == runs[i].m->sections.end()) continue;
@@ -81,5 +81,7 @@ void render_replay_view(const std::vector<ReportRun>& runs, const ReportOptions&
     body += "</section>\n";
   }
 }
+
+const SectionView kReplayView{SectionView::Place::after_summaries, 1, &render_replay_view};
 
 }  // namespace jouleprof

@@ -34,7 +34,7 @@ void trace_table(std::string& h, const nlohmann::json& rows, const char* what, s
 }  // namespace
 
 /// A "Kernels and layers" section per traced run.
-void render_trace_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs) {
+static void render_trace_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     auto it = runs[i].m->sections.find("trace");
     if (it == runs[i].m->sections.end()) continue;
@@ -59,5 +59,7 @@ void render_trace_view(const std::vector<ReportRun>& runs, const ReportOptions& 
     body += "</section>\n";
   }
 }
+
+const SectionView kTraceView{SectionView::Place::after_summaries, 0, &render_trace_view};
 
 }  // namespace jouleprof

@@ -1,16 +1,13 @@
-// The section views of the report (section_views.hpp's table points at them).
+// The section views of the report, registered by schema in src/report/section_views.cpp.
 #pragma once
 
-#include <string>
-#include <vector>
-
-#include "jouleprof/report/html_report.hpp"
+#include "jouleprof/report/section_views.hpp"
 
 namespace jouleprof {
 
-void render_bench_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs);
-void render_trace_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs);
-void render_footprint_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs);
-void render_replay_view(const std::vector<ReportRun>& runs, const ReportOptions& o, std::string& body, std::vector<ChartSpec>& specs);
+extern const SectionView kBenchView;      // "llm" (bench_view.cpp)
+extern const SectionView kTraceView;      // "trace" (trace_view.cpp)
+extern const SectionView kReplayView;     // "replay" (replay_view.cpp)
+extern const SectionView kFootprintView;  // "footprint": carbon and cost (footprint_view.cpp)
 
 }  // namespace jouleprof
