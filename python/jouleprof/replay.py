@@ -14,8 +14,11 @@ memcpy and memset nodes, groups identical ones (function, launch configuration, 
 with device pointers masked) and replays each group alone: a graph of copies of that node, with
 its real arguments and the step's buffers still alive, measured in paced trials with the GPU's
 power sensor. Where the step cannot be captured (a host synchronisation, a data-dependent shape)
-the result says so in one line (``r.captured`` is False, ``r.reason``) and the step has to be
-predicted from a trace with the shape tiers (``jouleprof kernels`` / ``jouleprof replay``).
+the result says so in one line (``r.captured`` is False, ``r.reason``) and the step falls back to
+the shape tiers: it is run once under torch.profiler with its input shapes and predicted as
+``jouleprof replay`` predicts a trace (``r.tiers``, a TraceReplay whose rows name their tier;
+``predict()`` then uses it). ``tier_options`` go to ``predict_trace`` (e.g. ``engine``: the
+jouleprof-replay binary); ``fallback=False`` turns this off.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class ExactReplay:
         self.data = data or {}
         self.graph = graph      # the torch.cuda.CUDAGraph (keeps the step's buffers alive)
         self.output = output    # what the captured step returned
+        self.tiers: Optional["TraceReplay"] = None  # not captured: the step predicted from the shape tiers
 
     @property
     def rows(self) -> List[Dict[str, Any]]:
@@ -64,6 +68,12 @@ class ExactReplay:
         basis "step": the whole captured graph replayed (its kernels among their neighbours, as the
         program runs them); "rows": Σ over rows of count × per call (each node alone). Default: "step"
         when the whole graph was measured, else "rows"."""
+        if not self.captured:
+            if self.tiers is None:
+                from .errors import InvalidArgumentError
+                raise InvalidArgumentError(f"predict: no prediction, {self.reason}")
+            t, e = self.tiers.predict()
+            return steps * t, steps * e
         if basis is None:
             basis = "step" if self.step.get("measured") else "rows"
         if basis == "step":
@@ -79,13 +89,19 @@ class ExactReplay:
         return steps * p.get("time_s", 0.0), steps * p.get("energy_j", 0.0)
 
     def save(self, path: str) -> None:
+        doc = self.data
+        if not self.captured:
+            doc = {"schema": "jouleprof.exact_replay", "schema_version": 1, "captured": False, "reason": self.reason}
+            if self.tiers is not None:
+                doc["tier_prediction"] = self.tiers.prediction  # schema jouleprof.replay's prediction
         with open(path, "w") as f:
-            _json.dump(self.data if self.captured else {"schema": "jouleprof.exact_replay", "schema_version": 1,
-                                                         "captured": False, "reason": self.reason}, f, indent=1)
+            _json.dump(doc, f, indent=1)
 
     def text(self, top: int = 15) -> str:
         if not self.captured:
-            return f"not captured: {self.reason}"
+            if self.tiers is None:
+                return f"not captured: {self.reason}"
+            return f"not captured: {self.reason}\npredicted from the shape tiers (jouleprof replay):\n{self.tiers.text}"
         p, s = self.prediction, self.step
         out = [f"exact replay on {self.data.get('gpu')}: {self.data.get('nodes')} nodes, {len(self.rows)} rows",
                f"one step (Σ rows): {p['time_s'] * 1e3:.4f} ms, {p['energy_j']:.4f} J ± {p['energy_half_width_j']:.4f} "
@@ -105,7 +121,7 @@ class ExactReplay:
 
     def __repr__(self):
         if not self.captured:
-            return f"<ExactReplay not captured: {self.reason}>"
+            return f"<ExactReplay not captured: {self.reason}{'; shape tiers' if self.tiers else ''}>"
         t, e = self.predict()
         return f"<ExactReplay {len(self.rows)} rows: {t * 1e3:.3f} ms, {e:.4f} J per step>"
 
@@ -134,8 +150,38 @@ def capture(fn: Callable, *args, warmup: int = 3):
     return g, out
 
 
+def trace_step(fn: Callable, *args, path: str) -> None:
+    """Runs ``fn(*args)`` once under torch.profiler (CPU and CUDA activity, input shapes) after one
+    warm call, and writes the Kineto trace that ``jouleprof kernels`` / ``jouleprof replay`` read."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn(*args)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
+        fn(*args)
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(path)
+
+
+def _tier_fallback(r: ExactReplay, fn: Callable, args, tier_options: Dict[str, Any], quiet: bool) -> None:
+    """The step that could not be captured, traced once and predicted with the shape tiers; on
+    failure the reason says why in the same line and r.tiers stays None."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="jouleprof-step-") as d:
+        path = f"{d}/step.trace.json"
+        try:
+            trace_step(fn, *args, path=path)
+            opts = {"store": False, **tier_options}
+            r.tiers = predict_trace(path, quiet=True, **opts)
+            r.reason += "; predicted from the shape tiers instead (each row names its tier)"
+        except Exception as e:
+            r.reason += f"; the shape-tier fallback failed too ({_first_line(e)})"
+
+
 def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] = None, quiet: bool = False,
-                **options) -> ExactReplay:
+                fallback: bool = True, tier_options: Optional[Dict[str, Any]] = None, **options) -> ExactReplay:
     """Captures one call of ``fn(*args)`` and replays its kernels exactly (module docstring).
 
     options: trials (5), trial_s (0.2), settle_s (0.3), warmup_s (3: the whole graph replayed to a
@@ -152,11 +198,13 @@ def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] =
         graph, output = capture(fn, *args, warmup=warmup)
         handle = graph.raw_cuda_graph()
     except Exception as e:  # a host sync or a dynamic shape inside the step
-        reason = (f"the step cannot be captured as a CUDA graph ({_first_line(e)}); no exact rows: "
-                  "trace it and use `jouleprof kernels` / `jouleprof replay` (shape tiers)")
+        r = ExactReplay(False, f"the step cannot be captured as a CUDA graph ({_first_line(e)}); no exact rows")
+        if fallback:
+            _tier_fallback(r, fn, args, dict(tier_options or {}), quiet)
+        else:
+            r.reason += ": trace it and use `jouleprof kernels` / `jouleprof replay` (shape tiers)"
         if not quiet:
-            print(f"jouleprof: {reason}", file=sys.stderr)
-        r = ExactReplay(False, reason)
+            print(f"jouleprof: {r.reason}", file=sys.stderr)
         if json_path:
             r.save(json_path)
         return r

@@ -127,3 +127,36 @@ def test_predict_trace_errors_are_one_line(tmp_path):
         predict_trace(TRACE, rotate=False)
     with pytest.raises(jouleprof.JouleprofError, match="no such trace"):
         predict_trace(str(tmp_path / "none.json"), measurements=str(tmp_path / "none.out"))
+
+
+def test_a_step_that_cannot_be_captured_falls_back_to_the_shape_tiers(tmp_path, db, monkeypatch):
+    import shutil
+    import jouleprof.replay as jr
+    engine = tmp_path / "engine"
+    engine.write_text(f"#!{sys.executable}\n" + ENGINE)
+    engine.chmod(0o755)
+
+    def no_capture(fn, *args, warmup=3):
+        raise RuntimeError("operation not permitted when stream is capturing\nmore")
+
+    traced = []
+    monkeypatch.setattr(jr, "capture", no_capture)
+    monkeypatch.setattr(jr, "trace_step", lambda fn, *a, path: (traced.append(a), shutil.copy(TRACE, path)))
+    r = jr.replay_step(lambda x: x, 3, quiet=True, tier_options={"engine": str(engine), "device": "sim", "idle_s": 0, "db": db})
+    assert traced == [(3,)]
+    assert not r.captured and r.tiers is not None
+    assert "cannot be captured" in r.reason and "shape tiers instead" in r.reason and "\n" not in r.reason
+    t, e = r.predict(steps=10)
+    assert (t, e) == pytest.approx((10 * r.tiers.prediction["predicted_duration_s"], 10 * r.tiers.prediction["predicted_energy_j"]))
+    assert e > 0
+    assert "predicted from the shape tiers" in r.text()
+    p = tmp_path / "step.json"
+    r.save(str(p))
+    assert json.loads(p.read_text())["tier_prediction"] == r.tiers.prediction
+    # Without an engine the fallback fails in the same one line, and predict() says there is nothing.
+    r = jr.replay_step(lambda x: x, 3, quiet=True, tier_options={"engine": str(tmp_path / "none")})
+    assert r.tiers is None and "fallback failed too" in r.reason and "\n" not in r.reason
+    with pytest.raises(jouleprof.InvalidArgumentError, match="no prediction"):
+        r.predict()
+    r = jr.replay_step(lambda x: x, 3, quiet=True, fallback=False)
+    assert r.tiers is None and "use `jouleprof kernels`" in r.reason and traced == [(3,), (3,)]
