@@ -97,19 +97,32 @@ std::mutex g_duty_mu;
 std::condition_variable g_duty_cv;
 bool g_duty_stop = false;
 
+// The NVTX handlers anchor while kernels are recorded: always in full tracing, only inside the
+// windows in sampled mode, never with $JOULEPROF_TRACE_KERNELS=0.
+std::atomic<bool> g_anchoring{true};
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+uint64_t cupti_now_ns();
+void driver_anchor_call();
+
 void set_sampled_tracing(bool on) {
-  if (on) {
-    uint64_t t = 0;
-    g_api.GetTimestamp(&t);
-    g_sample_log.mark(true, t);  // before enabling: the window holds every record it keeps
-    for (CUpti_ActivityKind k : g_sampled_kinds) g_api.ActivityEnable(k);
-    return;
-  }
-  for (CUpti_ActivityKind k : g_sampled_kinds) g_api.ActivityDisable(k);
-  uint64_t t = 0;
-  g_api.GetTimestamp(&t);
-  g_sample_log.mark(false, t);
-  g_api.ActivityFlushAll(0);  // the window's records to the file now, not mixed with the next one's
+  SwitchHooks h;
+  h.cupti_now = cupti_now_ns;
+  h.mono_ns = monotonic_ns;
+  h.set_kinds = [](bool enable) {
+    for (CUpti_ActivityKind k : g_sampled_kinds) enable ? g_api.ActivityEnable(k) : g_api.ActivityDisable(k);
+  };
+  h.set_anchor_record = [](bool enable) {
+    if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, enable ? 1 : 0);
+  };
+  h.anchor = driver_anchor_call;
+  h.flush = [] { g_api.ActivityFlushAll(0); };
+  switch_tracing(on, h, g_sample_log, g_anchoring);
 }
 
 void duty_thread_main() {
@@ -237,10 +250,12 @@ size_t env_size(const char* name, size_t fallback, size_t unit) {
 
 std::string g_nvtx_note;  // written to the trace file once it is open
 
-void driver_anchor() {
+void driver_anchor_call() {
+  if (g_driver_get_version == nullptr) return;
   int v = 0;
   g_driver_get_version(&v);
 }
+
 
 uint64_t cupti_now_ns() {
   uint64_t t = 0;
@@ -274,7 +289,8 @@ int initialize_nvtx(NvtxGetExportTableFunc_t get) {
   NvtxHooks hooks;
   hooks.now_ns = cupti_now_ns;
   hooks.thread_id = system_thread_id;
-  hooks.anchor = g_driver_get_version != nullptr ? driver_anchor : nullptr;
+  hooks.anchor = g_driver_get_version != nullptr ? driver_anchor_call : nullptr;
+  hooks.anchoring = &g_anchoring;
   hooks.flush = flush_nvtx;
   return install_nvtx_tool(get, hooks);
 }
@@ -365,6 +381,12 @@ int initialize() {
                                            CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
                                            CUPTI_ACTIVITY_KIND_DEVICE};
   if (record_sync) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  const bool nvtx_only = kernels_off(std::getenv(kKernelsEnv));
+  if (nvtx_only) {
+    kinds = {CUPTI_ACTIVITY_KIND_DEVICE};
+    g_anchoring = false;
+    g_writer.add_text(RecordType::note, std::string("warning: ") + kKernelsEnv + "=0: NVTX ranges only, no kernel, copy or memset records (a diagnostic)");
+  }
   for (CUpti_ActivityKind k : kinds) {
     if (CUptiResult rc = g_api.ActivityEnable(k); rc != CUPTI_SUCCESS) {
       if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
@@ -378,12 +400,12 @@ int initialize() {
   // Every launch call's record ties each kernel to its thread exactly but costs ~+13% on a
   // launch-bound program; by default only the NVTX anchors are recorded.
   const char* launches = std::getenv(kLaunchesEnv);
-  if (launches != nullptr && std::strcmp(launches, "1") == 0) enable_launch_api_records();
-  if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, 1);
+  if (!nvtx_only && launches != nullptr && std::strcmp(launches, "1") == 0) enable_launch_api_records();
+  if (!nvtx_only && g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, 1);
   if (g_api.ActivityFlushPeriod != nullptr) {
     g_api.ActivityFlushPeriod(static_cast<uint32_t>(env_size(kFlushEnv, 500, 1)));
   }
-  start_duty_cycle(dir, kinds);
+  if (!nvtx_only) start_duty_cycle(dir, kinds);
   add_clock(clock_start);
   g_writer.commit();
   std::atexit(at_exit);
