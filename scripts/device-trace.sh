@@ -5,6 +5,8 @@
 #   scripts/device-trace.sh STEP...   steps: sanity accuracy overhead hf engine long longhf profiler tp tpkineto
 #                                     issue33 (issue 33 item 4: overheads a, b, c and the sampled shares;
 #                                     QUICK=1 for a ~2 min first try, else ~8 min)
+#                                     sampledcost (the sampled mode's cost apart, and the compiled
+#                                     HF decoder; ~5 min) twoclass (replay-informed per-class check)
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -114,6 +116,43 @@ for step in "$@"; do
       run 300 "$JP" trace --idle 2 --no-store --top 20 --json "$OUT/shares_full.json" -- python3 "$HF" --annotate --seconds "$SHR"
       run 300 "$JP" trace --idle 2 --no-store --top 20 "${SAMPLE[@]}" --json "$OUT/shares_sampled.json" -- python3 "$HF" --annotate --seconds "$SHR"
       python3 scripts/validation/trace/issue33_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
+    sampledcost)
+      # What the sampled mode costs, apart (issue 33): eager HF generate of a small Llama (--small,
+      # NVTX-annotated, launch-bound), interleaved rounds of U untraced, N traced with kernels off
+      # entirely (JOULEPROF_TRACE_KERNELS=0: NVTX ranges only, the off phase's floor), S --sample
+      # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), T full
+      # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
+      # static cache, CUDA graphs) untraced and traced, warm-up and compile excluded. Sampled runs
+      # keep their switch logs (how long each switch's CUPTI calls took). Each variant that fails
+      # prints its error line and the others go on. SC_CONFIGS, ROUNDS (3), SC_SECONDS (2) per process.
+      SEC=${SC_SECONDS:-2}
+      HFS=(python3 "$HF" --small --gen 32 --seconds "$SEC")
+      TR=("$JP" trace --idle 0 --no-store -q)
+      export TORCHINDUCTOR_CACHE_DIR=$OUT/inductor-cache  # the compile of round 1 reused after
+      : > "$OUT/sampledcost.txt"
+      t0=$(date +%s)
+      for i in $(seq 1 "${ROUNDS:-3}"); do
+        gpu_state
+        for cfg in ${SC_CONFIGS:-U N S SS T K CU CT}; do
+          say "sampledcost $cfg round $i"
+          keep=(--keep-trace "$OUT/sc_keep_${cfg}_$i")
+          case $cfg in
+            U) cmd=("${HFS[@]}" --annotate) ;;
+            N) cmd=(env JOULEPROF_TRACE_KERNELS=0 "${TR[@]}" -- "${HFS[@]}" --annotate) ;;
+            S) cmd=("${TR[@]}" --sample 10% --sample-period 1 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            SS) cmd=("${TR[@]}" --sample 10% --sample-period 0.25 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            T) cmd=("${TR[@]}" -- "${HFS[@]}" --annotate) ;;
+            K) cmd=("${HFS[@]}" --annotate --kineto-cuda) ;;
+            CU) cmd=("${HFS[@]}" --compile) ;;
+            CT) cmd=("${TR[@]}" -- "${HFS[@]}" --compile) ;;
+            *) echo "sampledcost: unknown configuration $cfg" | tee -a "$LOG"; continue ;;
+          esac
+          timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | grep "^hf_generate" | sed "s/^/$cfg /" >>"$OUT/sampledcost.txt"
+          echo "rc=${PIPESTATUS[0]} $cfg $i" >>"$LOG"
+        done
+      done
+      say "sampledcost took $(( $(date +%s) - t0 )) s"
+      python3 scripts/validation/trace/sampled_cost_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
     profiler)
       # A program that runs torch.profiler (CUPTI) inside its run: detected and reported.
       run 120 "$JP" trace --idle 0 --no-store --top 3 --json "$OUT/profiler.json" -- python3 scripts/validation/trace/with_profiler.py ;;
