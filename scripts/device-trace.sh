@@ -153,6 +153,27 @@ for step in "$@"; do
       done
       say "sampledcost took $(( $(date +%s) - t0 )) s"
       python3 scripts/validation/trace/sampled_cost_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
+    twoclass)
+      # Replay-informed attribution against the two-class workload (issue 33): each class alone for
+      # TC_ALONE_S (its power while busy: the known figures), one call of each replayed exactly
+      # (twoclass_replay.py: libjouleprof-twoclass.so captures them in a CUDA graph, jouleprof's
+      # graph replay measures each alone), then mixed runs of 5-30 ms bursts and of 0.2-2 ms kernels
+      # traced with --replay. Table: class, known J, replay-informed J, error (target within 5%).
+      t0=$(date +%s)
+      for c in gemm copy; do
+        sleep "${SETTLE_S:-5}"
+        run 60 "$JP" trace --idle 4 --top 3 --json "$OUT/tc_$c.json" -- "$TC" "$c" "${TC_ALONE_S:-8}"
+      done
+      sleep "${SETTLE_S:-5}"
+      run 120 env PYTHONPATH=$PWD/.pydev/py python3 scripts/validation/trace/twoclass_replay.py "$PWD/$BIN/libjouleprof-twoclass.so" "$OUT/tc_exact.json"
+      for c in "burst 5 30" "fine 0.2 2"; do
+        set -- $c
+        sleep "${SETTLE_S:-5}"
+        rep=(); [ -s "$OUT/tc_exact.json" ] && rep=(--replay "$OUT/tc_exact.json")
+        run 60 "$JP" trace --idle 4 --top 3 --min-interval-ms 5 "${rep[@]}" --json "$OUT/tc_$1.json" -- "$TC" mixed "${TC_MIXED_S:-12}" "$2" "$3" 1
+      done
+      say "twoclass took $(( $(date +%s) - t0 )) s"
+      python3 scripts/validation/trace/twoclass_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
     profiler)
       # A program that runs torch.profiler (CUPTI) inside its run: detected and reported.
       run 120 "$JP" trace --idle 0 --no-store --top 3 --json "$OUT/profiler.json" -- python3 scripts/validation/trace/with_profiler.py ;;

@@ -32,7 +32,7 @@ SMALL = dict(vocab_size=32000, hidden_size=1024, intermediate_size=4096, num_hid
              num_key_value_heads=4)
 
 
-def build(small):
+def build(small=False):
     from transformers import LlamaConfig, LlamaForCausalLM
     size = SMALL if small else dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                                     num_attention_heads=32, num_key_value_heads=8)
