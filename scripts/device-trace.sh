@@ -147,8 +147,11 @@ for step in "$@"; do
             CT) cmd=("${TR[@]}" -- "${HFS[@]}" --compile) ;;
             *) echo "sampledcost: unknown configuration $cfg" | tee -a "$LOG"; continue ;;
           esac
-          timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | grep "^hf_generate" | sed "s/^/$cfg /" >>"$OUT/sampledcost.txt"
-          echo "rc=${PIPESTATUS[0]} $cfg $i" >>"$LOG"
+          res=$(timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | grep "^hf_generate"); rc=${PIPESTATUS[0]}
+          # A process that died before its own error line (an import, a crash, the timeout): said too.
+          [ -z "$res" ] && res="hf_generate_error {\"stage\": \"process\", \"error\": \"exit code $rc, no result line (log.txt)\"}"
+          echo "$res" | sed "s/^/$cfg /" >>"$OUT/sampledcost.txt"
+          echo "rc=$rc $cfg $i" >>"$LOG"
         done
       done
       say "sampledcost took $(( $(date +%s) - t0 )) s"
@@ -165,12 +168,14 @@ for step in "$@"; do
         run 60 "$JP" trace --idle 4 --top 3 --json "$OUT/tc_$c.json" -- "$TC" "$c" "${TC_ALONE_S:-8}"
       done
       sleep "${SETTLE_S:-5}"
-      run 120 env PYTHONPATH=$PWD/.pydev/py python3 scripts/validation/trace/twoclass_replay.py "$PWD/$BIN/libjouleprof-twoclass.so" "$OUT/tc_exact.json"
+      run 120 env PYTHONPATH=$PWD/.pydev/py python3 scripts/validation/trace/twoclass_replay.py "$BIN/libjouleprof-twoclass.so" "$OUT/tc_exact.json"
+      # Each mixed run stored, then attributed again from the store with the replay (the in-situ
+      # methods' figures stay in tc_NAME_insitu.json if the replay cannot be used).
       for c in "burst 5 30" "fine 0.2 2"; do
         set -- $c
         sleep "${SETTLE_S:-5}"
-        rep=(); [ -s "$OUT/tc_exact.json" ] && rep=(--replay "$OUT/tc_exact.json")
-        run 60 "$JP" trace --idle 4 --top 3 --min-interval-ms 5 "${rep[@]}" --json "$OUT/tc_$1.json" -- "$TC" mixed "${TC_MIXED_S:-12}" "$2" "$3" 1
+        run 60 "$JP" trace --idle 4 --top 3 --min-interval-ms 5 --json "$OUT/tc_$1_insitu.json" -- "$TC" mixed "${TC_MIXED_S:-12}" "$2" "$3" 1
+        run 60 "$JP" trace --from last --replay "$OUT/tc_exact.json" --min-interval-ms 5 --top 3 --json "$OUT/tc_$1.json"
       done
       say "twoclass took $(( $(date +%s) - t0 )) s"
       python3 scripts/validation/trace/twoclass_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;

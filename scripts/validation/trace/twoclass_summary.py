@@ -8,7 +8,8 @@ Known: each class alone (OUT/tc_gemm.json, tc_copy.json) gives its power while b
 run's energy - its idle power x the idle stretches) / the class's busy time; in a mixed run the
 class's energy above idle is then (P_c - the mixed run's idle power) x its busy time there, as in
 summarize.py's accuracy check. Replay-informed: the `replay` method's per-class energy in the mixed
-runs traced with --replay (OUT/tc_burst.json, tc_fine.json); the split's figures beside it.
+runs attributed again with --replay (OUT/tc_burst.json, tc_fine.json; else the runs as traced,
+tc_NAME_insitu.json); the split's figures beside it.
 """
 import json
 import os
@@ -54,6 +55,8 @@ def main():
     notes = []
     for case, label in (("burst", "5-30 ms bursts"), ("fine", "0.2-2 ms kernels")):
         path = os.path.join(out, f"tc_{case}.json")
+        if not os.path.exists(path):  # the replay could not be used: the in-situ methods' figures
+            path = os.path.join(out, f"tc_{case}_insitu.json")
         try:
             t, _ = trace_of(path)
             g = t["gpus"][0]
