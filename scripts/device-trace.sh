@@ -6,7 +6,8 @@
 #                                     issue33 (issue 33 item 4: overheads a, b, c and the sampled shares;
 #                                     QUICK=1 for a ~2 min first try, else ~8 min)
 #                                     sampledcost (the sampled mode's cost apart, and the compiled
-#                                     HF decoder; ~5 min) twoclass (replay-informed per-class check)
+#                                     HF decoder; ~4.5 min) twoclass (replay-informed per-class
+#                                     check; ~2 min)
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -124,7 +125,9 @@ for step in "$@"; do
       # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
       # static cache, CUDA graphs) untraced and traced, warm-up and compile excluded. Sampled runs
       # keep their switch logs (how long each switch's CUPTI calls took). Each variant that fails
-      # prints its error line and the others go on. SC_CONFIGS, ROUNDS (3), SC_SECONDS (2) per process.
+      # prints its error line and the others go on. SC_CONFIGS, ROUNDS (3; C_ROUNDS 2 for CU/CT),
+      # SC_SECONDS (2) timed per process. ~8 s a process (Python start, model, warm-up), ~20 s a
+      # compiled one (the first ~60 s, uncached): ~4.5 min in all.
       SEC=${SC_SECONDS:-2}
       HFS=(python3 "$HF" --small --gen 32 --seconds "$SEC")
       TR=("$JP" trace --idle 0 --no-store -q)
@@ -134,6 +137,7 @@ for step in "$@"; do
       for i in $(seq 1 "${ROUNDS:-3}"); do
         gpu_state
         for cfg in ${SC_CONFIGS:-U N S SS T K CU CT}; do
+          [[ $cfg == C* ]] && [ "$i" -gt "${C_ROUNDS:-2}" ] && continue  # each compiled run compiles: fewer rounds
           say "sampledcost $cfg round $i"
           keep=(--keep-trace "$OUT/sc_keep_${cfg}_$i")
           case $cfg in

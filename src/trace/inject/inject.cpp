@@ -184,6 +184,8 @@ void finish(int signal) {
   const uint64_t before = g_cupti_records.load();
   const bool probe = signal == 0 && g_driver_get_version != nullptr && g_api.ActivityFlushAll != nullptr;
   if (probe) {
+    // Its record is off in a sampled run's off phase and with JOULEPROF_TRACE_KERNELS=0: on for the probe.
+    if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, 1);
     int version = 0;
     g_driver_get_version(&version);
   }
