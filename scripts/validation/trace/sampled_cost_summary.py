@@ -10,6 +10,7 @@ N + 10% of (T - N). Last, how long the sampled runs' switches took (their kept s
 OUT/sc_keep_S*_R/sample-PID.txt: `on|off T took_ns=D`, `# flush took_ns=D`).
 """
 import glob
+import json
 import os
 import statistics
 import sys
@@ -42,6 +43,15 @@ def switch_costs(out):
     return res
 
 
+def compile_lines(path):
+    """The compiled runs' warm-up (compile and capture, excluded from the timed calls) and graph counts."""
+    for line in open(path):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] in ("CU", "CT") and parts[1] == "hf_generate":
+            d = json.loads(parts[2])
+            print(f"{parts[0]}: warm-up with compile {d.get('warmup_s', float('nan')):.1f} s, graphs compiled {d.get('compiled_graphs')}")
+
+
 def main():
     out = sys.argv[1]
     calls, rounds, errors = load(os.path.join(out, "sampledcost.txt"))
@@ -70,6 +80,7 @@ def main():
         print(f"\nparts (share of untraced): NVTX-only floor {100 * floor / u:+.1f}%, full {100 * full / u:+.1f}%; "
               f"sampled 10% if only its windows cost: {100 * expect / u:+.1f}%, measured {100 * (med['S'] - u) / u:+.1f}%"
               + (f" (0.25 s period: {100 * (med['SS'] - u) / u:+.1f}%)" if "SS" in med else ""))
+    compile_lines(os.path.join(out, "sampledcost.txt"))
     for cfg, d in switch_costs(out).items():
         parts = [f"{k} n {len(v)} median {statistics.median(v):.2f} ms max {max(v):.2f} ms" for k, v in d.items() if v]
         print(f"switches of {cfg}: " + "; ".join(parts))
