@@ -109,7 +109,7 @@ TEST(InjectSampling, ASwitchOffLeavesOnlyTheRanges) {
   };
   h.mono_ns = [&] { return mono += 500; };
   h.set_kinds = [&](bool on) { calls.push_back(std::string("kinds ") + (anchoring ? "anchoring " : "") + (on ? "on" : "off")); };
-  h.set_anchor_record = [&](bool on) { calls.push_back(std::string("anchor record ") + (on ? "on" : "off")); };
+  h.set_api_records = [&](bool on) { calls.push_back(std::string("api records ") + (on ? "on" : "off")); };
   h.anchor = [&] { calls.push_back(anchoring ? "anchor" : "anchor while off"); };
   h.flush = [&] { calls.push_back("flush"); };
   {
@@ -122,8 +122,8 @@ TEST(InjectSampling, ASwitchOffLeavesOnlyTheRanges) {
     EXPECT_TRUE(anchoring);
     log.mark(false, 1'100'000'000);
   }
-  EXPECT_EQ(calls, (std::vector<std::string>{"anchor record off", "kinds off", "now", "flush", "now", "kinds on",
-                                             "anchor record on", "anchor"}));
+  EXPECT_EQ(calls, (std::vector<std::string>{"api records off", "kinds off", "now", "flush", "now", "kinds on",
+                                             "api records on", "anchor"}));
   std::ifstream in(dir + "/sample-78.txt");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("off 1000001000 took_ns="), std::string::npos) << text;

@@ -242,7 +242,7 @@ TEST(NvtxTool, OffPhasesRecordRangesWithoutAnchors) {
   sw.cupti_now = [] { return now(); };
   sw.mono_ns = [&] { return mono += 1000; };
   sw.set_kinds = [](bool) {};
-  sw.set_anchor_record = [](bool) {};
+  sw.set_api_records = [](bool) {};
   sw.anchor = [] { g_anchors.push_back({++g_correlation, 99, static_cast<int64_t>(now()), true}); };  // the timer thread
   sw.flush = [] {};
   using PushA = int(NVTX_API*)(const char*);

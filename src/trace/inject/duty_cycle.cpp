@@ -84,14 +84,14 @@ void switch_tracing(bool on, const SwitchHooks& h, SampleLog& log, std::atomic<b
   if (on) {
     const uint64_t at = h.cupti_now();  // before enabling: the window holds every record it keeps
     h.set_kinds(true);
-    h.set_anchor_record(true);
+    h.set_api_records(true);
     anchoring.store(true, std::memory_order_relaxed);
     h.anchor();
     log.mark(true, at, h.mono_ns() - t0);
     return;
   }
   anchoring.store(false, std::memory_order_relaxed);
-  h.set_anchor_record(false);
+  h.set_api_records(false);
   h.set_kinds(false);
   log.mark(false, h.cupti_now(), h.mono_ns() - t0);
   const int64_t f0 = h.mono_ns();

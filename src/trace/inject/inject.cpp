@@ -109,6 +109,7 @@ int64_t monotonic_ns() {
 
 uint64_t cupti_now_ns();
 void driver_anchor_call();
+void set_launch_api_records(bool on);
 
 void set_sampled_tracing(bool on) {
   SwitchHooks h;
@@ -117,8 +118,9 @@ void set_sampled_tracing(bool on) {
   h.set_kinds = [](bool enable) {
     for (CUpti_ActivityKind k : g_sampled_kinds) enable ? g_api.ActivityEnable(k) : g_api.ActivityDisable(k);
   };
-  h.set_anchor_record = [](bool enable) {
+  h.set_api_records = [](bool enable) {
     if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, enable ? 1 : 0);
+    set_launch_api_records(enable);
   };
   h.anchor = driver_anchor_call;
   h.flush = [] { g_api.ActivityFlushAll(0); };
@@ -258,7 +260,6 @@ void driver_anchor_call() {
   g_driver_get_version(&v);
 }
 
-
 uint64_t cupti_now_ns() {
   uint64_t t = 0;
   if (g_api.GetTimestamp != nullptr) g_api.GetTimestamp(&t);
@@ -303,23 +304,25 @@ bool is_launch_call(const char* name) {
                              std::strstr(name, "Memset") != nullptr);
 }
 
-void enable_launch_api_records() {
-  if (g_api.GetCallbackName == nullptr) return;
+// The launch calls' callback ids (--record-launches), listed once: sampled mode switches them with
+// the kernels.
+std::vector<uint32_t> g_launch_runtime_cbids, g_launch_driver_cbids;
+
+std::vector<uint32_t> launch_calls(CUpti_CallbackDomain domain, uint32_t cbid_end) {
+  std::vector<uint32_t> out;
+  for (uint32_t cbid = 1; g_api.GetCallbackName != nullptr && cbid < cbid_end; ++cbid) {
+    const char* name = nullptr;
+    if (g_api.GetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && is_launch_call(name)) out.push_back(cbid);
+  }
+  return out;
+}
+
+void set_launch_api_records(bool on) {
   if (g_api.ActivityEnableRuntimeApi != nullptr) {
-    for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (g_api.GetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && is_launch_call(name)) {
-        g_api.ActivityEnableRuntimeApi(cbid, 1);
-      }
-    }
+    for (uint32_t cbid : g_launch_runtime_cbids) g_api.ActivityEnableRuntimeApi(cbid, on ? 1 : 0);
   }
   if (g_api.ActivityEnableDriverApi != nullptr) {
-    for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (g_api.GetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && is_launch_call(name)) {
-        g_api.ActivityEnableDriverApi(cbid, 1);
-      }
-    }
+    for (uint32_t cbid : g_launch_driver_cbids) g_api.ActivityEnableDriverApi(cbid, on ? 1 : 0);
   }
 }
 
@@ -402,7 +405,11 @@ int initialize() {
   // Every launch call's record ties each kernel to its thread exactly but costs ~+13% on a
   // launch-bound program; by default only the NVTX anchors are recorded.
   const char* launches = std::getenv(kLaunchesEnv);
-  if (!nvtx_only && launches != nullptr && std::strcmp(launches, "1") == 0) enable_launch_api_records();
+  if (!nvtx_only && launches != nullptr && std::strcmp(launches, "1") == 0) {
+    g_launch_runtime_cbids = launch_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    g_launch_driver_cbids = launch_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    set_launch_api_records(true);
+  }
   if (!nvtx_only && g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, 1);
   if (g_api.ActivityFlushPeriod != nullptr) {
     g_api.ActivityFlushPeriod(static_cast<uint32_t>(env_size(kFlushEnv, 500, 1)));
