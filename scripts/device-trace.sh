@@ -5,6 +5,9 @@
 #   scripts/device-trace.sh STEP...   steps: sanity accuracy overhead hf engine long longhf profiler tp tpkineto
 #                                     issue33 (issue 33 item 4: overheads a, b, c and the sampled shares;
 #                                     QUICK=1 for a ~2 min first try, else ~8 min)
+#                                     sampledcost (the sampled mode's cost apart, and the compiled
+#                                     HF decoder; ~4.5 min) twoclass (replay-informed per-class
+#                                     check; ~2 min)
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -114,6 +117,72 @@ for step in "$@"; do
       run 300 "$JP" trace --idle 2 --no-store --top 20 --json "$OUT/shares_full.json" -- python3 "$HF" --annotate --seconds "$SHR"
       run 300 "$JP" trace --idle 2 --no-store --top 20 "${SAMPLE[@]}" --json "$OUT/shares_sampled.json" -- python3 "$HF" --annotate --seconds "$SHR"
       python3 scripts/validation/trace/issue33_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
+    sampledcost)
+      # What the sampled mode costs, apart (issue 33): eager HF generate of a small Llama (--small,
+      # NVTX-annotated, launch-bound), interleaved rounds of U untraced, N traced with kernels off
+      # entirely (JOULEPROF_TRACE_KERNELS=0: NVTX ranges only, the off phase's floor), S --sample
+      # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), T full
+      # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
+      # static cache, CUDA graphs) untraced and traced, warm-up and compile excluded. Sampled runs
+      # keep their switch logs (how long each switch's CUPTI calls took). Each variant that fails
+      # prints its error line and the others go on. SC_CONFIGS, ROUNDS (3; C_ROUNDS 2 for CU/CT),
+      # SC_SECONDS (2) timed per process. ~8 s a process (Python start, model, warm-up), ~20 s a
+      # compiled one (the first ~60 s, uncached): ~4.5 min in all.
+      SEC=${SC_SECONDS:-2}
+      HFS=(python3 "$HF" --small --gen 32 --seconds "$SEC")
+      TR=("$JP" trace --idle 0 --no-store -q)
+      export TORCHINDUCTOR_CACHE_DIR=$OUT/inductor-cache  # the compile of round 1 reused after
+      : > "$OUT/sampledcost.txt"
+      t0=$(date +%s)
+      for i in $(seq 1 "${ROUNDS:-3}"); do
+        gpu_state
+        for cfg in ${SC_CONFIGS:-U N S SS T K CU CT}; do
+          [[ $cfg == C* ]] && [ "$i" -gt "${C_ROUNDS:-2}" ] && continue  # each compiled run compiles: fewer rounds
+          say "sampledcost $cfg round $i"
+          keep=(--keep-trace "$OUT/sc_keep_${cfg}_$i")
+          case $cfg in
+            U) cmd=("${HFS[@]}" --annotate) ;;
+            N) cmd=(env JOULEPROF_TRACE_KERNELS=0 "${TR[@]}" -- "${HFS[@]}" --annotate) ;;
+            S) cmd=("${TR[@]}" --sample 10% --sample-period 1 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            SS) cmd=("${TR[@]}" --sample 10% --sample-period 0.25 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            T) cmd=("${TR[@]}" -- "${HFS[@]}" --annotate) ;;
+            K) cmd=("${HFS[@]}" --annotate --kineto-cuda) ;;
+            CU) cmd=("${HFS[@]}" --compile) ;;
+            CT) cmd=("${TR[@]}" -- "${HFS[@]}" --compile) ;;
+            *) echo "sampledcost: unknown configuration $cfg" | tee -a "$LOG"; continue ;;
+          esac
+          res=$(timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | grep "^hf_generate"); rc=${PIPESTATUS[0]}
+          # A process that died before its own error line (an import, a crash, the timeout): said too.
+          [ -z "$res" ] && res="hf_generate_error {\"stage\": \"process\", \"error\": \"exit code $rc, no result line (log.txt)\"}"
+          echo "$res" | sed "s/^/$cfg /" >>"$OUT/sampledcost.txt"
+          echo "rc=$rc $cfg $i" >>"$LOG"
+        done
+      done
+      say "sampledcost took $(( $(date +%s) - t0 )) s"
+      python3 scripts/validation/trace/sampled_cost_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
+    twoclass)
+      # Replay-informed attribution against the two-class workload (issue 33): each class alone for
+      # TC_ALONE_S (its power while busy: the known figures), one call of each replayed exactly
+      # (twoclass_replay.py: libjouleprof-twoclass.so captures them in a CUDA graph, jouleprof's
+      # graph replay measures each alone), then mixed runs of 5-30 ms bursts and of 0.2-2 ms kernels
+      # traced with --replay. Table: class, known J, replay-informed J, error (target within 5%).
+      t0=$(date +%s)
+      for c in gemm copy; do
+        sleep "${SETTLE_S:-5}"
+        run 60 "$JP" trace --idle 4 --top 3 --json "$OUT/tc_$c.json" -- "$TC" "$c" "${TC_ALONE_S:-8}"
+      done
+      sleep "${SETTLE_S:-5}"
+      run 120 env PYTHONPATH=$PWD/.pydev/py python3 scripts/validation/trace/twoclass_replay.py "$BIN/libjouleprof-twoclass.so" "$OUT/tc_exact.json"
+      # Each mixed run stored, then attributed again from the store with the replay (the in-situ
+      # methods' figures stay in tc_NAME_insitu.json if the replay cannot be used).
+      for c in "burst 5 30" "fine 0.2 2"; do
+        set -- $c
+        sleep "${SETTLE_S:-5}"
+        run 60 "$JP" trace --idle 4 --top 3 --min-interval-ms 5 --json "$OUT/tc_$1_insitu.json" -- "$TC" mixed "${TC_MIXED_S:-12}" "$2" "$3" 1
+        run 60 "$JP" trace --from last --replay "$OUT/tc_exact.json" --min-interval-ms 5 --top 3 --json "$OUT/tc_$1.json"
+      done
+      say "twoclass took $(( $(date +%s) - t0 )) s"
+      python3 scripts/validation/trace/twoclass_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
     profiler)
       # A program that runs torch.profiler (CUPTI) inside its run: detected and reported.
       run 120 "$JP" trace --idle 0 --no-store --top 3 --json "$OUT/profiler.json" -- python3 scripts/validation/trace/with_profiler.py ;;

@@ -25,6 +25,7 @@ bool parse_log(const std::string& text, DutyCycle& cycle, std::vector<std::pair<
   cycle.period_ns = period;
   open_at = -1;
   while (std::getline(in, line)) {
+    if (line.rfind('#', 0) == 0) continue;  // a comment (the flush's duration)
     char what[4] = {};
     unsigned long long t = 0;
     if (std::sscanf(line.c_str(), "%3s %llu", what, &t) != 2) break;  // a cut-off last line

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -88,4 +89,61 @@ TEST(InjectSampling, TheSwitchLogBecomesTheRunsTracedWindows) {
   EXPECT_NEAR(t.sampling.windows_s[1].first, 1.5, 1e-9);
   EXPECT_NEAR(t.sampling.windows_s[1].second, 1.55, 1e-9);
   fs::remove_all(dir);
+}
+
+// A switch off stops the anchors before it disables anything, logs the switch before the flush and
+// leaves NVTX ranges as the only thing recorded; a switch on logs its time before enabling and
+// anchors once after. Each line carries how long the calls took; the reader skips the comments.
+TEST(InjectSampling, ASwitchOffLeavesOnlyTheRanges) {
+  const std::string dir = (fs::temp_directory_path() / ("jp-switch-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> calls;
+  std::atomic<bool> anchoring{true};
+  uint64_t cupti = 1'000'000'000;
+  int64_t mono = 0;
+  inject::SwitchHooks h;
+  h.cupti_now = [&] {
+    calls.push_back("now");
+    return cupti += 1000;
+  };
+  h.mono_ns = [&] { return mono += 500; };
+  h.set_kinds = [&](bool on) { calls.push_back(std::string("kinds ") + (anchoring ? "anchoring " : "") + (on ? "on" : "off")); };
+  h.set_api_records = [&](bool on) { calls.push_back(std::string("api records ") + (on ? "on" : "off")); };
+  h.anchor = [&] { calls.push_back(anchoring ? "anchor" : "anchor while off"); };
+  h.flush = [&] { calls.push_back("flush"); };
+  {
+    inject::SampleLog log;
+    ASSERT_TRUE(log.open(dir, 78, inject::duty_cycle_from("10", "1000")));
+    log.mark(true, 999'000'000);
+    inject::switch_tracing(false, h, log, anchoring);
+    EXPECT_FALSE(anchoring);
+    inject::switch_tracing(true, h, log, anchoring);
+    EXPECT_TRUE(anchoring);
+    log.mark(false, 1'100'000'000);
+  }
+  EXPECT_EQ(calls, (std::vector<std::string>{"api records off", "kinds off", "now", "flush", "now", "kinds on",
+                                             "api records on", "anchor"}));
+  std::ifstream in(dir + "/sample-78.txt");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("off 1000001000 took_ns="), std::string::npos) << text;
+  EXPECT_NE(text.find("# flush took_ns=500"), std::string::npos) << text;
+  EXPECT_NE(text.find("on 1000002000 took_ns="), std::string::npos) << text;
+  TraceData t;
+  ProcessTrace p;
+  p.pid = 78;
+  p.clocks.push_back({0, 0, 0});
+  t.processes.push_back(p);
+  read_sample_logs(dir, t);
+  align_trace(t, 0, {});
+  ASSERT_EQ(t.sampling.windows_s.size(), 2u);  // the comment lines did not end the log
+  EXPECT_NEAR(t.sampling.windows_s[0].first, 0.999, 1e-9);
+  EXPECT_NEAR(t.sampling.windows_s[0].second, 1.000001, 1e-9);
+  fs::remove_all(dir);
+}
+
+TEST(InjectSampling, KernelsOffOnlyForZero) {
+  EXPECT_TRUE(inject::kernels_off("0"));
+  for (const char* v : {"", "1", "no", "00"}) EXPECT_FALSE(inject::kernels_off(v)) << v;
+  EXPECT_FALSE(inject::kernels_off(nullptr));
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "jouleprof/trace/trace.hpp"
+#include "duty_cycle.hpp"
 #include "nvtx_tool.hpp"
 #include "writer.hpp"
 
@@ -67,6 +68,33 @@ void anchor() { g_anchors.push_back({++g_correlation, 77, static_cast<int64_t>(n
 int g_flushes = 0;
 void flush() { ++g_flushes; }
 
+// The recorded events in a trace file of their own (pid), read back; `twice`: written a second time
+// (nothing more may come).
+Result<TraceData> written_and_read(const std::string& dir, int pid, bool twice = false) {
+  inject::TraceWriter w;
+  if (!w.open(dir, pid, 1, 0, 0)) return make_error(Errc::io, w.error());
+  {
+    std::lock_guard<std::mutex> lock(w.lock());
+    inject::write_nvtx_events(w);
+    if (twice) inject::write_nvtx_events(w);
+    w.commit();
+    w.close(0);
+  }
+  return read_trace_dir(dir);
+}
+
+// The kernels of these correlation ids placed by the recorded anchors.
+void place_kernels(TraceData& t, const std::vector<uint32_t>& correlations) {
+  t.processes[0].launches = g_anchors;
+  for (uint32_t c : correlations) {
+    Activity k;
+    k.kind = Activity::Kind::kernel;
+    k.correlation = c;
+    t.activities.push_back(k);
+  }
+  assign_ranges(t);
+}
+
 }  // namespace
 
 TEST(NvtxTool, RecordsRangesWithAnchorsAndTheyPlaceKernels) {
@@ -117,16 +145,7 @@ TEST(NvtxTool, RecordsRangesWithAnchorsAndTheyPlaceKernels) {
   const std::string dir = (fs::temp_directory_path() / ("jp-nvtx-" + std::to_string(getpid()))).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
-  inject::TraceWriter w;
-  ASSERT_TRUE(w.open(dir, 4321, 1, 0, 0)) << w.error();
-  {
-    std::lock_guard<std::mutex> lock(w.lock());
-    inject::write_nvtx_events(w);
-    inject::write_nvtx_events(w);  // nothing twice
-    w.commit();
-    w.close(0);
-  }
-  auto t = read_trace_dir(dir);
+  auto t = written_and_read(dir, 4321, true);  // nothing twice
   ASSERT_TRUE(t) << t.error().message;
   ASSERT_EQ(t->processes.size(), 1u);
   std::vector<std::string> ranges, marks;
@@ -137,14 +156,7 @@ TEST(NvtxTool, RecordsRangesWithAnchorsAndTheyPlaceKernels) {
   EXPECT_EQ(ranges, (std::vector<std::string>{"decode", "model.layers.0", "mlp", "attention@vllm"}));
   EXPECT_EQ(marks, std::vector<std::string>{"token"});
 
-  t->processes[0].launches = g_anchors;
-  for (uint32_t c : kernel_correlations) {
-    Activity k;
-    k.kind = Activity::Kind::kernel;
-    k.correlation = c;
-    t->activities.push_back(k);
-  }
-  assign_ranges(*t);
+  place_kernels(*t, kernel_correlations);
   std::vector<std::string> paths, phases;
   for (const Activity& x : t->activities) {
     if (x.kind == Activity::Kind::kernel) {
@@ -198,20 +210,75 @@ TEST(NvtxTool, PopsCloseTheirOwnDomainsRange) {
   const std::string dir = (fs::temp_directory_path() / ("jp-nvtx-dom-" + std::to_string(getpid()))).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
-  inject::TraceWriter w;
-  ASSERT_TRUE(w.open(dir, 4322, 1, 0, 0)) << w.error();
-  {
-    std::lock_guard<std::mutex> lock(w.lock());
-    inject::write_nvtx_events(w);
-    w.close(0);
-  }
-  auto t = read_trace_dir(dir);
+  auto t = written_and_read(dir, 4322);
   ASSERT_TRUE(t) << t.error().message;
   std::vector<std::string> ranges;
   for (const Activity& x : t->activities) {
     if (x.kind == Activity::Kind::range) ranges.push_back(x.name + (x.complete ? "" : " open"));
   }
   EXPECT_EQ(ranges, (std::vector<std::string>{"prefill", "AllReduce open", "decode"}));
+  fs::remove_all(dir);
+}
+
+// Sampled mode: the off phase records the ranges without anchors; the switch on anchors once from
+// the timer thread, so the window's kernels launched before their thread's next range event get no
+// path instead of the range open when the previous window closed.
+TEST(NvtxTool, OffPhasesRecordRangesWithoutAnchors) {
+  Instance inst;
+  g_instance = &inst;
+  std::atomic<bool> anchoring{true};
+  inject::NvtxHooks hooks{now, thread_id, anchor, flush};
+  hooks.anchoring = &anchoring;
+  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, hooks), 1);
+  inject::discard_nvtx_events();
+  g_anchors.clear();
+  const std::string dir = (fs::temp_directory_path() / ("jp-nvtx-off-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  inject::SampleLog log;
+  ASSERT_TRUE(log.open(dir, 4323, inject::duty_cycle_from("10", "1000")));
+  inject::SwitchHooks sw;
+  int64_t mono = 0;
+  sw.cupti_now = [] { return now(); };
+  sw.mono_ns = [&] { return mono += 1000; };
+  sw.set_kinds = [](bool) {};
+  sw.set_api_records = [](bool) {};
+  sw.anchor = [] { g_anchors.push_back({++g_correlation, 99, static_cast<int64_t>(now()), true}); };  // the timer thread
+  sw.flush = [] {};
+  using PushA = int(NVTX_API*)(const char*);
+  using Pop = int(NVTX_API*)();
+  std::vector<uint32_t> kernels;
+  auto launch = [&] { kernels.push_back(++g_correlation); };
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("layer.0");
+  launch();
+  inject::switch_tracing(false, sw, log, anchoring);  // inside layer.0
+  const std::size_t anchors_before_off = g_anchors.size();
+  inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("layer.1");
+  inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("layer.2");
+  EXPECT_EQ(g_anchors.size(), anchors_before_off);  // four range events, no anchor
+  inject::switch_tracing(true, sw, log, anchoring);
+  EXPECT_EQ(g_anchors.size(), anchors_before_off + 1);
+  launch();  // before this thread's next range event
+  inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("layer.3");
+  launch();
+  inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+
+  auto t = written_and_read(dir, 4323);
+  ASSERT_TRUE(t) << t.error().message;
+  std::vector<std::string> ranges;
+  for (const Activity& x : t->activities) {
+    if (x.kind == Activity::Kind::range) ranges.push_back(x.name);
+  }
+  EXPECT_EQ(ranges, (std::vector<std::string>{"layer.0", "layer.1", "layer.2", "layer.3"}));  // every range kept
+  place_kernels(*t, kernels);
+  std::vector<std::string> paths;
+  for (const Activity& x : t->activities) {
+    if (x.kind == Activity::Kind::kernel) paths.push_back(x.path);
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{"layer.0", "", "layer.3"}));
   fs::remove_all(dir);
 }
 

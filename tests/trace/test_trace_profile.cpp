@@ -12,6 +12,7 @@
 #include "jouleprof/analysis/attribution.hpp"
 #include "jouleprof/analysis/attribution_replay.hpp"
 #include "jouleprof/analysis/trace_profile.hpp"
+#include "jouleprof/replay/graph_replay.hpp"
 #include "jouleprof/sampler/sampler.hpp"
 
 #ifdef JOULEPROF_HAVE_RAPIDCHECK
@@ -38,8 +39,8 @@ struct SynthRun {
   TraceData t;
 };
 
-SynthRun make_run(const std::vector<Kernel>& ks, double seconds, double awake_w = 0, double noise_w = 0, unsigned seed = 1) {
-  const double dt = 0.0005;
+SynthRun make_run(const std::vector<Kernel>& ks, double seconds, double awake_w = 0, double noise_w = 0, unsigned seed = 1,
+                  double dt = 0.0005) {
   const auto steps = static_cast<std::size_t>(seconds / dt);
   std::vector<double> truth(steps, kIdle);
   for (const Kernel& k : ks) {
@@ -445,6 +446,85 @@ TEST(TraceProfile, ExactReplayFileIsReadAsItsMeasuredKernelRows) {
   const int g[3] = {2, 66, 1}, b[3] = {384, 1, 1}, gr[3] = {64, 1, 1}, br[3] = {128, 1, 1};
   EXPECT_NEAR(match_replay(*r, "gemm", g, b)->above_idle_j, 0.05 - 100 * 0.0001, 1e-12);
   EXPECT_FALSE(match_replay(*r, "relu", gr, br));  // timed: its power is not its own
+}
+
+// The device's two-class check (scripts/device-trace.sh twoclass) on the simulated sensor: the
+// twoclass program's calls (GEMM 0.25 ms at 650 W, copy 0.2 ms at 380 W) back to back in
+// alternating bursts, 5-30 ms or 0.2-2 ms long, with 0.1 ms awake gaps between bursts; the classes'
+// exact replay written by the graph replay's own JSON writer at 10% below the run's power above
+// idle, read back by `trace --replay`'s reader. The replay-informed per-class energy is within 5%
+// of each class's true energy in both regimes (the target).
+namespace {
+
+struct TwoClassCase {
+  std::vector<Kernel> kernels;
+  double gemm_j = 0, copy_j = 0;
+};
+
+TwoClassCase twoclass_run(double min_s, double max_s, double seconds, unsigned seed) {
+  constexpr double kGemmCall = 0.00025, kCopyCall = 0.0002, kGap = 0.0001;
+  TwoClassCase c;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> burst(min_s, max_s);
+  bool gemm = true;
+  for (double t = 0.1; t < seconds - 0.1 - max_s;) {
+    const double call = gemm ? kGemmCall : kCopyCall, w = gemm ? 650 : 380;
+    const long n = std::max(1L, std::lround(burst(rng) / call));
+    for (long i = 0; i < n; ++i, t += call) c.kernels.push_back({t, t + call, gemm ? "gemm_bf16_kernel" : "stream_copy_kernel", "", w});
+    (gemm ? c.gemm_j : c.copy_j) += (w - kIdle) * call * static_cast<double>(n);
+    t += kGap;
+    gemm = !gemm;
+  }
+  return c;
+}
+
+std::string twoclass_exact_replay_json() {
+  GraphReplay r;
+  r.gpu = "NVIDIA H100 80GB HBM3";
+  r.idle_w = 60;
+  for (const auto& [name, call, w] : {std::tuple<std::string, double, double>{"gemm_bf16_kernel", 0.00025, 650}, {"stream_copy_kernel", 0.0002, 380}}) {
+    ExactRow x;
+    x.group.kind = "kernel";
+    x.group.name = name;
+    x.group.grid = {128, 1, 1};
+    x.group.block = {256, 1, 1};
+    x.group.count = 1;
+    x.status = "measured";
+    x.time_ns = call * 1e9;
+    x.energy_j = (r.idle_w + 0.9 * (w - kIdle)) * call;
+    x.energy_half_width_j = 0.01 * x.energy_j;
+    x.power_w = x.energy_j / call;
+    r.rows.push_back(x);
+  }
+  return graph_replay_json(r);
+}
+
+}  // namespace
+
+TEST(TraceProfile, TwoClassReplayInformedWithinFivePercentInBothRegimes) {
+  auto rep = parse_replay_reference(twoclass_exact_replay_json(), "tc_exact.json");
+  ASSERT_TRUE(rep) << rep.error().message;
+  ASSERT_EQ(rep->kernels.size(), 2u);
+  for (const auto& [name, min_s, max_s] : {std::tuple<const char*, double, double>{"bursts 5-30 ms", 0.005, 0.030}, {"kernels 0.2-2 ms", 0.0002, 0.002}}) {
+    SCOPED_TRACE(name);
+    const TwoClassCase c = twoclass_run(min_s, max_s, 6, 7);
+    SynthRun r = make_run(c.kernels, 6, 40, 0, 1, 0.00005);
+    for (Activity& a : r.t.activities) a.grid[1] = a.grid[2] = a.block[1] = a.block[2] = 1;  // as CUPTI gives them
+    TraceProfileOptions o;
+    o.replay = &*rep;
+    auto p = build_trace_profile(r.m, r.t, classifier(), o);
+    ASSERT_TRUE(p) << p.error().message;
+    const GpuProfile& g = p->gpus[0];
+    ASSERT_EQ(g.table_method, "replay");
+    EXPECT_EQ(g.replay_unmatched_share, 0);
+    const GroupRow* gemm = row(g.by_class, "gemm");
+    const GroupRow* copy = row(g.by_class, "copy");
+    ASSERT_NE(gemm, nullptr);
+    ASSERT_NE(copy, nullptr);
+    EXPECT_NEAR(gemm->energy_j, c.gemm_j, 0.05 * c.gemm_j);
+    EXPECT_NEAR(copy->energy_j, c.copy_j, 0.05 * c.copy_j);
+    expect_physical(g);
+  }
 }
 
 // Sampled mode (`trace --sample`): a decode-like run of four layers (attention, MLP and norm

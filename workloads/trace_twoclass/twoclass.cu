@@ -4,6 +4,10 @@
 //   mixed  alternating bursts of the two, each burst MIN_MS..MAX_MS long (uniformly random)
 // Prints, per class, the number of kernels and the GPU busy time it measured with CUDA events
 // (the ground truth of busy time that `jouleprof trace`'s attribution is compared with).
+// Built with -DTWOCLASS_LIBRARY as a shared library instead (libjouleprof-twoclass.so), it has no
+// main() but twoclass_capture(): one call of each class captured into a CUDA graph, set up as the
+// program sets them up (same shapes, cuBLAS workspace, launch configuration), for the exact replay
+// (scripts/validation/trace/twoclass_replay.py: the classes' replayed energy per call).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -38,18 +42,38 @@ __global__ void stream_copy_kernel(const float4* __restrict__ in, float4* __rest
 
 struct Work {
   cublasHandle_t h{};
+  cudaStream_t stream = nullptr;  // the legacy default stream, except in a capture
   __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
   float4 *src = nullptr, *dst = nullptr;
+  void* workspace = nullptr;
   int n = 4096;
   size_t words = (256u << 20) / sizeof(float4);
+  size_t workspace_bytes = 32u << 20;  // cuBLAS's own default on Hopper, set explicitly: a capture must not allocate
   int sms = 132;
+  void init() {
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    sms = prop.multiProcessorCount;
+    const size_t nn = static_cast<size_t>(n) * n;
+    check(cudaMalloc(&a, nn * sizeof(__nv_bfloat16)), "cudaMalloc");
+    check(cudaMalloc(&b, nn * sizeof(__nv_bfloat16)), "cudaMalloc");
+    check(cudaMalloc(&c, nn * sizeof(__nv_bfloat16)), "cudaMalloc");
+    check(cudaMemset(a, 0x3c, nn * sizeof(__nv_bfloat16)), "cudaMemset");
+    check(cudaMemset(b, 0x3c, nn * sizeof(__nv_bfloat16)), "cudaMemset");
+    check(cudaMalloc(&src, words * sizeof(float4)), "cudaMalloc");
+    check(cudaMalloc(&dst, words * sizeof(float4)), "cudaMalloc");
+    check(cudaMemset(src, 1, words * sizeof(float4)), "cudaMemset");
+    check(cudaMalloc(&workspace, workspace_bytes), "cudaMalloc");
+    check(cublasCreate(&h), "cublasCreate");
+    check(cublasSetWorkspace(h, workspace, workspace_bytes), "cublasSetWorkspace");
+  }
   void gemm() {
     const float alpha = 1.0f, beta = 0.0f;
     check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &beta, c, CUDA_R_16BF, n,
                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
   }
-  void copy() { stream_copy_kernel<<<sms * 8, 512>>>(src, dst, words); }
+  void copy() { stream_copy_kernel<<<sms * 8, 512, 0, stream>>>(src, dst, words); }
 };
 
 // Mean GPU time of one call, by CUDA events over a batch.
@@ -70,6 +94,26 @@ double time_ms(Work& w, bool gemm, int reps) {
 
 }  // namespace
 
+#ifdef TWOCLASS_LIBRARY
+// One GEMM and one copy call in a CUDA graph (captured on a stream of its own, after a warm-up of
+// each); the graph's buffers stay alive for the replay. 0 and the graph (a cudaGraph_t) in *graph,
+// else 1 with the reason on stderr.
+extern "C" __attribute__((visibility("default"))) int twoclass_capture(unsigned long long* graph) {
+  static Work w;
+  w.init();
+  time_ms(w, true, 5);
+  time_ms(w, false, 5);
+  check(cudaStreamCreateWithFlags(&w.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cublasSetStream(w.h, w.stream), "cublasSetStream");
+  cudaGraph_t g = nullptr;
+  check(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  w.gemm();
+  w.copy();
+  check(cudaStreamEndCapture(w.stream, &g), "cudaStreamEndCapture");
+  *graph = reinterpret_cast<unsigned long long>(g);
+  return 0;
+}
+#else
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: jouleprof-twoclass gemm|copy|mixed SECONDS [MIN_MS MAX_MS] [SEED]\n");
@@ -85,19 +129,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   Work w;
-  cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  w.sms = prop.multiProcessorCount;
-  const size_t nn = static_cast<size_t>(w.n) * w.n;
-  check(cudaMalloc(&w.a, nn * sizeof(__nv_bfloat16)), "cudaMalloc");
-  check(cudaMalloc(&w.b, nn * sizeof(__nv_bfloat16)), "cudaMalloc");
-  check(cudaMalloc(&w.c, nn * sizeof(__nv_bfloat16)), "cudaMalloc");
-  check(cudaMemset(w.a, 0x3c, nn * sizeof(__nv_bfloat16)), "cudaMemset");
-  check(cudaMemset(w.b, 0x3c, nn * sizeof(__nv_bfloat16)), "cudaMemset");
-  check(cudaMalloc(&w.src, w.words * sizeof(float4)), "cudaMalloc");
-  check(cudaMalloc(&w.dst, w.words * sizeof(float4)), "cudaMalloc");
-  check(cudaMemset(w.src, 1, w.words * sizeof(float4)), "cudaMemset");
-  check(cublasCreate(&w.h), "cublasCreate");
+  w.init();
   // Warm-up and per-call times (the GPU is busy ~100% inside a burst: calls are back to back).
   time_ms(w, true, 20);
   time_ms(w, false, 20);
@@ -133,3 +165,4 @@ int main(int argc, char** argv) {
   cublasDestroy(w.h);
   return 0;
 }
+#endif

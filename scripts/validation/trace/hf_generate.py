@@ -1,11 +1,21 @@
 """HF Llama-3.2-1B architecture (random weights, bf16) generate() for `jouleprof trace` validation.
 
-    python hf_generate.py [--annotate] [--reps N] [--prompt P] [--gen G] [--json OUT]
+    python hf_generate.py [--annotate] [--small] [--compile [hf|forward]] [--reps N] [--seconds S]
+                          [--prompt P] [--gen G] [--json OUT]
 
-Times each generate() after a warm-up (CUDA-synchronised wall clock) and prints one JSON line.
+Times each generate() after a warm-up (CUDA-synchronised wall clock) and prints one JSON line,
+`hf_generate {...}`; a failure prints `hf_generate_error {"stage": ..., "error": ...}` and exits 3.
 With --annotate, jouleprof.torch adds NVTX ranges per module (depth 4) and prefill/decode phases.
 With --kineto-cuda, the timed calls run inside torch.profiler recording CUDA activities only (the
 peer tracer, Kineto on CUPTI: kernels, copies and the CUDA runtime calls); its trace is not saved.
+--small: 4 layers of width 1024 and a 32k vocabulary (same layer structure, a short start-up).
+--compile: CUDA graphs on the decoder (warm-up and compile time excluded from the timed calls):
+  hf (default): a static cache, and generate() compiles its decoding step itself (transformers'
+     documented path: its CompileConfig, reduce-overhead, marking each step). Compiling
+     model.forward by hand and calling generate() on it failed with "accessing tensor output of
+     CUDAGraphs that has been overwritten" (HF's own compile of the same step is then skipped or
+     doubled); so that form, `forward`, marks each step and clones the logits the next replay
+     would overwrite.
 """
 import argparse
 import json
@@ -18,10 +28,15 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "python"))
 
 
-def build():
+SMALL = dict(vocab_size=32000, hidden_size=1024, intermediate_size=4096, num_hidden_layers=4, num_attention_heads=16,
+             num_key_value_heads=4)
+
+
+def build(small=False):
     from transformers import LlamaConfig, LlamaForCausalLM
-    cfg = LlamaConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                      num_attention_heads=32, num_key_value_heads=8, head_dim=64, rms_norm_eps=1e-5,
+    size = SMALL if small else dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                                    num_attention_heads=32, num_key_value_heads=8)
+    cfg = LlamaConfig(**size, head_dim=64, rms_norm_eps=1e-5,
                       rope_theta=500000.0, max_position_embeddings=131072, tie_word_embeddings=True,
                       rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
@@ -33,52 +48,102 @@ def build():
     return model
 
 
+def compile_model(model, how, kw):
+    """Sets up the compiled decoder; generate()'s keyword arguments in kw."""
+    kw["cache_implementation"] = "static"
+    if how == "forward":
+        compiled = torch.compile(model.forward, mode="reduce-overhead", fullgraph=False)
+
+        def forward(*args, **kwargs):
+            torch.compiler.cudagraph_mark_step_begin()  # a new step: the last replay's outputs may be reused
+            out = compiled(*args, **kwargs)
+            out.logits = out.logits.clone()  # generate() keeps them past the next replay
+            return out
+
+        model.forward = forward
+        if hasattr(model.generation_config, "disable_compile"):
+            model.generation_config.disable_compile = True  # not HF's compile of the same step on top
+
+
+def compiled_graphs():
+    try:
+        from torch._dynamo.utils import counters
+        return int(counters["stats"]["unique_graphs"])
+    except Exception:  # a torch without these counters: unknown
+        return None
+
+
+def fail(stage, e):
+    print("hf_generate_error " + json.dumps({"stage": stage, "error": f"{type(e).__name__}: {e}"[:2000]}), flush=True)
+    sys.exit(3)
+
+
+def timed_calls(a, model, ids, kw):
+    times = []
+    start = time.perf_counter()
+    while (len(times) < a.reps) if a.seconds <= 0 else (time.perf_counter() - start < a.seconds or len(times) < 3):
+        t0 = time.perf_counter()
+        model.generate(ids, **kw)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--annotate", action="store_true")
+    ap.add_argument("--small", action="store_true", help="4 layers of width 1024, 32k vocabulary")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=0, help="repeat generate() until this long has passed (overrides --reps)")
     ap.add_argument("--kineto-cuda", action="store_true")
-    ap.add_argument("--compile", action="store_true", help="torch.compile(mode='reduce-overhead'): CUDA graphs, static KV cache")
+    ap.add_argument("--compile", nargs="?", const="hf", choices=["hf", "forward"],
+                    help="CUDA graphs on the decoder: hf (generate's own compile of a static cache) or forward")
     ap.add_argument("--json")
     a = ap.parse_args()
-    model = build()
-    ids = torch.randint(0, 128000, (a.batch, a.prompt), device="cuda")
-    kw = dict(max_new_tokens=a.gen, min_new_tokens=a.gen, do_sample=False, pad_token_id=0)
-    if a.compile:
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=False)
-        kw["cache_implementation"] = "static"
-    with torch.no_grad():
-        for _ in range(3 if a.compile else 1):  # warm-up (compiling and capturing the graphs) before the hooks
-            model.generate(ids, **kw)
-        torch.cuda.synchronize()
-        handle = None
-        if a.annotate:
-            import jouleprof.torch as jt
-            handle = jt.annotate(model, depth=4)
-        profiler = None
-        if a.kineto_cuda:
-            from torch.profiler import ProfilerActivity, profile
-            profiler = profile(activities=[ProfilerActivity.CUDA])
-            profiler.__enter__()
-        times = []
-        start = time.perf_counter()
-        while (len(times) < a.reps) if a.seconds <= 0 else (time.perf_counter() - start < a.seconds):
+    stage = "build"
+    try:
+        model = build(a.small)
+        ids = torch.randint(0, model.config.vocab_size, (a.batch, a.prompt), device="cuda")
+        kw = dict(max_new_tokens=a.gen, min_new_tokens=a.gen, do_sample=False, pad_token_id=0)
+        if a.compile:
+            stage = "compile"
+            compile_model(model, a.compile, kw)
+        with torch.no_grad():
+            stage = "warm-up"
             t0 = time.perf_counter()
-            model.generate(ids, **kw)
+            for _ in range(3 if a.compile else 1):  # warm-up (compiling and capturing the graphs) before the hooks
+                model.generate(ids, **kw)
             torch.cuda.synchronize()
-            times.append(time.perf_counter() - t0)
-        if profiler is not None:
-            profiler.__exit__(None, None, None)
-        if handle is not None:
-            handle.finish()
+            warmup_s = time.perf_counter() - t0
+            graphs = compiled_graphs() if a.compile else None
+            if a.compile and graphs == 0:  # said, not fatal: torch's counter may have another name
+                print("hf_generate warning: torch.compile counted no graph: the decoder may have run eagerly", file=sys.stderr, flush=True)
+            handle = None
+            if a.annotate:
+                stage = "annotate"
+                import jouleprof.torch as jt
+                handle = jt.annotate(model, depth=4)
+            profiler = None
+            if a.kineto_cuda:
+                from torch.profiler import ProfilerActivity, profile
+                profiler = profile(activities=[ProfilerActivity.CUDA])
+                profiler.__enter__()
+            stage = "timed calls"
+            times = timed_calls(a, model, ids, kw)
+            if profiler is not None:
+                profiler.__exit__(None, None, None)
+            if handle is not None:
+                handle.finish()
+    except Exception as e:  # one line that says where, for the step's summary; the other variants go on
+        fail(stage, e)
     reps = len(times)
     times.sort()
-    res = {"annotate": a.annotate, "compile": a.compile, "traced": "CUDA_INJECTION64_PATH" in os.environ, "kineto_cuda": a.kineto_cuda, "reps": reps,
-           "prompt": a.prompt, "gen": a.gen, "batch": a.batch, "generate_s": times,
+    res = {"annotate": a.annotate, "compile": a.compile or False, "small": a.small, "traced": "CUDA_INJECTION64_PATH" in os.environ,
+           "kineto_cuda": a.kineto_cuda, "reps": reps, "prompt": a.prompt, "gen": a.gen, "batch": a.batch,
+           "warmup_s": warmup_s, "compiled_graphs": graphs, "generate_s": times,
            "median_s": times[len(times) // 2], "tokens": reps * a.batch * (a.prompt + a.gen)}
     print("hf_generate " + json.dumps(res), flush=True)
     if a.json:

@@ -28,16 +28,26 @@ def times(kind, d):
     return [ms / 1e3 for ms in find(d, "ms_per_step")]  # jouleprof-llm speed: decode step time
 
 
-def overheads(path):
-    calls, rounds = defaultdict(list), defaultdict(list)
+def load(path):
+    """Per configuration: every timed call, each round's median, and the error lines of failed runs."""
+    calls, rounds, errors = defaultdict(list), defaultdict(list), defaultdict(list)
     for line in open(path):
         parts = line.split(" ", 2)
         if len(parts) < 3 or not parts[2].startswith("{"):
             continue
-        t = times(parts[1], json.loads(parts[2]))
+        d = json.loads(parts[2])
+        if parts[1].endswith("_error"):
+            errors[parts[0]].append(d)
+            continue
+        t = times(parts[1], d)
         if t:
             calls[parts[0]] += t
             rounds[parts[0]].append(statistics.median(t))
+    return calls, rounds, errors
+
+
+def overheads(path):
+    calls, rounds, _ = load(path)
     rows = []
     for cfg in sorted(calls):
         r = rounds[cfg]

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace jouleprof::inject {
 
@@ -27,6 +28,8 @@ void write_line(int fd, const char* text, int n) {
 }
 
 }  // namespace
+
+bool kernels_off(const char* value) { return value != nullptr && std::strcmp(value, "0") == 0; }
 
 DutyCycle duty_cycle_from(const char* percent, const char* period_ms) {
   double p = 0, ms = 1000;
@@ -62,10 +65,38 @@ bool SampleLog::open(const std::string& dir, int64_t pid, const DutyCycle& c) {
   return true;
 }
 
-void SampleLog::mark(bool on, uint64_t cupti_ns) {
-  char line[64];
-  const int n = std::snprintf(line, sizeof(line), "%s %llu\n", on ? "on" : "off", static_cast<unsigned long long>(cupti_ns));
+void SampleLog::mark(bool on, uint64_t cupti_ns, int64_t took_ns) {
+  char line[96];
+  const int n = took_ns < 0 ? std::snprintf(line, sizeof(line), "%s %llu\n", on ? "on" : "off", static_cast<unsigned long long>(cupti_ns))
+                            : std::snprintf(line, sizeof(line), "%s %llu took_ns=%lld\n", on ? "on" : "off",
+                                            static_cast<unsigned long long>(cupti_ns), static_cast<long long>(took_ns));
   write_line(fd_, line, n);
+}
+
+void SampleLog::note_flush(int64_t took_ns) {
+  char line[64];
+  const int n = std::snprintf(line, sizeof(line), "# flush took_ns=%lld\n", static_cast<long long>(took_ns));
+  write_line(fd_, line, n);
+}
+
+void switch_tracing(bool on, const SwitchHooks& h, SampleLog& log, std::atomic<bool>& anchoring) {
+  const int64_t t0 = h.mono_ns();
+  if (on) {
+    const uint64_t at = h.cupti_now();  // before enabling: the window holds every record it keeps
+    h.set_kinds(true);
+    h.set_api_records(true);
+    anchoring.store(true, std::memory_order_relaxed);
+    h.anchor();
+    log.mark(true, at, h.mono_ns() - t0);
+    return;
+  }
+  anchoring.store(false, std::memory_order_relaxed);
+  h.set_api_records(false);
+  h.set_kinds(false);
+  log.mark(false, h.cupti_now(), h.mono_ns() - t0);
+  const int64_t f0 = h.mono_ns();
+  h.flush();  // the window's records to the file now, not mixed with the next one's
+  log.note_flush(h.mono_ns() - f0);
 }
 
 void SampleLog::abandon() {

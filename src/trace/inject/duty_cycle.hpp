@@ -4,6 +4,7 @@
 // windows were traced. Separate from CUPTI so that CI drives it with a fake clock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -11,6 +12,12 @@
 #include "jouleprof/trace/format.hpp"
 
 namespace jouleprof::inject {
+
+/// "0": no kernel, copy or memset records at all, nor the NVTX anchors (nothing to tie to a range):
+/// the NVTX ranges alone. A diagnostic (scripts/device-trace.sh sampledcost): the floor under the
+/// sampled mode's off phase.
+inline constexpr const char* kKernelsEnv = "JOULEPROF_TRACE_KERNELS";
+bool kernels_off(const char* value);
 
 /// $JOULEPROF_TRACE_SAMPLE (percent, 0 < P < 100) and $JOULEPROF_TRACE_SAMPLE_PERIOD_MS (default
 /// 1000) as a duty cycle; inactive (full tracing) when unset or not a valid number.
@@ -27,11 +34,13 @@ struct DutyHooks {
 bool run_duty_cycle(const trace_format::DutyCycle& c, bool on, const DutyHooks& h);
 
 /// The switch log, DIR/sample-PID.txt: every line one write(2) (O_APPEND), so a killed process
-/// leaves every switch before the kill.
+/// leaves every switch before the kill. A switch's line carries how long its CUPTI calls took
+/// (`took_ns=`), the flush after a window its own comment line: the switches' cost, on the device.
 class SampleLog {
  public:
   bool open(const std::string& dir, int64_t pid, const trace_format::DutyCycle& c);
-  void mark(bool on, uint64_t cupti_ns);
+  void mark(bool on, uint64_t cupti_ns, int64_t took_ns = -1);
+  void note_flush(int64_t took_ns);
   /// In a forked child: forget the parent's file without writing to it.
   void abandon();
   ~SampleLog() { abandon(); }
@@ -39,5 +48,25 @@ class SampleLog {
  private:
   int fd_ = -1;
 };
+
+/// What a switch calls: CUPTI's functions in inject.cpp, fakes in the tests.
+struct SwitchHooks {
+  std::function<uint64_t()> cupti_now;           ///< the switch's time in the log
+  std::function<int64_t()> mono_ns;              ///< CLOCK_MONOTONIC: how long the calls took
+  std::function<void(bool on)> set_kinds;        ///< the kernel, copy and memset records
+  std::function<void(bool on)> set_api_records;  ///< the anchor call's API record (and the launch calls')
+  std::function<void()> anchor;                  ///< one anchor call (on the timer thread)
+  std::function<void()> flush;                   ///< the window's records to the file
+};
+
+/// One switch of the sampled mode. The off phase keeps the NVTX ranges only (a timestamp and a
+/// slot in a per-thread buffer each): `anchoring` goes false first, so the NVTX handlers stop
+/// anchoring (a driver call and an API record each, for kernels that are not recorded), then the
+/// API records (the anchor's; with --record-launches every launch call's) and the kinds are
+/// disabled, the switch logged, the window flushed.
+/// On: logged first (the window holds every record it keeps), kinds and API records enabled,
+/// anchoring resumes, and one anchor from the timer thread itself: a kernel launched before its
+/// thread's next range event then has no range path, not the one of the previous window.
+void switch_tracing(bool on, const SwitchHooks& h, SampleLog& log, std::atomic<bool>& anchoring);
 
 }  // namespace jouleprof::inject

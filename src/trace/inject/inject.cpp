@@ -97,19 +97,34 @@ std::mutex g_duty_mu;
 std::condition_variable g_duty_cv;
 bool g_duty_stop = false;
 
+// The NVTX handlers anchor while kernels are recorded: always in full tracing, only inside the
+// windows in sampled mode, never with $JOULEPROF_TRACE_KERNELS=0.
+std::atomic<bool> g_anchoring{true};
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+uint64_t cupti_now_ns();
+void driver_anchor_call();
+void set_launch_api_records(bool on);
+
 void set_sampled_tracing(bool on) {
-  if (on) {
-    uint64_t t = 0;
-    g_api.GetTimestamp(&t);
-    g_sample_log.mark(true, t);  // before enabling: the window holds every record it keeps
-    for (CUpti_ActivityKind k : g_sampled_kinds) g_api.ActivityEnable(k);
-    return;
-  }
-  for (CUpti_ActivityKind k : g_sampled_kinds) g_api.ActivityDisable(k);
-  uint64_t t = 0;
-  g_api.GetTimestamp(&t);
-  g_sample_log.mark(false, t);
-  g_api.ActivityFlushAll(0);  // the window's records to the file now, not mixed with the next one's
+  SwitchHooks h;
+  h.cupti_now = cupti_now_ns;
+  h.mono_ns = monotonic_ns;
+  h.set_kinds = [](bool enable) {
+    for (CUpti_ActivityKind k : g_sampled_kinds) enable ? g_api.ActivityEnable(k) : g_api.ActivityDisable(k);
+  };
+  h.set_api_records = [](bool enable) {
+    if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, enable ? 1 : 0);
+    set_launch_api_records(enable);
+  };
+  h.anchor = driver_anchor_call;
+  h.flush = [] { g_api.ActivityFlushAll(0); };
+  switch_tracing(on, h, g_sample_log, g_anchoring);
 }
 
 void duty_thread_main() {
@@ -171,6 +186,8 @@ void finish(int signal) {
   const uint64_t before = g_cupti_records.load();
   const bool probe = signal == 0 && g_driver_get_version != nullptr && g_api.ActivityFlushAll != nullptr;
   if (probe) {
+    // Its record is off in a sampled run's off phase and with JOULEPROF_TRACE_KERNELS=0: on for the probe.
+    if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, 1);
     int version = 0;
     g_driver_get_version(&version);
   }
@@ -237,7 +254,8 @@ size_t env_size(const char* name, size_t fallback, size_t unit) {
 
 std::string g_nvtx_note;  // written to the trace file once it is open
 
-void driver_anchor() {
+void driver_anchor_call() {
+  if (g_driver_get_version == nullptr) return;
   int v = 0;
   g_driver_get_version(&v);
 }
@@ -274,7 +292,8 @@ int initialize_nvtx(NvtxGetExportTableFunc_t get) {
   NvtxHooks hooks;
   hooks.now_ns = cupti_now_ns;
   hooks.thread_id = system_thread_id;
-  hooks.anchor = g_driver_get_version != nullptr ? driver_anchor : nullptr;
+  hooks.anchor = g_driver_get_version != nullptr ? driver_anchor_call : nullptr;
+  hooks.anchoring = &g_anchoring;
   hooks.flush = flush_nvtx;
   return install_nvtx_tool(get, hooks);
 }
@@ -285,23 +304,25 @@ bool is_launch_call(const char* name) {
                              std::strstr(name, "Memset") != nullptr);
 }
 
-void enable_launch_api_records() {
-  if (g_api.GetCallbackName == nullptr) return;
+// The launch calls' callback ids (--record-launches), listed once: sampled mode switches them with
+// the kernels.
+std::vector<uint32_t> g_launch_runtime_cbids, g_launch_driver_cbids;
+
+std::vector<uint32_t> launch_calls(CUpti_CallbackDomain domain, uint32_t cbid_end) {
+  std::vector<uint32_t> out;
+  for (uint32_t cbid = 1; g_api.GetCallbackName != nullptr && cbid < cbid_end; ++cbid) {
+    const char* name = nullptr;
+    if (g_api.GetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && is_launch_call(name)) out.push_back(cbid);
+  }
+  return out;
+}
+
+void set_launch_api_records(bool on) {
   if (g_api.ActivityEnableRuntimeApi != nullptr) {
-    for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (g_api.GetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && is_launch_call(name)) {
-        g_api.ActivityEnableRuntimeApi(cbid, 1);
-      }
-    }
+    for (uint32_t cbid : g_launch_runtime_cbids) g_api.ActivityEnableRuntimeApi(cbid, on ? 1 : 0);
   }
   if (g_api.ActivityEnableDriverApi != nullptr) {
-    for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-      const char* name = nullptr;
-      if (g_api.GetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && is_launch_call(name)) {
-        g_api.ActivityEnableDriverApi(cbid, 1);
-      }
-    }
+    for (uint32_t cbid : g_launch_driver_cbids) g_api.ActivityEnableDriverApi(cbid, on ? 1 : 0);
   }
 }
 
@@ -365,6 +386,12 @@ int initialize() {
                                            CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
                                            CUPTI_ACTIVITY_KIND_DEVICE};
   if (record_sync) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  const bool nvtx_only = kernels_off(std::getenv(kKernelsEnv));
+  if (nvtx_only) {
+    kinds = {CUPTI_ACTIVITY_KIND_DEVICE};
+    g_anchoring = false;
+    g_writer.add_text(RecordType::note, std::string("warning: ") + kKernelsEnv + "=0: NVTX ranges only, no kernel, copy or memset records (a diagnostic)");
+  }
   for (CUpti_ActivityKind k : kinds) {
     if (CUptiResult rc = g_api.ActivityEnable(k); rc != CUPTI_SUCCESS) {
       if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
@@ -378,12 +405,16 @@ int initialize() {
   // Every launch call's record ties each kernel to its thread exactly but costs ~+13% on a
   // launch-bound program; by default only the NVTX anchors are recorded.
   const char* launches = std::getenv(kLaunchesEnv);
-  if (launches != nullptr && std::strcmp(launches, "1") == 0) enable_launch_api_records();
-  if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, 1);
+  if (!nvtx_only && launches != nullptr && std::strcmp(launches, "1") == 0) {
+    g_launch_runtime_cbids = launch_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    g_launch_driver_cbids = launch_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    set_launch_api_records(true);
+  }
+  if (!nvtx_only && g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, 1);
   if (g_api.ActivityFlushPeriod != nullptr) {
     g_api.ActivityFlushPeriod(static_cast<uint32_t>(env_size(kFlushEnv, 500, 1)));
   }
-  start_duty_cycle(dir, kinds);
+  if (!nvtx_only) start_duty_cycle(dir, kinds);
   add_clock(clock_start);
   g_writer.commit();
   std::atexit(at_exit);

@@ -105,6 +105,10 @@ uint32_t message_id(ThreadEvents& t, const nvtxEventAttributes_t* a) {
   }
 }
 
+void anchor() {
+  if (g_hooks.anchor != nullptr && (g_hooks.anchoring == nullptr || g_hooks.anchoring->load(std::memory_order_relaxed))) g_hooks.anchor();
+}
+
 void record(ThreadEvents& t, uint64_t id, uint32_t flags, uint32_t object_kind, uint32_t name, uint32_t domain) {
   const uint64_t ts = g_hooks.now_ns != nullptr ? g_hooks.now_ns() : 0;
   bool full = false;
@@ -114,7 +118,7 @@ void record(ThreadEvents& t, uint64_t id, uint32_t flags, uint32_t object_kind, 
     full = t.events.size() % kBatch == 0;  // (kept until the file opens: ask again every batch)
   }
   // After the timestamp: the anchor's correlation id follows the event in the launch sequence.
-  if (flags != marker_instant && g_hooks.anchor != nullptr) g_hooks.anchor();
+  if (flags != marker_instant) anchor();
   if (full && g_hooks.flush != nullptr) g_hooks.flush();
 }
 
@@ -134,7 +138,7 @@ int pop(uint32_t domain) {
   ThreadEvents& t = mine();
   auto& stack = t.open[domain];
   if (stack.empty()) {  // an unbalanced pop: NVTX's no-op, but the anchor still marks the point
-    if (g_hooks.anchor != nullptr) g_hooks.anchor();
+    anchor();
     return -1;
   }
   const uint64_t id = stack.back();

@@ -9,6 +9,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -22,6 +23,8 @@ struct NvtxHooks {
   void (*anchor)() = nullptr;         ///< called after each range event (null: no anchors)
   /// Takes a full per-thread batch of events (a thread writes its own once it holds 1024).
   void (*flush)() = nullptr;
+  /// While false, no anchors (sampled mode's off phases record no kernel to tie); null: always.
+  const std::atomic<bool>* anchoring = nullptr;
 };
 
 /// Installs the tool's handlers in the NVTX instance's function tables (`get` is what NVTX passes

@@ -1,0 +1,90 @@
+"""Summary of `scripts/device-trace.sh sampledcost`: the sampled mode's cost taken apart.
+
+    python3 sampled_cost_summary.py OUT
+
+Per configuration (OUT/sampledcost.txt, `CONFIG hf_generate {json}` lines, rounds in file order):
+the median generate() time over all rounds, the spread of the per-round medians, the slowdown
+against its untraced base (pooled medians) and the range of per-round slowdowns. Then the parts:
+NVTX only (N) is the floor of the off phase; if the sampled mode cost only its windows, S would be
+N + 10% of (T - N). Last, how long the sampled runs' switches took (their kept switch logs,
+OUT/sc_keep_S*_R/sample-PID.txt: `on|off T took_ns=D`, `# flush took_ns=D`).
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from issue33_summary import load  # noqa: E402
+
+BASES = {"N": "U", "S": "U", "SS": "U", "T": "U", "K": "U", "CT": "CU"}
+NAMES = {"U": "untraced", "N": "traced, kernels off (NVTX only)", "S": "--sample 10% (1 s period)",
+         "SS": "--sample 10% (0.25 s period)", "T": "full trace", "K": "torch.profiler (CUDA activity)",
+         "CU": "compiled decoder, untraced", "CT": "compiled decoder, traced"}
+
+
+def switch_costs(out):
+    """Per sampled configuration: the durations (ms) of the switches on, off, and of the flushes."""
+    res = {}
+    for cfg in ("S", "SS"):
+        d = {"on": [], "off": [], "flush": []}
+        for path in glob.glob(os.path.join(out, f"sc_keep_{cfg}_*", "sample-*.txt")):
+            for line in open(path):
+                w = line.split()
+                took = [x for x in w if x.startswith("took_ns=")]
+                if not took:
+                    continue
+                kind = "flush" if w[0] == "#" else w[0]
+                if kind in d:
+                    d[kind].append(int(took[0].split("=")[1]) / 1e6)
+        if any(d.values()):
+            res[cfg] = d
+    return res
+
+
+def compile_lines(path):
+    """The compiled runs' warm-up (compile and capture, excluded from the timed calls) and graph counts."""
+    for line in open(path):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0] in ("CU", "CT") and parts[1] == "hf_generate":
+            d = json.loads(parts[2])
+            print(f"{parts[0]}: warm-up with compile {d.get('warmup_s', float('nan')):.1f} s, graphs compiled {d.get('compiled_graphs')}")
+
+
+def main():
+    out = sys.argv[1]
+    calls, rounds, errors = load(os.path.join(out, "sampledcost.txt"))
+    med = {c: statistics.median(v) for c, v in calls.items()}
+    print("| configuration | calls | median generate() | per-round medians | vs base (pooled) | per-round range |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for cfg in NAMES:
+        if cfg not in calls:
+            continue
+        r = rounds[cfg]
+        base = BASES.get(cfg)
+        slow, rng = "", ""
+        if base in med:
+            slow = f"{100 * (med[cfg] / med[base] - 1):+.1f}% vs {base}"
+            per = [a / b - 1 for a, b in zip(r, rounds[base])]
+            rng = f"{100 * min(per):+.1f}% .. {100 * max(per):+.1f}%"
+        print(f"| {cfg} {NAMES[cfg]} | {len(calls[cfg])} | {1e3 * med[cfg]:.1f} ms | "
+              f"{1e3 * min(r):.1f}-{1e3 * max(r):.1f} ms ({len(r)} rounds) | {slow} | {rng} |")
+    for cfg, errs in sorted(errors.items()):
+        for e in errs:
+            print(f"FAILED {cfg} ({NAMES.get(cfg, cfg)}): at {e.get('stage')}: {e.get('error')}")
+    if all(c in med for c in ("U", "N", "S", "T")):
+        u = med["U"]
+        floor, full = med["N"] - u, med["T"] - u
+        expect = floor + 0.10 * (full - floor)
+        print(f"\nparts (share of untraced): NVTX-only floor {100 * floor / u:+.1f}%, full {100 * full / u:+.1f}%; "
+              f"sampled 10% if only its windows cost: {100 * expect / u:+.1f}%, measured {100 * (med['S'] - u) / u:+.1f}%"
+              + (f" (0.25 s period: {100 * (med['SS'] - u) / u:+.1f}%)" if "SS" in med else ""))
+    compile_lines(os.path.join(out, "sampledcost.txt"))
+    for cfg, d in switch_costs(out).items():
+        parts = [f"{k} n {len(v)} median {statistics.median(v):.2f} ms max {max(v):.2f} ms" for k, v in d.items() if v]
+        print(f"switches of {cfg}: " + "; ".join(parts))
+
+
+if __name__ == "__main__":
+    main()
