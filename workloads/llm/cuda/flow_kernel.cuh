@@ -1,4 +1,4 @@
-// Dataflow persistent decode step (batch 1, `--variant flow`, sm_90): the whole step — per layer
+// Dataflow persistent decode step (batch 1, `--variant dataflow`, sm_90): the whole step — per layer
 // the QKV projection, attention, output projection, gate/up and down projections, then the LM
 // head — as one kernel with one block per SM, in which weights stream without ever waiting for
 // activations.

@@ -1,8 +1,8 @@
 // What a decode plan (plan_*.cuh) gets from the CUDA engine: the run's dimensions, the device
 // weights and decode buffers, the stream, and the few engine services a plan calls (the separate
-// kernels of a component, top-k sampling, run memory, error recording, timeline stamps). Plans see
-// this and nothing else of the engine (issue 31: a narrow context instead of friendship), and the
-// DecodePlan interface the engine drives them through.
+// kernels of a component, top-k sampling, run memory, error recording, timeline stamps); and the
+// DecodePlan interface the engine drives plans through. Plans see this and nothing else of the
+// engine (issue 31: a narrow context, not the engine's private members).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -130,6 +130,8 @@ class DecodePlan {
   /// Readies the plan for the context's shape. Chosen by the table of defaults, a plan that cannot
   /// run there steps aside (false); asked for, it fails with the reason.
   virtual Result<bool> prepare(bool by_default) = 0;
+  /// In words, beginning with the plan ("separate kernels: GEMV kernels ...", "cluster plan: ...":
+  /// `jouleprof-llm check` counts its cases per plan by these beginnings).
   virtual std::string describe() const = 0;
   /// The separate kernels' matrix products this plan runs (decided or required in prepare).
   virtual Products products() const = 0;
