@@ -811,8 +811,8 @@ int CudaEngine<T>::component(Component comp, int layer, int reps) {
   const bool per_layer = component_per_layer(comp);
   const int n = per_layer && layer < 0 ? c_.layers : 1;
   const std::string key = std::string("c:") + component_name(comp) + ":" + std::to_string(layer);
-  const Products products = plan_->products();  // the step's own matrix products
-  return run_graph(key, reps, n, [&] {
+  return run_graph(key, reps, n, [&] {  // (run only once prepared: a plan is there)
+    const Products products = plan_->products();  // the step's own matrix products
     if (!per_layer) {
       enqueue_component(comp, -1, false, products);
     } else if (layer >= 0) {
