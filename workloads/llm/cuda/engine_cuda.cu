@@ -12,20 +12,12 @@ namespace jouleprof::llm {
 namespace {
 
 template <typename T>
-std::string CudaEngine<T>::describe_separate() const {
-  std::string s = fused_ ? "GEMV kernels (RMSNorm, SwiGLU and residual adds folded in, 8 loads in flight per row at batch 1)"
-                         : "cuBLAS matrix products";
-  s += ", attention split in " + std::to_string(splits_) + " part(s) of " + std::to_string(chunk_) + " positions";
-  return s;
-}
-
-template <typename T>
 Result<std::unique_ptr<DecodePlan<T>>> CudaEngine<T>::make_plan(PlanKind k, bool by_default) {
   std::unique_ptr<DecodePlan<T>> p;
   switch (k) {
-    case PlanKind::separate: p = std::make_unique<SeparatePlan<T>>(*this); break;
-    case PlanKind::cluster: p = std::make_unique<ClusterPlan<T>>(*this, o_.plan.cluster); break;
-    case PlanKind::dataflow: p = std::make_unique<DataflowPlan<T>>(*this, o_.plan.dataflow); break;
+    case PlanKind::separate: p = std::make_unique<SeparatePlan<T>>(plan_context(), o_.plan.separate); break;
+    case PlanKind::cluster: p = std::make_unique<ClusterPlan<T>>(plan_context(), o_.plan.cluster); break;
+    case PlanKind::dataflow: p = std::make_unique<DataflowPlan<T>>(plan_context(), o_.plan.dataflow); break;
   }
   auto ok = p->prepare(by_default);
   if (!ok) return ok.error();
@@ -70,7 +62,9 @@ Result<void> CudaEngine<T>::choose_plan() {
 template <typename T>
 void CudaEngine<T>::enqueue_step(bool advance) {
   stamp_kernels_.clear();
+  stamping_ = advance;
   plan_->enqueue_step(advance);
+  stamping_ = false;
 }
 
 template <typename T>
@@ -247,6 +241,20 @@ typename CudaEngine<T>::GemvFn CudaEngine<T>::gemv_fn(bool norm) const {
 }
 
 template <typename T>
+Result<void> CudaEngine<T>::prepare_gemv(int carveout) {
+  const int kmax = gemv_width(c_);
+  const size_t tb = sizeof(T);
+  for (GemvFn fn : {gemv_fn(false), gemv_fn(true)}) {
+    const int smem = nb_ * kmax * static_cast<int>(tb);
+    JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int blocks = 1;
+    JP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, kern::kGemvThreads, static_cast<size_t>(nb_) * c_.hidden * tb));
+    gemv_blocks_[fn] = std::max(1, blocks);
+  }
+  return set_carveout(carveout, gemv_fn(false), gemv_fn(true));
+}
+
+template <typename T>
 void CudaEngine<T>::gemv(GemvParams p, bool norm) {
   GemvFn fn = gemv_fn(norm);
   const int slots = kern::kGemvThreads / 32;
@@ -337,68 +345,60 @@ GemvParams CudaEngine<T>::gemv_params(Component comp, int l) const {
 }
 
 template <typename T>
-void CudaEngine<T>::enqueue(Component comp, int l, bool commit) {
+void CudaEngine<T>::enqueue_component(Component comp, int l, bool commit, Products products) {
   stamp_label_ = std::string(component_name(comp)) + (l >= 0 ? " " + std::to_string(l) : "");
-  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
-  const float eps = static_cast<float>(c_.rms_eps);
-  const LayerW* L = l >= 0 ? &lw_[static_cast<size_t>(l)] : nullptr;
   switch (comp) {
-    case Component::attn_qkv:
-      if (fused_) {
-        gemv(gemv_params(comp, l), true);
-      } else {
-        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
-               static_cast<const int*>(nullptr), static_cast<const float*>(L->attn_norm), eps, xn_d_, H, H);
-        gemm(L->wqkv, xn_d_, H, qkv_d_, QKV, B_, QKV, H, false, 0.f);
-      }
-      break;
-    case Component::attn_core:
-      attention(l);
-      break;
-    case Component::attn_out:
-      if (fused_) {
-        gemv(gemv_params(comp, l), false);
-      } else {
-        gemm(L->wo, attn_d_, Q, resid_d_, H, B_, H, Q, true, 1.f);
-      }
-      break;
-    case Component::mlp_gate_up:
-      if (fused_) {
-        gemv(gemv_params(comp, l), true);
-      } else {
-        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
-               static_cast<const int*>(nullptr), static_cast<const float*>(L->mlp_norm), eps, xn_d_, H, H);
-        gemm(L->wgu, xn_d_, H, gu_d_, 2 * I, B_, 2 * I, H, false, 0.f);
-        launch(kern::swiglu_kernel<T>, dim3(std::min(1024, ceil_div(int64_t{B_} * I, 256))), dim3(256), 0, true,
-               static_cast<const T*>(gu_d_), act_d_, I, int64_t{B_} * I);
-      }
-      break;
-    case Component::mlp_down:
-      if (fused_) {
-        gemv(gemv_params(comp, l), false);
-      } else {
-        gemm(L->wd, act_d_, I, resid_d_, H, B_, H, I, true, 1.f);
-      }
-      break;
-    case Component::lm_head:
-      if (fused_) {
-        gemv(gemv_params(comp, l), true);
-        sample(true);
-      } else {
-        launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
-               static_cast<const int*>(nullptr), static_cast<const float*>(final_norm_), eps, xn_d_, H, H);
-        gemm(lm_, xn_d_, H, logits_, V, B_, V, H, true, 0.f);
-        launch(kern::argmax_kernel, dim3(B_), dim3(1024), 0, true, static_cast<const float*>(logits_), V,
-               static_cast<const int*>(nullptr), argmax_, static_cast<float*>(nullptr));
-        sample(true);
-      }
-      break;
+    case Component::attn_core: attention(l); break;
     case Component::embed: {
-      AdvanceParams a{argmax_, hist_, gen_ + 1, step_, pos_, embed_, resid_d_, H, commit ? 1 : 0, 1};
+      AdvanceParams a{argmax_, hist_, gen_ + 1, step_, pos_, embed_, resid_d_, c_.hidden, commit ? 1 : 0, 1};
       launch(kern::advance_kernel<T>, dim3(B_), dim3(256), 0, true, a);
       break;
     }
     case Component::count: break;
+    default:  // the matrix products, as the plan decided
+      switch (products) {
+        case Products::gemv: gemv_products(comp, l); break;
+        case Products::cublas: cublas_products(comp, l); break;
+      }
+      if (comp == Component::lm_head) sample_topk(true);
+  }
+}
+
+template <typename T>
+void CudaEngine<T>::gemv_products(Component comp, int l) {
+  const bool norm = comp == Component::attn_qkv || comp == Component::mlp_gate_up || comp == Component::lm_head;
+  gemv(gemv_params(comp, l), norm);
+}
+
+template <typename T>
+void CudaEngine<T>::cublas_products(Component comp, int l) {
+  const int H = c_.hidden, I = c_.intermediate, QKV = c_.qkv_dim(), Q = c_.q_dim(), V = c_.vocab;
+  const float eps = static_cast<float>(c_.rms_eps);
+  const LayerW* L = l >= 0 ? &lw_[static_cast<size_t>(l)] : nullptr;
+  auto rmsnorm = [&](const float* w) {
+    launch(kern::rmsnorm_kernel<T>, dim3(B_), dim3(256), 0, true, static_cast<const float*>(resid_d_), H,
+           static_cast<const int*>(nullptr), w, eps, xn_d_, H, H);
+  };
+  switch (comp) {
+    case Component::attn_qkv:
+      rmsnorm(L->attn_norm);
+      gemm(L->wqkv, xn_d_, H, qkv_d_, QKV, B_, QKV, H, false, 0.f);
+      break;
+    case Component::attn_out: gemm(L->wo, attn_d_, Q, resid_d_, H, B_, H, Q, true, 1.f); break;
+    case Component::mlp_gate_up:
+      rmsnorm(L->mlp_norm);
+      gemm(L->wgu, xn_d_, H, gu_d_, 2 * I, B_, 2 * I, H, false, 0.f);
+      launch(kern::swiglu_kernel<T>, dim3(std::min(1024, ceil_div(int64_t{B_} * I, 256))), dim3(256), 0, true,
+             static_cast<const T*>(gu_d_), act_d_, I, int64_t{B_} * I);
+      break;
+    case Component::mlp_down: gemm(L->wd, act_d_, I, resid_d_, H, B_, H, I, true, 1.f); break;
+    case Component::lm_head:
+      rmsnorm(final_norm_);
+      gemm(lm_, xn_d_, H, logits_, V, B_, V, H, true, 0.f);
+      launch(kern::argmax_kernel, dim3(B_), dim3(1024), 0, true, static_cast<const float*>(logits_), V,
+             static_cast<const int*>(nullptr), argmax_, static_cast<float*>(nullptr));
+      break;
+    default: break;
   }
 }
 
@@ -411,7 +411,7 @@ Result<void> CudaEngine<T>::prepare(const RunShape& s) {
   B_ = s.batch;
   gen_ = std::max(1, s.gen);
   if (auto r = check_shape(s); !r) return r;
-  if (auto r = choose_matvec(); !r) return r;
+  if (auto r = size_kernels(); !r) return r;
   PrefillTokens pf = plan_prefill(s);
   if (auto r = alloc_run_buffers(s, pf); !r) return r;
   if (auto r = upload_prompts(s, pf); !r) return r;
@@ -436,22 +436,11 @@ Result<void> CudaEngine<T>::check_shape(const RunShape& s) {
   return {};
 }
 
+// The separate kernels' sizes for the shape: the GEMV kernels' padded rows (whether they run is
+// the plan's decision: plan_separate.cuh) and the attention splits.
 template <typename T>
-Result<void> CudaEngine<T>::choose_matvec() {
-  const int kmax = std::max({c_.hidden, c_.q_dim(), c_.intermediate});
-  // The separate kernels' matrix products: own GEMV kernels (the input rows of up to 8 sequences
-  // in shared memory) up to batch 2, cuBLAS above (faster from batch 8 on), unless the separate
-  // plan is asked for one of them.
-  nb_ = B_ <= 1 ? 1 : B_ <= 2 ? 2 : B_ <= 4 ? 4 : 8;
-  const bool fits = B_ <= 8 && static_cast<size_t>(nb_) * kmax * sizeof(T) <= 200u * 1024;
-  using Matvec = SeparateOptions::Matvec;
-  const Matvec mv = !o_.plan.automatic && o_.plan.kind == PlanKind::separate ? o_.plan.separate.matvec : Matvec::automatic;
-  if (mv == Matvec::gemv && !fits) {
-    return make_error(Errc::invalid_argument, "the GEMV kernels take at most 8 sequences and " +
-                                                  std::to_string(200 * 1024 / (kmax * sizeof(T))) +
-                                                  " for this model; use --variant separate+cublas");
-  }
-  fused_ = mv == Matvec::gemv || (mv == Matvec::automatic && fits && B_ <= 2);
+Result<void> CudaEngine<T>::size_kernels() {
+  nb_ = gemv_rows(B_);
   // Attention splits: enough blocks to fill the GPU twice over, at least 64 positions each.
   const int target = std::max(1, ceil_div(2 * prop_.multiProcessorCount, int64_t{B_} * c_.kv_heads));
   chunk_ = static_cast<int>(std::max<int64_t>(64, round_up(ceil_div(max_ctx_, target), 64)));
@@ -626,22 +615,10 @@ Result<void> CudaEngine<T>::upload_prompts(const RunShape& s, PrefillTokens& pf)
   return {};
 }
 
-// The GEMV kernels' shared memory and occupancy, the timeline stamps, the decode plan and the
-// step's CUDA graph.
+// The timeline stamps, the decode plan (which readies the kernels it runs) and the step's CUDA
+// graph.
 template <typename T>
 Result<void> CudaEngine<T>::prepare_launches() {
-  const int H = c_.hidden;
-  const int kmax = std::max({H, c_.q_dim(), c_.intermediate});
-  const size_t tb = sizeof(T);
-  if (fused_) {
-    for (GemvFn fn : {gemv_fn(false), gemv_fn(true)}) {
-      const int smem = nb_ * kmax * static_cast<int>(tb);
-      JP_CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      int blocks = 1;
-      JP_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, kern::kGemvThreads, static_cast<size_t>(nb_) * H * tb));
-      gemv_blocks_[fn] = std::max(1, blocks);
-    }
-  }
   stamps_ = nullptr;
   if (o_.timeline) {
     void* sp = nullptr;
@@ -716,7 +693,7 @@ void CudaEngine<T>::prefill() {
       kern::argmax_kernel<<<ns, 1024, 0, st_>>>(logits_tmp_, V, chunk_seq_ + ch.seq_off, argmax_, logits_);
     }
   }
-  sample(false);
+  sample_topk(false);
   AdvanceParams a{argmax_, hist_, gen_ + 1, step_, pos_, embed_, resid_d_, H, 1, 0};
   kern::advance_kernel<T><<<B_, 256, 0, st_>>>(a);
   check(cudaGetLastError(), "prefill launch");
@@ -834,13 +811,14 @@ int CudaEngine<T>::component(Component comp, int layer, int reps) {
   const bool per_layer = component_per_layer(comp);
   const int n = per_layer && layer < 0 ? c_.layers : 1;
   const std::string key = std::string("c:") + component_name(comp) + ":" + std::to_string(layer);
-  return run_graph(key, reps, n, [&] {
+  return run_graph(key, reps, n, [&] {  // (run only once prepared: a plan is there)
+    const Products products = plan_->products();  // the step's own matrix products
     if (!per_layer) {
-      enqueue(comp, -1, false);
+      enqueue_component(comp, -1, false, products);
     } else if (layer >= 0) {
-      enqueue(comp, layer, false);
+      enqueue_component(comp, layer, false, products);
     } else {
-      for (int l = 0; l < c_.layers; ++l) enqueue(comp, l, false);
+      for (int l = 0; l < c_.layers; ++l) enqueue_component(comp, l, false, products);
     }
   });
 }

@@ -1,8 +1,7 @@
-// The CUDA engine's class, shared by its implementation (engine_cuda.cu) and its decode plans
-// (plan_separate.cuh, plan_cluster.cuh, plan_dataflow.cuh). Internal to jouleprof-llm: one
+// The CUDA engine's class, implemented in engine_cuda.cu. Internal to jouleprof-llm: one
 // translation unit includes it. The engine owns the weights, the buffers of a run shape, prefill,
 // the separate kernels of every decode component (what isolation replays), and the decode plan
-// that runs the step.
+// that runs the step; the plans (plan_*.cuh) see only its PlanContext (plan_context.cuh).
 #pragma once
 #include <cublas_v2.h>
 #include <nvtx3/nvToolsExt.h>
@@ -21,6 +20,7 @@
 #include "engine_cuda.hpp"
 #include "../host/decode_plan.hpp"
 #include "kernels.cuh"
+#include "plan_context.cuh"
 
 namespace jouleprof::llm {
 namespace {
@@ -30,12 +30,6 @@ using kern::AttnParams;
 using kern::GemvParams;
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-
-#define JP_CK(call)                                                                                 \
-  do {                                                                                              \
-    const cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) return make_error(Errc::vendor, std::string(#call) + ": " + cudaGetErrorString(e_)); \
-  } while (0)
 
 const char* blas_str(cublasStatus_t s) {
   switch (s) {
@@ -48,18 +42,6 @@ const char* blas_str(cublasStatus_t s) {
     case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
     default: return "error";
   }
-}
-
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-int ceil_div(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
-
-/// Sets the kernels' preferred L1/shared split (a cudaSharedmemCarveout value or a percentage).
-template <typename... Kernel>
-Result<void> set_carveout(int carveout, Kernel... kernels) {
-  for (const void* k : {reinterpret_cast<const void*>(kernels)...}) {
-    JP_CK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
-  }
-  return {};
 }
 
 template <typename T>
@@ -92,35 +74,7 @@ struct PrefillTokens {
 };
 
 template <typename T>
-class CudaEngine;
-template <typename T>
-class SeparatePlan;
-template <typename T>
-class ClusterPlan;
-template <typename T>
-class DataflowPlan;
-
-/// A decode form on the CUDA engine (decode_plan.hpp's PlanKind; one implementation per form, in
-/// plan_<name>.cuh). The engine prepares it for each run shape and asks it for the decode step and
-/// for the kernels of one layer (what `--per-layer` isolation replays); components are always
-/// replayed by the engine's separate kernels.
-template <typename T>
-class DecodePlan {
- public:
-  virtual ~DecodePlan() = default;
-  virtual PlanKind kind() const = 0;
-  /// Readies the plan for the engine's prepared shape. Chosen by the table of defaults, a plan
-  /// that cannot run there steps aside (false); asked for, it fails with the reason.
-  virtual Result<bool> prepare(bool by_default) = 0;
-  virtual std::string describe() const = 0;
-  /// One decode step on the engine's stream; advance: with the token bookkeeping.
-  virtual void enqueue_step(bool advance) = 0;
-  /// The kernels of one layer, as in a step.
-  virtual void enqueue_layer(int l) = 0;
-};
-
-template <typename T>
-class CudaEngine final : public LlmEngine {
+class CudaEngine final : public LlmEngine, private PlanEngine<T> {
  public:
   ~CudaEngine() override { release(); }
   static Result<std::unique_ptr<LlmEngine>> create(const EngineOptions& o, LlmConfig c);
@@ -157,23 +111,45 @@ class CudaEngine final : public LlmEngine {
   void range_pop() override { nvtxRangePop(); }
 
  private:
-  struct LayerW {
-    T *wqkv, *wo, *wgu, *wd;
-    float *attn_norm, *mlp_norm;
-  };
-  using GemvFn = void (*)(GemvParams);
+  using LayerW = LayerWeights<T>;
+  using GemvFn = typename PlanEngine<T>::GemvFn;
+
+  // What the plans call (PlanEngine, through their PlanContext).
+  void enqueue(Component c, int l, Products p) override { enqueue_component(c, l, true, p); }
+  void sample() override { sample_topk(true); }
+  Result<void> prepare_gemv(int carveout) override;
+  GemvFn gemv_fn(bool norm) const override;
+  GemvParams gemv_params(Component comp, int l) const override;
+  AttnParams attn_params(int l) const override;
+  Result<void*> alloc_run(size_t bytes) override {
+    void* p = nullptr;
+    if (auto r = alloc(&p, bytes, true); !r) return r.error();
+    return p;
+  }
+  void check(cudaError_t e, const char* what) override {
+    if (e != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(e));
+  }
+  unsigned long long* stamps(const std::vector<std::string>& labels, int blocks) override {
+    if (!stamps_ || !stamping_ || blocks > kStampBlocks || stamp_kernels_.size() + labels.size() > size_t{kStampKernels}) {
+      return nullptr;
+    }
+    unsigned long long* first = stamps_ + stamp_kernels_.size() * kern::kStampsPerBlock * kStampBlocks;
+    for (const std::string& label : labels) stamp_kernels_.emplace_back(label, blocks);
+    return first;
+  }
+  PlanContext<T> plan_context() {
+    return PlanContext<T>{c_, prop_, B_, max_ctx_, chunk_, splits_, o_.pdl, st_, lw_, lm_, final_norm_,
+                          DecodeBuffers<T>{resid_d_, qkv_d_, attn_d_, act_d_, logits_, argmax_}, *this};
+  }
 
   void fail(const std::string& what) {
     if (err_.empty()) err_ = what;
-  }
-  void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(e));
   }
   void check_blas(cublasStatus_t s, const char* what) {
     if (s != CUBLAS_STATUS_SUCCESS) fail(std::string(what) + ": cuBLAS " + blas_str(s));
   }
   /// Top-k sampling over logits_ (no-op when greedy: the argmax is already chosen).
-  void sample(bool pdl) {
+  void sample_topk(bool pdl) {
     const SamplingOptions& so = o_.sampling;
     if (so.greedy()) return;
     const kern::SampleParams sp{logits_, c_.vocab, std::min(so.top_k, c_.vocab), 1.0f / so.temperature, so.seed, step_,
@@ -208,7 +184,7 @@ class CudaEngine final : public LlmEngine {
   void release();
   // The steps of prepare(), in order.
   Result<void> check_shape(const RunShape& s);
-  Result<void> choose_matvec();
+  Result<void> size_kernels();
   PrefillTokens plan_prefill(const RunShape& s);
   Result<void> alloc_run_buffers(const RunShape& s, const PrefillTokens& pf);
   Result<void> upload_prompts(const RunShape& s, PrefillTokens& pf);
@@ -224,29 +200,23 @@ class CudaEngine final : public LlmEngine {
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
   }
-  GemvFn gemv_fn(bool norm) const;
-  /// What the separate kernels describe of themselves (the GEMV or cuBLAS path, attention splits).
-  std::string describe_separate() const;
   // Diagnostic timeline: kern::kStampsPerBlock stamps per block for each kernel of a step.
-  static constexpr int kStampBlocks = 1024, kStampKernels = 1024;
   unsigned long long* stamps_ = nullptr;
-  bool stamping_ = false;
+  bool stamping_ = false;  ///< while the plan enqueues an advancing step
   std::string stamp_label_;
   std::vector<std::pair<std::string, int>> stamp_kernels_;  ///< label, blocks
-  unsigned long long* next_stamps(int blocks) {
-    if (!stamps_ || !stamping_ || blocks > kStampBlocks || static_cast<int>(stamp_kernels_.size()) >= kStampKernels) return nullptr;
-    stamp_kernels_.emplace_back(stamp_label_, blocks);
-    return stamps_ + (stamp_kernels_.size() - 1) * kern::kStampsPerBlock * kStampBlocks;
-  }
+  unsigned long long* next_stamps(int blocks) { return stamps({stamp_label_}, blocks); }
   /// The GEMV kernel of a product (norm: RMSNorm of the residual folded in), one block per SM
   /// under programmatic dependent launch.
   void gemv(GemvParams p, bool norm);
-  /// The fused GEMV of a component (l: layer, -1 for the LM head).
-  GemvParams gemv_params(Component comp, int l) const;
-  AttnParams attn_params(int l) const;
   void attention(int l);
-  /// One component by the separate kernels (l: layer, -1 for the LM head and embed).
-  void enqueue(Component c, int l, bool commit);
+  /// One component by the separate kernels (l: layer, -1 for the LM head and embed), its matrix
+  /// products as the plan decided; commit: the token advance records the token.
+  void enqueue_component(Component c, int l, bool commit, Products p);
+  /// A component's matrix products (QKV, output, gate/up, down, LM head) by the GEMV kernels
+  /// (RMSNorm, SwiGLU and residual adds folded in), or by cuBLAS with separate norm/SwiGLU kernels.
+  void gemv_products(Component c, int l);
+  void cublas_products(Component c, int l);
   /// The decode step by the plan (stamped for the timeline when it advances).
   void enqueue_step(bool advance);
   /// Picks the plan of the prepared shape: the one asked for, or the first of the table of
@@ -256,9 +226,6 @@ class CudaEngine final : public LlmEngine {
   std::unique_ptr<DecodePlan<T>> plan_;        ///< runs the decode step
   std::unique_ptr<DecodePlan<T>> layer_owned_;  ///< runs isolated layers where plan_ cannot (the dataflow plan)
   DecodePlan<T>* layer_plan_ = nullptr;
-  friend class SeparatePlan<T>;
-  friend class ClusterPlan<T>;
-  friend class DataflowPlan<T>;
   int run_graph(const std::string& key, int reps, int units_per_body, const std::function<void()>& body);
   T* kcache(int l) const { return kc_ + static_cast<int64_t>(l) * B_ * c_.kv_heads * max_ctx_ * c_.head_dim; }
   T* vcache(int l) const { return vc_ + static_cast<int64_t>(l) * B_ * c_.kv_heads * max_ctx_ * c_.head_dim; }
@@ -281,7 +248,6 @@ class CudaEngine final : public LlmEngine {
   bool prepared_ = false;
   RunShape shape_;
   int B_ = 0, max_ctx_ = 0, gen_ = 0, nb_ = 1, splits_ = 1, chunk_ = 64, steps_done_ = 0;
-  bool fused_ = true;  ///< the separate kernels' matrix products: own GEMV kernels (else cuBLAS)
   T *kc_ = nullptr, *vc_ = nullptr;
   int *pos_ = nullptr, *step_ = nullptr, *plen_ = nullptr, *hist_ = nullptr;
   unsigned long long* argmax_ = nullptr;

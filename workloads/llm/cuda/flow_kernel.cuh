@@ -1,4 +1,4 @@
-// Dataflow persistent decode step (batch 1, `--variant flow`, sm_90): the whole step — per layer
+// Dataflow persistent decode step (batch 1, `--variant dataflow`, sm_90): the whole step — per layer
 // the QKV projection, attention, output projection, gate/up and down projections, then the LM
 // head — as one kernel with one block per SM, in which weights stream without ever waiting for
 // activations.
@@ -101,7 +101,7 @@ struct FlowParams {
   int slots, slot_bytes;
   // Chunks asked of L2 beyond the ring while this block's consumers wait for a dependency (0:
   // none): then the ring is full and does not drain, so this SM would read nothing from HBM.
-  int l2_idle;
+  int l2_wait;
   // Products (bit 1 << FlowOp) whose rows are handed over by the async proxy (bulk hand-overs): each block
   // keeps its items' rows in shared memory (bulk_bytes) and, after its last item, thread 0 copies
   // them out with bulk stores, waits for their completion and adds its count without a fence; see
@@ -746,7 +746,7 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     reinterpret_cast<uint32_t*>(layer_s)[i] = reinterpret_cast<const uint32_t*>(P.layer)[i];
   }
 
-  __shared__ int dep_wait_s;  // l2_idle: 1 while thread 0 waits for a dependency (the producer reads it)
+  __shared__ int dep_wait_s;  // l2_wait: 1 while thread 0 waits for a dependency (the producer reads it)
   volatile int* dep_wait = &dep_wait_s;
   if (tid == 0) *dep_wait = 0;
   if (tid < P.slots) {
@@ -767,18 +767,18 @@ __global__ void __launch_bounds__(kFlowThreads, 1) flow_decode_kernel(const __gr
     int slot = 0, issued = 0;
     unsigned phase = 0;
     unsigned long long waited = 0;
-    FlowChunks<T, HD> idle = chunks;  // l2_idle: the chunks after the ring asked of L2, idle_n of them not yet reached
+    FlowChunks<T, HD> idle = chunks;  // l2_wait: the chunks after the ring asked of L2, idle_n of them not yet reached
     int idle_n = 0;
     while (chunks.next(P, total, nblk, src, bytes)) {
       if (issued++ == P.slots && P.attn_ring && P.kv_prefetch) flow_prefetch_kv<T, HD>(P, layer_s, total, nblk);
       if (idle_n > 0) --idle_n;  // this chunk was asked of L2
       const unsigned long long t0 = P.stamps ? globaltimer_ns() : 0;
-      if (P.l2_idle > 0) {
+      if (P.l2_wait > 0) {
         // While the consumers wait for a dependency, the slot is not freed before they are
         // through: ask L2 for the next chunks meanwhile, so that this SM's share of HBM
-        // bandwidth is not idle then (up to l2_idle chunks beyond the ring).
+        // bandwidth is not idle then (up to l2_wait chunks beyond the ring).
         while (!mbar_try_wait(empty + slot, phase ^ 1u)) {
-          if (idle_n < P.l2_idle && *dep_wait) {
+          if (idle_n < P.l2_wait && *dep_wait) {
             if (idle_n == 0) idle = chunks;
             const T* isrc;
             unsigned ibytes;

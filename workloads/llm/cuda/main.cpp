@@ -235,6 +235,34 @@ Result<CaseScore> score_case(const LlmConfig& c, const HostWeights& hw, DType dt
   return sc;
 }
 
+// The decode plans (and the separate plan's two kinds of matrix products) check must reach, each
+// known by how the engine's description begins (each plan's describe() begins so).
+constexpr std::pair<const char*, const char*> kCheckedPlans[] = {{"separate kernels: GEMV", "separate+gemv"},
+                                                                 {"separate kernels: cuBLAS", "separate+cublas"},
+                                                                 {"cluster plan", "cluster"},
+                                                                 {"dataflow plan", "dataflow"}};
+
+std::string plan_ran(const std::string& describe) {
+  for (const auto& [prefix, plan] : kCheckedPlans) {
+    if (describe.rfind(prefix, 0) == 0) return plan;
+  }
+  return "unknown";
+}
+
+// One line per decode plan: the cases that ran it and whether all passed. A plan no case ran
+// fails (the check must reach each: after a change to one plan's code the lead reads these lines).
+bool print_plan_summary(const std::map<std::string, std::pair<int, int>>& passed_of_cases) {
+  bool ok = true;
+  for (const auto& [prefix, plan] : kCheckedPlans) {
+    const auto it = passed_of_cases.find(plan);
+    const auto [passed, n] = it == passed_of_cases.end() ? std::pair<int, int>{0, 0} : it->second;
+    const bool plan_ok = n > 0 && passed == n;
+    ok = ok && plan_ok;
+    std::printf("plan %-16s %2d/%-2d cases %s\n", plan, passed, n, plan_ok ? "PASS" : n == 0 ? "FAIL (no case ran it)" : "FAIL");
+  }
+  return ok;
+}
+
 int run_check(const CheckOptions& o) {
   auto dt = dtype_from_string(o.dtype);
   if (!dt) return fail(dt.error());
@@ -245,6 +273,7 @@ int run_check(const CheckOptions& o) {
   const LlmConfig& c = *cfg;
   nlohmann::json rows = nlohmann::json::array();
   bool ok_all = true;
+  std::map<std::string, std::pair<int, int>> by_plan;  // plan -> cases passed, cases
   std::printf("%-22s %12s %12s %10s %s\n", "case", "rel_l2(fp32)", "rel_l2(emul)", "tokens", "result");
   for (const Case& k : check_cases()) {
     auto eo = case_engine_options(o, k, *dt);
@@ -265,12 +294,16 @@ int run_check(const CheckOptions& o) {
     const bool repeatable = run->repeatable;
     const bool ok = sc->worst <= o.tol && sc->worst_emul <= o.tol_emulated && sc->hard_mismatch == 0 && repeatable;
     ok_all = ok_all && ok;
+    auto& tally = by_plan[plan_ran(e.describe())];
+    tally.first += ok ? 1 : 0;
+    tally.second += 1;
     std::printf("%-22s %12.3e %12.3e %6d/%-3d %s%s\n", k.name.c_str(), sc->worst, sc->worst_emul, sc->agree, sc->total,
                 ok ? "PASS" : "FAIL", repeatable ? "" : " (rewind not repeatable)");
     rows.push_back({{"case", k.name}, {"rel_l2_fp32", sc->worst}, {"rel_l2_emulated", sc->worst_emul}, {"tokens_agree", sc->agree},
                     {"tokens", sc->total}, {"hard_mismatches", sc->hard_mismatch}, {"repeatable", repeatable}, {"pass", ok},
-                    {"engine", e.describe()}});
+                    {"engine", e.describe()}, {"plan", plan_ran(e.describe())}});
   }
+  ok_all = print_plan_summary(by_plan) && ok_all;
   std::printf("model %s dtype %s: %s (tolerances: %.1e vs fp32 reference, %.1e vs rounding-emulating reference)\n",
               c.name.c_str(), o.dtype.c_str(), ok_all ? "ALL PASS" : "FAILED", o.tol, o.tol_emulated);
   if (!o.json.empty()) {
@@ -307,7 +340,7 @@ void print_timeline(const std::vector<KernelSpan>& ks, int layers, const std::st
   std::map<std::string, std::array<double, 4>> mean;  // name -> sums of duration, wait gap, start lead, count
   double prev_end = 0;
   for (const KernelSpan& k : ks) {
-    if (k.name.rfind("wait-", 0) == 0) {  // --variant flow: time per block spent waiting
+    if (k.name.rfind("wait-", 0) == 0) {  // the dataflow plan: time per block spent waiting
       std::printf("  %-16s mean %.2f us per block, largest %.2f\n", k.name.c_str(), k.first_start_us, k.last_end_us);
       spans.push_back({{"wait", k.name}, {"mean_us_per_block", k.first_start_us}, {"max_us", k.last_end_us}});
       continue;

@@ -13,20 +13,20 @@ namespace {
 template <typename T>
 class ClusterPlan final : public SeparatePlan<T> {
  public:
-  explicit ClusterPlan(CudaEngine<T>& e, const ClusterOptions& o) : SeparatePlan<T>(e), o_(o) {}
+  ClusterPlan(const PlanContext<T>& ctx, const ClusterOptions& o) : SeparatePlan<T>(ctx, SeparateOptions{}), o_(o) {}
   PlanKind kind() const override { return PlanKind::cluster; }
   Result<bool> prepare(bool by_default) override;
   std::string describe() const override {
     return "cluster plan: QKV projection and attention in one kernel (" + std::to_string(cluster_) +
            "-CTA clusters per KV head, " + std::to_string(resident_) + " resident at once, " + std::to_string(kThreads) +
            " threads, " + std::to_string(stages_) + " ring stages per warp), the rest as separate kernels: " +
-           this->e_.describe_separate();
+           this->describe_kernels();
   }
   void enqueue_layer(int l) override {
-    CudaEngine<T>& e = this->e_;
-    e.stamp_label_ = std::string(component_name(Component::attn_qkv)) + " " + std::to_string(l);
     launch(l);  // attn_qkv and attn_core
-    for (Component comp : {Component::attn_out, Component::mlp_gate_up, Component::mlp_down}) e.enqueue(comp, l, true);
+    for (Component comp : {Component::attn_out, Component::mlp_gate_up, Component::mlp_down}) {
+      this->ctx_.engine.enqueue(comp, l, this->products_);
+    }
   }
 
  private:
@@ -35,7 +35,7 @@ class ClusterPlan final : public SeparatePlan<T> {
   static constexpr int kThreads = 512, kStages = 2;
   using Fn = void (*)(kern::QkvAttnParams);
   Fn fn() const {
-    switch (this->e_.c_.head_dim) {
+    switch (this->ctx_.model.head_dim) {
       case 32: return kern::qkv_attn_kernel<T, 32, kThreads>;
       case 64: return kern::qkv_attn_kernel<T, 64, kThreads>;
       default: return kern::qkv_attn_kernel<T, 128, kThreads>;
@@ -49,13 +49,14 @@ class ClusterPlan final : public SeparatePlan<T> {
 
 template <typename T>
 Result<bool> ClusterPlan<T>::prepare(bool by_default) {
-  CudaEngine<T>& e = this->e_;
-  const LlmConfig& c = e.c_;
-  const cudaDeviceProp& prop = e.prop_;
-  if (!e.fused_ || e.B_ != 1) {
+  const PlanContext<T>& ctx = this->ctx_;
+  const LlmConfig& c = ctx.model;
+  const cudaDeviceProp& prop = ctx.device;
+  // Its other products are the GEMV kernels: batch 1.
+  if (ctx.batch != 1 || !gemv_fits<T>(c, ctx.batch)) {
     if (by_default) return false;
     return make_error(Errc::invalid_argument, "the cluster plan runs batch 1 (GEMV kernels); this run has batch " +
-                                                  std::to_string(e.B_));
+                                                  std::to_string(ctx.batch));
   }
   if (prop.major < 9) {
     if (by_default) return false;
@@ -104,7 +105,7 @@ Result<bool> ClusterPlan<T>::prepare(bool by_default) {
       // By default only while each CTA's share of the context is one shared-memory tile: its
       // tiles are loaded one after another, and beyond that the split kernel was faster (1B at
       // 4k context 1.544 vs 1.502 ms/step, 8B at 1k 6.09 vs 6.01).
-      if (by_default && ceil_div(e.max_ctx_, cs) > kern::kQaTile) return false;
+      if (by_default && ceil_div(ctx.max_ctx, cs) > kern::kQaTile) return false;
       cluster_ = cs;
       stages_ = kStages;
       smem_ = smem;
@@ -112,7 +113,9 @@ Result<bool> ClusterPlan<T>::prepare(bool by_default) {
       // The cluster kernel and the GEMV kernels it alternates with under PDL get one L1/shared
       // split (all shared): with the driver's choice per kernel the SMs switched between them and
       // lost the overlap (H100, 2026-11-26: 3B 363.5 -> 377.4 tok/s, 8B 176.0 -> 178.4).
-      if (auto r = set_carveout(cudaSharedmemCarveoutMaxShared, fn(), e.gemv_fn(false), e.gemv_fn(true)); !r) return r.error();
+      this->products_ = Products::gemv;
+      if (auto r = ctx.engine.prepare_gemv(cudaSharedmemCarveoutMaxShared); !r) return r.error();
+      if (auto r = set_carveout(cudaSharedmemCarveoutMaxShared, fn()); !r) return r.error();
       return true;
     }
   }
@@ -123,21 +126,21 @@ Result<bool> ClusterPlan<T>::prepare(bool by_default) {
 
 template <typename T>
 void ClusterPlan<T>::launch(int l) {
-  CudaEngine<T>& e = this->e_;
+  const PlanContext<T>& ctx = this->ctx_;
   kern::QkvAttnParams qp{};
-  qp.g = e.gemv_params(Component::attn_qkv, l);
-  qp.a = e.attn_params(l);
+  qp.g = ctx.engine.gemv_params(Component::attn_qkv, l);
+  qp.a = ctx.engine.attn_params(l);
   qp.cluster = cluster_;
   qp.piece = piece_;
   qp.stages = stages_;
   qp.pre = stages_;  // every stage requested before the wait (fewer left HBM idle longer)
-  const int grid = e.c_.kv_heads * cluster_;
-  qp.a.stamps = e.next_stamps(grid);
+  const int grid = ctx.model.kv_heads * cluster_;
+  qp.a.stamps = ctx.engine.stamps({std::string(component_name(Component::attn_qkv)) + " " + std::to_string(l)}, grid);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(static_cast<unsigned>(kThreads));
   cfg.dynamicSmemBytes = smem_;
-  cfg.stream = e.st_;
+  cfg.stream = ctx.stream;
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = static_cast<unsigned>(cluster_);
@@ -145,8 +148,8 @@ void ClusterPlan<T>::launch(int l) {
   attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = e.o_.pdl ? 2 : 1;
-  e.check(cudaLaunchKernelEx(&cfg, fn(), qp), "cudaLaunchKernelEx(qkv_attn_kernel)");
+  cfg.numAttrs = ctx.pdl ? 2 : 1;
+  ctx.engine.check(cudaLaunchKernelEx(&cfg, fn(), qp), "cudaLaunchKernelEx(qkv_attn_kernel)");
 }
 
 }  // namespace

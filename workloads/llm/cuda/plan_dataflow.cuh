@@ -6,7 +6,7 @@
 #pragma once
 
 #include "flow_kernel.cuh"
-#include "plan_separate.cuh"
+#include "plan_context.cuh"
 
 namespace jouleprof::llm {
 namespace {
@@ -14,19 +14,24 @@ namespace {
 template <typename T>
 class DataflowPlan final : public DecodePlan<T> {
  public:
-  DataflowPlan(CudaEngine<T>& e, const DataflowOptions& o) : e_(e), o_(o) {}
+  DataflowPlan(const PlanContext<T>& ctx, const DataflowOptions& o) : ctx_(ctx), o_(o) {}
   PlanKind kind() const override { return PlanKind::dataflow; }
   Result<bool> prepare(bool by_default) override {
     auto r = prepare_kernel();
     if (!r && by_default) return false;  // a model the kernel does not take: the next plan of the table
     if (!r) return r.error();
+    // Components are replayed by the GEMV kernels, as its step runs them (the isolated layers'
+    // plan, prepared after this one, sets their L1/shared split).
+    if (auto g = ctx_.engine.prepare_gemv(cudaSharedmemCarveoutDefault); !g) return g.error();
     return true;
   }
+  /// Batch 1 on the GEMV kernels' products (check_engine).
+  Products products() const override { return Products::gemv; }
   std::string describe() const override {
     std::string s = "dataflow plan: the step as one persistent kernel (one block per SM, weights streamed through a ring of " +
                     std::to_string(p_.slots) + " x " + std::to_string(p_.slot_bytes / 1024) +
                     " KiB bulk-copy slots, per-product dependency counters";
-    if (p_.l2_idle > 0) s += ", L2 asked up to " + std::to_string(p_.l2_idle) + " chunks ahead in dependency waits";
+    if (p_.l2_wait > 0) s += ", L2 asked up to " + std::to_string(p_.l2_wait) + " chunks ahead in dependency waits";
     s += ", cached K/V through the ring, " + std::to_string(p_.attn_splits) + " split(s) of " + std::to_string(p_.attn_span) +
          " positions per KV head";
     if (p_.bulk_ops) {
@@ -44,7 +49,7 @@ class DataflowPlan final : public DecodePlan<T> {
   void enqueue_step(bool advance) override;
   /// Not separable into layers: the engine replays isolated layers with another plan.
   void enqueue_layer(int l) override {
-    for (Component comp : kLayerComponents) e_.enqueue(comp, l, true);
+    for (Component comp : kLayerComponents) ctx_.engine.enqueue(comp, l, products());
   }
 
  private:
@@ -57,15 +62,16 @@ class DataflowPlan final : public DecodePlan<T> {
   Result<void> plan_bulk_handover();
   Result<void> fit_shared_memory();
   void launch();
+  std::vector<std::string> timeline_labels() const;
   using Fn = void (*)(kern::FlowParams);
   Fn kernel() const {
-    switch (e_.c_.head_dim) {
+    switch (ctx_.model.head_dim) {
       case 32: return kern::flow_decode_kernel<T, 32>;
       case 64: return kern::flow_decode_kernel<T, 64>;
       default: return kern::flow_decode_kernel<T, 128>;
     }
   }
-  CudaEngine<T>& e_;
+  PlanContext<T> ctx_;
   DataflowOptions o_;
   kern::FlowParams p_{};
   size_t smem_ = 0;
@@ -88,11 +94,10 @@ Result<void> DataflowPlan<T>::prepare_kernel() {
 // Batch 1 on GEMV kernels, bulk copies (sm_90), and a model within the kernel's bounds.
 template <typename T>
 Result<void> DataflowPlan<T>::check_engine() const {
-  const CudaEngine<T>& e = e_;
-  const LlmConfig& c_ = e.c_;
-  const cudaDeviceProp& prop_ = e.prop_;
-  const int B_ = e.B_;
-  if (!e.fused_ || B_ != 1) {
+  const LlmConfig& c_ = ctx_.model;
+  const cudaDeviceProp& prop_ = ctx_.device;
+  const int B_ = ctx_.batch;
+  if (B_ != 1 || !gemv_fits<T>(c_, B_)) {
     return make_error(Errc::invalid_argument, "the dataflow plan runs batch 1 (GEMV kernels); this run has batch " +
                                                   std::to_string(B_));
   }
@@ -113,7 +118,7 @@ Result<void> DataflowPlan<T>::check_engine() const {
 // Each matrix product's rows per ring chunk (whole rows per warp, or a row split over warps).
 template <typename T>
 Result<void> DataflowPlan<T>::plan_products(int slot_elems) {
-  const LlmConfig& c_ = e_.c_;
+  const LlmConfig& c_ = ctx_.model;
   std::string err;
   auto shape = [&](int rows, int k) {
     kern::FlowShape s{rows, k, 1, 1, 0, 1};
@@ -147,39 +152,40 @@ Result<void> DataflowPlan<T>::plan_products(int slot_elems) {
 // The layers' weights and attention parameters, the dependency counters, and the step's buffers.
 template <typename T>
 Result<void> DataflowPlan<T>::upload_layers() {
-  CudaEngine<T>& e = e_;
-  const LlmConfig& c_ = e.c_;
+  const PlanContext<T>& e = ctx_;
+  const LlmConfig& c_ = e.model;
   kern::FlowParams& P = p_;
   std::vector<kern::FlowLayer> layers;
-  for (const auto& L : e.lw_) {
+  for (const auto& L : e.layers) {
     const size_t i = layers.size();
-    AttnParams a = e.attn_params(static_cast<int>(i));
+    kern::AttnParams a = e.engine.attn_params(static_cast<int>(i));
     a.early_kv = 1;  // the consumers have waited for the previous kernel before any item
     a.stamps = nullptr;
     layers.push_back({L.wqkv, L.wo, L.wgu, L.wd, L.attn_norm, L.mlp_norm, a});
   }
-  void *lp = nullptr, *cp = nullptr;
   const size_t counters = static_cast<size_t>(kern::flow_counter_words(c_.layers));
-  if (auto r = e.alloc(&lp, layers.size() * sizeof(kern::FlowLayer), true); !r) return r.error();
-  if (auto r = e.alloc(&cp, counters * sizeof(unsigned), true); !r) return r.error();
-  JP_CK(cudaMemcpy(lp, layers.data(), layers.size() * sizeof(kern::FlowLayer), cudaMemcpyHostToDevice));
-  JP_CK(cudaMemset(cp, 0, counters * sizeof(unsigned)));
-  P.layer = static_cast<const kern::FlowLayer*>(lp);
+  auto lp = e.engine.alloc_run(layers.size() * sizeof(kern::FlowLayer));
+  if (!lp) return lp.error();
+  auto cp = e.engine.alloc_run(counters * sizeof(unsigned));
+  if (!cp) return cp.error();
+  JP_CK(cudaMemcpy(*lp, layers.data(), layers.size() * sizeof(kern::FlowLayer), cudaMemcpyHostToDevice));
+  JP_CK(cudaMemset(*cp, 0, counters * sizeof(unsigned)));
+  P.layer = static_cast<const kern::FlowLayer*>(*lp);
   P.first = 0;  // the whole step
   P.last = kern::flow_lm_product(c_.layers);
   P.layers = c_.layers;
-  P.lm_w = e.lm_;
-  P.final_norm = e.final_norm_;
+  P.lm_w = e.lm_head;
+  P.final_norm = e.final_norm;
   P.eps = static_cast<float>(c_.rms_eps);
-  P.attn_out = e.attn_d_;
-  P.resid = e.resid_d_;
-  P.qkv_y = e.qkv_d_;
-  P.act = e.act_d_;
-  P.logits = e.logits_;
-  P.argmax = e.argmax_;
-  P.counters = static_cast<unsigned*>(cp);
+  P.attn_out = e.buf.attn;
+  P.resid = e.buf.resid;
+  P.qkv_y = e.buf.qkv;
+  P.act = e.buf.act;
+  P.logits = e.buf.logits;
+  P.argmax = e.buf.argmax;
+  P.counters = static_cast<unsigned*>(*cp);
   P.slot_bytes = o_.chunk_kb * 1024;
-  P.l2_idle = o_.l2_wait;
+  P.l2_wait = o_.l2_wait;
   P.poll_ns = 0;
   return {};
 }
@@ -187,9 +193,9 @@ Result<void> DataflowPlan<T>::upload_layers() {
 // Ring attention: the cached K/V rows streamed through the ring like weights.
 template <typename T>
 Result<void> DataflowPlan<T>::plan_ring_attention(int slot_elems) {
-  const LlmConfig& c_ = e_.c_;
-  const cudaDeviceProp& prop_ = e_.prop_;
-  const int max_ctx_ = e_.max_ctx_, chunk_ = e_.chunk_, splits_ = e_.splits_;
+  const LlmConfig& c_ = ctx_.model;
+  const cudaDeviceProp& prop_ = ctx_.device;
+  const int max_ctx_ = ctx_.max_ctx, chunk_ = ctx_.attn_chunk, splits_ = ctx_.attn_splits;
   kern::FlowParams& P = p_;
   P.attn_items = splits_ * c_.kv_heads;
   const int tpos = slot_elems / c_.head_dim;
@@ -220,9 +226,8 @@ Result<void> DataflowPlan<T>::plan_ring_attention(int slot_elems) {
 // consecutive rows as make them so; products that still do not fit keep the release add.
 template <typename T>
 Result<void> DataflowPlan<T>::plan_bulk_handover() {
-  CudaEngine<T>& e = e_;
-  const LlmConfig& c_ = e.c_;
-  const cudaDeviceProp& prop_ = e.prop_;
+  const LlmConfig& c_ = ctx_.model;
+  const cudaDeviceProp& prop_ = ctx_.device;
   kern::FlowParams& P = p_;
   const int nblk = prop_.multiProcessorCount;
   auto eligible = [&](kern::FlowShape& s, int esz, int op) {
@@ -245,18 +250,18 @@ Result<void> DataflowPlan<T>::plan_bulk_handover() {
     P.attn_last_combines = 0;
     P.attn_stage = kern::flow_attn_record(g, c_.head_dim) * 4 + (g * c_.head_dim * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
     P.bulk_bytes = std::max(P.bulk_bytes, ceil_div(P.attn_items, nblk) * P.attn_stage);
-    void* ap = nullptr;
     const size_t n = static_cast<size_t>(P.attn_items) * kern::flow_attn_record(g, c_.head_dim);
-    if (auto r = e.alloc(&ap, n * sizeof(float), true); !r) return r.error();
-    P.attn_part = static_cast<float*>(ap);
+    auto ap = ctx_.engine.alloc_run(n * sizeof(float));
+    if (!ap) return ap.error();
+    P.attn_part = static_cast<float*>(*ap);
   }
   return {};
 }
 
 template <typename T>
 Result<void> DataflowPlan<T>::fit_shared_memory() {
-  const LlmConfig& c_ = e_.c_;
-  const cudaDeviceProp& prop_ = e_.prop_;
+  const LlmConfig& c_ = ctx_.model;
+  const cudaDeviceProp& prop_ = ctx_.device;
   const int H = c_.hidden, I = c_.intermediate, Q = c_.q_dim();
   const int slot_bytes = o_.chunk_kb * 1024;
   kern::FlowParams& P = p_;
@@ -282,44 +287,43 @@ Result<void> DataflowPlan<T>::fit_shared_memory() {
 
 template <typename T>
 void DataflowPlan<T>::launch() {
-  CudaEngine<T>& e = e_;
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(e.prop_.multiProcessorCount);  // one block per SM
+  cfg.gridDim = dim3(ctx_.device.multiProcessorCount);  // one block per SM
   cfg.blockDim = dim3(kern::kFlowThreads);
   cfg.dynamicSmemBytes = smem_;
-  cfg.stream = e.st_;
+  cfg.stream = ctx_.stream;
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeCooperative;  // blocks wait for each other: all resident, or the launch fails
   attr[0].val.cooperative = 1;
   attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = e.o_.pdl ? 2 : 1;
-  e.check(cudaLaunchKernelEx(&cfg, kernel(), p_), "cudaLaunchKernelEx(flow_decode_kernel)");
+  cfg.numAttrs = ctx_.pdl ? 2 : 1;
+  ctx_.engine.check(cudaLaunchKernelEx(&cfg, kernel(), p_), "cudaLaunchKernelEx(flow_decode_kernel)");
+}
+
+// The step's timeline entries: one per product, then the waits (nanoseconds per block).
+template <typename T>
+std::vector<std::string> DataflowPlan<T>::timeline_labels() const {
+  std::vector<std::string> labels;
+  for (int l = 0; l < ctx_.model.layers; ++l) {
+    for (Component comp : kLayerComponents) labels.push_back(std::string(component_name(comp)) + " " + std::to_string(l));
+  }
+  labels.emplace_back(component_name(Component::lm_head));
+  for (const char* w : {"wait-full-slot", "wait-dependency", "wait-empty-slot", "wait-ring-rows", "wait-ring-chunks",
+                        "wait-ring-output", "wait-ring-slot"}) {
+    labels.emplace_back(w);
+  }
+  return labels;
 }
 
 template <typename T>
 void DataflowPlan<T>::enqueue_step(bool advance) {
-  CudaEngine<T>& e = e_;
-  const int sms = e.prop_.multiProcessorCount;
-  p_.stamps = nullptr;
-  if (advance && e.stamps_ && sms <= CudaEngine<T>::kStampBlocks) {  // the timeline: one entry per product
-    p_.stamps = e.stamps_;
-    p_.stamp_blocks = CudaEngine<T>::kStampBlocks;
-    for (int l = 0; l < e.c_.layers; ++l) {
-      for (Component comp : kLayerComponents) {
-        e.stamp_kernels_.emplace_back(std::string(component_name(comp)) + " " + std::to_string(l), sms);
-      }
-    }
-    e.stamp_kernels_.emplace_back(component_name(Component::lm_head), sms);
-    for (const char* w : {"wait-full-slot", "wait-dependency", "wait-empty-slot", "wait-ring-rows", "wait-ring-chunks",
-                          "wait-ring-output", "wait-ring-slot"}) {
-      e.stamp_kernels_.emplace_back(w, sms);
-    }
-  }
+  p_.stamps = advance ? ctx_.engine.stamps(timeline_labels(), ctx_.device.multiProcessorCount) : nullptr;
+  p_.stamp_blocks = kStampBlocks;
   launch();
-  e.sample(true);
-  if (advance) e.enqueue(Component::embed, -1, true);
+  ctx_.engine.sample();
+  if (advance) ctx_.engine.enqueue(Component::embed, -1, products());
 }
 
 }  // namespace
