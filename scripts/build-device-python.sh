@@ -18,6 +18,6 @@ rm -rf .pydev && mkdir -p .pydev/bin .pydev/lib .pydev/py
 cp -r build/pydev/python/jouleprof .pydev/py/
 cp build/pydev/bench/jouleprof_window_bench .pydev/bin/
 for f in .pydev/py/jouleprof/_jouleprof*.so .pydev/bin/jouleprof_window_bench; do
-  for lib in $(ldd "$f" | awk '/sqlite|benchmark|re2/ {print $3}'); do cp -L "$lib" .pydev/lib/; done
+  for lib in $(ldd "$f" | awk '/sqlite|benchmark|re2|simdjson|fmt|onnx|protobuf/ {print $3}'); do cp -L "$lib" .pydev/lib/; done
 done
 ls -la .pydev/*/ .pydev/py/jouleprof

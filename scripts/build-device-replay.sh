@@ -9,7 +9,7 @@ cmake --build build/device -j"$(nproc)" --target jouleprof_cli jouleprof_replay_
 mkdir -p .devbuild/replay/bin .devbuild/replay/lib
 cp build/device/bin/jouleprof build/device/bin/jouleprof-replay build/device/bench/jouleprof_kineto_bench .devbuild/replay/bin/
 for b in .devbuild/replay/bin/*; do
-  for lib in $(ldd "$b" | awk '/simdjson|sqlite|onnx|protobuf|absl|fmt/ {print $3}'); do
+  for lib in $(ldd "$b" | awk '/simdjson|sqlite|onnx|protobuf|absl|fmt|re2/ {print $3}'); do
     case $lib in "$PWD"/.devbuild/*) ;; *) cp -L "$lib" .devbuild/replay/lib/ ;; esac
   done
 done
