@@ -464,8 +464,9 @@ nlohmann::json row_json(const KernelRow& r) {
   j["op"] = r.op;
   if (!r.input_dims.empty()) {
     j["input_dims"] = nlohmann::json::parse(r.input_dims, nullptr, false);
-    j["input_types"] = nlohmann::json::parse(r.input_types, nullptr, false);
-    j["input_strides"] = nlohmann::json::parse(r.input_strides, nullptr, false);
+    // A field the trace lacks (older profilers: no strides) is left out, never a discarded value.
+    if (!r.input_types.empty()) j["input_types"] = nlohmann::json::parse(r.input_types, nullptr, false);
+    if (!r.input_strides.empty()) j["input_strides"] = nlohmann::json::parse(r.input_strides, nullptr, false);
     if (!r.input_concrete.empty()) j["concrete_inputs"] = nlohmann::json::parse(r.input_concrete, nullptr, false);
   }
   if (r.gemm) {

@@ -343,7 +343,7 @@ Result<void> read_items(const KernelTable& t, const json& m, ReplayPrediction& p
     r.status = "replayed";
     r.reason.clear();
     const KernelRow& k = t.rows[row];
-    r.proxy = !((replays_op_call(k) && it.value("tier", std::string()) == k.tier) || k.tier == "copy");
+    r.proxy = !((replays_op_call(k) && it.value("tier", k.tier) == k.tier) || k.tier == "copy");  // engine's tier: a conv's stand-in
     r.time_matched = it.value("tier", std::string()).rfind("proxy_", 0) == 0;  // tuned to the traced time
     r.time_ns = number_or_nan(it, "time_ns");
     r.time_half_width_ns = number_or_nan(it, "time_ns_half_width");

@@ -194,7 +194,8 @@ std::optional<ConvShape> conv_shape(const KernelRow& r, std::string& why) {
       why = "the op's sizes, stride, padding or dilation hold a non-positive value";
       return std::nullopt;
     }
-    const int64_t out = (in + 2 * c.padding[s] - c.dilation[s] * (ks - 1) - 1) / c.stride[s] + 1;
+    const int64_t span = in + 2 * c.padding[s] - c.dilation[s] * (ks - 1) - 1;  // < 0: the kernel does not fit once
+    const int64_t out = span < 0 ? 0 : span / c.stride[s] + 1;
     if (out <= 0) {
       why = fmt::format("spatial dimension {} gives no output ({} wide, kernel {}, padding {})", i, in, ks, c.padding[s]);
       return std::nullopt;
