@@ -8,7 +8,8 @@
 #   2. `jouleprof kernels` of the trace; 3. `jouleprof replay --measured` of it;
 #   4. one line: predicted vs measured energy and time, rows and GPU time per tier, conv items.
 # About 150 s of GPU time. Everything under $OUT (log.txt, resnet50_*.json; the trace stays in /tmp).
-#   scripts/device-replay-tiers.sh            RESNET_FLAGS="--dtype bf16 --channels-last" for other variants
+#   scripts/device-replay-tiers.sh     RESNET_FLAGS="--dtype bf16 --channels-last": another variant;
+#                                      BASELINE=1: also the replay without the conv tier (as before it), ~100 s more
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbuild/replay/bin}
@@ -61,8 +62,20 @@ timeout 360 "$JP" replay "$TRACE" --measured "$OUT/resnet50_measured.json" $REPL
   --keep-measurements "$OUT/resnet50_engine.json" --json "$OUT/resnet50_replay.json" 2>"$OUT/resnet50_replay.err" | tee -a "$LOG" \
   || { tail -20 "$OUT/resnet50_replay.err" | tee -a "$LOG"; fail "jouleprof replay"; }
 grep -i "conv\|cudnn" "$OUT/resnet50_replay.err" | head -20 | tee -a "$LOG" || true
+if [ "${BASELINE:-0}" = 1 ]; then  # the same trace with the conv rule removed: convs as before (tier other), ~100 s more
+  say "resnet50: baseline replay without the conv tier"
+  grep -v '^conv' data/replay-tiers.tsv >"$OUT/tiers-without-conv.tsv"
+  timeout 360 "$JP" replay "$TRACE" --measured "$OUT/resnet50_measured.json" $REPLAY_FLAGS --top 0 --tiers "$OUT/tiers-without-conv.tsv" \
+    --keep-measurements "$OUT/resnet50_baseline_engine.json" --json "$OUT/resnet50_baseline_replay.json" 2>"$OUT/resnet50_baseline.err" \
+    | tee -a "$LOG" || { tail -20 "$OUT/resnet50_baseline.err" | tee -a "$LOG"; fail "jouleprof replay (baseline)"; }
+  "$JP" kernels "$TRACE" --top 0 --tiers "$OUT/tiers-without-conv.tsv" --json "$OUT/resnet50_baseline_kernels.json" >/dev/null
+fi
 rm -f "$OUT/runs.db"
 say "result"
 python3 scripts/validation/replay/tiers_line.py resnet50 "$OUT/resnet50_kernels.json" "$OUT/resnet50_replay.json" \
   "$OUT/resnet50_engine.json" | tee -a "$LOG" "$OUT/line.txt"
+if [ -f "$OUT/resnet50_baseline_replay.json" ]; then
+  python3 scripts/validation/replay/tiers_line.py "resnet50 (baseline: no conv tier)" "$OUT/resnet50_baseline_kernels.json" \
+    "$OUT/resnet50_baseline_replay.json" "$OUT/resnet50_baseline_engine.json" | tee -a "$LOG" "$OUT/line.txt"
+fi
 echo "device seconds in this script: $(( $(date +%s) - T0 ))" | tee -a "$LOG"
