@@ -151,9 +151,14 @@ TEST(TierShapes, UnreadableConvsGoBackToTheOtherTierWithANoteNamingTheRow) {
   Call no_output = layer2_conv(5);
   no_output.dims = "[[32, 128, 2, 2], [128, 128, 5, 5], [], [], [], [], [], [], []]";
   no_output.kernels = {{"conv_no_output", 10}};
-  const KernelTable t = table_of({no_concrete, transposed, int8, bad_groups, no_output});
+  Call not_array = layer2_conv(6);  // "Concrete Inputs" of another type: read as absent, the shapes kept
+  not_array.concrete = R"("[1, 1]")";
+  not_array.kernels = {{"conv_concrete_not_array", 10}};
+  const KernelTable t = table_of({no_concrete, transposed, int8, bad_groups, no_output, not_array});
+  EXPECT_FALSE(row(t, "conv_concrete_not_array")->input_dims.empty());
   const std::vector<std::pair<std::string, std::string>> want = {
       {"conv_without_concrete", "the op's stride is not in its concrete inputs"},
+      {"conv_concrete_not_array", "the op's stride is not in its concrete inputs"},
       {"conv_transposed", "a transposed convolution is not replayed through cuDNN"},
       {"conv_int8", "dtype signed char is not replayed through cuDNN"},
       {"conv_bad_groups", "input channels 128, weight 128x128 and groups 3 do not make a convolution"},
