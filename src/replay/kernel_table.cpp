@@ -13,6 +13,7 @@
 #include "jouleprof/trace/format.hpp"
 #include "jouleprof/trace/trace.hpp"
 #include "intervals.hpp"
+#include "tier_shapes.hpp"
 
 #ifndef JOULEPROF_SOURCE_DATA_DIR
 #define JOULEPROF_SOURCE_DATA_DIR ""
@@ -22,64 +23,7 @@ namespace jouleprof {
 namespace {
 
 namespace fs = std::filesystem;
-using Dims = std::vector<std::vector<int64_t>>;
-
-Dims parse_dims(const std::string& text) {
-  Dims out;
-  if (text.empty()) return out;
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_array()) return out;
-  for (const auto& d : j) {
-    std::vector<int64_t> v;
-    if (d.is_array()) {
-      for (const auto& x : d) {
-        if (x.is_number_integer()) v.push_back(x.get<int64_t>());
-      }
-    }
-    out.push_back(std::move(v));
-  }
-  return out;
-}
-
-std::vector<std::string> parse_types(const std::string& text) {
-  std::vector<std::string> out;
-  if (text.empty()) return out;
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_array()) return out;
-  for (const auto& t : j) out.push_back(t.is_string() ? t.get<std::string>() : "");
-  return out;
-}
-
-// PyTorch's C++ type names → short dtype names; element sizes.
-std::string dtype_of(const std::string& t) {
-  if (t == "c10::BFloat16") return "bf16";
-  if (t == "c10::Half") return "fp16";
-  if (t == "float") return "fp32";
-  if (t == "double") return "fp64";
-  if (t == "c10::Float8_e4m3fn" || t == "c10::Float8_e4m3fnuz") return "fp8e4m3";
-  if (t == "c10::Float8_e5m2" || t == "c10::Float8_e5m2fnuz") return "fp8e5m2";
-  if (t == "signed char" || t == "int8") return "int8";
-  if (t == "unsigned char" || t == "bool") return "u8";
-  if (t == "int") return "int32";
-  if (t == "long int" || t == "long") return "int64";
-  if (t == "short int") return "int16";
-  return "";
-}
-
-int elem_size(const std::string& t) {
-  const std::string d = dtype_of(t);
-  if (d == "bf16" || d == "fp16" || d == "int16") return 2;
-  if (d == "fp32" || d == "int32") return 4;
-  if (d == "fp64" || d == "int64") return 8;
-  if (d == "fp8e4m3" || d == "fp8e5m2" || d == "int8" || d == "u8") return 1;
-  return 0;
-}
-
-uint64_t numel(const std::vector<int64_t>& d) {
-  uint64_t n = 1;
-  for (int64_t x : d) n *= static_cast<uint64_t>(std::max<int64_t>(x, 0));
-  return n;
-}
+using namespace replay_detail;
 
 // A row-major matrix operand's (transposed?, leading dimension) from its last two strides.
 std::pair<bool, int64_t> layout(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
@@ -273,6 +217,25 @@ void proxy_bytes(KernelRow& r) {
   }
 }
 
+// A convolution: its cuDNN shape, and the bytes the engine moves if cuDNN cannot run it. A row
+// whose shape cannot be read goes back to the `other` tier (a memory-bound kernel of its op's bytes).
+void conv_row(KernelRow& r) {
+  std::string why;
+  r.conv = conv_shape(r, why);
+  if (r.conv) {
+    r.bytes_read = r.conv->bytes_read();
+    r.bytes_written = r.conv->bytes_written();
+    r.elements = numel(r.conv->output);
+    return;
+  }
+  r.tier = "other";
+  proxy_bytes(r);
+  const std::string what = r.name.size() > 60 ? r.name.substr(0, 57) + "..." : r.name;
+  r.note = fmt::format("conv {} ({}) not replayed through cuDNN: {}; {}", what, r.op.empty() ? "no op" : r.op, why,
+                       r.bytes_read > 0 ? "a memory-bound kernel moving the op's bytes stands in (tier other)"
+                                        : "bytes unknown; time-matched memory proxy");
+}
+
 }  // namespace
 
 std::string default_replay_tiers_path() {
@@ -295,6 +258,10 @@ void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o) {
     } else if (r.tier == "attention") {
       r.attention = attention_shape(r, why);
       if (!r.attention) r.note = "attention without shapes: " + why + "; replayed as a time-matched compute proxy";
+      // Not the fused kernel the program ran: the note says what stands in for it.
+      if (r.attention) r.note = "fused attention (" + (r.op.empty() ? std::string("by kernel name") : r.op) + ") replayed unfused: two batched cuBLASLt GEMMs and a memory pass over the scores";
+    } else if (r.tier == "conv") {
+      conv_row(r);
     } else if (r.tier == "other") {
       proxy_bytes(r);
       if (r.bytes_read == 0) r.note = r.op.empty() ? "no launching op in the trace: bytes unknown; time-matched memory proxy"
@@ -308,7 +275,8 @@ void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o) {
   }
   // Longest first; ties in a fixed order (parallel import collects rows in any order).
   auto key = [](const KernelRow& r) {
-    return std::tie(r.name, r.kind, r.op, r.input_dims, r.input_types, r.input_strides, r.grid, r.block, r.bytes, r.rank, r.device);
+    return std::tie(r.name, r.kind, r.op, r.input_dims, r.input_types, r.input_strides, r.input_concrete, r.grid, r.block, r.bytes, r.rank,
+                    r.device);
   };
   std::vector<uint32_t> order(t.rows.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
@@ -496,8 +464,10 @@ nlohmann::json row_json(const KernelRow& r) {
   j["op"] = r.op;
   if (!r.input_dims.empty()) {
     j["input_dims"] = nlohmann::json::parse(r.input_dims, nullptr, false);
-    j["input_types"] = nlohmann::json::parse(r.input_types, nullptr, false);
-    j["input_strides"] = nlohmann::json::parse(r.input_strides, nullptr, false);
+    // A field the trace lacks (older profilers: no strides) is left out, never a discarded value.
+    if (!r.input_types.empty()) j["input_types"] = nlohmann::json::parse(r.input_types, nullptr, false);
+    if (!r.input_strides.empty()) j["input_strides"] = nlohmann::json::parse(r.input_strides, nullptr, false);
+    if (!r.input_concrete.empty()) j["concrete_inputs"] = nlohmann::json::parse(r.input_concrete, nullptr, false);
   }
   if (r.gemm) {
     const GemmShape& g = *r.gemm;
@@ -511,7 +481,13 @@ nlohmann::json row_json(const KernelRow& r) {
     j["attention"] = {{"batch", a.batch}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}, {"seq_q", a.seq_q},
                       {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal}};
   }
-  if (r.tier == "other") {
+  if (r.conv) {
+    const ConvShape& c = *r.conv;
+    j["conv"] = {{"input", c.input}, {"weight", c.weight}, {"output", c.output}, {"stride", c.stride}, {"padding", c.padding},
+                 {"dilation", c.dilation}, {"groups", c.groups}, {"channels_last", c.channels_last}, {"allow_tf32", c.allow_tf32},
+                 {"dtype", c.dtype}, {"flops", c.flops()}};
+  }
+  if (r.tier == "other" || r.tier == "conv") {
     j["bytes_read"] = r.bytes_read;
     j["bytes_written"] = r.bytes_written;
     j["elements"] = r.elements;
@@ -616,6 +592,9 @@ std::string kernel_table_text(const KernelTable& t, std::size_t top) {
     } else if (r.attention) {
       shape = fmt::format("b{} h{}/{} s{}/{} d{}", r.attention->batch, r.attention->heads_q, r.attention->heads_kv, r.attention->seq_q,
                           r.attention->seq_kv, r.attention->head_dim);
+    } else if (r.conv) {
+      shape = fmt::format("{} k{} s{} g{}{} {}", fmt::join(r.conv->input, "x"), fmt::join(r.conv->weight.begin() + 2, r.conv->weight.end(), "x"),
+                          r.conv->stride[0], r.conv->groups, r.conv->channels_last ? " NHWC" : "", r.conv->dtype);
     } else if (r.kind != "kernel") {
       shape = fmt::format("{} B {}", r.bytes, r.copy_kind);
     } else if (r.bytes_read > 0) {

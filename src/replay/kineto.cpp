@@ -226,7 +226,7 @@ std::optional<int64_t> us_to_ns(std::string_view s) {
 }
 
 struct OpSig {
-  std::string name, dims, types, strides;
+  std::string name, dims, types, strides, concrete;  // concrete: "Concrete Inputs" (conv stride/padding ...)
 };
 
 struct Pending {
@@ -513,7 +513,7 @@ void skip_event(Partial& p, std::string why) {
 
 // What one event says, as views into the parsed piece (read_fields fills it).
 struct EventFields {
-  std::string_view cat, name, dims, types, strides;
+  std::string_view cat, name, dims, types, strides, concrete;
   Importer::Cat c = Importer::Cat::skip;
   std::string_view ts_raw, dur_raw;
   int64_t external = -1, correlation = -1, device = 0, regs = 0, shared = 0, bytes = 0, graph = -1;
@@ -568,6 +568,12 @@ inline void read_args(od::object args, EventFields& f) {
           if (int_arg(a.value(), f.shared, "shared memory", f.bad_launch) && (f.shared < 0 || f.shared > INT32_MAX) && f.bad_launch == nullptr) {
             f.bad_launch = "shared memory";
           }
+        }
+        break;
+      case 'C':
+        if (key_is(ak, "Concrete Inputs")) {
+          const char* bad = nullptr;  // not an array: read as absent (the shapes are kept)
+          f.concrete = raw_array(a.value(), bad, "Concrete Inputs");
         }
         break;
       case 'I':
@@ -637,11 +643,14 @@ inline void read_fields(od::object obj, EventFields& f) {
 inline void op_event(Partial& p, EventFields& f) {
   if (f.bad_link != nullptr) return skip_event(p, fmt::format("an op event's \"{}\" is not a non-negative integer", f.bad_link));
   if (f.external < 0) return;
-  if (f.bad_shape != nullptr) f.dims = f.types = f.strides = {};  // the op is kept, without shapes
+  if (f.bad_shape != nullptr) f.dims = f.types = f.strides = f.concrete = {};  // the op is kept, without shapes
   if (!f.dims.empty()) p.shapes = true;
   p.key.assign(f.name).append("\x1f").append(f.dims).append("\x1f").append(f.types).append("\x1f").append(f.strides);
+  p.key.append("\x1f").append(f.concrete);
   auto [it, inserted] = p.sig_ids.emplace(p.key, static_cast<uint32_t>(p.sigs.size()));
-  if (inserted) p.sigs.push_back({std::string(f.name), std::string(f.dims), std::string(f.types), std::string(f.strides)});
+  if (inserted) {
+    p.sigs.push_back({std::string(f.name), std::string(f.dims), std::string(f.types), std::string(f.strides), std::string(f.concrete)});
+  }
   p.ext_sig.emplace_back(f.external, it->second);
 }
 
@@ -1110,6 +1119,7 @@ void Importer::finish() {
           r.input_dims = o.dims;
           r.input_types = o.types;
           r.input_strides = o.strides;
+          r.input_concrete = o.concrete;
         }
         r.rank = rank_;
         r.min_ns = pd.dur_ns;

@@ -27,7 +27,7 @@ std::map<std::size_t, std::size_t> gemm_companions(const KernelTable& t) {
   std::map<std::size_t, std::size_t> with;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {  // rows are longest first
     const KernelRow& r = t.rows[i];
-    if (r.tier != "gemm" || !r.gemm || r.kind != "kernel") continue;
+    if (!replays_op_call(r) || r.kind != "kernel") continue;
     auto [it, inserted] = primary.emplace(op_signature(r), i);
     if (!inserted && t.rows[it->second].count == r.count) with[i] = it->second;
   }
@@ -59,6 +59,8 @@ json item_json(const KernelRow& r, std::size_t row, std::string& why) {
     const AttentionShape& a = *r.attention;
     j.update({{"tier", "attention"}, {"batch", a.batch}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}, {"seq_q", a.seq_q},
               {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal}});
+  } else if (r.tier == "conv" && r.conv) {
+    j.update(json::parse(conv_item_json(r)));
   } else if (r.tier == "communication") {
     why = "collectives need their peers: not replayed on one GPU";
     return {};
@@ -341,7 +343,7 @@ Result<void> read_items(const KernelTable& t, const json& m, ReplayPrediction& p
     r.status = "replayed";
     r.reason.clear();
     const KernelRow& k = t.rows[row];
-    r.proxy = !((k.tier == "gemm" && k.gemm) || k.tier == "copy");
+    r.proxy = !((replays_op_call(k) && it.value("tier", k.tier) == k.tier) || k.tier == "copy");  // engine's tier: a conv's stand-in
     r.time_matched = it.value("tier", std::string()).rfind("proxy_", 0) == 0;  // tuned to the traced time
     r.time_ns = number_or_nan(it, "time_ns");
     r.time_half_width_ns = number_or_nan(it, "time_ns_half_width");

@@ -64,6 +64,16 @@ Item item_of(const json& j) {
   it.seq_kv = j.value("seq_kv", int64_t{0});
   it.head_dim = j.value("head_dim", int64_t{0});
   it.causal = j.value("causal", false);
+  auto ints = [&](const char* k) { return j.contains(k) && j[k].is_array() ? j[k].get<std::vector<int64_t>>() : std::vector<int64_t>{}; };
+  it.conv_input = ints("input");
+  it.conv_weight = ints("weight");
+  it.conv_output = ints("output");
+  it.conv_stride = ints("stride");
+  it.conv_padding = ints("padding");
+  it.conv_dilation = ints("dilation");
+  it.groups = j.value("groups", int64_t{1});
+  it.channels_last = j.value("channels_last", false);
+  it.allow_tf32 = j.value("allow_tf32", true);
   it.copy_kind = j.value("copy_kind", "");
   it.bytes = j.value("bytes", uint64_t{0});
   it.bytes_read = j.value("bytes_read", uint64_t{0});
@@ -320,6 +330,11 @@ struct Engine {
       r["reason"] = why;
       progress(fmt::format("{}/{} row {}: skipped: {}", done, total, r["row"].get<int>(), why));
       return r;
+    }
+    if (const std::string f = dev.fallback(); !f.empty()) {  // measured as the stand-in: its tier says so
+      r["tier"] = "other";
+      r["fallback"] = f;
+      progress(fmt::format("{}/{} row {}: {}", done, total, r["row"].get<int>(), f));
     }
     const int reps = dev.reps();
     dev.mark(0);

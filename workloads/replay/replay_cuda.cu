@@ -1,5 +1,6 @@
 // jouleprof-replay's CUDA side (replay_cuda.hpp): GEMMs through cuBLASLt with the traced shapes,
-// dtypes, transposes, leading dimensions and batch strides; attention as its two batched GEMMs
+// dtypes, transposes, leading dimensions and batch strides; convolutions through cuDNN (loaded at
+// run time: cudnn_conv.hpp) with the traced sizes, layout, groups and dtype; attention as its two batched GEMMs
 // and a pass over the score matrix; copies/sets with cudaMemcpyAsync/cudaMemsetAsync (pinned
 // host memory: a graph cannot capture pageable copies); the rest as a memory-bound kernel with
 // the traced launch shape moving the op's bytes; time-matched proxies where shapes are unknown.
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cudnn_conv.hpp"
 #include "replay_cuda.hpp"
 
 namespace jouleprof::replay {
@@ -106,7 +108,12 @@ struct Ctx {
   size_t workspace_bytes = 0;
   void* scratch = nullptr;
   size_t l2_bytes = 0;
+  cudnn::Session* cudnn = nullptr;  // opened at the first convolution
 };
+
+// The most workspace a convolution's algorithm may ask for (PyTorch allows what is free; the
+// heuristic's first choices for inference shapes need far less).
+constexpr size_t kConvWorkspace = size_t{4} << 30;
 
 // One unique kernel re-created: its buffers, cuBLASLt descriptors and launch shape.
 class Unit {
@@ -128,6 +135,7 @@ class Unit {
       return add_matmul(it.m, it.n, it.k, it.batch, it.trans_a, it.trans_b, it.lda, it.ldb, it.ldc, it.stride_a, it.stride_b, it.stride_c,
                         it.dtype, it.accumulate, it.weight_b);
     }
+    if (it.tier == "conv") return build_conv(it);
     if (it.tier == "attention") {
       // S = Q K^T (batch x heads, Sq x Skv x D), a pass over S (softmax's traffic), O = P V.
       const int64_t bh = it.batch * it.heads_q;
@@ -222,6 +230,9 @@ class Unit {
     cudaStream_t st = c_.stream;
     if (it.tier == "gemm" || it.tier == "warmup") {
       run_matmul(mm_[0]);
+    } else if (it.tier == "conv") {
+      void* w = conv_weights_[next_weight_++ % conv_weights_.size()];
+      conv_.run(conv_buf_[0], w, conv_buf_[2], conv_buf_[3]);  // checked once in build_conv
     } else if (it.tier == "attention") {
       run_matmul(mm_[0]);
       memory_kernel<<<launch_[0], launch_[1], 0, st>>>(static_cast<const uint4*>(mem_in_), static_cast<uint4*>(mem_out_), words_read_,
@@ -244,7 +255,14 @@ class Unit {
     }
   }
 
+  // Why this unit stands in for its item ("": it runs as itself).
+  const std::string& fallback() const { return fallback_; }
+
   void release() {
+    conv_.release();
+    conv_weights_.clear();
+    next_weight_ = 0;
+    fallback_.clear();
     for (Matmul& m : mm_) {
       if (m.desc != nullptr) cublasLtMatmulDescDestroy(m.desc);
       for (auto l : {m.a, m.b, m.c}) {
@@ -261,6 +279,37 @@ class Unit {
   }
 
  private:
+  // A cuDNN forward convolution of the traced shapes, run once here (outside any graph capture:
+  // cuDNN loads its kernels at the first call). Without cuDNN, or a shape it refuses, the
+  // memory-bound kernel of the op's bytes stands in, as before the conv tier, and fallback() says why.
+  std::string build_conv(const Item& it) {
+    std::string why = c_.cudnn->open(c_.stream);
+    if (why.empty()) why = conv_.plan(*c_.cudnn, it, kConvWorkspace);
+    if (why.empty()) {
+      const size_t sizes[4] = {conv_.input_bytes, conv_.weight_bytes, conv_.output_bytes, conv_.workspace_bytes};
+      for (int i = 0; i < 4; ++i) {
+        if ((conv_buf_[i] = alloc(sizes[i], why)) == nullptr) return why;  // out of memory: the row is skipped, as a GEMM's
+      }
+      // The weight as a layer's own, read from memory on each call: copies that make twice the L2
+      // cache, one per call in turn (as GEMM weights; one copy would stay in L2 between calls).
+      conv_weights_.assign(1, conv_buf_[1]);
+      const size_t wb = std::max<size_t>(conv_.weight_bytes, 1);
+      const size_t copies = std::clamp<size_t>((2 * c_.l2_bytes + wb - 1) / wb, 1, 64);
+      for (size_t i = 1; i < copies; ++i) {
+        void* more = alloc(wb, why);
+        if (more == nullptr) return why;
+        conv_weights_.push_back(more);
+      }
+      why = conv_.run(conv_buf_[0], conv_buf_[1], conv_buf_[2], conv_buf_[3]);
+      if (why.empty()) return "";
+    }
+    Item other = it;
+    other.tier = "other";
+    const std::string w = build(other);
+    fallback_ = "conv not run through cuDNN (" + why + "): a memory-bound kernel moving the op's bytes stands in";
+    return w;
+  }
+
   void* alloc(size_t bytes, std::string& why) {
     void* p = nullptr;
     bytes = std::max<size_t>(bytes, 16);
@@ -357,6 +406,11 @@ class Unit {
   const Ctx& c_;
   Item item_;
   std::vector<Matmul> mm_;
+  cudnn::Conv conv_;
+  void* conv_buf_[4] = {nullptr, nullptr, nullptr, nullptr};  // input, weight, output, workspace
+  std::vector<void*> conv_weights_;  // the weight and its copies, one per call in turn
+  size_t next_weight_ = 0;
+  std::string fallback_;
   std::vector<void*> buffers_;
   void* host_ = nullptr;
   void* mem_in_ = nullptr;
@@ -392,6 +446,7 @@ class CudaDevice final : public Device {
       error = "cublasLtCreate failed";
       return false;
     }
+    c_.cudnn = &cudnn_;
     c_.workspace_bytes = 32u << 20;
     if (!ok(cudaMalloc(&c_.workspace, c_.workspace_bytes), error, "cudaMalloc(workspace)")) return false;
     if (!ok(cudaMalloc(&c_.scratch, 4096), error, "cudaMalloc")) return false;
@@ -400,6 +455,7 @@ class CudaDevice final : public Device {
 
   std::string name() const override { return name_; }
   int reps() const override { return reps_; }
+  std::string fallback() const override { return units_.empty() ? "" : units_.back()->fallback(); }
   std::string error() const override {
     const cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? "" : cudaGetErrorString(e);
@@ -522,6 +578,7 @@ class CudaDevice final : public Device {
   }
 
   std::string name_;
+  cudnn::Session cudnn_;  // before units_: their descriptors are destroyed first
   Ctx c_;
   std::vector<cudaEvent_t> events_;
   std::vector<std::unique_ptr<Unit>> units_;

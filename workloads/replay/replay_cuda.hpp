@@ -11,7 +11,7 @@
 namespace jouleprof::replay {
 
 struct Item {
-  std::string tier;  ///< gemm | attention | copy | other | proxy_compute | proxy_memory | wait | warmup
+  std::string tier;  ///< gemm | conv | attention | copy | other | proxy_compute | proxy_memory | wait | warmup
   // gemm (row-major, as PyTorch: C[M,N] = A[M,K] B[K,N])
   int64_t m = 0, n = 0, k = 0, batch = 1, lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
   bool trans_a = false, trans_b = false, accumulate = false;
@@ -20,6 +20,10 @@ struct Item {
   // attention
   int64_t heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   bool causal = false;
+  // conv: a cuDNN forward convolution (sizes in PyTorch's logical order: N C spatial.., K C/g kernel..)
+  std::vector<int64_t> conv_input, conv_weight, conv_output, conv_stride, conv_padding, conv_dilation;
+  int64_t groups = 1;
+  bool channels_last = false, allow_tf32 = true;
   // copies
   std::string copy_kind;  ///< HtoD DtoH DtoD set
   uint64_t bytes = 0;
@@ -46,6 +50,9 @@ class Device {
   /// Returns "" or why it cannot be replayed (out of memory, unsupported dtype ...).
   virtual std::string prepare(const Item& item, int reps) = 0;
   virtual int reps() const = 0;
+  /// After prepare(): why the item runs as a stand-in for its tier ("" when it runs as itself), e.g.
+  /// a conv without cuDNN replayed as the memory-bound kernel of its bytes.
+  virtual std::string fallback() const { return ""; }
   /// Builds every unit of a context sequence (failures: `why[i]` non-empty, that unit becomes a
   /// wait kernel of its target_ns). Returns "" or why the sequence cannot be replayed.
   virtual std::string prepare_units(const std::vector<Item>& units, std::vector<std::string>& why) = 0;

@@ -33,11 +33,26 @@ struct AttentionShape {
   bool causal = false;  ///< assumed when seq_q == seq_kv > 1 (the trace does not carry the flag)
 };
 
+/// A forward convolution as cuDNN runs it, from its op's inputs: sizes in PyTorch's logical order,
+/// the memory layout PyTorch gives cuDNN (channels-last when the input or the weight is).
+struct ConvShape {
+  std::vector<int64_t> input, weight, output;      ///< N C spatial..; K C/groups kernel..; N K spatial..
+  std::vector<int64_t> stride, padding, dilation;  ///< one per spatial dimension (1 to 3)
+  int64_t groups = 1;
+  bool channels_last = false;  ///< NHWC / NDHWC memory order (from the traced strides)
+  bool allow_tf32 = true;      ///< fp32: TF32 tensor cores allowed (the op's allow_tf32, PyTorch's default)
+  std::string dtype;           ///< bf16 fp16 fp32 fp64
+  int spatial() const { return static_cast<int>(input.size()) - 2; }
+  double flops() const;             ///< 2 · N·K·output spatial · C/groups · kernel spatial
+  uint64_t bytes_read() const;      ///< input and weight, once
+  uint64_t bytes_written() const;   ///< output, once
+};
+
 struct KernelRow {
   std::string name;   ///< demangled kernel name, "Memcpy HtoD (Pageable -> Device)", "Memset (Device)"
   std::string kind;   ///< kernel | memcpy | memset
   std::string kclass; ///< kernel class (kernel-classes.tsv)
-  std::string tier;   ///< copy | gemm | attention | communication | other (replay-tiers.tsv)
+  std::string tier;   ///< copy | gemm | conv | attention | communication | other (replay-tiers.tsv)
   int rank = 0;       ///< trace file's rank (distributedInfo), else its position among the files
   uint32_t device = 0;
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
@@ -47,11 +62,13 @@ struct KernelRow {
   std::string copy_kind;  ///< copies: HtoD DtoH DtoD PtoP (memset: "set")
   std::string op;         ///< the CPU op that launched it (aten::mm ...), "" when unknown
   std::string input_dims, input_types, input_strides;  ///< the op's record_shapes, as JSON text
+  std::string input_concrete;  ///< the op's "Concrete Inputs" (scalars and int lists, as strings), JSON text
   uint64_t count = 0;
   int64_t total_ns = 0, min_ns = 0, max_ns = 0;
   // Replay parameters derived from the op's shapes (kernel_table.cpp).
   std::optional<GemmShape> gemm;
   std::optional<AttentionShape> attention;
+  std::optional<ConvShape> conv;  ///< conv tier: replayed through cuDNN (workloads/replay)
   uint64_t bytes_read = 0, bytes_written = 0, elements = 0;  ///< other tier: from the op's tensors
   std::string note;       ///< why a tier falls back to a proxy, what could not be derived
   double mean_ns() const { return count > 0 ? static_cast<double>(total_ns) / static_cast<double>(count) : 0; }
@@ -120,6 +137,13 @@ Result<void> import_trace_file(const std::string& path, int rank, KernelTable& t
 
 /// Fills each row's tier and replay parameters (GEMM shape, attention shape, bytes) and sorts rows.
 void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o);
+
+/// The replay plan's fields of a conv row (tier, shape, the bytes of its memory-bound fallback),
+/// as one JSON object's text; "" when the row has no conv shape.
+std::string conv_item_json(const KernelRow& r);
+/// Whether one replay of the row re-creates its op's whole call (a GEMM or a convolution with
+/// its shape): the op's other kernels with the same count ride with it.
+bool replays_op_call(const KernelRow& r);
 
 /// One JSON document: {schema, schema_version, format, files, totals, tiers, kernels}.
 std::string kernel_table_json(const KernelTable& t);

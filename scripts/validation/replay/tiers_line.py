@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""One line of scripts/device-replay-tiers.sh's result: family, predicted vs measured energy and
+time, the share of the kernel table's rows (and of its GPU time) per tier, and how many planned
+conv rows ran through cuDNN or as their memory-bound stand-in.
+
+    tiers_line.py FAMILY KERNELS.json REPLAY.json ENGINE.json
+"""
+import json
+import sys
+
+
+def main():
+    family, kernels_path, replay_path, engine_path = sys.argv[1:5]
+    k = json.load(open(kernels_path))
+    r = json.load(open(replay_path))
+    c = r.get("comparison", {})
+    rows = sum(t["rows"] for t in k["tiers"]) or 1
+    gpu = sum(t["total_duration_s"] for t in k["tiers"]) or 1
+    shares = ", ".join(f"{t['tier']} {100*t['rows']/rows:.0f}%/{100*t['total_duration_s']/gpu:.0f}%"
+                       for t in sorted(k["tiers"], key=lambda t: -t["total_duration_s"]))
+    try:
+        items = json.load(open(engine_path)).get("items", [])
+    except (OSError, ValueError):
+        items = []
+    conv = [i for i in items if i.get("tier") == "conv" or i.get("fallback")]
+    stand_in = sum(1 for i in conv if i.get("fallback"))
+    if c:
+        pe, me, pt, mt = c["predicted_energy_j"], c["measured_energy_j"], c["predicted_duration_s"], c["measured_duration_s"]
+        fig = (f"energy predicted {pe:.1f} J vs measured {me:.1f} J ({100*c['energy_error']:+.1f}%), "
+               f"time {pt:.3f} s vs {mt:.3f} s ({100*c['duration_error']:+.1f}%)")
+    else:
+        fig = "no comparison (the measured window was not found)"
+    print(f"{family}: {fig}; rows/GPU time per tier: {shares}; conv items: {len(conv) - stand_in} through cuDNN, {stand_in} stand-ins")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+// The conv tier from a PyTorch profiler trace (record_shapes, PyTorch >= 2.1 "Concrete Inputs"):
+// cudnn_convolution's sizes, layout from the strides, groups, stride/padding/dilation and dtype;
+// what cannot be read goes back to the `other` tier with a note naming the row; the plan carries
+// the conv item, and the op's other kernels (cuDNN's layout transforms) ride with its replay.
+// Sizes as in torchvision ResNet-50 at batch 32.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "jouleprof/replay/replay.hpp"
+
+namespace fs = std::filesystem;
+using namespace jouleprof;
+using nlohmann::json;
+
+namespace {
+
+// One op call (External id `ext`) and the kernels it launched, as the profiler writes them.
+struct Call {
+  int ext;
+  std::string op, dims, types, strides, concrete;
+  std::vector<std::pair<std::string, int>> kernels;  // name, duration µs
+};
+
+std::string trace(const std::vector<Call>& calls) {
+  json ev = json::array();
+  int ts = 0;
+  for (const Call& c : calls) {
+    json args = {{"External id", c.ext}, {"Input Dims", json::parse(c.dims)}, {"Input type", json::parse(c.types)}};
+    if (!c.strides.empty()) args["Input Strides"] = json::parse(c.strides);
+    if (!c.concrete.empty()) args["Concrete Inputs"] = json::parse(c.concrete);
+    ev.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", c.op}, {"ts", ts}, {"dur", 50}, {"args", args}});
+    for (const auto& [name, dur] : c.kernels) {
+      ev.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"ts", ts + 1}, {"dur", dur},
+                    {"args", {{"External id", c.ext}, {"grid", {128, 1, 1}}, {"block", {256, 1, 1}}}}});
+      ts += dur + 1;
+    }
+    ts += 2;
+  }
+  return json{{"traceEvents", ev}}.dump();
+}
+
+KernelTable table_of(const std::vector<Call>& calls) {
+  static const KernelClassifier classes = KernelClassifier::load(std::string(JOULEPROF_SOURCE_DATA) + "/kernel-classes.tsv").value();
+  static const KernelClassifier tiers = KernelClassifier::load(std::string(JOULEPROF_SOURCE_DATA) + "/replay-tiers.tsv").value();
+  const fs::path p = fs::temp_directory_path() / ("jouleprof-tier-shapes-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(p) << trace(calls);
+  KernelTableOptions o;
+  o.classes = &classes;
+  o.tiers = &tiers;
+  auto t = read_kernel_table({p.string()}, o);
+  fs::remove(p);
+  EXPECT_TRUE(t) << (t ? "" : t.error().message);
+  return t ? *t : KernelTable{};
+}
+
+const KernelRow* row(const KernelTable& t, const std::string& name) {
+  for (const KernelRow& r : t.rows) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+const std::string kConvTypes = R"(["float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"])";
+
+// layer2's 3x3 stride-2 convolution, NCHW fp32, called twice (two identical blocks): cuDNN's
+// transform kernels around its implicit GEMM.
+Call layer2_conv(int ext) {
+  return {ext,
+          "aten::cudnn_convolution",
+          "[[32, 128, 56, 56], [128, 128, 3, 3], [], [], [], [], [], [], []]",
+          kConvTypes,
+          "[[401408, 3136, 56, 1], [1152, 9, 3, 1], [], [], [], [], [], [], []]",
+          R"(["", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"])",
+          {{"nchwToNhwcKernel", 4}, {"sm90_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc", 30}, {"nhwcToNchwKernel", 3}}};
+}
+
+}  // namespace
+
+TEST(TierShapes, ConvShapeFromTheOpsSizesStridesAndConcreteInputs) {
+  Call cl = {3, "aten::cudnn_convolution", "[[32, 64, 56, 56], [256, 64, 1, 1], [], [], [], [], [], [], []]",
+             R"(["c10::BFloat16", "c10::BFloat16", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"])",
+             "[[200704, 1, 3584, 64], [64, 1, 64, 64], [], [], [], [], [], [], []]",  // channels-last input and weight
+             R"(["", "", "[0]", "[1]", "[1]", "1", "False", "False", "True"])",     // one-element lists: every spatial dimension
+             {{"sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc", 12}}};
+  Call grouped = {4, "aten::_convolution", "[[32, 256, 28, 28], [256, 8, 3, 3], [256], [], [], [], [], [], [], [], [], [], []]",
+                  R"(["c10::Half", "c10::Half", "c10::Half", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"])",
+                  "", R"(["", "", "", "[1, 1]", "[2, 2]", "[2, 2]", "False", "[0, 0]", "32", "False", "False", "True", "False"])",
+                  {{"grouped_conv_kernel", 9}}};
+  const KernelTable t = table_of({layer2_conv(1), layer2_conv(2), cl, grouped});
+  const KernelRow* r = row(t, "sm90_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->tier, "conv");
+  ASSERT_TRUE(r->conv) << r->note;
+  EXPECT_EQ(r->conv->output, (std::vector<int64_t>{32, 128, 28, 28}));
+  EXPECT_EQ(r->conv->stride, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(r->conv->padding, (std::vector<int64_t>{1, 1}));
+  EXPECT_FALSE(r->conv->channels_last);
+  EXPECT_TRUE(r->conv->allow_tf32);
+  EXPECT_EQ(r->conv->dtype, "fp32");
+  EXPECT_DOUBLE_EQ(r->conv->flops(), 2.0 * 32 * 128 * 28 * 28 * 128 * 9);
+  EXPECT_EQ(r->bytes_read, (32u * 128 * 56 * 56 + 128u * 128 * 9) * 4);
+  EXPECT_EQ(r->bytes_written, 32u * 128 * 28 * 28 * 4);
+  EXPECT_EQ(r->count, 2u);
+  EXPECT_TRUE(r->note.empty()) << r->note;
+  EXPECT_EQ(row(t, "nchwToNhwcKernel")->tier, "conv");  // cuDNN's own transforms, launched by the same op
+
+  const KernelRow* c = row(t, "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc");
+  ASSERT_TRUE(c && c->conv) << (c ? c->note : "no row");
+  EXPECT_TRUE(c->conv->channels_last);
+  EXPECT_EQ(c->conv->dtype, "bf16");
+  EXPECT_EQ(c->conv->padding, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(c->conv->output, (std::vector<int64_t>{32, 256, 56, 56}));
+
+  const KernelRow* g = row(t, "grouped_conv_kernel");
+  ASSERT_TRUE(g && g->conv) << (g ? g->note : "no row");
+  EXPECT_EQ(g->conv->groups, 32);
+  EXPECT_EQ(g->conv->dilation, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(g->conv->output, (std::vector<int64_t>{32, 256, 28, 28}));  // (28 + 4 - 2·2 - 1)/1 + 1
+  EXPECT_FALSE(g->conv->allow_tf32);
+  EXPECT_EQ(g->conv->dtype, "fp16");
+
+  const json j = json::parse(kernel_table_json(t));
+  bool seen = false;
+  for (const json& k : j["kernels"]) {
+    if (k["name"] != r->name) continue;
+    seen = true;
+    EXPECT_EQ(k["conv"]["groups"], 1);
+    EXPECT_EQ(k["concrete_inputs"][3], "[2, 2]");
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(TierShapes, UnreadableConvsGoBackToTheOtherTierWithANoteNamingTheRow) {
+  Call no_concrete = layer2_conv(1);  // PyTorch < 2.1, or concrete inputs switched off
+  no_concrete.concrete.clear();
+  no_concrete.kernels = {{"conv_without_concrete", 10}};
+  Call transposed = {2, "aten::convolution", "[[8, 64, 14, 14], [64, 32, 2, 2], [], [], [], [], [], [], []]",
+                     R"(["float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"])", "",
+                     R"(["", "", "", "[2, 2]", "[0, 0]", "[1, 1]", "True", "[0, 0]", "1"])", {{"conv_transposed", 10}}};
+  Call int8 = layer2_conv(3);
+  int8.types = R"(["signed char", "signed char", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"])";
+  int8.kernels = {{"conv_int8", 10}};
+  Call bad_groups = layer2_conv(4);
+  bad_groups.concrete = R"(["", "", "[1, 1]", "[2, 2]", "[1, 1]", "3", "False", "False", "True"])";
+  bad_groups.kernels = {{"conv_bad_groups", 10}};
+  Call no_output = layer2_conv(5);
+  no_output.dims = "[[32, 128, 2, 2], [128, 128, 5, 5], [], [], [], [], [], [], []]";
+  no_output.kernels = {{"conv_no_output", 10}};
+  Call not_array = layer2_conv(6);  // "Concrete Inputs" of another type: read as absent, the shapes kept
+  not_array.concrete = R"("[1, 1]")";
+  not_array.kernels = {{"conv_concrete_not_array", 10}};
+  const KernelTable t = table_of({no_concrete, transposed, int8, bad_groups, no_output, not_array});
+  EXPECT_FALSE(row(t, "conv_concrete_not_array")->input_dims.empty());
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"conv_without_concrete", "the op's stride is not in its concrete inputs"},
+      {"conv_concrete_not_array", "the op's stride is not in its concrete inputs"},
+      {"conv_transposed", "a transposed convolution is not replayed through cuDNN"},
+      {"conv_int8", "dtype signed char is not replayed through cuDNN"},
+      {"conv_bad_groups", "input channels 128, weight 128x128 and groups 3 do not make a convolution"},
+      {"conv_no_output", "spatial dimension 0 gives no output"}};
+  for (const auto& [name, why] : want) {
+    SCOPED_TRACE(name);
+    const KernelRow* r = row(t, name);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->tier, "other");
+    EXPECT_FALSE(r->conv);
+    EXPECT_NE(r->note.find("conv " + name + " ("), std::string::npos) << r->note;  // names the row
+    EXPECT_NE(r->note.find(why), std::string::npos) << r->note;
+    EXPECT_NE(r->note.find("memory-bound kernel moving the op's bytes"), std::string::npos) << r->note;
+    EXPECT_GT(r->bytes_read, 0u);  // today's behaviour: the op's tensors' bytes
+    EXPECT_EQ(r->note.find('\n'), std::string::npos);
+  }
+}
+
+TEST(TierShapes, PlanCarriesTheConvItemAndTheTransformsRideWithIt) {
+  const KernelTable t = table_of({layer2_conv(1), layer2_conv(2)});
+  ReplayOptions o;
+  o.coverage = 1.0;
+  const json plan = json::parse(replay_plan_json(t, o));
+  ASSERT_EQ(plan["items"].size(), 1u) << plan.dump();  // the transforms are in the fprop row's replay
+  const json& it = plan["items"][0];
+  EXPECT_EQ(t.rows[it["row"].get<std::size_t>()].name, "sm90_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc");
+  EXPECT_EQ(it["tier"], "conv");
+  EXPECT_EQ(it["input"], json({32, 128, 56, 56}));
+  EXPECT_EQ(it["weight"], json({128, 128, 3, 3}));
+  EXPECT_EQ(it["output"], json({32, 128, 28, 28}));
+  EXPECT_EQ(it["stride"], json({2, 2}));
+  EXPECT_EQ(it["padding"], json({1, 1}));
+  EXPECT_EQ(it["dilation"], json({1, 1}));
+  EXPECT_EQ(it["groups"], 1);
+  EXPECT_EQ(it["channels_last"], false);
+  EXPECT_EQ(it["dtype"], "fp32");
+  EXPECT_GT(it["bytes_read"].get<uint64_t>(), 0u);  // the engine's fallback without cuDNN
+  EXPECT_EQ(it["grid"], json({128, 1, 1}));
+
+  // The engine ran it through cuDNN (tier conv): a faithful replay; as its stand-in (tier other): not.
+  for (const std::string engine_tier : {"conv", "other"}) {
+    SCOPED_TRACE(engine_tier);
+    json item = {{"row", it["row"]}, {"tier", engine_tier}, {"status", "ok"}, {"time_ns", 40000.0}, {"time_ns_half_width", 0.0},
+                 {"power_w", 500.0}, {"energy_j", 0.02}, {"energy_j_half_width", 0.0}};
+    const json m = {{"schema", "jouleprof.replay_measurements"}, {"gpu", "NVIDIA H100 80GB HBM3"}, {"idle_w", 70.0}, {"gap_w", 100.0},
+                    {"items", {item}}, {"not_replayed", plan["not_replayed"]}};
+    auto p = predict_from_replay(t, m.dump());
+    ASSERT_TRUE(p) << p.error().message;
+    const std::size_t r = it["row"].get<std::size_t>();
+    EXPECT_EQ(p->rows[r].proxy, engine_tier == "other");
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+      if (i != r) {
+        EXPECT_EQ(p->rows[i].status, "with_row") << t.rows[i].name;
+      }
+    }
+  }
+}
+
+TEST(TierShapes, FusedAttentionSaysWhatItIsReplayedAs) {
+  const KernelTable t = table_of({{1, "aten::_scaled_dot_product_flash_attention", "[[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [], []]",
+                                   R"(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"])", "", "",
+                                   {{"pytorch_flash::flash_fwd_kernel", 20}}}});
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0].tier, "attention");
+  ASSERT_TRUE(t.rows[0].attention);
+  EXPECT_NE(t.rows[0].note.find("replayed unfused: two batched cuBLASLt GEMMs"), std::string::npos) << t.rows[0].note;
+}
