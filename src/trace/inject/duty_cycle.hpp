@@ -54,7 +54,7 @@ struct SwitchHooks {
   std::function<uint64_t()> cupti_now;           ///< the switch's time in the log
   std::function<int64_t()> mono_ns;              ///< CLOCK_MONOTONIC: how long the calls took
   std::function<void(bool on)> set_kinds;        ///< the kernel, copy and memset records
-  std::function<void(bool on)> set_api_records;  ///< the anchor call's API record (and the launch calls')
+  std::function<void(bool on)> set_api_records;  ///< with --record-launches, the launch calls' API records
   std::function<void()> anchor;                  ///< one anchor call (on the timer thread)
   std::function<void()> flush;                   ///< the window's records to the file
 };
@@ -62,8 +62,8 @@ struct SwitchHooks {
 /// One switch of the sampled mode. The off phase keeps the NVTX ranges only (a timestamp and a
 /// slot in a per-thread buffer each): `anchoring` goes false first, so the NVTX handlers stop
 /// anchoring (a driver call and an API record each, for kernels that are not recorded), then the
-/// API records (the anchor's; with --record-launches every launch call's) and the kinds are
-/// disabled, the switch logged, the window flushed.
+/// launch calls' API records (--record-launches) and the kinds are disabled, the switch logged,
+/// the window flushed. The anchor call's own record stays enabled: no call, no record.
 /// On: logged first (the window holds every record it keeps), kinds and API records enabled,
 /// anchoring resumes, and one anchor from the timer thread itself: a kernel launched before its
 /// thread's next range event then has no range path, not the one of the previous window.

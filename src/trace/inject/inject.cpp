@@ -118,10 +118,11 @@ void set_sampled_tracing(bool on) {
   h.set_kinds = [](bool enable) {
     for (CUpti_ActivityKind k : g_sampled_kinds) enable ? g_api.ActivityEnable(k) : g_api.ActivityDisable(k);
   };
-  h.set_api_records = [](bool enable) {
-    if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, enable ? 1 : 0);
-    set_launch_api_records(enable);
-  };
+  // The anchor call's record stays enabled (initialize()): only the call itself stops in the off
+  // phase (g_anchoring). Switched from this thread, the record came back for this thread's
+  // anchors alone: on an H200 (CUPTI 13.0) the program's NVTX anchors in the windows were lost
+  // and no kernel got its layer (2026-11-28).
+  h.set_api_records = [](bool enable) { set_launch_api_records(enable); };
   h.anchor = driver_anchor_call;
   h.flush = [] { g_api.ActivityFlushAll(0); };
   switch_tracing(on, h, g_sample_log, g_anchoring);
@@ -186,7 +187,7 @@ void finish(int signal) {
   const uint64_t before = g_cupti_records.load();
   const bool probe = signal == 0 && g_driver_get_version != nullptr && g_api.ActivityFlushAll != nullptr;
   if (probe) {
-    // Its record is off in a sampled run's off phase and with JOULEPROF_TRACE_KERNELS=0: on for the probe.
+    // Its record is off with JOULEPROF_TRACE_KERNELS=0: on for the probe.
     if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, 1);
     int version = 0;
     g_driver_get_version(&version);
