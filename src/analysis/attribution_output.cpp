@@ -24,7 +24,12 @@ nlohmann::json rows_json(const std::vector<GroupRow>& rows) {
                  {"low_j", r.low_j},
                  {"high_j", r.high_j}});
     if (!r.by_method.empty()) a.back()["by_method"] = r.by_method;
-    if (r.merged > 0) a.back()["merged_rows"] = r.merged;
+    if (r.merged > 0) {
+      a.back()["merged_rows"] = r.merged;
+      nlohmann::json m = nlohmann::json::object();
+      for (const auto& [key, e] : r.members) m[key] = e;
+      a.back()["members_j"] = m;
+    }
   }
   return a;
 }

@@ -89,6 +89,7 @@ std::vector<GroupRow> rows_of(const AccMap& m, const std::vector<Attribution>& r
     GroupRow r = sum.row;
     if (v.size() > 1) {
       r.merged = v.size();
+      for (const Acc* x : v) r.members.emplace_back(x->row.key, std::isnan(x->e[table]) ? 0.0 : x->e[table]);
       r.key = parent.front() == '(' ? fmt::format("({} {} below resolution)", v.size(), noun)
                                     : fmt::format("{} ({} {} below resolution)", parent, v.size(), noun);
     }

@@ -274,6 +274,12 @@ TEST(TraceProfile, RowsBelowResolutionAreSummedIntoTheirClassAndLayer) {
   ASSERT_NE(merged, nullptr);
   EXPECT_EQ(merged->merged, 60u);
   EXPECT_EQ(merged->count, 60u);
+  // Each summed row keeps its own point estimate, and they add up to the sum's.
+  ASSERT_EQ(merged->members.size(), 60u);
+  double members_j = 0;
+  for (const auto& [key, e] : merged->members) members_j += e;
+  EXPECT_NEAR(members_j, merged->energy_j, 1e-9 * std::max(1.0, merged->energy_j));
+  EXPECT_EQ(merged->members.front().first, "gemm_kernel_0");
   EXPECT_TRUE(row(g.by_layer, "(60 layers below resolution)"));
   EXPECT_TRUE(row(g.by_layer, "layers.99"));
   EXPECT_LT(g.resolved_share, 0.9);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ struct GroupRow {
   double low_j = 0, high_j = 0;
   std::map<std::string, double> by_method;  ///< each method's figure (activity-level methods; class rows: all)
   std::size_t merged = 0;     ///< rows below resolution summed into this one (0: a row of its own)
+  /// Those rows, each with its own point estimate (J, the table's method): what a longer run
+  /// would resolve; the sum's interval is the one to read.
+  std::vector<std::pair<std::string, double>> members;
 };
 
 struct MethodBooks {

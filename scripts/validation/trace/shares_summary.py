@@ -11,8 +11,15 @@ import sys
 
 
 def shares(path, table):
+    """Each row's share of the table's energy; a row that sums rows below the sensor's resolution
+    is taken apart into its members' own point estimates (members_j), as a longer run would list them."""
     g = json.load(open(path))["trace"]["gpus"][0]
-    return {r["key"]: r["share"] for r in g[table]}
+    total = sum(r["energy_j"] for r in g[table]) or 1.0
+    out = {}
+    for r in g[table]:
+        for key, e in (r.get("members_j") or {r["key"]: r["energy_j"]}).items():
+            out[key] = e / total
+    return out
 
 
 def main():
