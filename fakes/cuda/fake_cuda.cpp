@@ -14,6 +14,15 @@
 // input still in L2), as a weight-reading kernel repeated on one layer's buffers does; "l2-shared":
 // the same, and the COUNT nodes all read one input buffer (a replay that repeats one member's
 // buffers, as the exact replay did before it cycled through the members, runs them from "L2").
+//
+// Stream-ordered allocations: KIND alloc makes COUNT mem_alloc nodes of FLAG bytes each, KIND free
+// COUNT mem_free nodes. Their memory is graph-owned, at addresses cuPointerGetAttribute does not
+// know, and as on the H200 a node on it cannot be added to another graph (cuGraphAdd*Node:
+// CUDA_ERROR_INVALID_VALUE). FLAG "graph-owned" on a kernel, memset or memcpy puts its pointers in
+// the last alloc's memory, 4 KiB apart (a kernel's in and out, a memset's dst, a copy's src and dst).
+// cuMemAlloc_v2 / cuMemFree_v2 / cuMemsetD8Async keep a log the tests read (fakecuda_mem_log);
+// $FAKECUDA_MEMALLOC_FAIL makes cuMemAlloc_v2 fail (out of memory). fakecuda_added / fakecuda_node
+// give the pointers of the nodes added to other graphs and of a built graph's nodes.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +52,8 @@ struct FNode {
   void* params[3] = {&in, &out, &n};
   CudaMemcpy3D copy{};
   CudaMemsetNodeParams set{};
+  CUdeviceptr dptr = 0;  // mem_alloc: its graph-owned range
+  std::size_t bytesize = 0;
   double ns = 0;
   struct FGraph* owner = nullptr;
   std::size_t pos = 0;
@@ -74,6 +85,49 @@ CUdeviceptr next_ptr = 0x7f0000000000ULL;
 constexpr CUdeviceptr kDeviceLo = 0x7f0000000000ULL, kDeviceHi = 0x7f8000000000ULL;
 int ctx_dummy = 0;
 
+// Graph-owned memory (mem_alloc nodes), above the range cuPointerGetAttribute answers for.
+struct Range {
+  CUdeviceptr base = 0;
+  std::size_t bytes = 0;
+};
+std::vector<Range> owned;
+CUdeviceptr next_owned = 0x7f9000000000ULL, owned_cursor = 0;
+bool is_owned(CUdeviceptr p) {
+  for (const Range& r : owned) {
+    if (p - r.base < r.bytes) return true;
+  }
+  return false;
+}
+// The next 4 KiB of the last alloc's memory (wrapping).
+CUdeviceptr owned_ptr() {
+  if (owned.empty()) return 0;
+  const Range& r = owned.back();
+  const CUdeviceptr p = r.base + owned_cursor % r.bytes;
+  owned_cursor += 4096;
+  return p;
+}
+
+// cuMemAlloc_v2's buffers, and the nodes added to graphs (first 65536 after a reset: the tests').
+struct MemEntry {
+  CUdeviceptr ptr = 0;
+  std::size_t bytes = 0;
+  bool zeroed = false, freed = false;
+};
+std::vector<MemEntry> mem_log;
+struct Added {
+  int type = 0;
+  CUdeviceptr a = 0, b = 0;
+};
+std::vector<Added> added;
+
+// The pointers of a node: kernel (in, out), memset (dst, 0), memcpy (src, dst).
+Added pointers_of(const FNode& x) {
+  if (x.type == kNodeKernel) return {x.type, x.in, x.out};
+  if (x.type == kNodeMemset) return {x.type, x.set.dst, 0};
+  if (x.type == kNodeMemcpy) return {x.type, x.copy.srcDevice, x.copy.dstDevice};
+  return {x.type, 0, 0};
+}
+
 CUdeviceptr alloc(std::size_t bytes) {
   const CUdeviceptr p = next_ptr;
   next_ptr += (bytes + 0xfff) & ~std::size_t{0xfff};
@@ -104,14 +158,15 @@ FAKE void* fakecuda_build_graph(const char* spec) {
     if (kind == "kernel") fn = &funcs.emplace_back(FFunc{name, flag, std::atof(dur.c_str())});
     const long n = std::atol(count.c_str());
     const CUdeviceptr shared_in = flag == "l2-shared" ? alloc(4096) : 0;
+    const bool on_owned = flag == "graph-owned";
     for (long i = 0; i < n; ++i) {
       FNode& x = nodes.emplace_back();
       x.ns = std::atof(dur.c_str());
       if (kind == "kernel") {
         x.type = kNodeKernel;
         x.func = fn;
-        x.in = shared_in != 0 ? shared_in : alloc(4096);
-        x.out = alloc(4096);
+        x.in = on_owned ? owned_ptr() : shared_in != 0 ? shared_in : alloc(4096);
+        x.out = on_owned ? owned_ptr() : alloc(4096);
         x.n = flag == "distinct" ? static_cast<int>(i) : 1024;
         x.grid[0] = 8;
       } else if (kind == "memcpy") {
@@ -121,13 +176,27 @@ FAKE void* fakecuda_build_graph(const char* spec) {
         x.copy.WidthInBytes = 1 << 20;
         x.copy.Height = 1;
         x.copy.Depth = 1;
+        if (on_owned) {
+          x.copy.srcDevice = owned_ptr();
+          x.copy.dstDevice = owned_ptr();
+        }
         x.ns = static_cast<double>(x.copy.WidthInBytes) / 1000.0;
       } else if (kind == "memset") {
         x.type = kNodeMemset;
         x.set.elementSize = 4;
         x.set.width = 1 << 18;
         x.set.height = 1;
+        if (on_owned) x.set.dst = owned_ptr();
         x.ns = static_cast<double>(x.set.width * x.set.elementSize) / 2000.0;
+      } else if (kind == "alloc") {
+        x.type = kNodeMemAlloc;
+        x.bytesize = static_cast<std::size_t>(std::atoll(flag.c_str()));
+        x.dptr = next_owned;
+        next_owned += (x.bytesize + 0xffff) & ~std::size_t{0xffff};
+        owned.push_back({x.dptr, x.bytesize});
+        owned_cursor = 0;
+      } else if (kind == "free") {
+        x.type = kNodeMemFree;
       } else if (kind == "host") {
         x.type = kNodeHost;
       } else if (kind.rfind("type", 0) == 0) {
@@ -145,6 +214,37 @@ FAKE void* fakecuda_build_graph(const char* spec) {
 FAKE void fakecuda_reset() {
   sticky = kSuccess;
   last_in = 0;
+  mem_log.clear();
+  added.clear();
+}
+
+/// Entry i of cuMemAlloc_v2's log since the last reset; 0 past the end.
+FAKE int fakecuda_mem_log(std::size_t i, CUdeviceptr* ptr, std::size_t* bytes, int* zeroed, int* freed) {
+  if (i >= mem_log.size()) return 0;
+  *ptr = mem_log[i].ptr;
+  *bytes = mem_log[i].bytes;
+  *zeroed = mem_log[i].zeroed ? 1 : 0;
+  *freed = mem_log[i].freed ? 1 : 0;
+  return 1;
+}
+/// The i-th node added to a graph since the last reset: its type and pointers (pointers_of); 0 past the end.
+FAKE int fakecuda_added(std::size_t i, int* type, CUdeviceptr* a, CUdeviceptr* b) {
+  if (i >= added.size()) return 0;
+  *type = added[i].type;
+  *a = added[i].a;
+  *b = added[i].b;
+  return 1;
+}
+/// Node i of a built graph: its type and pointers (pointers_of; mem_alloc: its range); 0 past the end.
+FAKE int fakecuda_node(void* graph, std::size_t i, int* type, CUdeviceptr* a, CUdeviceptr* b) {
+  const FGraph* g = static_cast<const FGraph*>(graph);
+  if (i >= g->nodes.size()) return 0;
+  Added x = pointers_of(*g->nodes[i]);
+  if (x.type == kNodeMemAlloc) x = {x.type, g->nodes[i]->dptr, g->nodes[i]->dptr + g->nodes[i]->bytesize};
+  *type = x.type;
+  *a = x.a;
+  *b = x.b;
+  return 1;
 }
 
 FAKE CUresult cuInit(unsigned) { return kSuccess; }
@@ -214,6 +314,14 @@ FAKE CUresult cuGraphMemsetNodeGetParams(CUgraphNode h, CudaMemsetNodeParams* p)
   *p = node_of(h)->set;
   return node_of(h)->type == kNodeMemset ? kSuccess : kInvalidValue;
 }
+FAKE CUresult cuGraphMemAllocNodeGetParams(CUgraphNode h, CudaMemAllocNodeParams* p) {
+  const FNode* x = node_of(h);
+  if (x->type != kNodeMemAlloc) return kInvalidValue;
+  *p = CudaMemAllocNodeParams{};
+  p->bytesize = x->bytesize;
+  p->dptr = x->dptr;
+  return kSuccess;
+}
 FAKE CUresult cuKernelGetFunction(CUfunction* f, CUkernel k) {
   *f = reinterpret_cast<CUfunction>(k);
   return kSuccess;
@@ -245,6 +353,10 @@ FAKE CUresult cuGraphDestroy(CUgraph g) {
 }
 static CUresult add_node(CUgraphNode* out, CUgraph g, const FNode& x) {
   if (sticky != kSuccess) return sticky;
+  // Graph-owned memory is mapped only inside its own graph (the H200's answer).
+  const Added p = pointers_of(x);
+  if (is_owned(p.a) || is_owned(p.b)) return kInvalidValue;
+  if (added.size() < 65536) added.push_back(p);
   FNode& n = *graph_of(g)->owned.emplace_back(std::make_unique<FNode>(x));
   n.params[0] = &n.in;
   n.params[1] = &n.out;
@@ -310,6 +422,32 @@ FAKE CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
     if (n->type == kNodeKernel || n->type == kNodeMemcpy || n->type == kNodeMemset) reinterpret_cast<FStream*>(s)->gpu_ns += ns;
   }
   return kSuccess;
+}
+FAKE CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+  if (std::getenv("FAKECUDA_MEMALLOC_FAIL") != nullptr) return 2;
+  if (bytes == 0) return kInvalidValue;
+  *p = alloc(bytes);
+  mem_log.push_back({*p, bytes, false, false});
+  return kSuccess;
+}
+FAKE CUresult cuMemFree_v2(CUdeviceptr p) {
+  for (MemEntry& m : mem_log) {
+    if (m.ptr == p && !m.freed) {
+      m.freed = true;
+      return kSuccess;
+    }
+  }
+  return kInvalidValue;
+}
+// Marks a whole live buffer zeroed when the value is 0 and the size its own.
+FAKE CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char value, size_t n, CUstream) {
+  for (MemEntry& m : mem_log) {
+    if (m.ptr == p && !m.freed && n <= m.bytes) {
+      m.zeroed = value == 0 && n == m.bytes;
+      return kSuccess;
+    }
+  }
+  return kInvalidValue;
 }
 FAKE CUresult cuStreamCreate(CUstream* s, unsigned) {
   *s = reinterpret_cast<CUstream>(&streams.emplace_back());

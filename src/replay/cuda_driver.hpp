@@ -70,6 +70,29 @@ struct CudaMemsetNodeParams {
   size_t width, height;
 };
 
+/// CUmemPoolProps (v1)
+struct CudaMemPoolProps {
+  int allocType, handleTypes;
+  int locationType, locationId;  ///< CUmemLocation
+  void* win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+
+/// CUDA_MEM_ALLOC_NODE_PARAMS (v1, what cuGraphMemAllocNodeGetParams fills): the graph-owned
+/// range [dptr, dptr + bytesize) of a stream-ordered allocation (cudaMallocAsync under capture).
+struct CudaMemAllocNodeParams {
+  CudaMemPoolProps poolProps;
+  const void* accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  CUdeviceptr dptr;
+};
+// The layout of cuda.h (CUDA 12 and 13, x86-64 and aarch64), checked against the header.
+static_assert(sizeof(CudaMemPoolProps) == 88 && sizeof(CudaMemAllocNodeParams) == 120);
+static_assert(offsetof(CudaMemAllocNodeParams, bytesize) == 104 && offsetof(CudaMemAllocNodeParams, dptr) == 112);
+
 struct Api {
 #define JP_CUDA(member, params, sym)        \
   using member##_fn = CUresult(*) params; \

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "cuda_driver.hpp"
+#include "jouleprof/core/files.hpp"
 #include "jouleprof/core/stats.hpp"
 #include "jouleprof/core/timebase.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
@@ -99,6 +100,61 @@ std::string demangle(const char* mangled) {
 
 const char* memtype(int t) { return t == kMemoryTypeHost ? "H" : "D"; }
 
+// A graph's stream-ordered allocations (mem_alloc nodes: cudaMallocAsync under capture). Their
+// memory is graph-owned: mapped only while the owning graph runs between its alloc and free nodes,
+// so a node on it cannot be re-created in another graph (cuGraphAddMemsetNode:
+// CUDA_ERROR_INVALID_VALUE on the H200). The replay backs each range with a real buffer of the same
+// size (RealBuffers) and moves every pointer into a range to the same offset in its buffer.
+struct GraphMemory {
+  struct Range {
+    CUdeviceptr base = 0;
+    size_t bytes = 0;
+    CUdeviceptr real = 0;  ///< its real buffer (0: none, the pointers stay as they are)
+  };
+  std::vector<Range> ranges;  ///< sorted by base
+
+  const Range* find(CUdeviceptr v) const {
+    auto it = std::upper_bound(ranges.begin(), ranges.end(), v, [](CUdeviceptr x, const Range& r) { return x < r.base; });
+    if (it == ranges.begin()) return nullptr;
+    --it;
+    return v - it->base < it->bytes ? &*it : nullptr;
+  }
+  /// `v` at the same offset in its range's real buffer; `v` itself outside the ranges.
+  CUdeviceptr remap(CUdeviceptr v) const {
+    const Range* r = find(v);
+    return r != nullptr && r->real != 0 ? r->real + (v - r->base) : v;
+  }
+};
+
+CUfunction function_of(const Api& api, const CudaKernelNodeParams& p) {
+  CUfunction f = p.func;
+  if (f == nullptr && p.kern != nullptr && api.KernelGetFunction != nullptr) api.KernelGetFunction(&f, p.kern);
+  return f;
+}
+
+// A kernel's arguments copied, each 8-byte aligned word (where a pointer can be) passed through
+// `word` (which may rewrite it): the one walk the row key (device pointers masked) and the remap
+// (graph-owned pointers moved) share. Sizes from cuFuncGetParamInfo; empty without it.
+template <class Word>
+std::vector<std::string> arguments(const Api& api, CUfunction f, void* const* params, Word&& word) {
+  std::vector<std::string> out;
+  if (api.FuncGetParamInfo == nullptr || f == nullptr || params == nullptr) return out;
+  for (size_t a = 0; a < 4096; ++a) {
+    size_t off = 0, size = 0;
+    if (api.FuncGetParamInfo(f, a, &off, &size) != kSuccess) break;
+    const auto* bytes = static_cast<const char*>(params[a]);
+    if (bytes == nullptr) break;
+    std::string& arg = out.emplace_back(bytes, size);
+    for (size_t w = 0; w + 8 <= size; w += 8) {
+      CUdeviceptr v = 0;
+      std::memcpy(&v, arg.data() + w, 8);
+      v = word(v);
+      std::memcpy(arg.data() + w, &v, 8);
+    }
+  }
+  return out;
+}
+
 // What the listing keeps of each node beyond GraphNode: the handle and, for kernels, the key.
 struct RawNode {
   CUgraphNode handle = nullptr;
@@ -112,6 +168,7 @@ struct RawNode {
 
 struct Listed {
   GraphListing listing;
+  GraphMemory memory;
   std::vector<RawNode> raw;
   std::vector<std::vector<std::size_t>> members;  ///< per group: its nodes, in graph order
 };
@@ -122,11 +179,12 @@ struct Listed {
 // functions' names and the pointers' answers across the graph.
 struct KernelKeys {
   const Api& api;
+  const GraphMemory& memory;
   std::unordered_map<CUfunction, std::string> names;
   std::unordered_map<CUdeviceptr, bool> is_device_ptr;
-  bool arg_info = false;
 
   bool device_pointer(CUdeviceptr v) {
+    if (memory.find(v) != nullptr) return true;  // graph-owned: the driver may not know it outside its graph
     if (v == 0 || api.PointerGetAttribute == nullptr) return false;
     auto it = is_device_ptr.find(v);
     if (it != is_device_ptr.end()) return it->second;
@@ -145,8 +203,7 @@ struct KernelKeys {
       L.not_replayed[g.kind]++;
       return false;
     }
-    CUfunction f = p.func;
-    if (f == nullptr && p.kern != nullptr && api.KernelGetFunction != nullptr) api.KernelGetFunction(&f, p.kern);
+    const CUfunction f = function_of(api, p);
     auto nit = names.find(f);
     if (nit == names.end()) {
       const char* mangled = nullptr;
@@ -169,25 +226,56 @@ struct KernelKeys {
       if (api.GraphMemsetNodeGetParams(m, &ms) == kSuccess) g.bytes += static_cast<uint64_t>(ms.width) * std::max<size_t>(1, ms.height) * ms.elementSize;
     }
     if (!r.prelude.empty()) key += fmt::format("m{}|", g.bytes);
-    if (arg_info && f != nullptr && p.kernelParams != nullptr) {
-      for (size_t a = 0; a < 4096; ++a) {
-        size_t off = 0, size = 0;
-        if (api.FuncGetParamInfo(f, a, &off, &size) != kSuccess) break;
-        const auto* bytes = static_cast<const unsigned char*>(p.kernelParams[a]);
-        if (bytes == nullptr) break;
-        std::string arg(reinterpret_cast<const char*>(bytes), size);
-        for (size_t w = 0; w + 8 <= size; w += 8) {
-          CUdeviceptr v = 0;
-          std::memcpy(&v, bytes + w, 8);
-          if (device_pointer(v)) std::memset(arg.data() + w, 0, 8);
-        }
-        key += arg;
-        key += '\x1f';
-      }
+    for (const std::string& arg : arguments(api, f, p.kernelParams, [&](CUdeviceptr v) { return device_pointer(v) ? CUdeviceptr{0} : v; })) {
+      key += arg;
+      key += '\x1f';
     }
     return true;
   }
 };
+
+// The memsets each kernel depends on join that kernel's row (RawNode::prelude); true: folded.
+std::vector<bool> fold_preludes(const Api& api, const std::vector<CUgraphNode>& handles, const std::vector<int>& types, std::vector<RawNode>& raw) {
+  const std::size_t n = handles.size();
+  std::unordered_map<CUgraphNode, std::size_t> index_of;
+  for (std::size_t i = 0; i < n; ++i) index_of.emplace(handles[i], i);
+  std::vector<bool> folded(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (types[i] != kNodeKernel) continue;
+    size_t nd = 0;
+    if (api.GraphNodeGetDependencies(handles[i], nullptr, &nd) != kSuccess || nd == 0 || nd > 64) continue;
+    std::vector<CUgraphNode> deps(nd);
+    if (api.GraphNodeGetDependencies(handles[i], deps.data(), &nd) != kSuccess) continue;
+    for (std::size_t d = 0; d < nd; ++d) {
+      auto it = index_of.find(deps[d]);
+      if (it == index_of.end() || types[it->second] != kNodeMemset || folded[it->second]) continue;
+      folded[it->second] = true;
+      raw[i].prelude.push_back(deps[d]);
+    }
+  }
+  return folded;
+}
+
+// The graph-owned ranges of the mem_alloc nodes, read before any key (their pointers are masked
+// there), and the mem_alloc / mem_free nodes counted in L. An unreadable one is named in a
+// warning: the nodes on its memory then fail when re-created (one line each).
+GraphMemory read_allocations(const Api& api, const std::vector<CUgraphNode>& handles, const std::vector<int>& types, GraphListing& L) {
+  GraphMemory m;
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    if (types[i] == kNodeMemFree) L.mem_free_nodes++;
+    if (types[i] != kNodeMemAlloc) continue;
+    L.mem_alloc_nodes++;
+    CudaMemAllocNodeParams p{};
+    if (CUresult rc = api.GraphMemAllocNodeGetParams(handles[i], &p); rc != kSuccess) {
+      L.warnings.push_back(fmt::format("node {}: {}: the nodes on its memory cannot be replayed", i, api.describe("cuGraphMemAllocNodeGetParams", rc)));
+      continue;
+    }
+    L.mem_alloc_bytes += p.bytesize;
+    if (p.bytesize > 0) m.ranges.push_back({p.dptr, p.bytesize, 0});
+  }
+  std::sort(m.ranges.begin(), m.ranges.end(), [](const GraphMemory::Range& a, const GraphMemory::Range& b) { return a.base < b.base; });
+  return m;
+}
 
 Result<Listed> list_graph(const Api& api, CUgraph graph) {
   if (graph == nullptr) return make_error(Errc::invalid_argument, "no CUDA graph (null handle)");
@@ -206,28 +294,13 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
   GraphListing& L = out.listing;
   L.nodes.resize(n);
   out.raw.resize(n);
-  // Memsets that a kernel depends on are part of that kernel's row (RawNode::prelude).
-  std::unordered_map<CUgraphNode, std::size_t> index_of;
-  for (std::size_t i = 0; i < n; ++i) index_of.emplace(handles[i], i);
   std::vector<int> types(n, -1);
   for (std::size_t i = 0; i < n; ++i) api.GraphNodeGetType(handles[i], &types[i]);
-  std::vector<bool> folded(n, false);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (types[i] != kNodeKernel) continue;
-    size_t nd = 0;
-    if (api.GraphNodeGetDependencies(handles[i], nullptr, &nd) != kSuccess || nd == 0 || nd > 64) continue;
-    std::vector<CUgraphNode> deps(nd);
-    if (api.GraphNodeGetDependencies(handles[i], deps.data(), &nd) != kSuccess) continue;
-    for (std::size_t d = 0; d < nd; ++d) {
-      auto it = index_of.find(deps[d]);
-      if (it == index_of.end() || types[it->second] != kNodeMemset || folded[it->second]) continue;
-      folded[it->second] = true;
-      out.raw[i].prelude.push_back(deps[d]);
-    }
-  }
+  const std::vector<bool> folded = fold_preludes(api, handles, types, out.raw);
+  out.memory = read_allocations(api, handles, types, L);
   std::unordered_map<std::string, std::size_t> group_of;
-  KernelKeys keys{api, {}, {}, api.FuncGetParamInfo != nullptr};
-  if (!keys.arg_info) L.warnings.push_back("this CUDA driver has no cuFuncGetParamInfo (CUDA < 12.4): nodes are grouped without their argument bytes");
+  KernelKeys keys{api, out.memory, {}, {}};
+  if (api.FuncGetParamInfo == nullptr) L.warnings.push_back("this CUDA driver has no cuFuncGetParamInfo (CUDA < 12.4): nodes are grouped without their argument bytes");
   for (std::size_t i = 0; i < n; ++i) {
     GraphNode& g = L.nodes[i];
     RawNode& r = out.raw[i];
@@ -266,7 +339,9 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       g.name = "memset";
       key = fmt::format("s|{}|{}", g.bytes, s.elementSize);
     } else {
-      if (r.type != kNodeEmpty) L.not_replayed[g.kind]++;
+      // Empty nodes do nothing; mem_alloc / mem_free are counted (read_allocations) and their
+      // memory backed by real buffers at replay; the rest are named in one warning.
+      if (r.type != kNodeEmpty && r.type != kNodeMemAlloc && r.type != kNodeMemFree) L.not_replayed[g.kind]++;
       continue;
     }
     r.key = key;
@@ -409,9 +484,28 @@ struct NodeParams {
   CudaMemcpy3D copy{};
   CudaMemsetNodeParams set{};
   std::vector<CudaMemsetNodeParams> prelude;
+  /// A kernel's arguments with graph-owned pointers moved (kernel.kernelParams points into them).
+  std::vector<std::string> args;
+  std::vector<void*> arg_ptrs;
 };
 
-std::string read_params(const Api& api, const RawNode& node, NodeParams& p) {
+// Graph-owned pointers moved into their real buffers (GraphMemory): the memsets' dst, the copies'
+// ends and the kernel's argument words. Without cuFuncGetParamInfo a kernel's arguments cannot be
+// walked: it keeps them (and fails, with one line, if they are graph-owned).
+void remap(const Api& api, const GraphMemory& m, NodeParams& p) {
+  if (m.ranges.empty()) return;
+  p.set.dst = m.remap(p.set.dst);
+  for (CudaMemsetNodeParams& s : p.prelude) s.dst = m.remap(s.dst);
+  p.copy.srcDevice = m.remap(p.copy.srcDevice);
+  p.copy.dstDevice = m.remap(p.copy.dstDevice);
+  if (p.type != kNodeKernel) return;
+  p.args = arguments(api, function_of(api, p.kernel), p.kernel.kernelParams, [&](CUdeviceptr v) { return m.remap(v); });
+  if (p.args.empty()) return;
+  for (std::string& a : p.args) p.arg_ptrs.push_back(a.data());
+  p.kernel.kernelParams = p.arg_ptrs.data();
+}
+
+std::string read_params(const Api& api, const GraphMemory& memory, const RawNode& node, NodeParams& p) {
   p.type = node.type;
   p.handle = node.handle;
   CUresult rc = kSuccess;
@@ -423,6 +517,7 @@ std::string read_params(const Api& api, const RawNode& node, NodeParams& p) {
   for (std::size_t m = 0; m < node.prelude.size(); ++m) {
     if (rc = api.GraphMemsetNodeGetParams(node.prelude[m], &p.prelude[m]); rc != kSuccess) return api.describe("reading a memset's parameters", rc);
   }
+  remap(api, memory, p);
   return "";
 }
 
@@ -453,14 +548,14 @@ std::string add_copy(const Api& api, CUgraph graph, CUcontext ctx, const NodePar
   return "";
 }
 
-std::string build_copies(const Api& api, const std::vector<const RawNode*>& members, std::size_t copies, Copies& out) {
+std::string build_copies(const Api& api, const GraphMemory& memory, const std::vector<const RawNode*>& members, std::size_t copies, Copies& out) {
   out.api = &api;
   if (CUresult rc = api.GraphCreate(&out.graph, 0); rc != kSuccess) return api.describe("cuGraphCreate", rc);
   CUcontext ctx = nullptr;
   api.CtxGetCurrent(&ctx);
   std::vector<NodeParams> params(std::min(members.size(), copies));
   for (std::size_t m = 0; m < params.size(); ++m) {
-    if (std::string e = read_params(api, *members[m], params[m]); !e.empty()) return e;
+    if (std::string e = read_params(api, memory, *members[m], params[m]); !e.empty()) return e;
   }
   CUgraphNode prev = nullptr;
   for (std::size_t i = 0; i < copies; ++i) {
@@ -563,9 +658,61 @@ struct Work {
   double node_time() const { return row.time_ns * static_cast<double>(row.group.count); }
 };
 
+// One real buffer per stream-ordered allocation (GraphMemory::Range::real), for the replay's
+// lifetime. They start zeroed: graph-owned memory holds at replay whatever the step left there,
+// which is not kept, so zero is a choice (a GEMM's workspace or tile counters start from it; the
+// result of the whole graph replayed is not affected). One that cannot be allocated stays
+// unbacked: the nodes on it fail with one line each, the rest goes on.
+class RealBuffers {
+ public:
+  RealBuffers(const Api& api, GraphMemory& m, CUstream stream, GraphReplay& R) : api_(api), m_(m) {
+    std::size_t backed = 0;
+    uint64_t bytes = 0;
+    for (GraphMemory::Range& r : m.ranges) {
+      const char* call = "cuMemAlloc";
+      CUresult rc = api.MemAlloc(&r.real, r.bytes);
+      if (rc == kSuccess) {
+        call = "cuMemsetD8Async";
+        rc = api.MemsetD8Async(r.real, 0, r.bytes, stream);
+      }
+      if (rc == kSuccess) {
+        call = "cuStreamSynchronize";
+        rc = api.StreamSynchronize(stream);
+      }
+      if (rc != kSuccess) {
+        R.warnings.push_back(fmt::format("a stream-ordered allocation of {}: {}: the nodes on it cannot be replayed", format_bytes(uint64_t{r.bytes}),
+                                         api.describe(call, rc)));
+        if (r.real != 0) api.MemFree(r.real);
+        r.real = 0;
+        continue;
+      }
+      ++backed;
+      bytes += r.bytes;
+    }
+    R.mem_alloc_backed = backed;
+    if (backed > 0) {
+      R.warnings.push_back(fmt::format("{} stream-ordered allocation{} ({}) backed by real buffers, zeroed (not the contents the step left)",
+                                       backed, backed == 1 ? "" : "s", format_bytes(bytes)));
+    }
+  }
+  ~RealBuffers() {
+    for (GraphMemory::Range& r : m_.ranges) {
+      if (r.real != 0) api_.MemFree(r.real);
+      r.real = 0;
+    }
+  }
+  RealBuffers(const RealBuffers&) = delete;
+  RealBuffers& operator=(const RealBuffers&) = delete;
+
+ private:
+  const Api& api_;
+  GraphMemory& m_;
+};
+
 // Everything the steps below share: the driver, the device, the probe and what was lost.
 struct Replayer {
   const Api& api;
+  const GraphMemory& memory;
   const GraphReplayOptions& o;
   GraphDevice& dev;
   replay::Probe& probe;
@@ -620,14 +767,14 @@ struct Replayer {
       return;
     }
     Copies probe_copies;
-    if (std::string e = build_copies(api, w.members, 8, probe_copies); !e.empty()) return fail(w, e);
+    if (std::string e = build_copies(api, memory, w.members, 8, probe_copies); !e.empty()) return fail(w, e);
     const double ms8 = time_launch(dev, probe_copies.exec, 1);
     if (!dev.error().empty()) return fail(w, dev.error());
     const std::size_t n_time = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(0.2 / std::max(ms8 / 8, 1e-6) - 1e-6)), 8, 256);
     double ms = ms8;
     if (n_time != 8) {
       Copies timing;
-      if (std::string e = build_copies(api, w.members, n_time, timing); !e.empty()) return fail(w, e);
+      if (std::string e = build_copies(api, memory, w.members, n_time, timing); !e.empty()) return fail(w, e);
       ms = time_launch(dev, timing.exec, 1);
       if (!dev.error().empty()) return fail(w, dev.error());
     }
@@ -639,7 +786,7 @@ struct Replayer {
   void measure_row(Work& w) {
     w.row.copies = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(o.graph_ms * 1e6 / std::max(w.row.time_ns, 1.0) - 1e-6)), 1, o.max_copies);
     w.copies = std::make_unique<Copies>();
-    if (std::string e = build_copies(api, w.members, w.row.copies, *w.copies); !e.empty()) {
+    if (std::string e = build_copies(api, memory, w.members, w.row.copies, *w.copies); !e.empty()) {
       w.copies.reset();
       return fail(w, e);
     }
@@ -745,6 +892,9 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   R.nodes = L.nodes.size();
   R.not_replayed = L.not_replayed;
   R.warnings = L.warnings;
+  R.mem_alloc_nodes = L.mem_alloc_nodes;
+  R.mem_free_nodes = L.mem_free_nodes;
+  R.mem_alloc_bytes = L.mem_alloc_bytes;
   {
     CUdevice dev = 0;
     char name[256] = {0};
@@ -765,7 +915,8 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   replay::Probe& probe = probe_in != nullptr ? *probe_in : *own;
   GraphDevice dev(api);
   if (std::string e = dev.open(); !e.empty()) return make_error(Errc::unavailable, e);
-  Replayer rp{api, o, dev, probe, {}, [&]() -> double {
+  RealBuffers buffers(api, listed->memory, dev.stream(), R);
+  Replayer rp{api, listed->memory, o, dev, probe, {}, [&]() -> double {
                 if (!own || !own->sensor().supports(Metric::temperature_c)) return -1;
                 auto t = own->sensor().read(Metric::temperature_c);
                 return t ? *t : -1;
@@ -849,6 +1000,8 @@ std::string graph_replay_json(const GraphReplay& r) {
             {"idle_power_w", r.idle_w},
             {"nodes", r.nodes},
             {"not_replayed", r.not_replayed},
+            {"stream_ordered_allocations",
+             {{"mem_alloc_nodes", r.mem_alloc_nodes}, {"mem_free_nodes", r.mem_free_nodes}, {"bytes", r.mem_alloc_bytes}, {"backed", r.mem_alloc_backed}}},
             {"rows", rows},
             {"step", step},
             {"prediction",

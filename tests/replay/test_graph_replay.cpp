@@ -2,13 +2,17 @@
 // grouping of a synthetic graph's nodes, each group replayed as copies of itself with a virtual GPU
 // clock, and the error paths: a node type the replay does not know, a 100k-node graph, a node whose
 // replay fails (one line naming the kernel, the rest goes on) or faults (the context is lost: the
-// rest is "not_measured", never silently missing), no current context, a null graph.
+// rest is "not_measured", never silently missing), no current context, a null graph; a graph with
+// stream-ordered allocations (its nodes on graph-owned memory re-created on real buffers).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "jouleprof/replay/graph_replay.hpp"
 #include "trials.hpp"
@@ -256,4 +260,162 @@ TEST(GraphReplay, AKernelsMemsetIsReplayedWithIt) {
   ASSERT_TRUE(gemm);
   EXPECT_NEAR(gemm->time_ns, 20000 + 524.288, 1);  // the kernel and its memset, per copy
   EXPECT_NEAR(r->predicted_time_s, r->step.time_ns * 1e-9, 1e-10);
+}
+
+namespace {
+
+// The fake's logs (fakes/cuda/fake_cuda.cpp): cuMemAlloc_v2's buffers, the nodes added to other
+// graphs and a built graph's nodes, each with its pointers.
+struct MemEntry {
+  unsigned long long ptr = 0;
+  std::size_t bytes = 0;
+  int zeroed = 0, freed = 0;
+};
+struct NodePtrs {
+  int type = 0;
+  unsigned long long a = 0, b = 0;
+};
+constexpr int kKernel = 0, kMemset = 2, kMemAlloc = 10;
+
+std::vector<MemEntry> mem_log() {
+  auto f = reinterpret_cast<int (*)(std::size_t, unsigned long long*, std::size_t*, int*, int*)>(dlsym(fake().lib, "fakecuda_mem_log"));
+  std::vector<MemEntry> out;
+  for (MemEntry e; f(out.size(), &e.ptr, &e.bytes, &e.zeroed, &e.freed) != 0;) out.push_back(e);
+  return out;
+}
+std::vector<NodePtrs> added_nodes() {
+  auto f = reinterpret_cast<int (*)(std::size_t, int*, unsigned long long*, unsigned long long*)>(dlsym(fake().lib, "fakecuda_added"));
+  std::vector<NodePtrs> out;
+  for (NodePtrs n; f(out.size(), &n.type, &n.a, &n.b) != 0;) out.push_back(n);
+  return out;
+}
+std::vector<NodePtrs> graph_nodes(std::uintptr_t g) {
+  auto f = reinterpret_cast<int (*)(void*, std::size_t, int*, unsigned long long*, unsigned long long*)>(dlsym(fake().lib, "fakecuda_node"));
+  std::vector<NodePtrs> out;
+  for (NodePtrs n; f(reinterpret_cast<void*>(g), out.size(), &n.type, &n.a, &n.b) != 0;) out.push_back(n);
+  return out;
+}
+
+// (buffer index, offset) of `p` among `bases`/`sizes`; {-1, 0} outside them.
+std::pair<int, unsigned long long> place(unsigned long long p, const std::vector<std::pair<unsigned long long, std::size_t>>& ranges) {
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    if (p - ranges[i].first < ranges[i].second) return {static_cast<int>(i), p - ranges[i].first};
+  }
+  return {-1, 0};
+}
+
+// The two-class workload's graph (cuBLAS captured outside PyTorch's pool, H200): a stream-ordered
+// allocation with a memset and the GEMM on its memory; a second one with three calls of a kernel
+// and a memset alone on it; the frees; and relu on ordinary memory.
+constexpr const char* kTwoClass =
+    "alloc,,1,0,33554432;memset,,1,0,graph-owned;kernel,cublas_gemm,1,20000,graph-owned;alloc,,1,0,33554432;"
+    "kernel,ws_kernel,3,5000,graph-owned;kernel,relu,4,3000;memset,,1,0,graph-owned;free,,2,0";
+
+}  // namespace
+
+// mem_alloc / mem_free nodes are counted, not warned about as an unknown type, and the nodes that
+// differ only by graph-owned pointers (which cuPointerGetAttribute does not know) are one row.
+TEST(GraphReplay, StreamOrderedAllocationsAreCountedNotWarned) {
+  const auto g = fake().graph(kTwoClass);
+  auto l = list_cuda_graph(g, JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_EQ(l->mem_alloc_nodes, 2u);
+  EXPECT_EQ(l->mem_free_nodes, 2u);
+  EXPECT_EQ(l->mem_alloc_bytes, 64u << 20);
+  EXPECT_TRUE(l->not_replayed.empty());
+  EXPECT_TRUE(l->warnings.empty()) << l->warnings[0];
+  ASSERT_EQ(l->groups.size(), 4u);  // cublas_gemm (its memset inside), ws_kernel, relu, memset
+  EXPECT_EQ(l->groups[0].name, "cublas_gemm");
+  EXPECT_EQ(l->groups[0].bytes, 1u << 20);
+  EXPECT_EQ(l->groups[1].name, "ws_kernel");
+  EXPECT_EQ(l->groups[1].count, 3u);
+  EXPECT_EQ(l->groups[3].kind, "memset");
+  // Other unknown types keep their warning beside them.
+  auto u = list_cuda_graph(fake().graph("alloc,,1,0,4096;kernel,k,1,1000,graph-owned;type99,,1,0;free,,1,0"), JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(u);
+  ASSERT_EQ(u->warnings.size(), 1u);
+  EXPECT_NE(u->warnings[0].find("1 node of type type 99 not replayed"), std::string::npos);
+}
+
+// Each allocation gets a zeroed real buffer of its size, every node on graph-owned memory is
+// re-created on it at the same offset, and the buffers are freed after.
+TEST(GraphReplay, StreamOrderedAllocationsAreBackedByRealBuffers) {
+  const auto g = fake().graph(kTwoClass);
+  std::vector<std::pair<unsigned long long, std::size_t>> owned;
+  for (const NodePtrs& n : graph_nodes(g)) {
+    if (n.type == kMemAlloc) owned.emplace_back(n.a, n.b - n.a);
+  }
+  ASSERT_EQ(owned.size(), 2u);
+  FakeProbe probe;
+  GraphReplayOptions o = quick();
+  o.coverage = 1.0;
+  auto r = replay_cuda_graph(g, o, &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->rows.size(), 4u);
+  for (const ExactRow& x : r->rows) EXPECT_EQ(x.status, "measured") << x.group.name << ": " << x.reason;
+  EXPECT_NEAR(row(*r, "cublas_gemm")->time_ns, 20000 + 524.288, 1);
+  EXPECT_EQ(r->mem_alloc_nodes, 2u);
+  EXPECT_EQ(r->mem_alloc_backed, 2u);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_EQ(r->warnings[0], "2 stream-ordered allocations (64 MiB) backed by real buffers, zeroed (not the contents the step left)");
+  const auto j = nlohmann::json::parse(graph_replay_json(*r));
+  EXPECT_EQ(j["stream_ordered_allocations"]["backed"], 2);
+  EXPECT_EQ(j["stream_ordered_allocations"]["bytes"], 64u << 20);
+
+  const std::vector<MemEntry> mem = mem_log();
+  ASSERT_EQ(mem.size(), 2u);
+  std::vector<std::pair<unsigned long long, std::size_t>> real;
+  for (const MemEntry& m : mem) {
+    EXPECT_EQ(m.bytes, 32u << 20);
+    EXPECT_EQ(m.zeroed, 1);
+    EXPECT_EQ(m.freed, 1);
+    real.emplace_back(m.ptr, m.bytes);
+  }
+  // The (allocation, offset) of every graph-owned pointer of the step, and of every pointer of the
+  // copies that lands in a real buffer: the same set, and no copy points at graph-owned memory.
+  std::set<std::pair<int, unsigned long long>> step_places, copy_places;
+  for (const NodePtrs& n : graph_nodes(g)) {
+    if (n.type != kKernel && n.type != kMemset) continue;
+    for (unsigned long long p : {n.a, n.b}) {
+      if (auto at = place(p, owned); at.first >= 0) step_places.insert(at);
+    }
+  }
+  std::size_t on_real = 0;
+  const std::vector<NodePtrs> copies = added_nodes();
+  ASSERT_FALSE(copies.empty());
+  for (const NodePtrs& n : copies) {
+    for (unsigned long long p : {n.a, n.b}) {
+      EXPECT_EQ(place(p, owned).first, -1);
+      if (auto at = place(p, real); at.first >= 0) {
+        copy_places.insert(at);
+        ++on_real;
+      }
+    }
+  }
+  EXPECT_EQ(step_places.size(), 10u);  // memset, gemm in/out (first allocation); 3 × ws in/out, memset (second)
+  EXPECT_EQ(step_places.count({0, 4096}), 1u);
+  EXPECT_EQ(step_places.count({1, 6 * 4096}), 1u);
+  EXPECT_EQ(copy_places, step_places);
+  EXPECT_GT(on_real, 10u);
+}
+
+// A buffer that cannot be allocated leaves its nodes as they were: each fails with one line (the
+// H200's failure, mimicked by the fake), the rest is measured and the line says why.
+TEST(GraphReplay, AnUnbackedAllocationFailsItsNodesWithOneLine) {
+  const auto g = fake().graph(kTwoClass);
+  setenv("FAKECUDA_MEMALLOC_FAIL", "1", 1);
+  FakeProbe probe;
+  GraphReplayOptions o = quick();
+  o.coverage = 1.0;
+  auto r = replay_cuda_graph(g, o, &probe);
+  unsetenv("FAKECUDA_MEMALLOC_FAIL");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(row(*r, "cublas_gemm")->status, "failed");
+  EXPECT_EQ(row(*r, "cublas_gemm")->reason, "kernel cublas_gemm: cuGraphAddMemsetNode: CUDA_ERROR_INVALID_VALUE (1)");
+  EXPECT_EQ(row(*r, "ws_kernel")->reason, "kernel ws_kernel: cuGraphAddKernelNode: CUDA_ERROR_INVALID_VALUE (1)");
+  EXPECT_EQ(row(*r, "memset")->reason, "memset memset: cuGraphAddMemsetNode: CUDA_ERROR_INVALID_VALUE (1)");
+  EXPECT_EQ(row(*r, "relu")->status, "measured");
+  EXPECT_EQ(r->mem_alloc_backed, 0u);
+  EXPECT_EQ(r->warnings.front(), "a stream-ordered allocation of 32 MiB: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (2): the nodes on it cannot be replayed");
+  EXPECT_TRUE(mem_log().empty());
 }

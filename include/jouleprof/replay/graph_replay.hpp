@@ -45,6 +45,10 @@ struct GraphListing {
   std::vector<GraphNode> nodes;
   std::vector<GraphGroup> groups;
   std::map<std::string, std::size_t> not_replayed;  ///< node kind → count (types the replay does not re-create)
+  /// Stream-ordered allocations (mem_alloc / mem_free nodes): not replayed themselves; the replay
+  /// backs each allocation with a real buffer and moves the nodes' pointers into it.
+  std::size_t mem_alloc_nodes = 0, mem_free_nodes = 0;
+  uint64_t mem_alloc_bytes = 0;
   std::vector<std::string> warnings;
 };
 
@@ -87,6 +91,9 @@ struct GraphReplay {
   std::size_t nodes = 0;
   std::vector<ExactRow> rows;             ///< one per group, longest (count × time) first
   std::map<std::string, std::size_t> not_replayed;
+  /// The graph's stream-ordered allocations (GraphListing) and how many got a real buffer.
+  std::size_t mem_alloc_nodes = 0, mem_free_nodes = 0, mem_alloc_backed = 0;
+  uint64_t mem_alloc_bytes = 0;
   StepFigures step;                       ///< the whole graph as captured, measured the same way
   /// Σ count × per-call figures (the exact replay's prediction of one step's kernels).
   double predicted_time_s = 0, predicted_energy_j = 0, predicted_energy_half_width_j = 0;
