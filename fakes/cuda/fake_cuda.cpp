@@ -50,6 +50,12 @@ struct FNode {
   CUdeviceptr in = 0, out = 0;
   int n = 0;
   void* params[3] = {&in, &out, &n};
+  // FLAG "...+extra": its arguments read back as one packed buffer (`extra`, no kernelParams), as
+  // cuBLAS launches its nvjet GEMMs.
+  bool packed = false;
+  char buffer[24] = {};
+  std::size_t buffer_size = 20;
+  void* extra[5] = {};
   CudaMemcpy3D copy{};
   CudaMemsetNodeParams set{};
   CUdeviceptr dptr = 0;  // mem_alloc: its graph-owned range
@@ -158,7 +164,7 @@ FAKE void* fakecuda_build_graph(const char* spec) {
     if (kind == "kernel") fn = &funcs.emplace_back(FFunc{name, flag, std::atof(dur.c_str())});
     const long n = std::atol(count.c_str());
     const CUdeviceptr shared_in = flag == "l2-shared" ? alloc(4096) : 0;
-    const bool on_owned = flag == "graph-owned";
+    const bool on_owned = flag.rfind("graph-owned", 0) == 0;
     for (long i = 0; i < n; ++i) {
       FNode& x = nodes.emplace_back();
       x.ns = std::atof(dur.c_str());
@@ -168,6 +174,7 @@ FAKE void* fakecuda_build_graph(const char* spec) {
         x.in = on_owned ? owned_ptr() : shared_in != 0 ? shared_in : alloc(4096);
         x.out = on_owned ? owned_ptr() : alloc(4096);
         x.n = flag == "distinct" ? static_cast<int>(i) : 1024;
+        x.packed = flag.find("+extra") != std::string::npos;
         x.grid[0] = 8;
       } else if (kind == "memcpy") {
         x.type = kNodeMemcpy;
@@ -304,6 +311,18 @@ FAKE CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode h, CudaKernelNodeParams*
   p->blockDimY = x->block[1];
   p->blockDimZ = x->block[2];
   p->kernelParams = x->params;
+  if (x->packed) {
+    std::memcpy(x->buffer, &x->in, 8);
+    std::memcpy(x->buffer + 8, &x->out, 8);
+    std::memcpy(x->buffer + 16, &x->n, 4);
+    x->extra[0] = kLaunchParamBufferPointer;
+    x->extra[1] = x->buffer;
+    x->extra[2] = kLaunchParamBufferSize;
+    x->extra[3] = &x->buffer_size;
+    x->extra[4] = kLaunchParamEnd;
+    p->kernelParams = nullptr;
+    p->extra = x->extra;
+  }
   return kSuccess;
 }
 FAKE CUresult cuGraphMemcpyNodeGetParams(CUgraphNode h, CudaMemcpy3D* p) {
@@ -373,9 +392,21 @@ FAKE CUresult cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g, const CUgraph
   x.func = reinterpret_cast<FFunc*>(p->func);
   x.grid[0] = p->gridDimX;
   x.block[0] = p->blockDimX;
-  std::memcpy(&x.in, p->kernelParams[0], 8);
-  std::memcpy(&x.out, p->kernelParams[1], 8);
-  std::memcpy(&x.n, p->kernelParams[2], 4);
+  if (p->kernelParams != nullptr) {
+    std::memcpy(&x.in, p->kernelParams[0], 8);
+    std::memcpy(&x.out, p->kernelParams[1], 8);
+    std::memcpy(&x.n, p->kernelParams[2], 4);
+  } else {  // a packed buffer: in, out, n
+    const char* b = nullptr;
+    for (int i = 0; p->extra != nullptr && p->extra[i] != kLaunchParamEnd; i += 2) {
+      if (p->extra[i] == kLaunchParamBufferPointer) b = static_cast<const char*>(p->extra[i + 1]);
+    }
+    if (b == nullptr) return kInvalidValue;
+    std::memcpy(&x.in, b, 8);
+    std::memcpy(&x.out, b + 8, 8);
+    std::memcpy(&x.n, b + 16, 4);
+    x.packed = true;
+  }
   x.ns = x.func->ns;
   return add_node(out, g, x);
 }

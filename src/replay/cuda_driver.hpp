@@ -31,6 +31,11 @@ inline constexpr int kNodeKernel = 0, kNodeMemcpy = 1, kNodeMemset = 2, kNodeHos
 inline constexpr int kPointerAttributeMemoryType = 2;
 inline constexpr int kMemoryTypeHost = 1, kMemoryTypeDevice = 2, kMemoryTypeArray = 3, kMemoryTypeUnified = 4;
 
+/// A kernel launched with `extra` (cuLaunchKernel's packed argument buffer): CU_LAUNCH_PARAM_*.
+inline void* const kLaunchParamEnd = nullptr;
+inline void* const kLaunchParamBufferPointer = reinterpret_cast<void*>(1);
+inline void* const kLaunchParamBufferSize = reinterpret_cast<void*>(2);
+
 /// CUDA_KERNEL_NODE_PARAMS_v2
 struct CudaKernelNodeParams {
   CUfunction func;

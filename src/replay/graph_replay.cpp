@@ -134,16 +134,13 @@ CUfunction function_of(const Api& api, const CudaKernelNodeParams& p) {
 
 // A kernel's arguments copied, each 8-byte aligned word (where a pointer can be) passed through
 // `word` (which may rewrite it): the one walk the row key (device pointers masked) and the remap
-// (graph-owned pointers moved) share. Sizes from cuFuncGetParamInfo; empty without it.
+// (graph-owned pointers moved) share. Sizes from cuFuncGetParamInfo; a kernel launched with
+// `extra` (one packed buffer, as cuBLAS launches its nvjet GEMMs) is one argument: its buffer.
+// Empty when neither can be read.
 template <class Word>
-std::vector<std::string> arguments(const Api& api, CUfunction f, void* const* params, Word&& word) {
+std::vector<std::string> arguments(const Api& api, const CudaKernelNodeParams& p, Word&& word) {
   std::vector<std::string> out;
-  if (api.FuncGetParamInfo == nullptr || f == nullptr || params == nullptr) return out;
-  for (size_t a = 0; a < 4096; ++a) {
-    size_t off = 0, size = 0;
-    if (api.FuncGetParamInfo(f, a, &off, &size) != kSuccess) break;
-    const auto* bytes = static_cast<const char*>(params[a]);
-    if (bytes == nullptr) break;
+  auto walk = [&](const char* bytes, size_t size) {
     std::string& arg = out.emplace_back(bytes, size);
     for (size_t w = 0; w + 8 <= size; w += 8) {
       CUdeviceptr v = 0;
@@ -151,6 +148,25 @@ std::vector<std::string> arguments(const Api& api, CUfunction f, void* const* pa
       v = word(v);
       std::memcpy(arg.data() + w, &v, 8);
     }
+  };
+  if (p.kernelParams == nullptr) {
+    const char* buffer = nullptr;
+    size_t size = 0;
+    for (size_t i = 0; p.extra != nullptr && i < 16 && p.extra[i] != kLaunchParamEnd; i += 2) {
+      if (p.extra[i] == kLaunchParamBufferPointer) buffer = static_cast<const char*>(p.extra[i + 1]);
+      if (p.extra[i] == kLaunchParamBufferSize && p.extra[i + 1] != nullptr) size = *static_cast<const size_t*>(p.extra[i + 1]);
+    }
+    if (buffer != nullptr && size > 0) walk(buffer, size);
+    return out;
+  }
+  const CUfunction f = function_of(api, p);
+  if (api.FuncGetParamInfo == nullptr || f == nullptr) return out;
+  for (size_t a = 0; a < 4096; ++a) {
+    size_t off = 0, size = 0;
+    if (api.FuncGetParamInfo(f, a, &off, &size) != kSuccess) break;
+    const auto* bytes = static_cast<const char*>(p.kernelParams[a]);
+    if (bytes == nullptr) break;
+    walk(bytes, size);
   }
   return out;
 }
@@ -226,7 +242,7 @@ struct KernelKeys {
       if (api.GraphMemsetNodeGetParams(m, &ms) == kSuccess) g.bytes += static_cast<uint64_t>(ms.width) * std::max<size_t>(1, ms.height) * ms.elementSize;
     }
     if (!r.prelude.empty()) key += fmt::format("m{}|", g.bytes);
-    for (const std::string& arg : arguments(api, f, p.kernelParams, [&](CUdeviceptr v) { return device_pointer(v) ? CUdeviceptr{0} : v; })) {
+    for (const std::string& arg : arguments(api, p, [&](CUdeviceptr v) { return device_pointer(v) ? CUdeviceptr{0} : v; })) {
       key += arg;
       key += '\x1f';
     }
@@ -484,9 +500,10 @@ struct NodeParams {
   CudaMemcpy3D copy{};
   CudaMemsetNodeParams set{};
   std::vector<CudaMemsetNodeParams> prelude;
-  /// A kernel's arguments with graph-owned pointers moved (kernel.kernelParams points into them).
+  /// A kernel's arguments with graph-owned pointers moved (kernel.kernelParams or .extra points into them).
   std::vector<std::string> args;
-  std::vector<void*> arg_ptrs;
+  std::vector<void*> arg_ptrs;  ///< kernelParams, or the `extra` array of a packed buffer
+  size_t extra_size = 0;
 };
 
 // Graph-owned pointers moved into their real buffers (GraphMemory): the memsets' dst, the copies'
@@ -499,8 +516,14 @@ void remap(const Api& api, const GraphMemory& m, NodeParams& p) {
   p.copy.srcDevice = m.remap(p.copy.srcDevice);
   p.copy.dstDevice = m.remap(p.copy.dstDevice);
   if (p.type != kNodeKernel) return;
-  p.args = arguments(api, function_of(api, p.kernel), p.kernel.kernelParams, [&](CUdeviceptr v) { return m.remap(v); });
+  p.args = arguments(api, p.kernel, [&](CUdeviceptr v) { return m.remap(v); });
   if (p.args.empty()) return;
+  if (p.kernel.kernelParams == nullptr) {  // the packed buffer, rewritten, in a new `extra`
+    p.extra_size = p.args.front().size();
+    p.arg_ptrs = {kLaunchParamBufferPointer, p.args.front().data(), kLaunchParamBufferSize, &p.extra_size, kLaunchParamEnd};
+    p.kernel.extra = p.arg_ptrs.data();
+    return;
+  }
   for (std::string& a : p.args) p.arg_ptrs.push_back(a.data());
   p.kernel.kernelParams = p.arg_ptrs.data();
 }

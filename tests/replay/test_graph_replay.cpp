@@ -308,7 +308,7 @@ std::pair<int, unsigned long long> place(unsigned long long p, const std::vector
 // allocation with a memset and the GEMM on its memory; a second one with three calls of a kernel
 // and a memset alone on it; the frees; and relu on ordinary memory.
 constexpr const char* kTwoClass =
-    "alloc,,1,0,33554432;memset,,1,0,graph-owned;kernel,cublas_gemm,1,20000,graph-owned;alloc,,1,0,33554432;"
+    "alloc,,1,0,33554432;memset,,1,0,graph-owned;kernel,cublas_gemm,1,20000,graph-owned+extra;alloc,,1,0,33554432;"
     "kernel,ws_kernel,3,5000,graph-owned;kernel,relu,4,3000;memset,,1,0,graph-owned;free,,2,0";
 
 }  // namespace
