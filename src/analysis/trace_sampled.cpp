@@ -162,6 +162,7 @@ void rescale_rows(std::vector<GroupRow>& rows, const std::map<std::string, doubl
   for (GroupRow& r : rows) {
     r.energy_j *= f, r.uncertainty_j *= f, r.low_j *= f, r.high_j *= f;
     for (auto& [name, e] : r.by_method) e *= factor.count(name) != 0 ? factor.at(name) : f;
+    for (auto& [key, e] : r.members) e *= f;
     auto it = rel.find(r.key);
     const double hw = 1.96 * (it != rel.end() ? it->second : worst) * std::fabs(r.energy_j);
     r.low_j = std::min(r.low_j, r.energy_j) - hw;

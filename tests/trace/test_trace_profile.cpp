@@ -611,6 +611,41 @@ TEST(TraceProfile, SampledSharesMatchFullTracing) {
   EXPECT_NE(trace_profile_text(*ps).find("sampled: kernels traced 10% of every 1 s; 30 windows"), std::string::npos) << trace_profile_text(*ps);
 }
 
+// A short sampled run resolves no layer: they are summed into one row, which keeps each layer's
+// own estimate scaled to the whole run as the row is (the members add up to it), and those
+// estimates give the full trace's layer shares.
+TEST(TraceProfile, SampledRowsBelowResolutionKeepTheirMembersScaled) {
+  const double seconds = 3;  // 0.3 s traced: each layer busy < 5 sensor periods in the windows
+  const auto ks = decode_like(seconds);
+  SynthRun full = make_run(ks, seconds, 30, 5, 3);
+  auto pf = analyze_placed_trace(full.m, full.t, classifier());
+  ASSERT_TRUE(pf) << pf.error().message;
+  SynthRun sampled = make_run(ks, seconds, 30, 5, 3);
+  sampled.t.sampling.on_s = 0.1;
+  sampled.t.sampling.period_s = 1;
+  for (int k = 0; k < static_cast<int>(seconds); ++k) sampled.t.sampling.windows_s.emplace_back(k, k + 0.1);
+  std::erase_if(sampled.t.activities, [](const Activity& a) { return a.t0_s - std::floor(a.t0_s) >= 0.1; });
+  auto ps = analyze_placed_trace(sampled.m, sampled.t, classifier());
+  ASSERT_TRUE(ps) << ps.error().message;
+  const GpuProfile& s = ps->gpus[0];
+  const GroupRow* merged = nullptr;
+  for (const GroupRow& r : s.by_layer) {
+    if (!r.members.empty()) merged = &r;
+  }
+  ASSERT_NE(merged, nullptr) << "no layer row summed below resolution";
+  double sum = 0, total = 0;
+  for (const auto& [key, e] : merged->members) sum += e;
+  EXPECT_NEAR(sum, merged->energy_j, 1e-9 * merged->energy_j);
+  for (const GroupRow& r : s.by_layer) total += r.energy_j;
+  for (const auto& [key, e] : merged->members) {
+    const GroupRow* f = row(pf->gpus[0].by_layer, key);
+    ASSERT_NE(f, nullptr) << key;
+    // Three 0.1 s windows of MLPs whose length varies with the step: within 5 points here (3.4
+    // at most); SampledSharesMatchFullTracing holds 3 on a 30 s run.
+    EXPECT_NEAR(e / total, f->share, 0.05) << key;
+  }
+}
+
 TEST(TraceProfile, SampledRunShorterThanOnePeriodIsSaidInOneLine) {
   double gj = 0, ej = 0;
   SynthRun r = make_run(two_classes(0.010, 0.8, 650, 300, &gj, &ej), 0.8);
