@@ -67,6 +67,21 @@ const KernelRow* row(const KernelTable& t, const std::string& name) {
   return nullptr;
 }
 
+// A cuDNN tier's row that went back to the `other` tier: its one-line note names the tier and the
+// row, says why and what stands in (the op's bytes).
+void expect_back_to_other(const KernelTable& t, const std::string& tier, const std::string& name, const std::string& why) {
+  SCOPED_TRACE(name);
+  const KernelRow* r = row(t, name);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->tier, "other");
+  EXPECT_FALSE(r->conv || r->batchnorm);
+  EXPECT_EQ(r->note.find(tier + " " + name.substr(0, 40)), 0u) << r->note;  // names the row
+  EXPECT_NE(r->note.find(why), std::string::npos) << r->note;
+  EXPECT_NE(r->note.find("memory-bound kernel moving the op's bytes"), std::string::npos) << r->note;
+  EXPECT_GT(r->bytes_read, 0u);  // today's behaviour: the op's tensors' bytes
+  EXPECT_EQ(r->note.find('\n'), std::string::npos);
+}
+
 const std::string kConvTypes = R"(["float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"])";
 
 // layer2's 3x3 stride-2 convolution, NCHW fp32, called twice (two identical blocks): cuDNN's
@@ -181,18 +196,7 @@ TEST(TierShapes, TrainingAndUnreadableBatchNormsGoBackToTheOtherTierWithANote) {
       {"bn_flag_unknown", "the op's training flag is neither in its concrete inputs nor in the kernel's name"},
       {"bn_int64", "dtype long int is not replayed through cuDNN"},
       {"bn_6d", "the op's input shape is missing or not 2- to 5-dimensional"}};
-  for (const auto& [name, why] : want) {
-    SCOPED_TRACE(name);
-    const KernelRow* r = row(t, name);
-    ASSERT_NE(r, nullptr);
-    EXPECT_EQ(r->tier, "other");
-    EXPECT_FALSE(r->batchnorm);
-    EXPECT_EQ(r->note.find("batchnorm " + name.substr(0, 40)), 0u) << r->note;  // names the row
-    EXPECT_NE(r->note.find("(aten::cudnn_batch_norm) not replayed through cuDNN: " + why), std::string::npos) << r->note;
-    EXPECT_NE(r->note.find("memory-bound kernel moving the op's bytes"), std::string::npos) << r->note;
-    EXPECT_GT(r->bytes_read, 0u);  // the stand-in's bytes: the op's tensors
-    EXPECT_EQ(r->note.find('\n'), std::string::npos);
-  }
+  for (const auto& [name, why] : want) expect_back_to_other(t, "batchnorm", name, "(aten::cudnn_batch_norm) not replayed through cuDNN: " + why);
 }
 
 TEST(TierShapes, PlanCarriesTheBatchNormItemAndTheEngineTierDecidesFaithfulness) {
@@ -303,18 +307,7 @@ TEST(TierShapes, UnreadableConvsGoBackToTheOtherTierWithANoteNamingTheRow) {
       {"conv_int8", "dtype signed char is not replayed through cuDNN"},
       {"conv_bad_groups", "input channels 128, weight 128x128 and groups 3 do not make a convolution"},
       {"conv_no_output", "spatial dimension 0 gives no output"}};
-  for (const auto& [name, why] : want) {
-    SCOPED_TRACE(name);
-    const KernelRow* r = row(t, name);
-    ASSERT_NE(r, nullptr);
-    EXPECT_EQ(r->tier, "other");
-    EXPECT_FALSE(r->conv);
-    EXPECT_NE(r->note.find("conv " + name + " ("), std::string::npos) << r->note;  // names the row
-    EXPECT_NE(r->note.find(why), std::string::npos) << r->note;
-    EXPECT_NE(r->note.find("memory-bound kernel moving the op's bytes"), std::string::npos) << r->note;
-    EXPECT_GT(r->bytes_read, 0u);  // today's behaviour: the op's tensors' bytes
-    EXPECT_EQ(r->note.find('\n'), std::string::npos);
-  }
+  for (const auto& [name, why] : want) expect_back_to_other(t, "conv", name, why);
 }
 
 TEST(TierShapes, PlanCarriesTheConvItemAndTheTransformsRideWithIt) {
