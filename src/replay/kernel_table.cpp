@@ -240,7 +240,8 @@ void conv_row(KernelRow& r) {
 }
 
 // An inference batch normalization: its cuDNN shape and bytes, as a convolution's. PyTorch's own
-// BN kernels (native_batch_norm ...) are replayed through cuDNN's too: the note says so.
+// BN kernels (native_batch_norm ..., a kernel name without "cudnn") are replayed through cuDNN's
+// too: the note says so.
 void batchnorm_row(KernelRow& r) {
   std::string why;
   r.batchnorm = batchnorm_shape(r, why);
@@ -248,7 +249,7 @@ void batchnorm_row(KernelRow& r) {
   r.bytes_read = r.batchnorm->bytes_read();
   r.bytes_written = r.batchnorm->bytes_written();
   r.elements = numel(r.batchnorm->input);
-  if (r.op != "aten::cudnn_batch_norm") r.note = "PyTorch's own batch-norm kernel (" + r.op + ") replayed as cuDNN's inference batch norm";
+  if (r.op != "aten::cudnn_batch_norm" && r.name.find("cudnn") == std::string::npos) r.note = "PyTorch's own batch-norm kernel (" + r.op + ") replayed as cuDNN's inference batch norm";
 }
 
 }  // namespace

@@ -128,7 +128,14 @@ TEST(TierShapes, BatchNormShapeFromTheOpsInputInEvalMode) {
   Call by_name = bn1(6);  // no concrete inputs (PyTorch < 2.1): cuDNN's kernel name says inference
   by_name.concrete.clear();
   by_name.kernels = {{"cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1> by name", 30}};
-  const KernelTable t = table_of({bn1(1), bn1(2), cl, native, legit, by_name});
+  Call outer = bn1(7);  // the kernel under the outer aten::batch_norm (its concrete inputs add cudnn_enabled)
+  outer.op = "aten::batch_norm";
+  outer.dims = "[[32, 64, 112, 112], [64], [64], [64], [64], [], [], [], []]";
+  outer.types = R"(["float", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar", "Scalar"])";
+  outer.strides = "[[802816, 12544, 112, 1], [1], [1], [1], [1], [], [], [], []]";
+  outer.concrete = R"(["", "", "", "", "", "False", "0.1", "1e-05", "True"])";
+  outer.kernels = {{"cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1> under batch_norm", 20}};
+  const KernelTable t = table_of({bn1(1), bn1(2), cl, native, legit, by_name, outer});
   const KernelRow* r = row(t, kBnKernel);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->tier, "batchnorm");
@@ -157,6 +164,9 @@ TEST(TierShapes, BatchNormShapeFromTheOpsInputInEvalMode) {
   EXPECT_EQ(l->batchnorm->input, (std::vector<int64_t>{8, 16, 100}));
   const KernelRow* b = row(t, "cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1> by name");
   ASSERT_TRUE(b && b->batchnorm) << (b ? b->note : "no row");
+  const KernelRow* o = row(t, "cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1> under batch_norm");
+  ASSERT_TRUE(o && o->batchnorm) << (o ? o->note : "no row");
+  EXPECT_TRUE(o->note.empty()) << o->note;  // cuDNN's own kernel, whichever op the trace names
 
   const json j = json::parse(kernel_table_json(t));
   bool seen = false;
