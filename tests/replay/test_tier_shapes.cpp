@@ -82,6 +82,18 @@ void expect_back_to_other(const KernelTable& t, const std::string& tier, const s
   EXPECT_EQ(r->note.find('\n'), std::string::npos);
 }
 
+// The prediction from an engine that measured the plan's one item as `engine_tier` (its own tier:
+// through cuDNN; "other": as the stand-in).
+ReplayPrediction predicted_with(const KernelTable& t, const json& plan, const std::string& engine_tier) {
+  const json item = {{"row", plan["items"][0]["row"]}, {"tier", engine_tier}, {"status", "ok"}, {"time_ns", 40000.0}, {"time_ns_half_width", 0.0},
+                     {"power_w", 500.0}, {"energy_j", 0.02}, {"energy_j_half_width", 0.0}};
+  const json m = {{"schema", "jouleprof.replay_measurements"}, {"gpu", "NVIDIA H200"}, {"idle_w", 70.0}, {"gap_w", 100.0},
+                  {"items", {item}}, {"not_replayed", plan["not_replayed"]}};
+  auto p = predict_from_replay(t, m.dump());
+  EXPECT_TRUE(p) << p.error().message;
+  return p ? *p : ReplayPrediction{};
+}
+
 const std::string kConvTypes = R"(["float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"])";
 
 // layer2's 3x3 stride-2 convolution, NCHW fp32, called twice (two identical blocks): cuDNN's
@@ -223,15 +235,10 @@ TEST(TierShapes, PlanCarriesTheBatchNormItemAndTheEngineTierDecidesFaithfulness)
   EXPECT_EQ(it["bytes_read"], 32u * 64 * 112 * 112 * 4 + 4u * 64 * 4);  // the engine's stand-in without cuDNN
   EXPECT_EQ(it["bytes_written"], 32u * 64 * 112 * 112 * 4);
   EXPECT_EQ(it["grid"], json({128, 1, 1}));
+  // The engine ran it through cuDNN (tier batchnorm): a faithful replay; as its stand-in (tier other): not.
   for (const std::string engine_tier : {"batchnorm", "other"}) {
     SCOPED_TRACE(engine_tier);
-    json item = {{"row", it["row"]}, {"tier", engine_tier}, {"status", "ok"}, {"time_ns", 75000.0}, {"time_ns_half_width", 0.0},
-                 {"power_w", 400.0}, {"energy_j", 0.03}, {"energy_j_half_width", 0.0}};
-    const json m = {{"schema", "jouleprof.replay_measurements"}, {"gpu", "NVIDIA H200"}, {"idle_w", 70.0}, {"gap_w", 100.0},
-                    {"items", {item}}, {"not_replayed", plan["not_replayed"]}};
-    auto p = predict_from_replay(t, m.dump());
-    ASSERT_TRUE(p) << p.error().message;
-    EXPECT_EQ(p->rows[it["row"].get<std::size_t>()].proxy, engine_tier == "other");
+    EXPECT_EQ(predicted_with(t, plan, engine_tier).rows[it["row"].get<std::size_t>()].proxy, engine_tier == "other");
   }
 }
 
@@ -344,17 +351,13 @@ TEST(TierShapes, PlanCarriesTheConvItemAndTheTransformsRideWithIt) {
   // The engine ran it through cuDNN (tier conv): a faithful replay; as its stand-in (tier other): not.
   for (const std::string engine_tier : {"conv", "other"}) {
     SCOPED_TRACE(engine_tier);
-    json item = {{"row", it["row"]}, {"tier", engine_tier}, {"status", "ok"}, {"time_ns", 40000.0}, {"time_ns_half_width", 0.0},
-                 {"power_w", 500.0}, {"energy_j", 0.02}, {"energy_j_half_width", 0.0}};
-    const json m = {{"schema", "jouleprof.replay_measurements"}, {"gpu", "NVIDIA H100 80GB HBM3"}, {"idle_w", 70.0}, {"gap_w", 100.0},
-                    {"items", {item}}, {"not_replayed", plan["not_replayed"]}};
-    auto p = predict_from_replay(t, m.dump());
-    ASSERT_TRUE(p) << p.error().message;
+    const ReplayPrediction p = predicted_with(t, plan, engine_tier);
+    ASSERT_EQ(p.rows.size(), t.rows.size());
     const std::size_t r = it["row"].get<std::size_t>();
-    EXPECT_EQ(p->rows[r].proxy, engine_tier == "other");
+    EXPECT_EQ(p.rows[r].proxy, engine_tier == "other");
     for (std::size_t i = 0; i < t.rows.size(); ++i) {
       if (i != r) {
-        EXPECT_EQ(p->rows[i].status, "with_row") << t.rows[i].name;
+        EXPECT_EQ(p.rows[i].status, "with_row") << t.rows[i].name;
       }
     }
   }
