@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # On the GPU machine: the shape tiers of `jouleprof replay` on torchvision ResNet-50 (issue 32 item 2:
-# convolutions through cuDNN, no longer memory-bound stand-ins; docs/replay.md "Tiers").
-# Binaries from scripts/build-device-replay.sh in .devbuild/replay (rebuild them: the engine's conv
-# tier is new). cuDNN is PyTorch's own libcudnn.so.9, found from the PyTorch install.
+# convolutions and inference batch norms through cuDNN, no longer memory-bound stand-ins; docs/replay.md "Tiers").
+# Binaries from scripts/build-device-replay.sh in .devbuild/replay (rebuild them: the engine's
+# batchnorm tier is new). cuDNN is PyTorch's own libcudnn.so.9, found from the PyTorch install.
 #   1. `jouleprof measure` of ResNet-50 inference, batch 32, random weights, run back to back for
 #      >= 7.5 s in the marker window "work", all of it traced by the PyTorch profiler with shapes;
 #   2. `jouleprof kernels` of the trace; 3. `jouleprof replay --measured` of it;
-#   4. one line: predicted vs measured energy and time, rows and GPU time per tier, conv items.
+#   4. one line: predicted vs measured energy and time, rows and GPU time per tier, conv and batchnorm items.
 # About 150 s of GPU time. Everything under $OUT (log.txt, resnet50_*.json; the trace stays in /tmp).
 #   scripts/device-replay-tiers.sh     RESNET_FLAGS="--dtype bf16 --channels-last": another variant;
-#                                      BASELINE=1: also the replay without the conv tier (as before it), ~100 s more
+#                                      BASELINE=1: also the replay without the tiers BASELINE_TIERS (a regex of tier
+#                                      names, default "batchnorm": as before it; "conv|batchnorm": before both), ~100 s more
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbuild/replay/bin}
@@ -61,21 +62,22 @@ say "resnet50: replay"
 timeout 360 "$JP" replay "$TRACE" --measured "$OUT/resnet50_measured.json" $REPLAY_FLAGS --top 25 \
   --keep-measurements "$OUT/resnet50_engine.json" --json "$OUT/resnet50_replay.json" 2>"$OUT/resnet50_replay.err" | tee -a "$LOG" \
   || { tail -20 "$OUT/resnet50_replay.err" | tee -a "$LOG"; fail "jouleprof replay"; }
-grep -i "conv\|cudnn" "$OUT/resnet50_replay.err" | head -20 | tee -a "$LOG" || true
-if [ "${BASELINE:-0}" = 1 ]; then  # the same trace with the conv rule removed: convs as before (tier other), ~100 s more
-  say "resnet50: baseline replay without the conv tier"
-  grep -v '^conv' data/replay-tiers.tsv >"$OUT/tiers-without-conv.tsv"
-  timeout 360 "$JP" replay "$TRACE" --measured "$OUT/resnet50_measured.json" $REPLAY_FLAGS --top 0 --tiers "$OUT/tiers-without-conv.tsv" \
+grep -i "conv\|batchnorm\|cudnn" "$OUT/resnet50_replay.err" | head -20 | tee -a "$LOG" || true
+BASELINE_TIERS=${BASELINE_TIERS:-batchnorm}
+if [ "${BASELINE:-0}" = 1 ]; then  # the same trace with those rules removed: their rows as before (tier other), ~100 s more
+  say "resnet50: baseline replay without the tiers $BASELINE_TIERS"
+  grep -Ev "^($BASELINE_TIERS)\s" data/replay-tiers.tsv >"$OUT/tiers-baseline.tsv"
+  timeout 360 "$JP" replay "$TRACE" --measured "$OUT/resnet50_measured.json" $REPLAY_FLAGS --top 0 --tiers "$OUT/tiers-baseline.tsv" \
     --keep-measurements "$OUT/resnet50_baseline_engine.json" --json "$OUT/resnet50_baseline_replay.json" 2>"$OUT/resnet50_baseline.err" \
     | tee -a "$LOG" || { tail -20 "$OUT/resnet50_baseline.err" | tee -a "$LOG"; fail "jouleprof replay (baseline)"; }
-  "$JP" kernels "$TRACE" --top 0 --tiers "$OUT/tiers-without-conv.tsv" --json "$OUT/resnet50_baseline_kernels.json" >/dev/null
+  "$JP" kernels "$TRACE" --top 0 --tiers "$OUT/tiers-baseline.tsv" --json "$OUT/resnet50_baseline_kernels.json" >/dev/null
 fi
 rm -f "$OUT/runs.db"
 say "result"
 python3 scripts/validation/replay/tiers_line.py resnet50 "$OUT/resnet50_kernels.json" "$OUT/resnet50_replay.json" \
   "$OUT/resnet50_engine.json" | tee -a "$LOG" "$OUT/line.txt"
 if [ -f "$OUT/resnet50_baseline_replay.json" ]; then
-  python3 scripts/validation/replay/tiers_line.py "resnet50 (baseline: no conv tier)" "$OUT/resnet50_baseline_kernels.json" \
+  python3 scripts/validation/replay/tiers_line.py "resnet50 (baseline: without $BASELINE_TIERS)" "$OUT/resnet50_baseline_kernels.json" \
     "$OUT/resnet50_baseline_replay.json" "$OUT/resnet50_baseline_engine.json" | tee -a "$LOG" "$OUT/line.txt"
 fi
 echo "device seconds in this script: $(( $(date +%s) - T0 ))" | tee -a "$LOG"

@@ -1,4 +1,4 @@
-// A fake cuDNN (libcudnn.so.9) for the replay engine's convolution tier on a CPU: the entry points
+// A fake cuDNN (libcudnn.so.9) for the replay engine's convolution and batch-norm tiers on a CPU: the entry points
 // of workloads/replay/cudnn_entry_points.def, which record every call in a log
 // (fakecudnn_log()), keep the descriptors they are given, compute the forward output size as
 // cuDNN does, and offer a fixed heuristic list (an unsupported algorithm, one whose workspace is
@@ -161,6 +161,21 @@ FAKE Status cudnnConvolutionForward(Handle h, const void*, TensorDesc, const voi
   o << "algo=" << algo << " math=" << c->math << " groups=" << c->groups << " workspace=" << ws_bytes << " stream=" << static_cast<const void*>(h->stream)
     << " buffers=" << (x != nullptr && w != nullptr && y != nullptr && ws != nullptr ? "set" : "null");
   return logged("cudnnConvolutionForward", o.str());
+}
+
+FAKE Status cudnnBatchNormalizationForwardInference(Handle h, int mode, const void* alpha, const void* beta, TensorDesc xd, const void* x,
+                                                    TensorDesc yd, void* y, TensorDesc pd, const void* scale, const void* bias,
+                                                    const void* mean, const void* var, double eps) {
+  std::ostringstream o;
+  o << "mode=" << mode << " x=dt" << xd->dt << ":" << list(xd->dims.data(), static_cast<int>(xd->dims.size())) << "/"
+    << list(xd->strides.data(), static_cast<int>(xd->strides.size())) << " y=" << (yd == xd ? "x" : "other") << " params=dt" << pd->dt << ":"
+    << list(pd->dims.data(), static_cast<int>(pd->dims.size())) << " eps=" << eps << " stream=" << static_cast<const void*>(h->stream)
+    << " scalars=" << (alpha != nullptr && beta != nullptr ? "set" : "null")
+    << " buffers=" << (x != nullptr && y != nullptr && scale != nullptr && bias != nullptr && mean != nullptr && var != nullptr ? "set" : "null");
+  // The parameter pointers' distances from scale, in bytes: the caller's layout of its parameter block.
+  const auto at = [&](const void* p) { return static_cast<const char*>(p) - static_cast<const char*>(scale); };
+  o << " offsets=" << at(bias) << "," << at(mean) << "," << at(var);
+  return logged("cudnnBatchNormalizationForwardInference", o.str());
 }
 
 // Each entry point of the table, with the table's signature.

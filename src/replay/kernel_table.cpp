@@ -217,23 +217,39 @@ void proxy_bytes(KernelRow& r) {
   }
 }
 
-// A convolution: its cuDNN shape, and the bytes the engine moves if cuDNN cannot run it. A row
-// whose shape cannot be read goes back to the `other` tier (a memory-bound kernel of its op's bytes).
-void conv_row(KernelRow& r) {
-  std::string why;
-  r.conv = conv_shape(r, why);
-  if (r.conv) {
-    r.bytes_read = r.conv->bytes_read();
-    r.bytes_written = r.conv->bytes_written();
-    r.elements = numel(r.conv->output);
-    return;
-  }
+// A cuDNN tier's row whose shape cannot be read goes back to the `other` tier (a memory-bound
+// kernel of its op's bytes); its note names the row and why.
+void back_to_other(KernelRow& r, const std::string& why) {
+  const std::string tier = r.tier;
   r.tier = "other";
   proxy_bytes(r);
   const std::string what = r.name.size() > 60 ? r.name.substr(0, 57) + "..." : r.name;
-  r.note = fmt::format("conv {} ({}) not replayed through cuDNN: {}; {}", what, r.op.empty() ? "no op" : r.op, why,
+  r.note = fmt::format("{} {} ({}) not replayed through cuDNN: {}; {}", tier, what, r.op.empty() ? "no op" : r.op, why,
                        r.bytes_read > 0 ? "a memory-bound kernel moving the op's bytes stands in (tier other)"
                                         : "bytes unknown; time-matched memory proxy");
+}
+
+// A convolution: its cuDNN shape, and the bytes the engine moves if cuDNN cannot run it.
+void conv_row(KernelRow& r) {
+  std::string why;
+  r.conv = conv_shape(r, why);
+  if (!r.conv) return back_to_other(r, why);
+  r.bytes_read = r.conv->bytes_read();
+  r.bytes_written = r.conv->bytes_written();
+  r.elements = numel(r.conv->output);
+}
+
+// An inference batch normalization: its cuDNN shape and bytes, as a convolution's. PyTorch's own
+// BN kernels (native_batch_norm ..., a kernel name without "cudnn") are replayed through cuDNN's
+// too: the note says so.
+void batchnorm_row(KernelRow& r) {
+  std::string why;
+  r.batchnorm = batchnorm_shape(r, why);
+  if (!r.batchnorm) return back_to_other(r, why);
+  r.bytes_read = r.batchnorm->bytes_read();
+  r.bytes_written = r.batchnorm->bytes_written();
+  r.elements = numel(r.batchnorm->input);
+  if (r.op != "aten::cudnn_batch_norm" && r.name.find("cudnn") == std::string::npos) r.note = "PyTorch's own batch-norm kernel (" + r.op + ") replayed as cuDNN's inference batch norm";
 }
 
 }  // namespace
@@ -262,6 +278,8 @@ void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o) {
       if (r.attention) r.note = "fused attention (" + (r.op.empty() ? std::string("by kernel name") : r.op) + ") replayed unfused: two batched cuBLASLt GEMMs and a memory pass over the scores";
     } else if (r.tier == "conv") {
       conv_row(r);
+    } else if (r.tier == "batchnorm") {
+      batchnorm_row(r);
     } else if (r.tier == "other") {
       proxy_bytes(r);
       if (r.bytes_read == 0) r.note = r.op.empty() ? "no launching op in the trace: bytes unknown; time-matched memory proxy"
@@ -487,7 +505,11 @@ nlohmann::json row_json(const KernelRow& r) {
                  {"dilation", c.dilation}, {"groups", c.groups}, {"channels_last", c.channels_last}, {"allow_tf32", c.allow_tf32},
                  {"dtype", c.dtype}, {"flops", c.flops()}};
   }
-  if (r.tier == "other" || r.tier == "conv") {
+  if (r.batchnorm) {
+    const BatchNormShape& b = *r.batchnorm;
+    j["batchnorm"] = {{"input", b.input}, {"channels_last", b.channels_last}, {"dtype", b.dtype}};
+  }
+  if (r.tier == "other" || r.tier == "conv" || r.tier == "batchnorm") {
     j["bytes_read"] = r.bytes_read;
     j["bytes_written"] = r.bytes_written;
     j["elements"] = r.elements;
@@ -595,6 +617,8 @@ std::string kernel_table_text(const KernelTable& t, std::size_t top) {
     } else if (r.conv) {
       shape = fmt::format("{} k{} s{} g{}{} {}", fmt::join(r.conv->input, "x"), fmt::join(r.conv->weight.begin() + 2, r.conv->weight.end(), "x"),
                           r.conv->stride[0], r.conv->groups, r.conv->channels_last ? " NHWC" : "", r.conv->dtype);
+    } else if (r.batchnorm) {
+      shape = fmt::format("bn {}{} {}", fmt::join(r.batchnorm->input, "x"), r.batchnorm->channels_last ? " NHWC" : "", r.batchnorm->dtype);
     } else if (r.kind != "kernel") {
       shape = fmt::format("{} B {}", r.bytes, r.copy_kind);
     } else if (r.bytes_read > 0) {

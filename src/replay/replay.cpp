@@ -61,6 +61,8 @@ json item_json(const KernelRow& r, std::size_t row, std::string& why) {
               {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal}});
   } else if (r.tier == "conv" && r.conv) {
     j.update(json::parse(conv_item_json(r)));
+  } else if (r.tier == "batchnorm" && r.batchnorm) {
+    j.update(json::parse(batchnorm_item_json(r)));
   } else if (r.tier == "communication") {
     why = "collectives need their peers: not replayed on one GPU";
     return {};

@@ -1,6 +1,7 @@
 // Shapes of the replay tiers read from the op that launched a kernel: the shared readers of the
 // profiler's record_shapes fields, and the convolution tier (cuDNN's forward convolution from the
-// op's input sizes, strides, dtype and its concrete stride/padding/dilation/groups).
+// op's input sizes, strides, dtype and its concrete stride/padding/dilation/groups), and the
+// batch-norm tier (cuDNN's inference batch normalization from x's sizes, strides and dtype).
 #include "tier_shapes.hpp"
 
 #include <fmt/format.h>
@@ -132,6 +133,14 @@ bool is_channels_last(const std::vector<int64_t>& dims, const std::vector<int64_
   return strides[1] == 1 && strides.back() == dims[1];
 }
 
+// The first input's dtype where cuDNN takes it (bf16, fp16, fp32, fp64); false and `why` otherwise.
+bool cudnn_dtype(const std::vector<std::string>& ty, std::string& dtype, std::string& why) {
+  dtype = ty.empty() ? std::string() : dtype_of(ty[0]);
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp32" || dtype == "fp64") return true;
+  why = "dtype " + (ty.empty() || ty[0].empty() ? std::string("unknown") : ty[0]) + " is not replayed through cuDNN (bf16, fp16, fp32, fp64 are)";
+  return false;
+}
+
 // Sizes, layout and dtype of the input and weight tensors.
 bool conv_tensors(const KernelRow& r, ConvShape& c, std::string& why) {
   const Dims d = parse_dims(r.input_dims);
@@ -146,12 +155,7 @@ bool conv_tensors(const KernelRow& r, ConvShape& c, std::string& why) {
   const bool in_cl = st.size() > 0 && is_channels_last(d[0], st[0]);
   const bool w_cl = st.size() > 1 && is_channels_last(d[1], st[1]);
   c.channels_last = in_cl || w_cl;  // PyTorch's cudnn_conv_suggest_memory_format
-  c.dtype = ty.empty() ? std::string() : dtype_of(ty[0]);
-  if (c.dtype != "bf16" && c.dtype != "fp16" && c.dtype != "fp32" && c.dtype != "fp64") {
-    why = "dtype " + (ty.empty() || ty[0].empty() ? std::string("unknown") : ty[0]) + " is not replayed through cuDNN (bf16, fp16, fp32, fp64 are)";
-    return false;
-  }
-  return true;
+  return cudnn_dtype(ty, c.dtype, why);
 }
 
 }  // namespace
@@ -205,6 +209,65 @@ std::optional<ConvShape> conv_shape(const KernelRow& r, std::string& why) {
   return c;
 }
 
+namespace {
+
+// Where a batch-norm op keeps its `training` flag (native_functions.yaml): cudnn_batch_norm,
+// native_batch_norm and batch_norm(input, weight, bias, running_mean, running_var, training, ...);
+// _native_batch_norm_legit_no_training has none (always inference). Nullopt: not a BN op we read.
+std::optional<int> bn_training_arg(const std::string& op) {
+  if (op == "aten::cudnn_batch_norm" || op == "aten::native_batch_norm" || op == "aten::batch_norm") return 5;
+  if (op == "aten::_native_batch_norm_legit_no_training") return -1;
+  return std::nullopt;
+}
+
+// Training or inference: the op's concrete `training`, else cuDNN's kernel name (bn_fw_inf_* /
+// bn_fw_tr_*); nullopt when neither says.
+std::optional<bool> bn_training(const KernelRow& r, int arg) {
+  if (arg < 0) return false;
+  const auto concrete = nlohmann::json::parse(r.input_concrete.empty() ? "[]" : r.input_concrete, nullptr, false);
+  if (const auto t = concrete_ints(concrete, arg); t && t->size() == 1) return (*t)[0] != 0;
+  if (r.name.find("bn_fw_inf") != std::string::npos) return false;
+  if (r.name.find("bn_fw_tr") != std::string::npos) return true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<BatchNormShape> batchnorm_shape(const KernelRow& r, std::string& why) {
+  const auto arg = bn_training_arg(r.op);
+  if (!arg) {
+    why = "the op " + (r.op.empty() ? std::string("(none)") : r.op) + " is not a batch-norm op the replay reads";
+    return std::nullopt;
+  }
+  const auto training = bn_training(r, *arg);
+  if (!training) {
+    why = "the op's training flag is neither in its concrete inputs nor in the kernel's name";
+    return std::nullopt;
+  }
+  if (*training) {
+    why = "a training batch norm is not replayed through cuDNN (inference is)";
+    return std::nullopt;
+  }
+  const Dims d = parse_dims(r.input_dims);
+  const Dims st = parse_dims(r.input_strides);
+  const auto ty = parse_types(r.input_types);
+  if (d.empty() || d[0].size() < 2 || d[0].size() > 5) {
+    why = "the op's input shape is missing or not 2- to 5-dimensional";
+    return std::nullopt;
+  }
+  BatchNormShape b;
+  b.input = d[0];
+  for (int64_t x : b.input) {
+    if (x <= 0) {
+      why = "the op's input has an empty dimension";
+      return std::nullopt;
+    }
+  }
+  b.channels_last = !st.empty() && is_channels_last(d[0], st[0]);
+  if (!cudnn_dtype(ty, b.dtype, why)) return std::nullopt;
+  return b;
+}
+
 }  // namespace replay_detail
 
 namespace {
@@ -233,6 +296,24 @@ std::string conv_item_json(const KernelRow& r) {
   return j.dump();
 }
 
-bool replays_op_call(const KernelRow& r) { return (r.tier == "gemm" && r.gemm) || (r.tier == "conv" && r.conv); }
+// x and y in the input's dtype; scale, bias, mean and variance in fp32 (fp64 for fp64 inputs), as
+// PyTorch hands them to cuDNN.
+uint64_t BatchNormShape::bytes_read() const {
+  const auto c = static_cast<uint64_t>(std::max<int64_t>(channels(), 0));
+  return replay_detail::numel(input) * conv_elem_size(dtype) + 4 * c * (dtype == "fp64" ? 8 : 4);
+}
+uint64_t BatchNormShape::bytes_written() const { return replay_detail::numel(input) * conv_elem_size(dtype); }
+
+std::string batchnorm_item_json(const KernelRow& r) {
+  if (r.tier != "batchnorm" || !r.batchnorm) return "";
+  const BatchNormShape& b = *r.batchnorm;
+  nlohmann::json j = {{"tier", "batchnorm"}, {"input", b.input}, {"channels_last", b.channels_last}, {"dtype", b.dtype},
+                      {"bytes_read", r.bytes_read}, {"bytes_written", r.bytes_written}};
+  return j.dump();
+}
+
+bool replays_op_call(const KernelRow& r) {
+  return (r.tier == "gemm" && r.gemm) || (r.tier == "conv" && r.conv) || (r.tier == "batchnorm" && r.batchnorm);
+}
 
 }  // namespace jouleprof

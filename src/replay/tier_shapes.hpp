@@ -1,6 +1,6 @@
 // The op-shape readers the replay tiers share (kernel_table.cpp, tier_shapes.cpp): the profiler's
 // record_shapes fields (`Input Dims`, `Input type`, `Input Strides`, `Concrete Inputs`) as
-// numbers, PyTorch's type names as dtypes, and the convolution tier's shape.
+// numbers, PyTorch's type names as dtypes, and the convolution and batch-norm tiers' shapes.
 #pragma once
 
 #include <cstdint>
@@ -26,5 +26,8 @@ uint64_t numel(const std::vector<int64_t>& d);
 
 /// The convolution of a `conv` tier row from its op's inputs, or nullopt and `why`.
 std::optional<ConvShape> conv_shape(const KernelRow& r, std::string& why);
+/// The inference batch normalization of a `batchnorm` tier row from its op's inputs (a training
+/// one is not replayed through cuDNN), or nullopt and `why`.
+std::optional<BatchNormShape> batchnorm_shape(const KernelRow& r, std::string& why);
 
 }  // namespace jouleprof::replay_detail

@@ -193,6 +193,25 @@ with tempfile.TemporaryDirectory(prefix="jouleprof-schemas-") as d:
         ("an unknown status", lambda x: x["kernels"][0].__setitem__("status", "guessed")),
         ("no tiers", lambda x: x.pop("tiers"))])
 
+    # the cuDNN tiers: ResNet-50's stem (conv1, bn1 in eval mode, relu) and a training batch norm
+    kb = jp("kernels", str(data / "resnet_stem_bn.json"), "--json", "-", "-q", cwd=d)
+    check("kernels.schema.json", kb, "kernels --json (conv, batchnorm)", [
+        ("a batchnorm row without its layout", lambda x: next(k for k in x["kernels"] if "batchnorm" in k)["batchnorm"].pop("channels_last")),
+        ("a 6-D batchnorm input", lambda x: next(k for k in x["kernels"] if "batchnorm" in k)["batchnorm"].__setitem__("input", [1] * 6))])
+    if sorted(k["tier"] for k in kb["kernels"]) != ["batchnorm", "conv", "other", "other"]:
+        print(f"FAIL kernels of resnet_stem_bn.json: tiers {sorted(k['tier'] for k in kb['kernels'])}")
+        failures += 1
+    jp("replay", str(data / "resnet_stem_bn.json"), "--plan", str(Path(d, "plan_bn.json")), cwd=d)
+    plan = json.loads(Path(d, "plan_bn.json").read_text())
+    items = [{"row": it["row"], "tier": it["tier"], "status": "ok", "time_ns": kb["kernels"][it["row"]]["mean_duration_s"] * 1e9,
+              "time_ns_half_width": 1.0, "power_w": 500.0, "energy_j": 500.0 * kb["kernels"][it["row"]]["mean_duration_s"],
+              "energy_j_half_width": 1e-9} for it in plan["items"]]
+    Path(d, "engine_bn.json").write_text(json.dumps({"schema": "jouleprof.replay_measurements", "gpu": "NVIDIA H200",
+                                                     "idle_w": 70.0, "gap_w": 100.0, "items": items}))
+    rb = jp("replay", str(data / "resnet_stem_bn.json"), "--from", str(Path(d, "engine_bn.json")), "--no-store", "--json", "-", "-q", cwd=d)
+    check("replay.schema.json", rb, "replay --from --json (conv, batchnorm)", [
+        ("an unknown tier", lambda x: x["tiers"][0].__setitem__("tier", "magic"))])
+
     sl = jp("estimate", "--model", "llama-3.2-1b", "--phase", "decode", "--hw", "h100-sxm", "--json", cwd=d)
     if "tokens_per_s" not in sl["estimates"][0]:
         print("FAIL estimate of an LLM has no tokens_per_s")

@@ -1,13 +1,15 @@
-// jouleprof-replay's convolution tier against the fake cuDNN (fakes/cudnn): the library found
-// through $JOULEPROF_CUDNN_LIB, the descriptors the traced shape gives (layout, groups, padding,
-// 1-D as 2-D), PyTorch's algorithm choice with benchmark off (the heuristic's first that succeeds
-// within the workspace), the math type per dtype, and errors as one message naming the call.
+// jouleprof-replay's convolution and batch-norm tiers against the fake cuDNN (fakes/cudnn): the
+// library found through $JOULEPROF_CUDNN_LIB, the descriptors the traced shape gives (layout, groups,
+// padding, 1-D as 2-D; a batch norm's x/y and 1xCx1x1 parameters, its mode), PyTorch's algorithm
+// choice with benchmark off (the heuristic's first that succeeds within the workspace), the math
+// type per dtype, and errors as one message naming the call (the engine's stand-in line).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <string>
 
+#include "cudnn_batchnorm.hpp"
 #include "cudnn_conv.hpp"
 
 using namespace jouleprof::replay;
@@ -40,6 +42,16 @@ Item resnet_conv(const std::string& dtype, bool channels_last) {
   it.conv_stride = {2, 2};
   it.conv_padding = {1, 1};
   it.conv_dilation = {1, 1};
+  it.channels_last = channels_last;
+  return it;
+}
+
+// A batch norm of x (N C spatial..), as the plan's batchnorm item gives it.
+Item bn(const std::string& dtype, std::vector<int64_t> x, bool channels_last) {
+  Item it;
+  it.tier = "batchnorm";
+  it.dtype = dtype;
+  it.bn_input = std::move(x);
   it.channels_last = channels_last;
   return it;
 }
@@ -148,4 +160,76 @@ TEST(EngineCudnn, MissingLibraryIsKeptAndNamesTheVariable) {
   EXPECT_EQ(s.open(kStream), why);  // not retried per convolution
   cudnn::Conv c;
   EXPECT_EQ(c.plan(s, resnet_conv("fp32", false), size_t{4} << 30), "cuDNN is not open");
+}
+
+// ResNet-50's bn1 at batch 32 (fp32, NCHW): cuDNN's bn_fw_inf_1C11_kernel_NCHW in the trace.
+TEST(EngineCudnn, BatchNormGetsTheTracedXAndFp32ParametersOfItsChannels) {
+  Fake fake;
+  cudnn::Session s;
+  ASSERT_EQ(s.open(kStream), "");
+  cudnn::BatchNorm b;
+  ASSERT_EQ(b.plan(s, bn("fp32", {32, 64, 112, 112}, false)), "");
+  EXPECT_TRUE(has(fake.log(), "cudnnSetTensorNdDescriptor dt=0 dims=32,64,112,112 strides=802816,12544,112,1")) << fake.log();
+  EXPECT_TRUE(has(fake.log(), "cudnnSetTensorNdDescriptor dt=0 dims=1,64,1,1 strides=64,1,1,1")) << fake.log();
+  EXPECT_EQ(b.mode, cudnn::kBatchNormSpatial);
+  EXPECT_EQ(b.data_bytes, size_t{32} * 64 * 112 * 112 * 4);
+  EXPECT_EQ(b.param_bytes, size_t{64} * 4);
+  char params[4 * 256] = {};
+  int x = 0, y = 0;
+  EXPECT_EQ(b.run(&x, &y, params, 256), "");
+  EXPECT_TRUE(has(fake.log(),
+                  "cudnnBatchNormalizationForwardInference mode=1 x=dt0:32,64,112,112/802816,12544,112,1 y=x params=dt0:1,64,1,1 eps=1e-05 "
+                  "stream=0x1234 scalars=set buffers=set offsets=256,512,768"))
+      << fake.log();
+}
+
+TEST(EngineCudnn, BatchNormLayoutsDtypesAndModes) {
+  Fake fake;
+  cudnn::Session s;
+  ASSERT_EQ(s.open(kStream), "");
+  cudnn::BatchNorm b;
+  // channels-last fp16: NHWC strides for x, the parameters still fp32 (as PyTorch gives cuDNN)
+  ASSERT_EQ(b.plan(s, bn("fp16", {32, 256, 56, 56}, true)), "");
+  EXPECT_TRUE(has(fake.log(), "dt=2 dims=32,256,56,56 strides=802816,1,14336,256")) << fake.log();
+  EXPECT_TRUE(has(fake.log(), "dt=0 dims=1,256,1,1")) << fake.log();
+  EXPECT_EQ(b.data_bytes, size_t{32} * 256 * 56 * 56 * 2);
+  fake.reset();
+  ASSERT_EQ(b.plan(s, bn("bf16", {8, 16, 100}, false)), "");  // 1-D: x as 4-D with a trailing 1, spatial mode
+  EXPECT_TRUE(has(fake.log(), "dt=9 dims=8,16,100,1 strides=1600,100,1,1")) << fake.log();
+  EXPECT_EQ(b.mode, cudnn::kBatchNormSpatial);
+  fake.reset();
+  ASSERT_EQ(b.plan(s, bn("fp64", {32, 2048}, false)), "");  // BatchNorm1d on [N, C]: per activation, fp64 parameters
+  EXPECT_TRUE(has(fake.log(), "dt=1 dims=32,2048,1,1 strides=2048,1,1,1")) << fake.log();
+  EXPECT_TRUE(has(fake.log(), "dt=1 dims=1,2048,1,1")) << fake.log();
+  EXPECT_EQ(b.mode, cudnn::kBatchNormPerActivation);
+  EXPECT_EQ(b.param_bytes, size_t{2048} * 8);
+  char p[4 * 2048 * 8] = {};
+  EXPECT_EQ(b.run(p, p, p, 2048 * 8), "");
+  EXPECT_TRUE(has(fake.log(), "cudnnBatchNormalizationForwardInference mode=0 x=dt1:32,2048,1,1/2048,1,1,1")) << fake.log();
+}
+
+// The engine's error path: what cuDNN answers becomes the one line of the row's stand-in.
+TEST(EngineCudnn, BatchNormErrorsAreOneMessageAndTheStandInLineSaysWhy) {
+  Fake fake;
+  cudnn::BatchNorm b;
+  cudnn::Session closed;
+  setenv("JOULEPROF_CUDNN_LIB", "/nonexistent/libcudnn.so.9", 1);
+  ASSERT_NE(closed.open(kStream), "");
+  setenv("JOULEPROF_CUDNN_LIB", JOULEPROF_FAKE_CUDNN, 1);
+  EXPECT_EQ(b.plan(closed, bn("fp32", {32, 64, 112, 112}, false)), "cuDNN is not open");
+  cudnn::Session s;
+  ASSERT_EQ(s.open(kStream), "");
+  EXPECT_EQ(b.plan(s, bn("int8", {32, 64, 112, 112}, false)), "dtype int8 is not replayed through cuDNN (bf16, fp16, fp32, fp64 are)");
+  EXPECT_EQ(b.plan(s, bn("fp32", {32}, false)), "the batchnorm item's input is not a 2- to 5-D tensor");
+  EXPECT_EQ(b.plan(s, bn("fp32", {32, 0, 7, 7}, false)), "the batchnorm item's input is not a 2- to 5-D tensor");
+  ASSERT_EQ(b.plan(s, bn("fp32", {32, 2048, 7, 7}, false)), "");
+  fake.fail("cudnnBatchNormalizationForwardInference", 3000);
+  char p[4 * 8192] = {};
+  const std::string why = b.run(p, p, p, 8192);
+  EXPECT_EQ(why, "cudnnBatchNormalizationForwardInference: CUDNN_STATUS_NOT_SUPPORTED (3000)");
+  EXPECT_EQ(cudnn::detail::stand_in("batchnorm", "not run through cuDNN", why),
+            "batchnorm not run through cuDNN (cudnnBatchNormalizationForwardInference: CUDNN_STATUS_NOT_SUPPORTED (3000)): a memory-bound "
+            "kernel moving the op's bytes stands in");
+  fake.fail("cudnnSetTensorNdDescriptor", 2000);
+  EXPECT_EQ(b.plan(s, bn("fp32", {32, 2048, 7, 7}, false)), "cudnnSetTensorNdDescriptor: CUDNN_STATUS_BAD_PARAM (2000)");
 }

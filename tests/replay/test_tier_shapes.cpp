@@ -2,6 +2,8 @@
 // cudnn_convolution's sizes, layout from the strides, groups, stride/padding/dilation and dtype;
 // what cannot be read goes back to the `other` tier with a note naming the row; the plan carries
 // the conv item, and the op's other kernels (cuDNN's layout transforms) ride with its replay.
+// The batchnorm tier the same way: cudnn_batch_norm's x in eval mode (training from the concrete
+// inputs or the kernel's name), layout and dtype, PyTorch's own BN ops replayed as cuDNN's.
 // Sizes as in torchvision ResNet-50 at batch 32.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -65,6 +67,33 @@ const KernelRow* row(const KernelTable& t, const std::string& name) {
   return nullptr;
 }
 
+// A cuDNN tier's row that went back to the `other` tier: its one-line note names the tier and the
+// row, says why and what stands in (the op's bytes).
+void expect_back_to_other(const KernelTable& t, const std::string& tier, const std::string& name, const std::string& why) {
+  SCOPED_TRACE(name);
+  const KernelRow* r = row(t, name);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->tier, "other");
+  EXPECT_FALSE(r->conv || r->batchnorm);
+  EXPECT_EQ(r->note.find(tier + " " + name.substr(0, 40)), 0u) << r->note;  // names the row
+  EXPECT_NE(r->note.find(why), std::string::npos) << r->note;
+  EXPECT_NE(r->note.find("memory-bound kernel moving the op's bytes"), std::string::npos) << r->note;
+  EXPECT_GT(r->bytes_read, 0u);  // today's behaviour: the op's tensors' bytes
+  EXPECT_EQ(r->note.find('\n'), std::string::npos);
+}
+
+// The prediction from an engine that measured the plan's one item as `engine_tier` (its own tier:
+// through cuDNN; "other": as the stand-in).
+ReplayPrediction predicted_with(const KernelTable& t, const json& plan, const std::string& engine_tier) {
+  const json item = {{"row", plan["items"][0]["row"]}, {"tier", engine_tier}, {"status", "ok"}, {"time_ns", 40000.0}, {"time_ns_half_width", 0.0},
+                     {"power_w", 500.0}, {"energy_j", 0.02}, {"energy_j_half_width", 0.0}};
+  const json m = {{"schema", "jouleprof.replay_measurements"}, {"gpu", "NVIDIA H200"}, {"idle_w", 70.0}, {"gap_w", 100.0},
+                  {"items", {item}}, {"not_replayed", plan["not_replayed"]}};
+  auto p = predict_from_replay(t, m.dump());
+  EXPECT_TRUE(p) << p.error().message;
+  return p ? *p : ReplayPrediction{};
+}
+
 const std::string kConvTypes = R"(["float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"])";
 
 // layer2's 3x3 stride-2 convolution, NCHW fp32, called twice (two identical blocks): cuDNN's
@@ -79,7 +108,139 @@ Call layer2_conv(int ext) {
           {{"nchwToNhwcKernel", 4}, {"sm90_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc", 30}, {"nhwcToNchwKernel", 3}}};
 }
 
+const std::string kBnTypes = R"(["float", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar"])";
+const std::string kBnKernel = "void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1>(float, float, cudnnTensorStruct, float const*, "
+                              "cudnnTensorStruct, float*, cudnnTensorStruct, float const*, float const*, float const*, float const*, float)";
+
+// bn1 (after the 7x7 stem convolution) in eval mode, as PyTorch 2.x's profiler records the op
+// that launched cuDNN's inference kernel.
+Call bn1(int ext) {
+  return {ext,
+          "aten::cudnn_batch_norm",
+          "[[32, 64, 112, 112], [64], [64], [64], [64], [], [], []]",
+          kBnTypes,
+          "[[802816, 12544, 112, 1], [1], [1], [1], [1], [], [], []]",
+          R"(["", "", "", "", "", "False", "0.10000000000000001", "1.0000000000000001e-05"])",
+          {{kBnKernel, 75}}};
+}
+
 }  // namespace
+
+TEST(TierShapes, BatchNormShapeFromTheOpsInputInEvalMode) {
+  Call cl = bn1(3);  // channels-last fp16 activations, fp32 parameters
+  cl.dims = "[[32, 256, 56, 56], [256], [256], [256], [256], [], [], []]";
+  cl.types = R"(["c10::Half", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar"])";
+  cl.strides = "[[802816, 1, 14336, 256], [1], [1], [1], [1], [], [], []]";
+  cl.kernels = {{"void cudnn::bn_fw_inf_1C11_kernel_NHWC<__half, float, true, 1>", 40}};
+  Call native = {4, "aten::native_batch_norm", "[[32, 2048, 7, 7], [2048], [2048], [2048], [2048], [], [], []]", kBnTypes, "",
+                 R"(["", "", "", "", "", "False", "0.1", "1e-05"])", {{"batch_norm_transform_input_channels_last_kernel", 9}}};
+  Call legit = {5, "aten::_native_batch_norm_legit_no_training", "[[8, 16, 100], [16], [16], [16], [16], [], []]",
+                R"(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "float", "float", "Scalar", "Scalar"])", "", "",
+                {{"batch_norm_legit_kernel", 5}}};
+  Call by_name = bn1(6);  // no concrete inputs (PyTorch < 2.1): cuDNN's kernel name says inference
+  by_name.concrete.clear();
+  by_name.kernels = {{"cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1> by name", 30}};
+  Call outer = bn1(7);  // the kernel under the outer aten::batch_norm (its concrete inputs add cudnn_enabled)
+  outer.op = "aten::batch_norm";
+  outer.dims = "[[32, 64, 112, 112], [64], [64], [64], [64], [], [], [], []]";
+  outer.types = R"(["float", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar", "Scalar"])";
+  outer.strides = "[[802816, 12544, 112, 1], [1], [1], [1], [1], [], [], [], []]";
+  outer.concrete = R"(["", "", "", "", "", "False", "0.1", "1e-05", "True"])";
+  outer.kernels = {{"cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1> under batch_norm", 20}};
+  const KernelTable t = table_of({bn1(1), bn1(2), cl, native, legit, by_name, outer});
+  const KernelRow* r = row(t, kBnKernel);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->tier, "batchnorm");
+  ASSERT_TRUE(r->batchnorm) << r->note;
+  EXPECT_EQ(r->batchnorm->input, (std::vector<int64_t>{32, 64, 112, 112}));
+  EXPECT_FALSE(r->batchnorm->channels_last);
+  EXPECT_EQ(r->batchnorm->dtype, "fp32");
+  EXPECT_EQ(r->bytes_read, 32u * 64 * 112 * 112 * 4 + 4u * 64 * 4);  // x, then scale, bias, mean, variance
+  EXPECT_EQ(r->bytes_written, 32u * 64 * 112 * 112 * 4);
+  EXPECT_EQ(r->count, 2u);
+  EXPECT_TRUE(r->note.empty()) << r->note;
+
+  const KernelRow* c = row(t, "void cudnn::bn_fw_inf_1C11_kernel_NHWC<__half, float, true, 1>");
+  ASSERT_TRUE(c && c->batchnorm) << (c ? c->note : "no row");
+  EXPECT_TRUE(c->batchnorm->channels_last);
+  EXPECT_EQ(c->batchnorm->dtype, "fp16");
+  EXPECT_EQ(c->bytes_read, 32u * 256 * 56 * 56 * 2 + 4u * 256 * 4);
+
+  const KernelRow* n = row(t, "batch_norm_transform_input_channels_last_kernel");
+  ASSERT_TRUE(n && n->batchnorm) << (n ? n->note : "no row");
+  EXPECT_EQ(n->batchnorm->input, (std::vector<int64_t>{32, 2048, 7, 7}));
+  EXPECT_EQ(n->note, "PyTorch's own batch-norm kernel (aten::native_batch_norm) replayed as cuDNN's inference batch norm");
+  const KernelRow* l = row(t, "batch_norm_legit_kernel");
+  ASSERT_TRUE(l && l->batchnorm) << (l ? l->note : "no row");
+  EXPECT_EQ(l->batchnorm->dtype, "bf16");
+  EXPECT_EQ(l->batchnorm->input, (std::vector<int64_t>{8, 16, 100}));
+  const KernelRow* b = row(t, "cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1> by name");
+  ASSERT_TRUE(b && b->batchnorm) << (b ? b->note : "no row");
+  const KernelRow* o = row(t, "cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, true, 1> under batch_norm");
+  ASSERT_TRUE(o && o->batchnorm) << (o ? o->note : "no row");
+  EXPECT_TRUE(o->note.empty()) << o->note;  // cuDNN's own kernel, whichever op the trace names
+
+  const json j = json::parse(kernel_table_json(t));
+  bool seen = false;
+  for (const json& k : j["kernels"]) {
+    if (k["name"] != r->name) continue;
+    seen = true;
+    EXPECT_EQ(k["tier"], "batchnorm");
+    EXPECT_EQ(k["batchnorm"]["input"], json({32, 64, 112, 112}));
+    EXPECT_EQ(k["batchnorm"]["dtype"], "fp32");
+    EXPECT_EQ(k["bytes_written"], 32u * 64 * 112 * 112 * 4);
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_NE(kernel_table_text(t, 10).find("bn 32x64x112x112 fp32"), std::string::npos) << kernel_table_text(t, 10);
+}
+
+TEST(TierShapes, TrainingAndUnreadableBatchNormsGoBackToTheOtherTierWithANote) {
+  Call training = bn1(1);
+  training.concrete = R"(["", "", "", "", "", "True", "0.1", "1e-05"])";
+  training.kernels = {{"bn_training", 10}};
+  Call train_by_name = bn1(2);
+  train_by_name.concrete.clear();
+  train_by_name.kernels = {{"cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>", 10}};
+  Call unknown = bn1(3);
+  unknown.concrete.clear();
+  unknown.kernels = {{"bn_flag_unknown", 10}};
+  Call int64 = bn1(4);
+  int64.types = R"(["long int", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar"])";
+  int64.kernels = {{"bn_int64", 10}};
+  Call six_d = bn1(5);
+  six_d.dims = "[[2, 4, 3, 3, 3, 3], [4], [4], [4], [4], [], [], []]";
+  six_d.strides.clear();
+  six_d.kernels = {{"bn_6d", 10}};
+  const KernelTable t = table_of({training, train_by_name, unknown, int64, six_d});
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"bn_training", "a training batch norm is not replayed through cuDNN (inference is)"},
+      {"cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>", "a training batch norm is not replayed through cuDNN"},
+      {"bn_flag_unknown", "the op's training flag is neither in its concrete inputs nor in the kernel's name"},
+      {"bn_int64", "dtype long int is not replayed through cuDNN"},
+      {"bn_6d", "the op's input shape is missing or not 2- to 5-dimensional"}};
+  for (const auto& [name, why] : want) expect_back_to_other(t, "batchnorm", name, "(aten::cudnn_batch_norm) not replayed through cuDNN: " + why);
+}
+
+TEST(TierShapes, PlanCarriesTheBatchNormItemAndTheEngineTierDecidesFaithfulness) {
+  const KernelTable t = table_of({bn1(1), bn1(2)});
+  ReplayOptions o;
+  o.coverage = 1.0;
+  const json plan = json::parse(replay_plan_json(t, o));
+  ASSERT_EQ(plan["items"].size(), 1u) << plan.dump();
+  const json& it = plan["items"][0];
+  EXPECT_EQ(it["tier"], "batchnorm");
+  EXPECT_EQ(it["input"], json({32, 64, 112, 112}));
+  EXPECT_EQ(it["channels_last"], false);
+  EXPECT_EQ(it["dtype"], "fp32");
+  EXPECT_EQ(it["bytes_read"], 32u * 64 * 112 * 112 * 4 + 4u * 64 * 4);  // the engine's stand-in without cuDNN
+  EXPECT_EQ(it["bytes_written"], 32u * 64 * 112 * 112 * 4);
+  EXPECT_EQ(it["grid"], json({128, 1, 1}));
+  // The engine ran it through cuDNN (tier batchnorm): a faithful replay; as its stand-in (tier other): not.
+  for (const std::string engine_tier : {"batchnorm", "other"}) {
+    SCOPED_TRACE(engine_tier);
+    EXPECT_EQ(predicted_with(t, plan, engine_tier).rows[it["row"].get<std::size_t>()].proxy, engine_tier == "other");
+  }
+}
 
 TEST(TierShapes, ConvShapeFromTheOpsSizesStridesAndConcreteInputs) {
   Call cl = {3, "aten::cudnn_convolution", "[[32, 64, 56, 56], [256, 64, 1, 1], [], [], [], [], [], [], []]",
@@ -163,18 +324,7 @@ TEST(TierShapes, UnreadableConvsGoBackToTheOtherTierWithANoteNamingTheRow) {
       {"conv_int8", "dtype signed char is not replayed through cuDNN"},
       {"conv_bad_groups", "input channels 128, weight 128x128 and groups 3 do not make a convolution"},
       {"conv_no_output", "spatial dimension 0 gives no output"}};
-  for (const auto& [name, why] : want) {
-    SCOPED_TRACE(name);
-    const KernelRow* r = row(t, name);
-    ASSERT_NE(r, nullptr);
-    EXPECT_EQ(r->tier, "other");
-    EXPECT_FALSE(r->conv);
-    EXPECT_NE(r->note.find("conv " + name + " ("), std::string::npos) << r->note;  // names the row
-    EXPECT_NE(r->note.find(why), std::string::npos) << r->note;
-    EXPECT_NE(r->note.find("memory-bound kernel moving the op's bytes"), std::string::npos) << r->note;
-    EXPECT_GT(r->bytes_read, 0u);  // today's behaviour: the op's tensors' bytes
-    EXPECT_EQ(r->note.find('\n'), std::string::npos);
-  }
+  for (const auto& [name, why] : want) expect_back_to_other(t, "conv", name, why);
 }
 
 TEST(TierShapes, PlanCarriesTheConvItemAndTheTransformsRideWithIt) {
@@ -201,17 +351,13 @@ TEST(TierShapes, PlanCarriesTheConvItemAndTheTransformsRideWithIt) {
   // The engine ran it through cuDNN (tier conv): a faithful replay; as its stand-in (tier other): not.
   for (const std::string engine_tier : {"conv", "other"}) {
     SCOPED_TRACE(engine_tier);
-    json item = {{"row", it["row"]}, {"tier", engine_tier}, {"status", "ok"}, {"time_ns", 40000.0}, {"time_ns_half_width", 0.0},
-                 {"power_w", 500.0}, {"energy_j", 0.02}, {"energy_j_half_width", 0.0}};
-    const json m = {{"schema", "jouleprof.replay_measurements"}, {"gpu", "NVIDIA H100 80GB HBM3"}, {"idle_w", 70.0}, {"gap_w", 100.0},
-                    {"items", {item}}, {"not_replayed", plan["not_replayed"]}};
-    auto p = predict_from_replay(t, m.dump());
-    ASSERT_TRUE(p) << p.error().message;
+    const ReplayPrediction p = predicted_with(t, plan, engine_tier);
+    ASSERT_EQ(p.rows.size(), t.rows.size());
     const std::size_t r = it["row"].get<std::size_t>();
-    EXPECT_EQ(p->rows[r].proxy, engine_tier == "other");
+    EXPECT_EQ(p.rows[r].proxy, engine_tier == "other");
     for (std::size_t i = 0; i < t.rows.size(); ++i) {
       if (i != r) {
-        EXPECT_EQ(p->rows[i].status, "with_row") << t.rows[i].name;
+        EXPECT_EQ(p.rows[i].status, "with_row") << t.rows[i].name;
       }
     }
   }

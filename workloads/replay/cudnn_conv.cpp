@@ -27,7 +27,9 @@ std::shared_ptr<const Api> load(const std::string& library, std::string& error) 
 #define JP_CUDNN(member, ret, params, sym)                                 \
   api->member = reinterpret_cast<Api::member##_fn>(dlsym(lib.handle, #sym)); \
   if (api->member == nullptr && error.empty()) error = "cuDNN " + lib.name + " lacks " #sym " (cuDNN 8 or 9 is needed)";
+#define JP_CUDNN_OPTIONAL(member, ret, params, sym) api->member = reinterpret_cast<Api::member##_fn>(dlsym(lib.handle, #sym));
 #include "cudnn_entry_points.def"
+#undef JP_CUDNN_OPTIONAL
 #undef JP_CUDNN
   if (!error.empty()) return nullptr;
   return api;
@@ -56,7 +58,7 @@ std::string Session::version() const {
   return v >= 10000 ? fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100) : fmt::format("{}.{}.{}", v / 1000, v / 100 % 10, v % 100);
 }
 
-namespace {
+namespace detail {
 
 int data_type(const std::string& d) {
   if (d == "fp32") return kFloat;
@@ -93,7 +95,13 @@ size_t count(const std::vector<int>& dims) {
   return n;
 }
 
-}  // namespace
+std::string stand_in(const std::string& tier, const std::string& failed, const std::string& why) {
+  return tier + " " + failed + " (" + why + "): a memory-bound kernel moving the op's bytes stands in";
+}
+
+}  // namespace detail
+
+using namespace detail;
 
 void Conv::release() {
   if (s_ == nullptr || s_->api() == nullptr) return;

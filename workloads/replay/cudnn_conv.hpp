@@ -116,4 +116,17 @@ class Conv {
   bool f64_ = false;
 };
 
+/// Shared by the cuDNN tiers (cudnn_conv.cpp, cudnn_batchnorm.cpp).
+namespace detail {
+int data_type(const std::string& dtype);  ///< cudnnDataType_t of bf16 fp16 fp32 fp64; -1 otherwise
+size_t elem_bytes(const std::string& dtype);
+/// Packed strides of `dims` (N C spatial..) in NCHW order, or NHWC order when channels-last.
+std::vector<int> packed_strides(const std::vector<int>& dims, bool channels_last);
+std::vector<int> ints(const std::vector<int64_t>& v);
+size_t count(const std::vector<int>& dims);
+/// The engine's one line for a row of a cuDNN tier replayed as its memory-bound stand-in:
+/// "conv not run through cuDNN (why): a memory-bound kernel moving the op's bytes stands in".
+std::string stand_in(const std::string& tier, const std::string& failed, const std::string& why);
+}  // namespace detail
+
 }  // namespace jouleprof::replay::cudnn

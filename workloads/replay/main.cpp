@@ -71,6 +71,7 @@ Item item_of(const json& j) {
   it.conv_stride = ints("stride");
   it.conv_padding = ints("padding");
   it.conv_dilation = ints("dilation");
+  if (it.tier == "batchnorm") it.bn_input = ints("input");
   it.groups = j.value("groups", int64_t{1});
   it.channels_last = j.value("channels_last", false);
   it.allow_tf32 = j.value("allow_tf32", true);
@@ -334,6 +335,7 @@ struct Engine {
     if (const std::string f = dev.fallback(); !f.empty()) {  // measured as the stand-in: its tier says so
       r["tier"] = "other";
       r["fallback"] = f;
+      r["fallback_of"] = item.tier;  // conv, batchnorm
       progress(fmt::format("{}/{} row {}: {}", done, total, r["row"].get<int>(), f));
     }
     const int reps = dev.reps();

@@ -1,6 +1,7 @@
 // jouleprof-replay's CUDA side (replay_cuda.hpp): GEMMs through cuBLASLt with the traced shapes,
 // dtypes, transposes, leading dimensions and batch strides; convolutions through cuDNN (loaded at
-// run time: cudnn_conv.hpp) with the traced sizes, layout, groups and dtype; attention as its two batched GEMMs
+// run time: cudnn_conv.hpp) with the traced sizes, layout, groups and dtype; inference batch norms
+// through cuDNN (cudnn_batchnorm.hpp) with x's sizes, layout and dtype; attention as its two batched GEMMs
 // and a pass over the score matrix; copies/sets with cudaMemcpyAsync/cudaMemsetAsync (pinned
 // host memory: a graph cannot capture pageable copies); the rest as a memory-bound kernel with
 // the traced launch shape moving the op's bytes; time-matched proxies where shapes are unknown.
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "cudnn_batchnorm.hpp"
 #include "cudnn_conv.hpp"
 #include "replay_cuda.hpp"
 
@@ -136,6 +138,7 @@ class Unit {
                         it.dtype, it.accumulate, it.weight_b);
     }
     if (it.tier == "conv") return build_conv(it);
+    if (it.tier == "batchnorm") return build_batchnorm(it);
     if (it.tier == "attention") {
       // S = Q K^T (batch x heads, Sq x Skv x D), a pass over S (softmax's traffic), O = P V.
       const int64_t bh = it.batch * it.heads_q;
@@ -231,8 +234,11 @@ class Unit {
     if (it.tier == "gemm" || it.tier == "warmup") {
       run_matmul(mm_[0]);
     } else if (it.tier == "conv") {
-      void* w = conv_weights_[next_weight_++ % conv_weights_.size()];
+      void* w = conv_weights_[next_copy_++ % conv_weights_.size()];
       conv_.run(conv_buf_[0], w, conv_buf_[2], conv_buf_[3]);  // checked once in build_conv
+    } else if (it.tier == "batchnorm") {
+      const BnSet& b = bn_sets_[next_copy_++ % bn_sets_.size()];
+      bn_.run(b.x, b.y, b.params, bn_param_stride_);  // checked once in build_batchnorm
     } else if (it.tier == "attention") {
       run_matmul(mm_[0]);
       memory_kernel<<<launch_[0], launch_[1], 0, st>>>(static_cast<const uint4*>(mem_in_), static_cast<uint4*>(mem_out_), words_read_,
@@ -262,7 +268,9 @@ class Unit {
   void release() {
     conv_.release();
     conv_weights_.clear();
-    next_weight_ = 0;
+    bn_.release();
+    bn_sets_.clear();
+    next_copy_ = 0;
     fallback_.clear();
     for (Matmul& m : mm_) {
       if (m.desc != nullptr) cublasLtMatmulDescDestroy(m.desc);
@@ -304,10 +312,41 @@ class Unit {
       why = conv_.run(conv_buf_[0], conv_buf_[1], conv_buf_[2], conv_buf_[3]);
       if (why.empty()) return "";
     }
+    return stand_in_for(it, why);
+  }
+
+  // cuDNN's inference batch normalization of the traced x, run once here as a convolution is. Its
+  // x, y and parameters rotated over sets that make twice the L2 cache, one set per call (each layer
+  // normalizes its own activations with its own parameters; one set would stay in L2 between calls).
+  // Without cuDNN, or a shape it refuses, the memory-bound kernel of the op's bytes stands in.
+  std::string build_batchnorm(const Item& it) {
+    std::string why = c_.cudnn->open(c_.stream);
+    if (why.empty()) why = bn_.plan(*c_.cudnn, it);
+    if (why.empty()) {
+      bn_param_stride_ = (bn_.param_bytes + 255) / 256 * 256;
+      const size_t set_bytes = 2 * bn_.data_bytes + 4 * bn_param_stride_;
+      const size_t sets = std::clamp<size_t>((2 * c_.l2_bytes + set_bytes - 1) / std::max<size_t>(set_bytes, 1), 1, 64);
+      for (size_t i = 0; i < sets; ++i) {
+        BnSet b;
+        if ((b.x = alloc(bn_.data_bytes, why)) == nullptr || (b.y = alloc(bn_.data_bytes, why)) == nullptr ||
+            (b.params = alloc(4 * bn_param_stride_, why)) == nullptr) {
+          return why;  // out of memory: the row is skipped, as a GEMM's
+        }
+        bn_sets_.push_back(b);
+      }
+      why = bn_.run(bn_sets_[0].x, bn_sets_[0].y, bn_sets_[0].params, bn_param_stride_);
+      if (why.empty()) return "";
+    }
+    return stand_in_for(it, why);
+  }
+
+  // A cuDNN tier's row that cuDNN did not run: the `other` tier's memory-bound kernel of its bytes,
+  // and fallback() says why (one line, the row's progress line).
+  std::string stand_in_for(const Item& it, const std::string& why) {
     Item other = it;
     other.tier = "other";
     const std::string w = build(other);
-    fallback_ = "conv not run through cuDNN (" + why + "): a memory-bound kernel moving the op's bytes stands in";
+    fallback_ = cudnn::detail::stand_in(it.tier, "not run through cuDNN", why);
     return w;
   }
 
@@ -410,7 +449,15 @@ class Unit {
   cudnn::Conv conv_;
   void* conv_buf_[4] = {nullptr, nullptr, nullptr, nullptr};  // input, weight, output, workspace
   std::vector<void*> conv_weights_;  // the weight and its copies, one per call in turn
-  size_t next_weight_ = 0;
+  struct BnSet {
+    void* x = nullptr;
+    void* y = nullptr;
+    void* params = nullptr;  // scale, bias, mean, variance, bn_param_stride_ bytes apart
+  };
+  cudnn::BatchNorm bn_;
+  std::vector<BnSet> bn_sets_;  // one per call in turn
+  size_t bn_param_stride_ = 0;
+  size_t next_copy_ = 0;  // the conv weight's / batch-norm set's copy the next call uses
   std::string fallback_;
   std::vector<void*> buffers_;
   void* host_ = nullptr;
@@ -464,12 +511,13 @@ class CudaDevice final : public Device {
 
   std::string prepare(const Item& item, int reps) override {
     const std::string why = prepare_once(item, reps);
-    // A convolution cuDNN ran but a CUDA graph could not hold: its memory-bound stand-in, said so.
-    if (item.tier != "conv" || (why.rfind("graph capture", 0) != 0 && why.rfind("graph instantiation", 0) != 0)) return why;
+    // A convolution or batch norm cuDNN ran but a CUDA graph could not hold: its memory-bound stand-in, said so.
+    const bool cudnn_tier = item.tier == "conv" || item.tier == "batchnorm";
+    if (!cudnn_tier || (why.rfind("graph capture", 0) != 0 && why.rfind("graph instantiation", 0) != 0)) return why;
     Item other = item;
     other.tier = "other";
     const std::string again = prepare_once(other, reps);
-    if (again.empty()) units_.back()->set_fallback("conv not captured in a CUDA graph (" + why + "): a memory-bound kernel moving the op's bytes stands in");
+    if (again.empty()) units_.back()->set_fallback(cudnn::detail::stand_in(item.tier, "not captured in a CUDA graph", why));
     return again;
   }
 

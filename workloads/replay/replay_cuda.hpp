@@ -11,7 +11,7 @@
 namespace jouleprof::replay {
 
 struct Item {
-  std::string tier;  ///< gemm | conv | attention | copy | other | proxy_compute | proxy_memory | wait | warmup
+  std::string tier;  ///< gemm | conv | batchnorm | attention | copy | other | proxy_compute | proxy_memory | wait | warmup
   // gemm (row-major, as PyTorch: C[M,N] = A[M,K] B[K,N])
   int64_t m = 0, n = 0, k = 0, batch = 1, lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
   bool trans_a = false, trans_b = false, accumulate = false;
@@ -23,7 +23,9 @@ struct Item {
   // conv: a cuDNN forward convolution (sizes in PyTorch's logical order: N C spatial.., K C/g kernel..)
   std::vector<int64_t> conv_input, conv_weight, conv_output, conv_stride, conv_padding, conv_dilation;
   int64_t groups = 1;
-  bool channels_last = false, allow_tf32 = true;
+  bool channels_last = false, allow_tf32 = true;  ///< channels_last: conv and batchnorm
+  // batchnorm: cuDNN's inference batch normalization of x (N C spatial..); dtype and channels_last as above
+  std::vector<int64_t> bn_input;
   // copies
   std::string copy_kind;  ///< HtoD DtoH DtoD set
   uint64_t bytes = 0;

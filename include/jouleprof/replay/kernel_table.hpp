@@ -48,11 +48,23 @@ struct ConvShape {
   uint64_t bytes_written() const;   ///< output, once
 };
 
+/// An inference batch normalization as cuDNN runs it (`cudnnBatchNormalizationForwardInference`),
+/// from its op's inputs: x's sizes, layout and dtype; scale, bias, mean and variance have C values
+/// (fp32, fp64 for fp64 inputs). Epsilon does not change the time and is not kept.
+struct BatchNormShape {
+  std::vector<int64_t> input;  ///< N C spatial.. (0 to 3 spatial dimensions)
+  bool channels_last = false;  ///< NHWC / NDHWC memory order (from the traced strides)
+  std::string dtype;           ///< bf16 fp16 fp32 fp64
+  int64_t channels() const { return input.size() > 1 ? input[1] : 0; }
+  uint64_t bytes_read() const;     ///< x, then scale, bias, mean, variance
+  uint64_t bytes_written() const;  ///< y
+};
+
 struct KernelRow {
   std::string name;   ///< demangled kernel name, "Memcpy HtoD (Pageable -> Device)", "Memset (Device)"
   std::string kind;   ///< kernel | memcpy | memset
   std::string kclass; ///< kernel class (kernel-classes.tsv)
-  std::string tier;   ///< copy | gemm | conv | attention | communication | other (replay-tiers.tsv)
+  std::string tier;   ///< copy | gemm | conv | batchnorm | attention | communication | other (replay-tiers.tsv)
   int rank = 0;       ///< trace file's rank (distributedInfo), else its position among the files
   uint32_t device = 0;
   int grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
@@ -69,6 +81,7 @@ struct KernelRow {
   std::optional<GemmShape> gemm;
   std::optional<AttentionShape> attention;
   std::optional<ConvShape> conv;  ///< conv tier: replayed through cuDNN (workloads/replay)
+  std::optional<BatchNormShape> batchnorm;  ///< batchnorm tier: replayed through cuDNN (workloads/replay)
   uint64_t bytes_read = 0, bytes_written = 0, elements = 0;  ///< other tier: from the op's tensors
   std::string note;       ///< why a tier falls back to a proxy, what could not be derived
   double mean_ns() const { return count > 0 ? static_cast<double>(total_ns) / static_cast<double>(count) : 0; }
@@ -141,8 +154,11 @@ void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o);
 /// The replay plan's fields of a conv row (tier, shape, the bytes of its memory-bound fallback),
 /// as one JSON object's text; "" when the row has no conv shape.
 std::string conv_item_json(const KernelRow& r);
-/// Whether one replay of the row re-creates its op's whole call (a GEMM or a convolution with
-/// its shape): the op's other kernels with the same count ride with it.
+/// The replay plan's fields of a batchnorm row (tier, x's shape, layout, dtype, the bytes of its
+/// memory-bound fallback), as one JSON object's text; "" when the row has no batchnorm shape.
+std::string batchnorm_item_json(const KernelRow& r);
+/// Whether one replay of the row re-creates its op's whole call (a GEMM, a convolution or a batch
+/// normalization with its shape): the op's other kernels with the same count ride with it.
 bool replays_op_call(const KernelRow& r);
 
 /// One JSON document: {schema, schema_version, format, files, totals, tiers, kernels}.

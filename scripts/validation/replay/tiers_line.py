@@ -1,12 +1,27 @@
 #!/usr/bin/env python3
 """One line of scripts/device-replay-tiers.sh's result: family, predicted vs measured energy and
 time, the share of the kernel table's rows (and of its GPU time) per tier, and how many planned
-conv rows ran through cuDNN or as their memory-bound stand-in.
+conv and batchnorm rows ran through cuDNN or as their memory-bound stand-in.
 
     tiers_line.py FAMILY KERNELS.json REPLAY.json ENGINE.json
 """
 import json
 import sys
+
+
+def cudnn_counts(items):
+    """{tier: (through cuDNN, stand-ins)} of the engine's conv and batchnorm items. A stand-in says
+    `"tier": "other"` and `fallback`; its planned tier is `fallback_of` (engines before it: the
+    fallback line's first word)."""
+    counts = {"conv": [0, 0], "batchnorm": [0, 0]}
+    for i in items:
+        if i.get("fallback"):
+            tier = i.get("fallback_of") or i["fallback"].split()[0]
+            if tier in counts:
+                counts[tier][1] += 1
+        elif i.get("tier") in counts:
+            counts[i["tier"]][0] += 1
+    return {t: tuple(c) for t, c in counts.items()}
 
 
 def main():
@@ -22,15 +37,14 @@ def main():
         items = json.load(open(engine_path)).get("items", [])
     except (OSError, ValueError):
         items = []
-    conv = [i for i in items if i.get("tier") == "conv" or i.get("fallback")]
-    stand_in = sum(1 for i in conv if i.get("fallback"))
+    cudnn_items = "; ".join(f"{tier} items: {n} through cuDNN, {s} stand-ins" for tier, (n, s) in cudnn_counts(items).items())
     if c:
         pe, me, pt, mt = c["predicted_energy_j"], c["measured_energy_j"], c["predicted_duration_s"], c["measured_duration_s"]
         fig = (f"energy predicted {pe:.1f} J vs measured {me:.1f} J ({100*c['energy_error']:+.1f}%), "
                f"time {pt:.3f} s vs {mt:.3f} s ({100*c['duration_error']:+.1f}%)")
     else:
         fig = "no comparison (the measured window was not found)"
-    print(f"{family}: {fig}; rows/GPU time per tier: {shares}; conv items: {len(conv) - stand_in} through cuDNN, {stand_in} stand-ins")
+    print(f"{family}: {fig}; rows/GPU time per tier: {shares}; {cudnn_items}")
 
 
 if __name__ == "__main__":
