@@ -34,9 +34,9 @@ bool parse_log(const std::string& text, Log& log) {
   int64_t& open_at = log.open_at;
   while (std::getline(in, line)) {
     if (line.rfind('#', 0) == 0) continue;  // a comment (the flush's duration)
-    char what[4] = {};
+    char what[8] = {};
     unsigned long long t = 0;
-    if (std::sscanf(line.c_str(), "%3s %llu", what, &t) != 2) break;  // a cut-off last line
+    if (std::sscanf(line.c_str(), "%7s %llu", what, &t) != 2) break;  // a cut-off last line
     const std::string w = what;
     const auto at = static_cast<int64_t>(t);
     if (w == "on" && open_at < 0) {
@@ -44,12 +44,12 @@ bool parse_log(const std::string& text, Log& log) {
     } else if (w == "off" && open_at >= 0) {
       log.windows.emplace_back(open_at, at);
       open_at = -1;
-    } else if (w == "pau" && log.paused_at < 0) {  // "pause" (%3s reads three letters)
+    } else if (w == "pause" && log.paused_at < 0) {
       log.paused_at = at;
-    } else if (w == "res" && log.paused_at >= 0) {  // "resume"
+    } else if (w == "resume" && log.paused_at >= 0) {
       log.pauses.emplace_back(log.paused_at, at);
       log.paused_at = -1;
-    } else if (w != "on" && w != "off" && w != "pau" && w != "res") {
+    } else if (w != "on" && w != "off" && w != "pause" && w != "resume") {
       break;
     }
   }
