@@ -481,7 +481,7 @@ extern "C" __attribute__((visibility("default"))) int jouleprof_trace_resume(voi
 
 extern "C" __attribute__((visibility("default"))) int jouleprof_trace_recording(void) {
   using namespace jouleprof::inject;
-  if (!traced_here()) return 0;
+  if (!traced_here()) return -1;
   return (g_started.load() != 0 ? g_control.paused() : g_pause_asked.load()) ? 0 : 1;
 }
 
