@@ -3,8 +3,11 @@
 // anchors and the NVTX handlers off, a resume brings back what was on, a pause overrides the
 // sampled mode's duty cycle, and the pause spans written to the switch log come back as the run's
 // paused time, outside its recorded windows.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <atomic>
 #include <filesystem>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "duty_cycle.hpp"
+#include "jouleprof/trace/pause.hpp"
 #include "jouleprof/trace/trace.hpp"
 
 using namespace jouleprof;
@@ -216,5 +220,34 @@ TEST(InjectPause, AnOpenPauseClosesWithTheLastRecord) {
   ASSERT_EQ(t.processes[0].pauses_ns.size(), 1u);
   EXPECT_EQ(t.processes[0].pauses_ns[0], (std::pair<int64_t, int64_t>{2000, 9000}));
   EXPECT_TRUE(t.warnings.empty());
+  fs::remove_all(dir);
+}
+
+// The public header (jouleprof/trace/pause.hpp) reaches the C API of the injection library loaded in
+// the process (here by the test, before any CUDA: a pause is held until CUDA starts the trace), and
+// is a no-op without the tracer's environment.
+TEST(InjectPause, ThePublicHeaderReachesTheLoadedLibrary) {
+  const std::string dir = temp_dir("jp-pause-header");
+  unsetenv("JOULEPROF_TRACE_DIR");
+  setenv("CUDA_INJECTION64_PATH", JOULEPROF_INJECT_LIB, 1);
+  EXPECT_EQ(trace_pause::recording(), -1);  // not loaded yet
+  void* lib = dlopen(JOULEPROF_INJECT_LIB, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  EXPECT_EQ(trace_pause::recording(), -1);  // no trace directory: not under jouleprof trace
+  EXPECT_FALSE(trace_pause::pause());
+  setenv("JOULEPROF_TRACE_DIR", dir.c_str(), 1);
+  EXPECT_EQ(trace_pause::recording(), 1);
+  {
+    trace_pause::Paused p;
+    EXPECT_EQ(trace_pause::recording(), 0);
+  }
+  EXPECT_EQ(trace_pause::recording(), 1);
+  EXPECT_TRUE(trace_pause::pause());
+  EXPECT_EQ(trace_pause::recording(), 0);
+  EXPECT_TRUE(trace_pause::resume());
+  EXPECT_EQ(trace_pause::recording(), 1);
+  unsetenv("JOULEPROF_TRACE_DIR");
+  unsetenv("CUDA_INJECTION64_PATH");
+  dlclose(lib);
   fs::remove_all(dir);
 }
