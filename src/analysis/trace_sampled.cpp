@@ -246,6 +246,7 @@ Result<TraceProfile> analyze_placed_trace(Measurement& m, TraceData& t, const Ke
   const Stitch s = stitch(t.sampling.windows_s, run->t0_s, run->t1_s);
   info.traced_s = s.length;
   info.paused_s = stitch(t.sampling.pauses_s, run->t0_s, run->t1_s).length;
+  if (!t.sampling.duty_cycle()) info.windows_s = s.seg;  // paused only: the recorded time is unbounded outside the pauses
   std::vector<std::string> said;
   if (t.sampling.duty_cycle() && info.run_s < info.period_s) {
     said.push_back(fmt::format("sampled mode: the run lasted {:.3g} s, less than one sampling period ({:.3g} s): its {:.0f}% traced may not "

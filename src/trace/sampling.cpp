@@ -56,6 +56,20 @@ bool parse_log(const std::string& text, Log& log) {
   return true;
 }
 
+constexpr int64_t kForever = int64_t{4} << 60;  // beyond any run; still exact as a double
+
+// The complement of sorted, disjoint spans over (-kForever, kForever).
+Spans between(const Spans& pauses) {
+  Spans out;
+  int64_t from = -kForever;
+  for (const auto& [a, b] : pauses) {
+    if (a > from) out.emplace_back(from, a);
+    from = std::max(from, b);
+  }
+  if (from < kForever) out.emplace_back(from, kForever);
+  return out;
+}
+
 }  // namespace
 
 void read_sample_logs(const std::string& dir, TraceData& t) {
@@ -76,17 +90,20 @@ void read_sample_logs(const std::string& dir, TraceData& t) {
       t.warnings.push_back("process " + std::to_string(pid) + ": " + e.path().string() + " is not a sampled mode's switch log (ignored)");
       continue;
     }
-    // Still on (or paused) at the end: it closes with the process's last record.
-    const auto proc = static_cast<int>(p - t.processes.begin());
-    auto last_after = [&](int64_t from) {
-      int64_t last = from;
+    // Still on at the end: the window closes with the process's last record. Still paused: the
+    // rest of the process was not recorded.
+    if (log.open_at >= 0) {
+      int64_t last = log.open_at;
+      const auto proc = static_cast<int>(p - t.processes.begin());
       for (const Activity& a : t.activities) {
         if (a.process == proc) last = std::max(last, a.end_ns);
       }
-      return last;
-    };
-    if (log.open_at >= 0) log.windows.emplace_back(log.open_at, last_after(log.open_at));
-    if (log.paused_at >= 0) log.pauses.emplace_back(log.paused_at, last_after(log.paused_at));
+      log.windows.emplace_back(log.open_at, last);
+    }
+    if (log.paused_at >= 0) log.pauses.emplace_back(log.paused_at, kForever);
+    // No duty cycle: the process recorded whenever it was not paused, from before CUDA started (no
+    // kernel could run) to after its last record.
+    if (!log.cycle.active()) log.windows = between(log.pauses);
     p->sample_windows_ns = std::move(log.windows);
     p->pauses_ns = std::move(log.pauses);
     p->windowed = true;
