@@ -137,7 +137,7 @@ std::string trace_profile_text(const TraceProfile& p, std::size_t top) {
   fmt::format_to(out, "trace: {} processes, {} activities, {} dropped records{}\n", p.processes.size(), p.activities, p.dropped,
                  p.complete ? "" : " (INCOMPLETE)");
   if (p.sampling && !p.sampling->pauses_s.empty()) {
-    fmt::format_to(out, "paused {:.3g} s by the program ({} pauses: no kernel records, no NVTX ranges); kernels recorded {:.3g} s, {:.1f}% "
+    fmt::format_to(out, "paused {:.3g} s by the program ({} pauses: no kernel records, no NVTX ranges); recorded {:.3g} s, {:.1f}% "
                         "of the run; the tables give the recorded time's shares of the whole run's energy\n",
                    p.sampling->paused_s, p.sampling->pauses_s.size(), p.sampling->traced_s, 100 * p.sampling->fraction());
   }
