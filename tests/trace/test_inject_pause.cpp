@@ -72,50 +72,60 @@ TraceData one_process(int64_t pid, int64_t last_ns) {
   return t;
 }
 
+// A control over a fake CUPTI, its switch log in a directory of its own.
+struct Rig {
+  std::string dir;
+  FakeCupti cupti;
+  std::atomic<bool> anchoring{true}, nvtx_on{true};
+  inject::SampleLog log;
+  inject::RecordingControl control;
+  explicit Rig(const std::string& name) : dir(temp_dir(name)) {}
+  ~Rig() { fs::remove_all(dir); }
+  bool pause() { return control.pause(cupti.hooks(), anchoring, nvtx_on); }
+  bool resume() { return control.resume(cupti.hooks(), anchoring, nvtx_on); }
+  void duty(bool on) { control.duty(on, cupti.hooks(), anchoring); }
+};
+
 }  // namespace
 
 // A fully traced process: its first pause opens the switch log (no duty cycle), switches the
 // records off (anchors first) and stops the NVTX handlers; resume switches them on again.
 TEST(InjectPause, PauseStopsRecordsAndRangesAndResumeBringsThemBack) {
-  const std::string dir = temp_dir("jp-pause");
-  FakeCupti cupti;
-  std::atomic<bool> anchoring{true}, nvtx_on{true};
-  inject::SampleLog log;
-  inject::RecordingControl control;
-  control.start({}, &log, dir, 81, 500'000'000);
-  EXPECT_FALSE(fs::exists(dir + "/sample-81.txt"));  // nothing until the first pause
-  EXPECT_FALSE(control.resume(cupti.hooks(), anchoring, nvtx_on));  // not paused: nothing done
-  EXPECT_TRUE(cupti.calls.empty());
+  Rig r("jp-pause");
+  r.control.start({}, &r.log, r.dir, 81, 500'000'000);
+  EXPECT_FALSE(fs::exists(r.dir + "/sample-81.txt"));  // nothing until the first pause
+  EXPECT_FALSE(r.resume());  // not paused: nothing done
+  EXPECT_TRUE(r.cupti.calls.empty());
 
-  cupti.clock = 1'000'000'000;
-  ASSERT_TRUE(control.pause(cupti.hooks(), anchoring, nvtx_on));
-  EXPECT_FALSE(cupti.kinds);
-  EXPECT_FALSE(cupti.api_records);
-  EXPECT_FALSE(anchoring);
-  EXPECT_FALSE(nvtx_on);
-  EXPECT_TRUE(control.paused());
-  EXPECT_FALSE(control.recording_kernels());
-  EXPECT_EQ(cupti.flushes, 1);  // the recorded window's records written before the pause
-  EXPECT_FALSE(control.pause(cupti.hooks(), anchoring, nvtx_on));  // twice: nothing more
-  EXPECT_EQ(cupti.calls.size(), 1u);
+  r.cupti.clock = 1'000'000'000;
+  ASSERT_TRUE(r.pause());
+  EXPECT_FALSE(r.cupti.kinds);
+  EXPECT_FALSE(r.cupti.api_records);
+  EXPECT_FALSE(r.anchoring);
+  EXPECT_FALSE(r.nvtx_on);
+  EXPECT_TRUE(r.control.paused());
+  EXPECT_FALSE(r.control.recording_kernels());
+  EXPECT_EQ(r.cupti.flushes, 1);  // the recorded window's records written before the pause
+  EXPECT_FALSE(r.pause());  // twice: nothing more
+  EXPECT_EQ(r.cupti.calls.size(), 1u);
 
-  cupti.clock = 3'000'000'000;
-  ASSERT_TRUE(control.resume(cupti.hooks(), anchoring, nvtx_on));
-  EXPECT_TRUE(cupti.kinds);
-  EXPECT_TRUE(cupti.api_records);
-  EXPECT_TRUE(anchoring);
-  EXPECT_TRUE(nvtx_on);
-  EXPECT_EQ(cupti.anchors, 1);  // the resumed window starts with an anchor
-  EXPECT_EQ(cupti.calls, (std::vector<std::string>{"kinds off", "kinds on"}));
+  r.cupti.clock = 3'000'000'000;
+  ASSERT_TRUE(r.resume());
+  EXPECT_TRUE(r.cupti.kinds);
+  EXPECT_TRUE(r.cupti.api_records);
+  EXPECT_TRUE(r.anchoring);
+  EXPECT_TRUE(r.nvtx_on);
+  EXPECT_EQ(r.cupti.anchors, 1);  // the resumed window starts with an anchor
+  EXPECT_EQ(r.cupti.calls, (std::vector<std::string>{"kinds off", "kinds on"}));
 
-  const std::string text = read_all(dir + "/sample-81.txt");
+  const std::string text = read_all(r.dir + "/sample-81.txt");
   EXPECT_EQ(text.rfind("jouleprof-sample 1 on_ns=0 period_ns=0\non 500000000\npause 1000000000\noff 1000000000", 0), 0u) << text;
   EXPECT_NE(text.find("resume 3000000000"), std::string::npos) << text;
 
   // Read back: recorded whenever not paused (from before CUDA started to after the last
   // record), paused 1-3 s.
   TraceData t = one_process(81, 4'000'000'000);
-  read_sample_logs(dir, t);
+  read_sample_logs(r.dir, t);
   EXPECT_FALSE(t.sampling.duty_cycle());
   align_trace(t, 0, {});
   ASSERT_TRUE(t.sampling.active());
@@ -127,49 +137,44 @@ TEST(InjectPause, PauseStopsRecordsAndRangesAndResumeBringsThemBack) {
   ASSERT_EQ(t.sampling.pauses_s.size(), 1u);
   EXPECT_NEAR(t.sampling.pauses_s[0].first, 1.0, 1e-9);
   EXPECT_NEAR(t.sampling.pauses_s[0].second, 3.0, 1e-9);
-  fs::remove_all(dir);
 }
 
 // Sampled mode: while paused the duty cycle's switches change nothing; resume restores the phase
 // the cycle is in (off in an off phase, on in a window).
 TEST(InjectPause, PauseOverridesTheDutyCycleUntilResume) {
-  const std::string dir = temp_dir("jp-pause-duty");
-  FakeCupti cupti;
-  std::atomic<bool> anchoring{true}, nvtx_on{true};
+  Rig r("jp-pause-duty");
   const auto cycle = inject::duty_cycle_from("10", "1000");
-  inject::SampleLog log;
-  ASSERT_TRUE(log.open(dir, 82, cycle));
-  log.mark(true, 0);
-  inject::RecordingControl control;
-  control.start(cycle, &log, dir, 82, 0);
-  cupti.clock = 50'000'000;
-  ASSERT_TRUE(control.pause(cupti.hooks(), anchoring, nvtx_on));  // inside a window: off
-  EXPECT_FALSE(cupti.kinds);
-  control.duty(false, cupti.hooks(), anchoring);  // the cycle's off phase: nothing to do
-  control.duty(true, cupti.hooks(), anchoring);   // its next window: still paused
-  EXPECT_FALSE(cupti.kinds);
-  control.duty(false, cupti.hooks(), anchoring);
-  cupti.clock = 2'500'000'000;
-  ASSERT_TRUE(control.resume(cupti.hooks(), anchoring, nvtx_on));  // in an off phase: stays off
-  EXPECT_FALSE(cupti.kinds);
-  EXPECT_TRUE(nvtx_on);  // the NVTX ranges come back (the sampled mode keeps them)
-  EXPECT_FALSE(anchoring);
-  control.duty(true, cupti.hooks(), anchoring);  // the next window
-  EXPECT_TRUE(cupti.kinds);
-  EXPECT_TRUE(anchoring);
-  EXPECT_EQ(cupti.calls, (std::vector<std::string>{"kinds off", "kinds on"}));
+  ASSERT_TRUE(r.log.open(r.dir, 82, cycle));
+  r.log.mark(true, 0);
+  r.control.start(cycle, &r.log, r.dir, 82, 0);
+  r.cupti.clock = 50'000'000;
+  ASSERT_TRUE(r.pause());  // inside a window: off
+  EXPECT_FALSE(r.cupti.kinds);
+  r.duty(false);  // the cycle's off phase: nothing to do
+  r.duty(true);   // its next window: still paused
+  EXPECT_FALSE(r.cupti.kinds);
+  r.duty(false);
+  r.cupti.clock = 2'500'000'000;
+  ASSERT_TRUE(r.resume());  // in an off phase: stays off
+  EXPECT_FALSE(r.cupti.kinds);
+  EXPECT_TRUE(r.nvtx_on);  // the NVTX ranges come back (the sampled mode keeps them)
+  EXPECT_FALSE(r.anchoring);
+  r.duty(true);  // the next window
+  EXPECT_TRUE(r.cupti.kinds);
+  EXPECT_TRUE(r.anchoring);
+  EXPECT_EQ(r.cupti.calls, (std::vector<std::string>{"kinds off", "kinds on"}));
 
   // Paused in a window, resumed in an off phase: the window ends at the pause.
-  cupti.clock = 3'050'000'000;
-  ASSERT_TRUE(control.pause(cupti.hooks(), anchoring, nvtx_on));
-  cupti.clock = 3'060'000'000;
-  control.duty(false, cupti.hooks(), anchoring);
-  control.duty(true, cupti.hooks(), anchoring);  // 4.0 s: a window, but paused
-  cupti.clock = 4'020'000'000;
-  ASSERT_TRUE(control.resume(cupti.hooks(), anchoring, nvtx_on));  // inside it: on at once
-  EXPECT_TRUE(cupti.kinds);
+  r.cupti.clock = 3'050'000'000;
+  ASSERT_TRUE(r.pause());
+  r.cupti.clock = 3'060'000'000;
+  r.duty(false);
+  r.duty(true);  // 4.0 s: a window, but paused
+  r.cupti.clock = 4'020'000'000;
+  ASSERT_TRUE(r.resume());  // inside it: on at once
+  EXPECT_TRUE(r.cupti.kinds);
   TraceData t = one_process(82, 4'100'000'000);
-  read_sample_logs(dir, t);
+  read_sample_logs(r.dir, t);
   align_trace(t, 0, {});
   EXPECT_TRUE(t.sampling.duty_cycle());
   ASSERT_EQ(t.sampling.pauses_s.size(), 2u);
@@ -177,38 +182,33 @@ TEST(InjectPause, PauseOverridesTheDutyCycleUntilResume) {
   ASSERT_EQ(t.sampling.windows_s.size(), 3u);
   EXPECT_NEAR(t.sampling.windows_s[0].second, 0.05, 1e-9);  // ended by the pause
   EXPECT_NEAR(t.sampling.windows_s[2].first, 4.02, 1e-9);   // from the resume
-  fs::remove_all(dir);
 }
 
-// Calls from several threads while the timer thread switches: every switch changes the state (no
-// double off or on), and the state at the end is the one the last call asked for.
+// Calls from several threads while the duty cycle's timer thread switches: every switch changes
+// the state (no double off or on), and after the last resume the records are on (the cycle's last
+// phase was a window).
 TEST(InjectPause, PauseAndResumeFromManyThreads) {
-  const std::string dir = temp_dir("jp-pause-threads");
-  FakeCupti cupti;
-  std::atomic<bool> anchoring{true}, nvtx_on{true};
-  inject::SampleLog log;
-  inject::RecordingControl control;
-  control.start({}, &log, dir, 83, 0);
+  Rig r("jp-pause-threads");
+  const auto cycle = inject::duty_cycle_from("10", "1000");
+  ASSERT_TRUE(r.log.open(r.dir, 83, cycle));
+  r.control.start(cycle, &r.log, r.dir, 83, 0);
   std::vector<std::thread> threads;
+  threads.emplace_back([&] {  // the timer thread
+    for (int k = 0; k < 1000; ++k) r.duty(k % 2 == 1);
+  });
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
-      for (int k = 0; k < 500; ++k) {
-        // The hooks' own state is guarded by the control's lock (they run inside it).
-        if ((k + i) % 2 == 0) {
-          control.pause(cupti.hooks(), anchoring, nvtx_on);
-        } else {
-          control.resume(cupti.hooks(), anchoring, nvtx_on);
-        }
-      }
+      for (int k = 0; k < 500; ++k) (k + i) % 2 == 0 ? r.pause() : r.resume();
     });
   }
   for (auto& th : threads) th.join();
-  for (std::size_t k = 1; k < cupti.calls.size(); ++k) EXPECT_NE(cupti.calls[k], cupti.calls[k - 1]) << k;
-  control.resume(cupti.hooks(), anchoring, nvtx_on);
-  EXPECT_TRUE(cupti.kinds);
-  EXPECT_TRUE(nvtx_on);
-  EXPECT_FALSE(control.paused());
-  fs::remove_all(dir);
+  // The hooks' own state needs no lock: they run inside the control's.
+  ASSERT_GT(r.cupti.calls.size(), 2u);
+  for (std::size_t k = 1; k < r.cupti.calls.size(); ++k) EXPECT_NE(r.cupti.calls[k], r.cupti.calls[k - 1]) << k;
+  r.resume();
+  EXPECT_TRUE(r.cupti.kinds);
+  EXPECT_TRUE(r.nvtx_on);
+  EXPECT_FALSE(r.control.paused());
 }
 
 // A process that ended paused (or whose log was cut at a pause) was not recorded after the pause;

@@ -452,32 +452,28 @@ bool traced_here() {
   const int started = g_started.load();
   return started == 0 || (started == 1 && g_owner.load() == getpid());
 }
+
+// 1: the state asked for holds now; 0: not traced here (or the pause could not be made).
+int set_paused(bool pause) {
+  if (!traced_here()) return 0;
+  if (g_started.load() == 0) {  // before CUDA started (the library loaded by the program): applied then
+    g_pause_asked = pause;
+    g_nvtx_on = !pause;
+    return 1;
+  }
+  if (pause) {
+    g_control.pause(switch_hooks(), g_anchoring, g_nvtx_on);
+  } else {
+    g_control.resume(switch_hooks(), g_anchoring, g_nvtx_on);
+  }
+  return g_control.paused() == pause ? 1 : 0;
+}
 }  // namespace
 }  // namespace jouleprof::inject
 
-extern "C" __attribute__((visibility("default"))) int jouleprof_trace_pause(void) {
-  using namespace jouleprof::inject;
-  if (!traced_here()) return 0;
-  if (g_started.load() == 0) {  // before CUDA started (the library loaded by the program): applied then
-    g_pause_asked = true;
-    g_nvtx_on = false;
-    return 1;
-  }
-  g_control.pause(switch_hooks(), g_anchoring, g_nvtx_on);
-  return g_control.paused() ? 1 : 0;
-}
+extern "C" __attribute__((visibility("default"))) int jouleprof_trace_pause(void) { return jouleprof::inject::set_paused(true); }
 
-extern "C" __attribute__((visibility("default"))) int jouleprof_trace_resume(void) {
-  using namespace jouleprof::inject;
-  if (!traced_here()) return 0;
-  if (g_started.load() == 0) {
-    g_pause_asked = false;
-    g_nvtx_on = true;
-    return 1;
-  }
-  g_control.resume(switch_hooks(), g_anchoring, g_nvtx_on);
-  return g_control.paused() ? 0 : 1;
-}
+extern "C" __attribute__((visibility("default"))) int jouleprof_trace_resume(void) { return jouleprof::inject::set_paused(false); }
 
 extern "C" __attribute__((visibility("default"))) int jouleprof_trace_recording(void) {
   using namespace jouleprof::inject;
