@@ -84,6 +84,15 @@ struct Rig {
   bool pause() { return control.pause(cupti.hooks(), anchoring, nvtx_on); }
   bool resume() { return control.resume(cupti.hooks(), anchoring, nvtx_on); }
   void duty(bool on) { control.duty(on, cupti.hooks(), anchoring); }
+  /// Records, anchors and NVTX ranges all on, or all off.
+  void expect_all(bool on) const {
+    EXPECT_EQ(cupti.kinds, on);
+    EXPECT_EQ(cupti.api_records, on);
+    EXPECT_EQ(anchoring.load(), on);
+    EXPECT_EQ(nvtx_on.load(), on);
+    EXPECT_EQ(control.paused(), !on);
+    EXPECT_EQ(control.recording_kernels(), on);
+  }
 };
 
 }  // namespace
@@ -99,22 +108,14 @@ TEST(InjectPause, PauseStopsRecordsAndRangesAndResumeBringsThemBack) {
 
   r.cupti.clock = 1'000'000'000;
   ASSERT_TRUE(r.pause());
-  EXPECT_FALSE(r.cupti.kinds);
-  EXPECT_FALSE(r.cupti.api_records);
-  EXPECT_FALSE(r.anchoring);
-  EXPECT_FALSE(r.nvtx_on);
-  EXPECT_TRUE(r.control.paused());
-  EXPECT_FALSE(r.control.recording_kernels());
+  r.expect_all(false);
   EXPECT_EQ(r.cupti.flushes, 1);  // the recorded window's records written before the pause
   EXPECT_FALSE(r.pause());  // twice: nothing more
   EXPECT_EQ(r.cupti.calls.size(), 1u);
 
   r.cupti.clock = 3'000'000'000;
   ASSERT_TRUE(r.resume());
-  EXPECT_TRUE(r.cupti.kinds);
-  EXPECT_TRUE(r.cupti.api_records);
-  EXPECT_TRUE(r.anchoring);
-  EXPECT_TRUE(r.nvtx_on);
+  r.expect_all(true);
   EXPECT_EQ(r.cupti.anchors, 1);  // the resumed window starts with an anchor
   EXPECT_EQ(r.cupti.calls, (std::vector<std::string>{"kinds off", "kinds on"}));
 
