@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/run_program.hpp"
 #include "duty_cycle.hpp"
 #include "jouleprof/trace/pause.hpp"
 #include "jouleprof/trace/trace.hpp"
@@ -254,5 +255,40 @@ TEST(InjectPause, ThePublicHeaderReachesTheLoadedLibrary) {
   unsetenv("JOULEPROF_TRACE_DIR");
   unsetenv("CUDA_INJECTION64_PATH");
   dlclose(lib);
+  fs::remove_all(dir);
+}
+
+// End to end through the injection library itself, over a fake activity CUPTI: a program pauses
+// and resumes through the public header; the kernels launched while paused are not in its trace
+// file, those before and after are, the records' kinds and the anchor's API record were off while
+// paused, and the pause span is in its switch log.
+TEST(InjectPause, TheLibraryPausesOverAFakeCupti) {
+  const std::string dir = temp_dir("jp-pause-e2e");
+  const auto r = jp_test::run_program(JOULEPROF_PAUSE_PROBE, {},
+                                      {std::string("CUDA_INJECTION64_PATH=") + JOULEPROF_INJECT_LIB,
+                                       std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY, "JOULEPROF_TRACE_DIR=" + dir},
+                                      "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "before recording=1 kernels=0 anchor=0\n"  // loaded, CUDA not started yet: not paused
+                   "started recording=1 kernels=1 anchor=1\n"
+                   "pause=1\n"
+                   "paused recording=0 kernels=0 anchor=0\n"
+                   "resume=1\n"
+                   "resumed recording=1 kernels=1 anchor=1\n")
+      << r.err;
+  auto t = read_trace_dir(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->processes.size(), 1u);
+  EXPECT_TRUE(t->processes[0].ended);
+  std::vector<std::string> kernels;
+  for (const Activity& a : t->activities) {
+    if (a.kind == Activity::Kind::kernel) kernels.push_back(a.name);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"recorded_before_kernel", "recorded_before_kernel", "recorded_before_kernel",
+                                               "recorded_after_kernel", "recorded_after_kernel"}));
+  read_sample_logs(dir, *t);
+  ASSERT_EQ(t->processes[0].pauses_ns.size(), 1u);
+  EXPECT_LT(t->processes[0].pauses_ns[0].first, t->processes[0].pauses_ns[0].second);
+  EXPECT_TRUE(t->warnings.empty());
   fs::remove_all(dir);
 }
