@@ -36,7 +36,8 @@ FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
   return CUPTI_SUCCESS;
 }
 
-FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
+FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                       CUpti_BuffersCallbackCompleteFunc complete) {
   g_request = request;
   g_complete = complete;
   return CUPTI_SUCCESS;
@@ -82,14 +83,19 @@ FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
   return CUPTI_SUCCESS;
 }
 
-FAKE_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
-  uint8_t* next = *record == nullptr ? buffer : reinterpret_cast<uint8_t*>(*record) + sizeof(CUpti_ActivityKernel10);
+FAKE_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid,
+                                                   CUpti_Activity** record) {
+  uint8_t* next = *record == nullptr
+                      ? buffer
+                      : reinterpret_cast<uint8_t*>(*record) + sizeof(CUpti_ActivityKernel10);
   if (next + sizeof(CUpti_ActivityKernel10) > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = reinterpret_cast<CUpti_Activity*>(next);
   return CUPTI_SUCCESS;
 }
 
-FAKE_EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType) { return CUPTI_SUCCESS; }
+FAKE_EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType) {
+  return CUPTI_SUCCESS;
+}
 
 /// A kernel launch: recorded only while CONCURRENT_KERNEL is enabled.
 FAKE_EXPORT void fake_cupti_launch(const char* name) {

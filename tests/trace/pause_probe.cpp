@@ -1,7 +1,8 @@
 // A traced program's stand-in for the pause test (test_inject_pause.cpp): loads the injection
-// library as CUDA would (its path in $CUDA_INJECTION64_PATH, CUPTI the fake of $JOULEPROF_CUPTI_LIB),
-// calls InitializeInjection, then launches fake kernels recording, paused and resumed through the
-// public header, printing the state after each step. Exits normally: the library writes its file.
+// library as CUDA would (its path in $CUDA_INJECTION64_PATH, CUPTI the fake of
+// $JOULEPROF_CUPTI_LIB), calls InitializeInjection, then launches fake kernels recording, paused
+// and resumed through the public header, printing the state after each step. Exits normally: the
+// library writes its file.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -23,9 +24,11 @@ int main() {
   auto launch = reinterpret_cast<void (*)(const char*)>(dlsym(fake, "fake_cupti_launch"));
   auto kernels_on = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_kernels_on"));
   auto anchor_on = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_anchor_on"));
-  if (init == nullptr || launch == nullptr || kernels_on == nullptr || anchor_on == nullptr) return 4;
+  if (init == nullptr || launch == nullptr || kernels_on == nullptr || anchor_on == nullptr)
+    return 4;
   auto state = [&](const char* when) {
-    std::printf("%s recording=%d kernels=%d anchor=%d\n", when, jouleprof::trace_pause::recording(), kernels_on(), anchor_on());
+    std::printf("%s recording=%d kernels=%d anchor=%d\n", when, jouleprof::trace_pause::recording(),
+                kernels_on(), anchor_on());
   };
   state("before");
   init();

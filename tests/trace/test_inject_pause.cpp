@@ -7,9 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -48,7 +47,8 @@ struct FakeCupti {
 };
 
 std::string temp_dir(const std::string& name) {
-  const std::string dir = (fs::temp_directory_path() / (name + "-" + std::to_string(getpid()))).string();
+  const std::string dir =
+      (fs::temp_directory_path() / (name + "-" + std::to_string(getpid()))).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -104,14 +104,14 @@ TEST(InjectPause, PauseStopsRecordsAndRangesAndResumeBringsThemBack) {
   Rig r("jp-pause");
   r.control.start({}, &r.log, r.dir, 81, 500'000'000);
   EXPECT_FALSE(fs::exists(r.dir + "/sample-81.txt"));  // nothing until the first pause
-  EXPECT_FALSE(r.resume());  // not paused: nothing done
+  EXPECT_FALSE(r.resume());                            // not paused: nothing done
   EXPECT_TRUE(r.cupti.calls.empty());
 
   r.cupti.clock = 1'000'000'000;
   ASSERT_TRUE(r.pause());
   r.expect_all(false);
   EXPECT_EQ(r.cupti.flushes, 1);  // the recorded window's records written before the pause
-  EXPECT_FALSE(r.pause());  // twice: nothing more
+  EXPECT_FALSE(r.pause());        // twice: nothing more
   EXPECT_EQ(r.cupti.calls.size(), 1u);
 
   r.cupti.clock = 3'000'000'000;
@@ -121,7 +121,12 @@ TEST(InjectPause, PauseStopsRecordsAndRangesAndResumeBringsThemBack) {
   EXPECT_EQ(r.cupti.calls, (std::vector<std::string>{"kinds off", "kinds on"}));
 
   const std::string text = read_all(r.dir + "/sample-81.txt");
-  EXPECT_EQ(text.rfind("jouleprof-sample 1 on_ns=0 period_ns=0\non 500000000\npause 1000000000\noff 1000000000", 0), 0u) << text;
+  EXPECT_EQ(
+      text.rfind(
+          "jouleprof-sample 1 on_ns=0 period_ns=0\non 500000000\npause 1000000000\noff 1000000000",
+          0),
+      0u)
+      << text;
   EXPECT_NE(text.find("resume 3000000000"), std::string::npos) << text;
 
   // Read back: recorded whenever not paused (from before CUDA started to after the last
@@ -206,7 +211,8 @@ TEST(InjectPause, PauseAndResumeFromManyThreads) {
   for (auto& th : threads) th.join();
   // The hooks' own state needs no lock: they run inside the control's.
   ASSERT_GT(r.cupti.calls.size(), 2u);
-  for (std::size_t k = 1; k < r.cupti.calls.size(); ++k) EXPECT_NE(r.cupti.calls[k], r.cupti.calls[k - 1]) << k;
+  for (std::size_t k = 1; k < r.cupti.calls.size(); ++k)
+    EXPECT_NE(r.cupti.calls[k], r.cupti.calls[k - 1]) << k;
   r.resume();
   EXPECT_TRUE(r.cupti.kinds);
   EXPECT_TRUE(r.nvtx_on);
@@ -217,7 +223,8 @@ TEST(InjectPause, PauseAndResumeFromManyThreads) {
 // an unknown word ends the log.
 TEST(InjectPause, AProcessThatEndedPausedWasNotRecordedAfter) {
   const std::string dir = temp_dir("jp-pause-open");
-  std::ofstream(dir + "/sample-84.txt") << "jouleprof-sample 1 on_ns=0 period_ns=0\non 1000\npause 2000\noff 2000\nbogus 5\nresume 3000\n";
+  std::ofstream(dir + "/sample-84.txt") << "jouleprof-sample 1 on_ns=0 period_ns=0\non 1000\npause "
+                                           "2000\noff 2000\nbogus 5\nresume 3000\n";
   TraceData t = one_process(84, 9000);
   read_sample_logs(dir, t);
   ASSERT_EQ(t.processes[0].pauses_ns.size(), 1u);
@@ -229,9 +236,9 @@ TEST(InjectPause, AProcessThatEndedPausedWasNotRecordedAfter) {
   fs::remove_all(dir);
 }
 
-// The public header (jouleprof/trace/pause.hpp) reaches the C API of the injection library loaded in
-// the process (here by the test, before any CUDA: a pause is held until CUDA starts the trace), and
-// is a no-op without the tracer's environment.
+// The public header (jouleprof/trace/pause.hpp) reaches the C API of the injection library loaded
+// in the process (here by the test, before any CUDA: a pause is held until CUDA starts the trace),
+// and is a no-op without the tracer's environment.
 TEST(InjectPause, ThePublicHeaderReachesTheLoadedLibrary) {
   const std::string dir = temp_dir("jp-pause-header");
   unsetenv("JOULEPROF_TRACE_DIR");
@@ -264,17 +271,20 @@ TEST(InjectPause, ThePublicHeaderReachesTheLoadedLibrary) {
 // paused, and the pause span is in its switch log.
 TEST(InjectPause, TheLibraryPausesOverAFakeCupti) {
   const std::string dir = temp_dir("jp-pause-e2e");
-  const auto r = jp_test::run_program(JOULEPROF_PAUSE_PROBE, {},
-                                      {std::string("CUDA_INJECTION64_PATH=") + JOULEPROF_INJECT_LIB,
-                                       std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY, "JOULEPROF_TRACE_DIR=" + dir},
-                                      "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
+  const auto r =
+      jp_test::run_program(JOULEPROF_PAUSE_PROBE, {},
+                           {std::string("CUDA_INJECTION64_PATH=") + JOULEPROF_INJECT_LIB,
+                            std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY,
+                            "JOULEPROF_TRACE_DIR=" + dir},
+                           "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(r.out, "before recording=1 kernels=0 anchor=0\n"  // loaded, CUDA not started yet: not paused
-                   "started recording=1 kernels=1 anchor=1\n"
-                   "pause=1\n"
-                   "paused recording=0 kernels=0 anchor=0\n"
-                   "resume=1\n"
-                   "resumed recording=1 kernels=1 anchor=1\n")
+  EXPECT_EQ(r.out,
+            "before recording=1 kernels=0 anchor=0\n"  // loaded, CUDA not started yet: not paused
+            "started recording=1 kernels=1 anchor=1\n"
+            "pause=1\n"
+            "paused recording=0 kernels=0 anchor=0\n"
+            "resume=1\n"
+            "resumed recording=1 kernels=1 anchor=1\n")
       << r.err;
   auto t = read_trace_dir(dir);
   ASSERT_TRUE(t) << t.error().message;
@@ -284,8 +294,9 @@ TEST(InjectPause, TheLibraryPausesOverAFakeCupti) {
   for (const Activity& a : t->activities) {
     if (a.kind == Activity::Kind::kernel) kernels.push_back(a.name);
   }
-  EXPECT_EQ(kernels, (std::vector<std::string>{"recorded_before_kernel", "recorded_before_kernel", "recorded_before_kernel",
-                                               "recorded_after_kernel", "recorded_after_kernel"}));
+  EXPECT_EQ(kernels, (std::vector<std::string>{"recorded_before_kernel", "recorded_before_kernel",
+                                               "recorded_before_kernel", "recorded_after_kernel",
+                                               "recorded_after_kernel"}));
   read_sample_logs(dir, *t);
   ASSERT_EQ(t->processes[0].pauses_ns.size(), 1u);
   EXPECT_LT(t->processes[0].pauses_ns[0].first, t->processes[0].pauses_ns[0].second);

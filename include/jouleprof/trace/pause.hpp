@@ -2,9 +2,10 @@
 // program"). Header-only, no link dependency on jouleprof: the injection library that CUDA loaded
 // (CUDA_INJECTION64_PATH) exports a C API,
 //
-//   extern "C" int jouleprof_trace_pause(void);      // 1: this process's trace is paused now; 0: not traced
-//   extern "C" int jouleprof_trace_resume(void);     // 1: recording again; 0: not traced
-//   extern "C" int jouleprof_trace_recording(void);  // 1: recording, 0: paused, -1: not traced
+//   extern "C" int jouleprof_trace_pause(void);      // 1: this process's trace is paused now; 0:
+//   not traced extern "C" int jouleprof_trace_resume(void);     // 1: recording again; 0: not
+//   traced extern "C" int jouleprof_trace_recording(void);  // 1: recording, 0: paused, -1: not
+//   traced
 //
 // found here with dlopen(path, RTLD_NOLOAD) and dlsym (CUDA loads it RTLD_LOCAL: a plain extern
 // declaration would not link to it). Outside `jouleprof trace` every call is a no-op: false/-1.
@@ -25,7 +26,8 @@ namespace detail {
 /// Calls the injection library's function `name`; `otherwise` when this process is not traced.
 inline int call(const char* name, int otherwise) {
   const char* path = std::getenv("CUDA_INJECTION64_PATH");
-  if (path == nullptr || path[0] == '\0' || std::getenv("JOULEPROF_TRACE_DIR") == nullptr) return otherwise;
+  if (path == nullptr || path[0] == '\0' || std::getenv("JOULEPROF_TRACE_DIR") == nullptr)
+    return otherwise;
   void* lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);  // only if already loaded (by CUDA)
   if (lib == nullptr) return otherwise;
   auto* f = reinterpret_cast<int (*)()>(dlsym(lib, name));
@@ -36,11 +38,17 @@ inline int call(const char* name, int otherwise) {
 }  // namespace detail
 
 /// Stops recording until resume(); true when this process's trace is paused now.
-inline bool pause() { return detail::call("jouleprof_trace_pause", 0) == 1; }
+inline bool pause() {
+  return detail::call("jouleprof_trace_pause", 0) == 1;
+}
 /// Records again what was on before the pause; true when this process's trace records now.
-inline bool resume() { return detail::call("jouleprof_trace_resume", 0) == 1; }
+inline bool resume() {
+  return detail::call("jouleprof_trace_resume", 0) == 1;
+}
 /// 1: recording, 0: paused, -1: not under `jouleprof trace`.
-inline int recording() { return detail::call("jouleprof_trace_recording", -1); }
+inline int recording() {
+  return detail::call("jouleprof_trace_recording", -1);
+}
 
 /// Paused for its lifetime (unless already paused: then left paused).
 class Paused {
