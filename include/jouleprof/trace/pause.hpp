@@ -2,10 +2,9 @@
 // program"). Header-only, no link dependency on jouleprof: the injection library that CUDA loaded
 // (CUDA_INJECTION64_PATH) exports a C API,
 //
-//   extern "C" int jouleprof_trace_pause(void);      // 1: this process's trace is paused now; 0:
-//   not traced extern "C" int jouleprof_trace_resume(void);     // 1: recording again; 0: not
-//   traced extern "C" int jouleprof_trace_recording(void);  // 1: recording, 0: paused, -1: not
-//   traced
+//   int jouleprof_trace_pause(void):      1: this process's trace is paused now; 0: not traced
+//   int jouleprof_trace_resume(void):     1: recording again; 0: not traced
+//   int jouleprof_trace_recording(void):  1: recording, 0: paused, -1: not traced
 //
 // found here with dlopen(path, RTLD_NOLOAD) and dlsym (CUDA loads it RTLD_LOCAL: a plain extern
 // declaration would not link to it). Outside `jouleprof trace` every call is a no-op: false/-1.
