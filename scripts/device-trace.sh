@@ -7,7 +7,8 @@
 #                                     QUICK=1 for a ~2 min first try, else ~8 min)
 #                                     sampledcost (the sampled mode's cost apart, and the compiled
 #                                     HF decoder; ~4.5 min) twoclass (replay-informed per-class
-#                                     check; ~2 min)
+#                                     check; ~2 min) compiledab (tracing overhead inside one
+#                                     process: calls alternately paused/recording; ~2.5 min)
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -160,6 +161,35 @@ for step in "$@"; do
       done
       say "sampledcost took $(( $(date +%s) - t0 )) s"
       python3 scripts/validation/trace/sampled_cost_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
+    compiledab)
+      # Issue 33 item 4a: the tracing overhead inside one process, where process-to-process spread
+      # (±25% for the compiled decoder) cannot resolve 3%. hf_generate.py --ab alternates generate()
+      # calls with the trace paused and recording (jouleprof.trace, pairs in seeded random order) on
+      # the same model and CUDA graphs: T the compiled decoder (full-size Llama-3.2-1B architecture,
+      # batch 1) under `jouleprof trace`, S the same under --sample 10%, E eager with the NVTX
+      # annotation under `jouleprof trace`. AB_SECONDS (20) timed per compiled run, AB_EAGER_SECONDS
+      # (10) for E. ~80 s for T (the compile, cached after in $OUT/inductor-cache), ~40 s for S,
+      # ~20 s for E: ~140 s. Each run's line: recording vs paused median (IQR), ratio, bootstrap CI.
+      export TORCHINDUCTOR_CACHE_DIR=$OUT/inductor-cache
+      TR=("$JP" trace --idle 0 --no-store -q)
+      : > "$OUT/compiledab.txt"
+      t0=$(date +%s)
+      for cfg in ${AB_CONFIGS:-T S E}; do
+        case $cfg in
+          T) cmd=("${TR[@]}" -- python3 "$HF" --compile --ab --seconds "${AB_SECONDS:-20}") ;;
+          S) cmd=("${TR[@]}" --sample 10% --sample-period 1 -- python3 "$HF" --compile --ab --seconds "${AB_SECONDS:-20}") ;;
+          E) cmd=("${TR[@]}" -- python3 "$HF" --annotate --ab --seconds "${AB_EAGER_SECONDS:-10}") ;;
+          *) echo "compiledab: unknown configuration $cfg" | tee -a "$LOG"; continue ;;
+        esac
+        say "compiledab $cfg: ${cmd[*]}"
+        res=$(timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | grep "^hf_generate"); rc=${PIPESTATUS[0]}
+        [ -z "$res" ] && res="hf_generate_error {\"stage\": \"process\", \"error\": \"exit code $rc, no result line (log.txt)\"}"
+        echo "$res" | sed "s/^/$cfg /" >>"$OUT/compiledab.txt"
+        echo "rc=$rc compiledab $cfg" >>"$LOG"
+      done
+      say "compiledab took $(( $(date +%s) - t0 )) s"
+      # One line a run: T/S/E and its A/B (or its error line).
+      grep -E "^[A-Z]+ hf_generate_(ab|error) " "$OUT/compiledab.txt" | sed "s/ hf_generate_ab / /" | tee -a "$LOG" ;;
     twoclass)
       # Replay-informed attribution against the two-class workload (issue 33): each class alone for
       # TC_ALONE_S (its power while busy: the known figures), one call of each replayed exactly

@@ -13,15 +13,16 @@
 
 A binding of the C++ library: the same sampler, window energies and store as
 ``jouleprof measure`` (docs/python.md). ``jouleprof.torch`` (NVTX ranges for `jouleprof trace`)
-and ``jouleprof.markers`` are pure Python and import without the compiled extension.
+and ``jouleprof.markers`` and ``jouleprof.trace`` (pause/resume ``jouleprof trace`` from inside the
+program) are pure Python and import without the compiled extension.
 """
 
 from .errors import (GpuLostError, GpuNotFoundError, InvalidArgumentError, JouleprofError, NoGpuError,
                      NotFoundError, OpenWindowsError, StoreError, VendorError, WindowError)
-from . import markers
+from . import markers, trace
 
 __all__ = [
-    "Monitor", "WindowResult", "Measurement", "markers", "store", "__version__",
+    "Monitor", "WindowResult", "Measurement", "markers", "trace", "store", "__version__",
     "JouleprofError", "NoGpuError", "GpuNotFoundError", "GpuLostError", "WindowError", "OpenWindowsError",
     "InvalidArgumentError", "NotFoundError", "StoreError", "VendorError",
 ]

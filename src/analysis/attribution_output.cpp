@@ -51,7 +51,8 @@ std::string trace_profile_json(const TraceProfile& p) {
   if (p.sampling) {
     const TraceSamplingInfo& sp = *p.sampling;
     j["sampling"] = {{"on_s", sp.on_s},         {"period_s", sp.period_s}, {"traced_s", sp.traced_s},
-                     {"run_s", sp.run_s},       {"traced_fraction", sp.fraction()}, {"windows_s", sp.windows_s}};
+                     {"run_s", sp.run_s},       {"traced_fraction", sp.fraction()}, {"windows_s", sp.windows_s},
+                     {"paused_s", sp.paused_s}, {"pauses_s", sp.pauses_s}};
   }
   auto& procs = j["processes"] = nlohmann::json::array();
   for (const auto& x : p.processes) {
@@ -140,7 +141,12 @@ std::string trace_profile_text(const TraceProfile& p, std::size_t top) {
   auto out = std::back_inserter(s);
   fmt::format_to(out, "trace: {} processes, {} activities, {} dropped records{}\n", p.processes.size(), p.activities, p.dropped,
                  p.complete ? "" : " (INCOMPLETE)");
-  if (p.sampling) {
+  if (p.sampling && !p.sampling->pauses_s.empty()) {
+    fmt::format_to(out, "paused {:.3g} s by the program ({} pauses: no kernel records, no NVTX ranges); recorded {:.3g} s, {:.1f}% "
+                        "of the run; the tables give the recorded time's shares of the whole run's energy\n",
+                   p.sampling->paused_s, p.sampling->pauses_s.size(), p.sampling->traced_s, 100 * p.sampling->fraction());
+  }
+  if (p.sampling && p.sampling->period_s > 0) {
     fmt::format_to(out, "sampled: kernels traced {:.0f}% of every {:.3g} s; {} windows, {:.1f}% of the run; the tables give the traced "
                         "windows' shares of the whole run's energy, intervals widened by the windows' spread\n",
                    100 * p.sampling->on_s / p.sampling->period_s, p.sampling->period_s, p.sampling->windows_s.size(),

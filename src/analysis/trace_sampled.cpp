@@ -1,5 +1,5 @@
-// Sampled mode's attribution (`trace --sample P%`): kernels were recorded only in the duty
-// cycle's windows, so the methods see only those windows — their power samples and activities put
+// Sampled mode's attribution (`trace --sample P%`), and a run the program paused
+// (jouleprof_trace_pause): kernels were recorded only in the duty cycle's windows / between pauses, so the methods see only those windows — their power samples and activities put
 // end to end on a stitched time line — and the shares they find are applied to the whole run's
 // measured energy (docs/trace.md, "Sampled mode").
 #include <fmt/format.h>
@@ -242,17 +242,21 @@ Result<TraceProfile> analyze_placed_trace(Measurement& m, TraceData& t, const Ke
   info.on_s = t.sampling.on_s;
   info.period_s = t.sampling.period_s;
   info.windows_s = t.sampling.windows_s;
+  info.pauses_s = t.sampling.pauses_s;
   info.run_s = run->t1_s - run->t0_s;
   const Stitch s = stitch(t.sampling.windows_s, run->t0_s, run->t1_s);
   info.traced_s = s.length;
+  info.paused_s = stitch(t.sampling.pauses_s, run->t0_s, run->t1_s).length;
+  if (!t.sampling.duty_cycle()) info.windows_s = s.seg;  // paused only: the recorded time is unbounded outside the pauses
   std::vector<std::string> said;
-  if (info.run_s < info.period_s) {
+  if (t.sampling.duty_cycle() && info.run_s < info.period_s) {
     said.push_back(fmt::format("sampled mode: the run lasted {:.3g} s, less than one sampling period ({:.3g} s): its {:.0f}% traced may not "
                                "represent it; trace it in full (without --sample)",
                                info.run_s, info.period_s, 100 * info.fraction()));
   }
   if (s.length <= 0) {
-    said.push_back("sampled mode: no traced window fell inside the run: nothing attributed");
+    said.push_back(t.sampling.duty_cycle() ? "sampled mode: no traced window fell inside the run: nothing attributed"
+                                           : "the program was paused for the whole run (jouleprof_trace_pause): nothing attributed");
     TraceData none = t;
     std::erase_if(none.activities, [](const Activity& a) { return a.on_gpu(); });
     auto p = build_trace_profile(m, none, classes, o);

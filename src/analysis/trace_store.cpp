@@ -90,6 +90,7 @@ Result<TraceData> trace_from_store(const Measurement& m, const std::vector<Store
       t.sampling.on_s = sp->value("on_s", 0.0);
       t.sampling.period_s = sp->value("period_s", 0.0);
       t.sampling.windows_s = sp->value("windows_s", std::vector<std::pair<double, double>>{});
+      t.sampling.pauses_s = sp->value("pauses_s", std::vector<std::pair<double, double>>{});
     }
   } catch (const nlohmann::json::exception& e) {
     return make_error(Errc::invalid_argument, std::string("its \"trace\" section is malformed: ") + e.what());

@@ -1,11 +1,30 @@
 // Time alignment of CUPTI timestamps with the run time base, and NVTX ranges onto kernels.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "jouleprof/trace/trace.hpp"
 
 namespace jouleprof {
+
+namespace {
+
+// Sorted, overlapping spans merged; empty ones dropped.
+std::vector<std::pair<double, double>> union_of(std::vector<std::pair<double, double>> w) {
+  std::sort(w.begin(), w.end());
+  std::vector<std::pair<double, double>> out;
+  for (const auto& x : w) {
+    if (!out.empty() && x.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, x.second);
+    } else if (x.second > x.first) {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<TimeBase::Calibration>& cal) {
   // CLOCK_REALTIME → run time: the realtime-steady offset in effect at that time.
@@ -59,22 +78,27 @@ void align_trace(TraceData& t, int64_t origin_realtime_ns, const std::vector<Tim
     if (a.t1_s < a.t0_s) a.t1_s = a.t0_s;
   }
   // Sampled windows: the processes switch at the same moments (format.hpp DutyCycle), so their
-  // union is the run's traced time; a child started mid-window adds nothing outside it.
-  std::vector<std::pair<double, double>> w;
+  // union is the run's traced time; a child started mid-window adds nothing outside it. Pauses are
+  // each process's own: where one process paused and another did not, the other's records cover
+  // the whole run (its span counts as recorded).
+  bool any_windowed = false;
+  for (const ProcessTrace& p : t.processes) any_windowed = any_windowed || p.windowed;
+  std::vector<std::pair<double, double>> w, paused;
   for (std::size_t i = 0; i < t.processes.size(); ++i) {
-    for (const auto& [on, off] : t.processes[i].sample_windows_ns) {
+    const ProcessTrace& p = t.processes[i];
+    if (any_windowed && !p.windowed && !t.sampling.duty_cycle()) {
+      w.emplace_back(-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
+    }
+    for (const auto& [on, off] : p.sample_windows_ns) {
       w.emplace_back(to_run(maps[i].at(static_cast<double>(on))), to_run(maps[i].at(static_cast<double>(off))));
     }
-  }
-  std::sort(w.begin(), w.end());
-  t.sampling.windows_s.clear();
-  for (const auto& x : w) {
-    if (!t.sampling.windows_s.empty() && x.first <= t.sampling.windows_s.back().second) {
-      t.sampling.windows_s.back().second = std::max(t.sampling.windows_s.back().second, x.second);
-    } else if (x.second > x.first) {
-      t.sampling.windows_s.push_back(x);
+    for (const auto& [a, b] : p.pauses_ns) {
+      paused.emplace_back(to_run(maps[i].at(static_cast<double>(a))), to_run(maps[i].at(static_cast<double>(b))));
     }
   }
+  if (!t.sampling.duty_cycle() && paused.empty()) w.clear();  // logs without a pause or a cycle: traced in full
+  t.sampling.windows_s = union_of(std::move(w));
+  t.sampling.pauses_s = union_of(std::move(paused));
 }
 
 std::string_view phase_in_path(std::string_view path) {

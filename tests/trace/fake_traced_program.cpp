@@ -76,6 +76,18 @@ void write_sample_log(const char* dir, const DutyCycle& c, int64_t t0, int64_t t
   std::fclose(f);
 }
 
+// A program that paused itself (jouleprof_trace_pause) from t0 to t1: the log the injection library
+// writes at its first pause in a fully traced process.
+void write_pause_log(const char* dir, int64_t start, int64_t t0, int64_t t1) {
+  const std::string path = std::string(dir) + "/" + kSampleFilePrefix + std::to_string(getpid()) + kSampleFileSuffix;
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return;
+  std::fprintf(f, "%s on_ns=0 period_ns=0\non %lld\npause %lld\noff %lld took_ns=1000\n# flush took_ns=2000\non %lld took_ns=1000\nresume %lld\n",
+               kSampleFileMagic, static_cast<long long>(start), static_cast<long long>(t0), static_cast<long long>(t0),
+               static_cast<long long>(t1), static_cast<long long>(t1));
+  std::fclose(f);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,6 +96,7 @@ int main(int argc, char** argv) {
   const double seconds = std::atof(argv[1]);
   bool end = true, corrupt = false, stopped = false;
   int layers = 0;
+  double paused_first_s = 0;  // --paused-first S: the program paused its trace for its first S seconds
   int64_t period_ns = 100000000;
   bool sleep = true;
   for (int i = 2; i < argc; ++i) {
@@ -93,6 +106,7 @@ int main(int argc, char** argv) {
     corrupt |= std::strcmp(argv[i], "--corrupt") == 0;
     stopped |= std::strcmp(argv[i], "--records-stopped") == 0;
     if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) layers = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--paused-first") == 0 && i + 1 < argc) paused_first_s = std::atof(argv[++i]);
   }
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
@@ -115,9 +129,12 @@ int main(int argc, char** argv) {
   const int64_t t0 = now_ns();
   const DutyCycle cycle = sample_cycle();
   if (cycle.active()) write_sample_log(dir, cycle, t0, t0 + static_cast<int64_t>(seconds * 1e9));
+  const int64_t resumed = t0 + static_cast<int64_t>(paused_first_s * 1e9);
+  if (paused_first_s > 0) write_pause_log(dir, h.start_realtime_ns, t0, resumed);
   uint32_t corr = 1;
   for (int64_t t = t0; t < t0 + static_cast<int64_t>(seconds * 1e9); t += period_ns, ++corr) {
     if (cycle.active() && !cycle.on_at(t)) continue;  // records off: the launch is not seen
+    if (t < resumed) continue;                         // paused
     KernelRecord k{};
     k.start_ns = static_cast<uint64_t>(t);
     k.end_ns = static_cast<uint64_t>(t + period_ns * 9 / 10);

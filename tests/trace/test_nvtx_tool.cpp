@@ -282,6 +282,60 @@ TEST(NvtxTool, OffPhasesRecordRangesWithoutAnchors) {
   fs::remove_all(dir);
 }
 
+// Paused (jouleprof_trace_pause): no range event, no mark, no anchor; a range pushed before the
+// pause still closes (its end alone recorded), and a range opened while paused is not recorded, nor
+// its end after the resume (push/pop and start/end alike); after the resume everything records.
+TEST(NvtxTool, PausedRecordsNoRangesAndKeepsTheNesting) {
+  Instance inst;
+  g_instance = &inst;
+  std::atomic<bool> anchoring{true}, recording{true};
+  inject::NvtxHooks hooks{now, thread_id, anchor, flush};
+  hooks.anchoring = &anchoring;
+  hooks.recording = &recording;
+  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, hooks), 1);
+  inject::discard_nvtx_events();
+  g_anchors.clear();
+  using PushA = int(NVTX_API*)(const char*);
+  using Pop = int(NVTX_API*)();
+  using StartA = nvtxRangeId_t(NVTX_API*)(const char*);
+  using End = void(NVTX_API*)(nvtxRangeId_t);
+  using MarkA = void(NVTX_API*)(const char*);
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("before");
+  const nvtxRangeId_t step = inst.c<StartA>(NVTX_CBID_CORE_RangeStartA)("step");
+  EXPECT_EQ(g_anchors.size(), 2u);
+  anchoring = false;  // what a pause does (RecordingControl::pause)
+  recording = false;
+  EXPECT_EQ(inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("paused.push"), 1);  // the nesting is kept
+  const nvtxRangeId_t hidden = inst.c<StartA>(NVTX_CBID_CORE_RangeStartA)("paused.start");
+  inst.c<MarkA>(NVTX_CBID_CORE_MarkA)("paused.mark");
+  EXPECT_EQ(inst.c<Pop>(NVTX_CBID_CORE_RangePop)(), 1);  // closes "paused.push": nothing recorded
+  EXPECT_EQ(inst.c<Pop>(NVTX_CBID_CORE_RangePop)(), 0);  // closes "before": its end recorded
+  inst.c<End>(NVTX_CBID_CORE_RangeEnd)(step);
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("paused.open");
+  EXPECT_EQ(g_anchors.size(), 2u);  // no anchor while paused
+  anchoring = true;
+  recording = true;
+  inst.c<End>(NVTX_CBID_CORE_RangeEnd)(hidden);  // opened while paused: not recorded
+  EXPECT_EQ(inst.c<Pop>(NVTX_CBID_CORE_RangePop)(), 0);  // "paused.open": not recorded
+  inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("after");
+  inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  EXPECT_EQ(g_anchors.size(), 4u);
+
+  const std::string dir = (fs::temp_directory_path() / ("jp-nvtx-paused-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto t = written_and_read(dir, 4324);
+  ASSERT_TRUE(t) << t.error().message;
+  std::vector<std::string> ranges, marks;
+  for (const Activity& x : t->activities) {
+    if (x.kind == Activity::Kind::range) ranges.push_back(x.name + (x.complete ? "" : " open"));
+    if (x.kind == Activity::Kind::mark) marks.push_back(x.name);
+  }
+  EXPECT_EQ(ranges, (std::vector<std::string>{"before", "step", "after"}));
+  EXPECT_TRUE(marks.empty());
+  fs::remove_all(dir);
+}
+
 TEST(NvtxTool, NoExportTableIsRefused) {
   EXPECT_EQ(inject::install_nvtx_tool(no_tables, {now, thread_id, anchor, flush}), 0);
   EXPECT_EQ(inject::install_nvtx_tool(nullptr, {now, thread_id, anchor, flush}), 0);

@@ -430,3 +430,32 @@ TEST(TraceCli, SampledModeBadInputIsOneLine) {
   one_line(e.run({"--sample", "1%", "--", "/bin/true"}), "less than the power sensor's 20 ms samples");
   one_line(from(e, {"--from", "1", "--sample", "10%"}), "--sample is an option of running a command");
 }
+
+// A program that paused its own trace (jouleprof_trace_pause) for its first second: the pause is read
+// from its switch log, the summary says it, the kernels are those recorded, the books are the whole
+// run's, and `--from` gives the same again.
+TEST(TraceCli, ThePausedTimeIsSaidAndLeftOut) {
+  Env e;
+  auto full = e.run({"-q", "--no-store", "--json", e.dir + "/full.json", "--", JOULEPROF_FAKE_TRACED, "3", "--period-us", "2000", "--layers", "2"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  auto r = e.run({"--json", e.dir + "/r.json", "--", JOULEPROF_FAKE_TRACED, "3", "--period-us", "2000", "--layers", "2", "--paused-first", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("paused 1 s by the program (1 pauses"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sampled: kernels traced"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/r.json"));
+  const auto& s = j["trace"]["sampling"];
+  EXPECT_NEAR(s["paused_s"].get<double>(), 1.0, 1e-3) << s.dump();
+  EXPECT_LT(s["traced_fraction"].get<double>(), 0.8) << s.dump();
+  EXPECT_EQ(s["period_s"].get<double>(), 0);
+  const auto jf = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/full.json"));
+  const double kept = j["trace"]["gpus"][0]["kernels"].get<double>() / jf["trace"]["gpus"][0]["kernels"].get<double>();
+  EXPECT_NEAR(kept, 2.0 / 3, 0.02);
+  const auto& g = j["trace"]["gpus"][0];
+  EXPECT_GT(g["sampling_scale"].get<double>(), 0);
+  expect_books_balance(g);
+  auto again = from(e, {"--from", "last", "--json", e.dir + "/again.json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto ja = nlohmann::json::parse(jp_test::slurp_file(e.dir + "/again.json"));
+  EXPECT_EQ(ja["trace"]["sampling"], s);
+  EXPECT_EQ(ja["trace"]["gpus"][0]["by_layer"], g["by_layer"]);
+}

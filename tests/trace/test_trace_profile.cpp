@@ -659,3 +659,35 @@ TEST(TraceProfile, SampledRunShorterThanOnePeriodIsSaidInOneLine) {
   EXPECT_EQ(p->warnings.front().rfind("sampled mode: the run lasted 0.8 s, less than one sampling period (1 s)", 0), 0u) << p->warnings.front();
   EXPECT_EQ(p->warnings.front().find('\n'), std::string::npos);
 }
+
+// Paused by the program (jouleprof_trace_pause) for the first 5 s of a 30 s run: the analysis works
+// over the 25 recorded seconds as over sampled windows, the books are the whole run's, the layer
+// shares match full tracing, and the summary says how long the program paused.
+TEST(TraceProfile, PausedTimeIsLeftOutAndSaid) {
+  const double seconds = 30;
+  const auto ks = decode_like(seconds);
+  SynthRun full = make_run(ks, seconds, 30, 5, 3);
+  auto pf = analyze_placed_trace(full.m, full.t, classifier());
+  ASSERT_TRUE(pf) << pf.error().message;
+  SynthRun paused = make_run(ks, seconds, 30, 5, 3);
+  paused.t.sampling.windows_s = {{5, seconds}};
+  paused.t.sampling.pauses_s = {{0, 5}};
+  std::erase_if(paused.t.activities, [](const Activity& a) { return a.t0_s < 5; });
+  auto pp = analyze_placed_trace(paused.m, paused.t, classifier());
+  ASSERT_TRUE(pp) << pp.error().message;
+  ASSERT_TRUE(pp->sampling);
+  EXPECT_NEAR(pp->sampling->paused_s, 5, 1e-9);
+  EXPECT_NEAR(pp->sampling->fraction(), 25 / seconds, 0.005);
+  const GpuProfile& f = pf->gpus[0];
+  const GpuProfile& p = pp->gpus[0];
+  ASSERT_TRUE(p.sampling_scale);
+  EXPECT_GT(*p.sampling_scale, 1.1);  // 25 s of kernels stand for 30 s of energy
+  ASSERT_EQ(f.by_layer.size(), 4u);
+  for (const GroupRow& r : f.by_layer) EXPECT_NEAR(share_of(p.by_layer, r.key), r.share, 0.02) << r.key;
+  for (const MethodBooks& b : p.methods) EXPECT_NEAR(b.measured_j, full.m.windows[0].gpus[0].energy_j, 1e-9 * b.measured_j);
+  expect_physical(p);
+  const std::string text = trace_profile_text(*pp);
+  EXPECT_NE(text.find("paused 5 s by the program (1 pauses"), std::string::npos) << text;
+  EXPECT_EQ(text.find("sampled: kernels traced"), std::string::npos) << text;
+  EXPECT_NE(paused.m.sections.at("trace").find("\"paused_s\""), std::string::npos);
+}

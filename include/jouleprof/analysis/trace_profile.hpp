@@ -92,10 +92,13 @@ struct GpuProfile {
 };
 
 /// Sampled mode (`trace --sample`): what was traced of the run.
+/// Sampled mode and/or the program's pauses: the time with kernel records is `windows_s` only.
 struct TraceSamplingInfo {
-  double on_s = 0, period_s = 0;    ///< the duty cycle
+  double on_s = 0, period_s = 0;    ///< the duty cycle (0: none, only pauses)
   double traced_s = 0, run_s = 0;   ///< traced time inside the run window, the run's duration
   std::vector<std::pair<double, double>> windows_s;  ///< the traced windows (run time base)
+  std::vector<std::pair<double, double>> pauses_s;   ///< the program's pauses (run time base)
+  double paused_s = 0;                               ///< paused time inside the run window
   double fraction() const { return run_s > 0 ? traced_s / run_s : 0; }
 };
 

@@ -34,7 +34,9 @@ inline constexpr const char* kSamplePeriodEnv = "JOULEPROF_TRACE_SAMPLE_PERIOD_M
 /// a run switches at the same moments; NVTX ranges and their anchors always. Each process writes
 /// its switches to DIR/sample-PID.txt (kSampleFilePrefix): a header line
 /// "jouleprof-sample 1 on_ns=N period_ns=M", then one line per switch, "on T" or "off T", T in
-/// CUPTI's clock (the kernels' clock), each with one write(2) as it happens.
+/// CUPTI's clock (the kernels' clock), each with one write(2) as it happens. The program's pauses
+/// (jouleprof_trace_pause/resume) add "pause T" and "resume T" lines; a fully traced process writes
+/// the file at its first pause, with on_ns=0 period_ns=0 (no duty cycle).
 inline constexpr const char* kSampleFilePrefix = "sample-";
 inline constexpr const char* kSampleFileSuffix = ".txt";
 inline constexpr const char* kSampleFileMagic = "jouleprof-sample 1";

@@ -75,15 +75,21 @@ struct ProcessTrace {
   /// Sampled mode (format.hpp DutyCycle): the windows in which its kernel records were kept, in
   /// CUPTI's clock (read_sample_logs); empty: traced in full.
   std::vector<std::pair<int64_t, int64_t>> sample_windows_ns;
+  /// Paused by the program (jouleprof_trace_pause … resume): no kernel records, no NVTX ranges.
+  std::vector<std::pair<int64_t, int64_t>> pauses_ns;
+  bool windowed = false;  ///< a switch log was read: only sample_windows_ns was recorded
   // Alignment (align_trace): realtime = cupti + offset, offset interpolated start→end.
   double clock_offset_start_ns = 0, clock_offset_end_ns = 0, clock_drift_ppm = 0;
 };
 
-/// Sampled mode over the whole run: kernels and copies were recorded only in `windows_s`.
+/// Sampled mode and/or pauses over the whole run: kernels and copies were recorded only in
+/// `windows_s` (the paused time and the duty cycle's off phases are outside them).
 struct TraceSampling {
-  double on_s = 0, period_s = 0;  ///< the duty cycle (0: traced in full)
+  double on_s = 0, period_s = 0;  ///< the duty cycle (0: none)
   std::vector<std::pair<double, double>> windows_s;  ///< run time base, sorted, disjoint (align_trace)
-  bool active() const { return period_s > 0; }
+  std::vector<std::pair<double, double>> pauses_s;   ///< the program's pauses, run time base, sorted, disjoint
+  bool duty_cycle() const { return period_s > 0; }
+  bool active() const { return duty_cycle() || !pauses_s.empty(); }
 };
 
 struct TraceData {
@@ -113,7 +119,8 @@ Result<TraceData> read_trace_dir(const std::string& dir);
 /// Sampled mode: reads the switch logs of a trace directory (DIR/sample-PID.txt, format.hpp) into
 /// the processes of `t` read from it (by pid) and the duty cycle into t.sampling. A log without
 /// its process's trace file is skipped; a damaged line ends its log (the lines before it count).
-/// A window still open at the end closes where its process's last record does.
+/// A window still open at the end closes where its process's last record does; so does a pause.
+/// A log with on_ns=0 period_ns=0 is a fully traced process's that paused (pauses_ns).
 void read_sample_logs(const std::string& dir, TraceData& t);
 
 /// Converts CUPTI timestamps to the run time base: CUPTI → CLOCK_REALTIME with each process's

@@ -1,7 +1,7 @@
 """HF Llama-3.2-1B architecture (random weights, bf16) generate() for `jouleprof trace` validation.
 
     python hf_generate.py [--annotate] [--small] [--compile [hf|forward]] [--reps N] [--seconds S]
-                          [--prompt P] [--gen G] [--json OUT]
+                          [--prompt P] [--gen G] [--ab] [--json OUT]
 
 Times each generate() after a warm-up (CUDA-synchronised wall clock) and prints one JSON line,
 `hf_generate {...}`; a failure prints `hf_generate_error {"stage": ..., "error": ...}` and exits 3.
@@ -16,6 +16,12 @@ peer tracer, Kineto on CUPTI: kernels, copies and the CUDA runtime calls); its t
      CUDAGraphs that has been overwritten" (HF's own compile of the same step is then skipped or
      doubled); so that form, `forward`, marks each step and clones the logits the next replay
      would overwrite.
+--ab: the tracing overhead inside one process (same model, same compiled graphs): after the
+  warm-up, generate() calls alternate between the trace paused and recording (jouleprof.trace), in
+  pairs whose order is drawn with a fixed seed; the result line adds "ab": each state's median and
+  IQR and the ratio recording/paused of the medians with a bootstrap 95% interval. The pause and
+  resume switches happen between calls, outside the timed ones. Not under `jouleprof trace` both
+  states are the same (ab.pause_effective false): the A/B's own noise floor.
 """
 import argparse
 import json
@@ -89,6 +95,64 @@ def timed_calls(a, model, ids, kw):
     return times
 
 
+def timed_ab_calls(a, model, ids, kw):
+    """Alternating paused/recording calls (random order within each pair, seed 0)."""
+    import random
+
+    from jouleprof import trace
+    rng = random.Random(0)
+    times = {"paused": [], "recording": []}
+    effective = True
+    start = time.perf_counter()
+    while (time.perf_counter() - start < a.seconds) if a.seconds > 0 else len(times["paused"]) < a.reps:
+        pair = ["paused", "recording"]
+        rng.shuffle(pair)
+        for state in pair:
+            if state == "paused":
+                trace.pause()
+                effective = effective and not trace.recording()
+            else:
+                trace.resume()
+                effective = effective and trace.recording()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model.generate(ids, **kw)
+            torch.cuda.synchronize()
+            times[state].append(time.perf_counter() - t0)
+    trace.resume()
+    return times, effective
+
+
+def quantile(v, q):
+    v = sorted(v)
+    x = q * (len(v) - 1)
+    i = int(x)
+    return v[i] if i + 1 >= len(v) else v[i] + (x - i) * (v[i + 1] - v[i])
+
+
+def ab_summary(times, effective, boot=2000):
+    """Medians, IQRs and recording/paused with a percentile bootstrap 95% interval (seed 1)."""
+    import random
+    import statistics
+    rng = random.Random(1)
+    p, r = times["paused"], times["recording"]
+    ratio = statistics.median(r) / statistics.median(p)
+    ratios = sorted(statistics.median(rng.choices(r, k=len(r))) / statistics.median(rng.choices(p, k=len(p))) for _ in range(boot))
+    out = {"pause_effective": effective, "order": "pairs in random order, seed 0", "ratio": ratio,
+           "ci95": [quantile(ratios, 0.025), quantile(ratios, 0.975)], "bootstrap": boot}
+    for name, v in times.items():
+        out[name] = {"n": len(v), "median_s": statistics.median(v), "iqr_s": quantile(v, 0.75) - quantile(v, 0.25)}
+    return out
+
+
+def ab_line(ab):
+    """The A/B in one line: each state's median (IQR), the ratio and its interval."""
+    p, r = ab["paused"], ab["recording"]
+    return (f"recording {1e3 * r['median_s']:.2f} ms (IQR {1e3 * r['iqr_s']:.2f}, n {r['n']}) vs paused "
+            f"{1e3 * p['median_s']:.2f} ms (IQR {1e3 * p['iqr_s']:.2f}, n {p['n']}): ratio {ab['ratio']:.4f}, "
+            f"95% CI [{ab['ci95'][0]:.4f}, {ab['ci95'][1]:.4f}]" + ("" if ab["pause_effective"] else " (NOT paused: not under jouleprof trace)"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--annotate", action="store_true")
@@ -101,6 +165,7 @@ def main():
     ap.add_argument("--kineto-cuda", action="store_true")
     ap.add_argument("--compile", nargs="?", const="hf", choices=["hf", "forward"],
                     help="CUDA graphs on the decoder: hf (generate's own compile of a static cache) or forward")
+    ap.add_argument("--ab", action="store_true", help="alternate calls with the trace paused and recording (jouleprof.trace)")
     ap.add_argument("--json")
     a = ap.parse_args()
     stage = "build"
@@ -132,7 +197,13 @@ def main():
                 profiler = profile(activities=[ProfilerActivity.CUDA])
                 profiler.__enter__()
             stage = "timed calls"
-            times = timed_calls(a, model, ids, kw)
+            ab = None
+            if a.ab:
+                split, effective = timed_ab_calls(a, model, ids, kw)
+                ab = ab_summary(split, effective)
+                times = split["paused"] + split["recording"]
+            else:
+                times = timed_calls(a, model, ids, kw)
             if profiler is not None:
                 profiler.__exit__(None, None, None)
             if handle is not None:
@@ -145,7 +216,11 @@ def main():
            "kineto_cuda": a.kineto_cuda, "reps": reps, "prompt": a.prompt, "gen": a.gen, "batch": a.batch,
            "warmup_s": warmup_s, "compiled_graphs": graphs, "generate_s": times,
            "median_s": times[len(times) // 2], "tokens": reps * a.batch * (a.prompt + a.gen)}
+    if ab is not None:
+        res["ab"] = ab
     print("hf_generate " + json.dumps(res), flush=True)
+    if ab is not None:
+        print("hf_generate_ab " + ab_line(ab), flush=True)
     if a.json:
         json.dump(res, open(a.json, "w"))
 

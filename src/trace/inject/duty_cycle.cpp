@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -73,6 +74,12 @@ void SampleLog::mark(bool on, uint64_t cupti_ns, int64_t took_ns) {
   write_line(fd_, line, n);
 }
 
+void SampleLog::mark_pause(bool paused, uint64_t cupti_ns) {
+  char line[64];
+  const int n = std::snprintf(line, sizeof(line), "%s %llu\n", paused ? "pause" : "resume", static_cast<unsigned long long>(cupti_ns));
+  write_line(fd_, line, n);
+}
+
 void SampleLog::note_flush(int64_t took_ns) {
   char line[64];
   const int n = std::snprintf(line, sizeof(line), "# flush took_ns=%lld\n", static_cast<long long>(took_ns));
@@ -97,6 +104,80 @@ void switch_tracing(bool on, const SwitchHooks& h, SampleLog& log, std::atomic<b
   const int64_t f0 = h.mono_ns();
   h.flush();  // the window's records to the file now, not mixed with the next one's
   log.note_flush(h.mono_ns() - f0);
+}
+
+void RecordingControl::start(const DutyCycle& cycle, SampleLog* log, const std::string& dir, int64_t pid, uint64_t start_cupti_ns,
+                             bool records) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cycle_ = cycle;
+  log_ = log;
+  dir_ = dir;
+  pid_ = pid;
+  start_cupti_ns_ = start_cupti_ns;
+  records_ = records;
+  cycle_on_ = true;
+  on_ = records;  // initialize() enabled the kinds
+}
+
+// A fully traced process has no switch log until its first pause: opened then, with no duty cycle
+// (on_ns=0 period_ns=0) and its first window from the start of the trace.
+bool RecordingControl::ensure_log(uint64_t now_cupti) {
+  if (log_ == nullptr) return false;
+  if (log_->is_open()) return true;
+  if (!log_->open(dir_, pid_, cycle_)) return false;
+  log_->mark(true, std::min(start_cupti_ns_, now_cupti));
+  return true;
+}
+
+void RecordingControl::duty(bool on, const SwitchHooks& h, std::atomic<bool>& anchoring) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cycle_on_ = on;
+  if (paused_ || on == on_ || log_ == nullptr) return;
+  switch_tracing(on, h, *log_, anchoring);
+  on_ = on;
+}
+
+// What stays while paused: CUPTI's activity API registration (our buffer callbacks, the device
+// records, the periodic flush) and the NVTX handlers themselves, which keep only each thread's
+// push/pop nesting (no timestamp, no anchor): CUPTI cannot unregister an injection.
+bool RecordingControl::pause(const SwitchHooks& h, std::atomic<bool>& anchoring, std::atomic<bool>& nvtx_on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (paused_) return false;
+  paused_ = true;
+  nvtx_on.store(false, std::memory_order_relaxed);
+  const uint64_t at = h.cupti_now();
+  if (!ensure_log(at)) {
+    // No log (not writable): the analysis could not tell the paused time, so records stay on.
+    paused_ = false;
+    nvtx_on.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  log_->mark_pause(true, at);
+  if (on_) switch_tracing(false, h, *log_, anchoring);
+  on_ = false;
+  return true;
+}
+
+bool RecordingControl::resume(const SwitchHooks& h, std::atomic<bool>& anchoring, std::atomic<bool>& nvtx_on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!paused_ || log_ == nullptr) return false;
+  paused_ = false;
+  const bool want = records_ && (cycle_.active() ? cycle_on_ : true);
+  if (want) switch_tracing(true, h, *log_, anchoring);
+  on_ = want;
+  log_->mark_pause(false, h.cupti_now());
+  nvtx_on.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+bool RecordingControl::paused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return paused_;
+}
+
+bool RecordingControl::recording_kernels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return on_;
 }
 
 void SampleLog::abandon() {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 
 #include "jouleprof/trace/format.hpp"
@@ -39,7 +40,10 @@ bool run_duty_cycle(const trace_format::DutyCycle& c, bool on, const DutyHooks& 
 class SampleLog {
  public:
   bool open(const std::string& dir, int64_t pid, const trace_format::DutyCycle& c);
+  bool is_open() const { return fd_ >= 0; }
   void mark(bool on, uint64_t cupti_ns, int64_t took_ns = -1);
+  /// A pause span's ends ("pause T" / "resume T", jouleprof_trace_pause/resume).
+  void mark_pause(bool paused, uint64_t cupti_ns);
   void note_flush(int64_t took_ns);
   /// In a forked child: forget the parent's file without writing to it.
   void abandon();
@@ -68,5 +72,36 @@ struct SwitchHooks {
 /// anchoring resumes, and one anchor from the timer thread itself: a kernel launched before its
 /// thread's next range event then has no range path, not the one of the previous window.
 void switch_tracing(bool on, const SwitchHooks& h, SampleLog& log, std::atomic<bool>& anchoring);
+
+/// Who switches the records: the duty cycle's timer thread (sampled mode) and the program itself
+/// (jouleprof_trace_pause/resume, any thread). One mutex orders the switches; a pause overrides
+/// the duty cycle until resume, which restores what the cycle wants at that moment (on without
+/// one). Pausing also stops the NVTX handlers (`nvtx_on`): no range events, no anchors.
+class RecordingControl {
+ public:
+  /// `cycle`: the duty cycle (inactive: full tracing); `log`: its switch log, opened here on the
+  /// first pause of a fully traced process (`dir`, `pid`; its first window from `start_cupti_ns`).
+  /// `records`: false with $JOULEPROF_TRACE_KERNELS=0 (NVTX ranges only: a pause stops those alone).
+  void start(const trace_format::DutyCycle& cycle, SampleLog* log, const std::string& dir, int64_t pid, uint64_t start_cupti_ns,
+             bool records = true);
+  /// The timer thread's switch: the cycle's phase; applied unless paused.
+  void duty(bool on, const SwitchHooks& h, std::atomic<bool>& anchoring);
+  /// False when already paused (nothing done).
+  bool pause(const SwitchHooks& h, std::atomic<bool>& anchoring, std::atomic<bool>& nvtx_on);
+  /// False when not paused.
+  bool resume(const SwitchHooks& h, std::atomic<bool>& anchoring, std::atomic<bool>& nvtx_on);
+  bool paused() const;
+  bool recording_kernels() const;  ///< the kinds are on now
+
+ private:
+  bool ensure_log(uint64_t now_cupti);
+  mutable std::mutex mu_;
+  trace_format::DutyCycle cycle_;
+  SampleLog* log_ = nullptr;
+  std::string dir_;
+  int64_t pid_ = 0;
+  uint64_t start_cupti_ns_ = 0;
+  bool records_ = true, cycle_on_ = true, on_ = true, paused_ = false;
+};
 
 }  // namespace jouleprof::inject

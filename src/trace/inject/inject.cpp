@@ -111,7 +111,14 @@ uint64_t cupti_now_ns();
 void driver_anchor_call();
 void set_launch_api_records(bool on);
 
-void set_sampled_tracing(bool on) {
+// Pausing (jouleprof_trace_pause/resume) and the duty cycle switch through one control.
+RecordingControl g_control;
+std::atomic<bool> g_nvtx_on{true};     // the NVTX handlers record (off while paused)
+// 0: CUDA has not started the trace yet; 1: the control is set up; 2: this trace cannot pause.
+std::atomic<int> g_started{0};
+std::atomic<bool> g_pause_asked{false};  // paused before CUDA started: applied by initialize()
+
+SwitchHooks switch_hooks() {
   SwitchHooks h;
   h.cupti_now = cupti_now_ns;
   h.mono_ns = monotonic_ns;
@@ -125,8 +132,10 @@ void set_sampled_tracing(bool on) {
   h.set_api_records = [](bool enable) { set_launch_api_records(enable); };
   h.anchor = driver_anchor_call;
   h.flush = [] { g_api.ActivityFlushAll(0); };
-  switch_tracing(on, h, g_sample_log, g_anchoring);
+  return h;
 }
+
+void set_sampled_tracing(bool on) { g_control.duty(on, switch_hooks(), g_anchoring); }
 
 void duty_thread_main() {
   DutyHooks h;
@@ -152,26 +161,32 @@ void stop_duty_cycle(bool join) {
   if (join && g_duty_thread != nullptr && g_duty_thread->joinable()) g_duty_thread->join();
 }
 
-// Starts sampled mode when $JOULEPROF_TRACE_SAMPLE asks for it; a CUPTI without
-// cuptiActivityDisable traces in full and says so.
-void start_duty_cycle(const std::string& dir, const std::vector<CUpti_ActivityKind>& kinds) {
-  g_cycle = duty_cycle_from(std::getenv(kSampleEnv), std::getenv(kSamplePeriodEnv));
-  if (!g_cycle.active()) return;
-  if (g_api.ActivityDisable == nullptr) {
-    g_writer.add_text(RecordType::note, "warning: this CUPTI has no cuptiActivityDisable: sampled mode off, every kernel traced");
-    return;
-  }
-  if (!g_sample_log.open(dir, getpid(), g_cycle)) {
-    g_writer.add_text(RecordType::note, "warning: cannot write the sampled mode's switch log in " + dir + ": every kernel traced");
-    return;
-  }
+// Sets up the switches: sampled mode when $JOULEPROF_TRACE_SAMPLE asks for it (a CUPTI without
+// cuptiActivityDisable traces in full and says so), pausing always (where cuptiActivityDisable is).
+void start_switches(const std::string& dir, const std::vector<CUpti_ActivityKind>& kinds, bool records) {
   for (CUpti_ActivityKind k : kinds) {
-    if (k != CUPTI_ACTIVITY_KIND_DEVICE) g_sampled_kinds.push_back(k);
+    if (records && k != CUPTI_ACTIVITY_KIND_DEVICE) g_sampled_kinds.push_back(k);
   }
-  uint64_t t = 0;
-  g_api.GetTimestamp(&t);
-  g_sample_log.mark(true, t);  // initialize() enabled the kinds: on until the thread's first switch
-  g_duty_thread = new std::thread(duty_thread_main);
+  const uint64_t t0 = cupti_now_ns();
+  g_cycle = records ? duty_cycle_from(std::getenv(kSampleEnv), std::getenv(kSamplePeriodEnv)) : DutyCycle{};
+  if (g_api.ActivityDisable == nullptr) {
+    if (g_cycle.active()) g_writer.add_text(RecordType::note, "warning: this CUPTI has no cuptiActivityDisable: sampled mode off, every kernel traced");
+    if (g_pause_asked.load()) g_writer.add_text(RecordType::note, "warning: this CUPTI has no cuptiActivityDisable: jouleprof_trace_pause() ignored");
+    g_started = 2;
+    g_nvtx_on = true;
+    return;
+  }
+  if (g_cycle.active() && !g_sample_log.open(dir, getpid(), g_cycle)) {
+    g_writer.add_text(RecordType::note, "warning: cannot write the sampled mode's switch log in " + dir + ": every kernel traced");
+    g_started = 2;
+    g_nvtx_on = true;
+    return;
+  }
+  if (g_cycle.active()) g_sample_log.mark(true, t0);  // initialize() enabled the kinds: on until the thread's first switch
+  g_control.start(g_cycle, &g_sample_log, dir, getpid(), t0, records);
+  g_started = 1;
+  if (g_pause_asked.load()) g_control.pause(switch_hooks(), g_anchoring, g_nvtx_on);
+  if (g_cycle.active()) g_duty_thread = new std::thread(duty_thread_main);
 }
 
 // The anchor: cuDriverGetVersion, whose API record alone is enabled (kAnchorDriverCbid).
@@ -295,6 +310,7 @@ int initialize_nvtx(NvtxGetExportTableFunc_t get) {
   hooks.thread_id = system_thread_id;
   hooks.anchor = g_driver_get_version != nullptr ? driver_anchor_call : nullptr;
   hooks.anchoring = &g_anchoring;
+  hooks.recording = &g_nvtx_on;
   hooks.flush = flush_nvtx;
   return install_nvtx_tool(get, hooks);
 }
@@ -415,7 +431,7 @@ int initialize() {
   if (g_api.ActivityFlushPeriod != nullptr) {
     g_api.ActivityFlushPeriod(static_cast<uint32_t>(env_size(kFlushEnv, 500, 1)));
   }
-  if (!nvtx_only) start_duty_cycle(dir, kinds);
+  start_switches(dir, kinds, !nvtx_only);
   add_clock(clock_start);
   g_writer.commit();
   std::atexit(at_exit);
@@ -426,6 +442,45 @@ int initialize() {
 
 }  // namespace
 }  // namespace jouleprof::inject
+
+// The program's own switch (include/jouleprof/trace_control.h, python/jouleprof/trace.py). Not
+// under jouleprof trace (no $JOULEPROF_TRACE_DIR, or another process's trace): 0, nothing done.
+namespace jouleprof::inject {
+namespace {
+bool traced_here() {
+  const char* dir = std::getenv(kDirEnv);
+  if (dir == nullptr || dir[0] == '\0' || g_closed.load()) return false;
+  const int started = g_started.load();
+  return started == 0 || (started == 1 && g_owner.load() == getpid());
+}
+
+// 1: the state asked for holds now; 0: not traced here (or the pause could not be made).
+int set_paused(bool pause) {
+  if (!traced_here()) return 0;
+  if (g_started.load() == 0) {  // before CUDA started (the library loaded by the program): applied then
+    g_pause_asked = pause;
+    g_nvtx_on = !pause;
+    return 1;
+  }
+  if (pause) {
+    g_control.pause(switch_hooks(), g_anchoring, g_nvtx_on);
+  } else {
+    g_control.resume(switch_hooks(), g_anchoring, g_nvtx_on);
+  }
+  return g_control.paused() == pause ? 1 : 0;
+}
+}  // namespace
+}  // namespace jouleprof::inject
+
+extern "C" __attribute__((visibility("default"))) int jouleprof_trace_pause(void) { return jouleprof::inject::set_paused(true); }
+
+extern "C" __attribute__((visibility("default"))) int jouleprof_trace_resume(void) { return jouleprof::inject::set_paused(false); }
+
+extern "C" __attribute__((visibility("default"))) int jouleprof_trace_recording(void) {
+  using namespace jouleprof::inject;
+  if (!traced_here()) return -1;
+  return (g_started.load() != 0 ? g_control.paused() : g_pause_asked.load()) ? 0 : 1;
+}
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   return jouleprof::inject::initialize();

@@ -122,6 +122,13 @@ void record(ThreadEvents& t, uint64_t id, uint32_t flags, uint32_t object_kind, 
   if (full && g_hooks.flush != nullptr) g_hooks.flush();
 }
 
+bool recording() { return g_hooks.recording == nullptr || g_hooks.recording->load(std::memory_order_relaxed); }
+
+// Pausing: a range opened while paused is not recorded, nor its end. Push/pop keep a 0 on the
+// thread's stack for it; a start/end range's id carries kUnrecorded (its end may come on another
+// thread). The end of a range recorded before the pause is recorded (its timestamp only).
+constexpr uint64_t kUnrecorded = uint64_t{1} << 63;
+
 constexpr uint32_t kThread = 2, kProcess = 1;  // CUPTI_ACTIVITY_OBJECT_THREAD / _PROCESS
 
 // Push/pop nest per thread and domain (NCCL's ranges do not close the program's): a pop ends the
@@ -129,6 +136,10 @@ constexpr uint32_t kThread = 2, kProcess = 1;  // CUPTI_ACTIVITY_OBJECT_THREAD /
 // another thread (matched by id).
 int push(uint32_t name, uint32_t domain) {
   ThreadEvents& t = mine();
+  if (!recording()) {
+    t.open[domain].push_back(0);
+    return static_cast<int>(t.open[domain].size()) - 1;
+  }
   const uint64_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   t.open[domain].push_back(id);  // (only this thread touches `open`)
   record(t, id, marker_start, kThread, name, domain);
@@ -138,21 +149,27 @@ int pop(uint32_t domain) {
   ThreadEvents& t = mine();
   auto& stack = t.open[domain];
   if (stack.empty()) {  // an unbalanced pop: NVTX's no-op, but the anchor still marks the point
-    anchor();
+    if (recording()) anchor();
     return -1;
   }
   const uint64_t id = stack.back();
   stack.pop_back();
+  if (id == 0) return static_cast<int>(stack.size());
   record(t, id, marker_end, kThread, 0, domain);
   return static_cast<int>(stack.size());
 }
 nvtxRangeId_t start(uint32_t name, uint32_t domain) {
+  if (!recording()) return g_next_id.fetch_add(1, std::memory_order_relaxed) | kUnrecorded;
   const uint64_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   record(mine(), id, marker_start, kProcess, name, domain);
   return id;
 }
-void end(nvtxRangeId_t id, uint32_t domain) { record(mine(), id, marker_end, kProcess, 0, domain); }
-void mark(uint32_t name, uint32_t domain) { record(mine(), g_next_id.fetch_add(1), marker_instant, kThread, name, domain); }
+void end(nvtxRangeId_t id, uint32_t domain) {
+  if ((id & kUnrecorded) == 0) record(mine(), id, marker_end, kProcess, 0, domain);
+}
+void mark(uint32_t name, uint32_t domain) {
+  if (recording()) record(mine(), g_next_id.fetch_add(1), marker_instant, kThread, name, domain);
+}
 
 int NVTX_API push_ex(const nvtxEventAttributes_t* a) { return push(message_id(mine(), a), 0); }
 int NVTX_API push_a(const char* m) { return push(name_id(mine(), m), 0); }

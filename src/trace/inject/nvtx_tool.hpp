@@ -25,6 +25,9 @@ struct NvtxHooks {
   void (*flush)() = nullptr;
   /// While false, no anchors (sampled mode's off phases record no kernel to tie); null: always.
   const std::atomic<bool>* anchoring = nullptr;
+  /// While false (jouleprof_trace_pause), no range events and no anchors: only each thread's
+  /// push/pop nesting is kept, so that a range pushed before the pause still closes; null: always.
+  const std::atomic<bool>* recording = nullptr;
 };
 
 /// Installs the tool's handlers in the NVTX instance's function tables (`get` is what NVTX passes

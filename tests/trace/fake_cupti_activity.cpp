@@ -1,0 +1,123 @@
+// A fake libcupti with the activity API the injection library uses (src/trace/inject/
+// cupti_entry_points.def), for the pause/resume end-to-end test: kinds and driver-API records are
+// enabled and disabled as asked, a "launch" (fake_cupti_launch, called by the probe program) makes
+// one kernel record while CONCURRENT_KERNEL is enabled, and a flush hands the queued records to the
+// registered buffer callbacks. Its clock is a counter (1 µs a reading), not the host's.
+#include <cupti.h>
+
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+std::mutex g_mu;
+CUpti_BuffersCallbackRequestFunc g_request = nullptr;
+CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
+std::set<int> g_kinds;        // enabled activity kinds
+std::set<uint32_t> g_driver;  // driver API callback ids whose records are enabled
+std::vector<CUpti_ActivityKernel10> g_queued;
+uint64_t g_clock = 1'000'000'000'000;
+uint32_t g_correlation = 0;
+
+}  // namespace
+
+FAKE_EXPORT CUptiResult cuptiGetVersion(uint32_t* v) {
+  *v = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* t) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  *t = g_clock += 1000;
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                       CUpti_BuffersCallbackCompleteFunc complete) {
+  g_request = request;
+  g_complete = complete;
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_kinds.insert(static_cast<int>(k));
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_kinds.erase(static_cast<int>(k));
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t on) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (on != 0) {
+    g_driver.insert(cbid);
+  } else {
+    g_driver.erase(cbid);
+  }
+  return CUPTI_SUCCESS;
+}
+
+// The queued records, one buffer per flush, to the registered callbacks.
+FAKE_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
+  std::vector<CUpti_ActivityKernel10> records;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    records.swap(g_queued);
+  }
+  if (g_request == nullptr || g_complete == nullptr) return CUPTI_SUCCESS;
+  uint8_t* buffer = nullptr;
+  size_t size = 0, max_records = 0;
+  g_request(&buffer, &size, &max_records);
+  const size_t bytes = records.size() * sizeof(CUpti_ActivityKernel10);
+  if (buffer == nullptr || size < bytes) return CUPTI_ERROR_UNKNOWN;
+  if (bytes > 0) std::memcpy(buffer, records.data(), bytes);
+  g_complete(nullptr, 0, buffer, size, bytes);
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid,
+                                                   CUpti_Activity** record) {
+  uint8_t* next = *record == nullptr
+                      ? buffer
+                      : reinterpret_cast<uint8_t*>(*record) + sizeof(CUpti_ActivityKernel10);
+  if (next + sizeof(CUpti_ActivityKernel10) > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(next);
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType) {
+  return CUPTI_SUCCESS;
+}
+
+/// A kernel launch: recorded only while CONCURRENT_KERNEL is enabled.
+FAKE_EXPORT void fake_cupti_launch(const char* name) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_correlation;
+  if (g_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0) return;
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = g_clock += 1000;
+  k.end = g_clock += 1000;
+  k.correlationId = g_correlation;
+  k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
+  k.name = name;  // a string literal of the caller: lives as long as the process
+  g_queued.push_back(k);
+}
+
+/// Whether kernel records and the anchor's driver-API records are enabled now.
+FAKE_EXPORT int fake_cupti_kernels_on() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != 0 ? 1 : 0;
+}
+FAKE_EXPORT int fake_cupti_anchor_on() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_driver.count(CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion) != 0 ? 1 : 0;
+}

@@ -1,0 +1,44 @@
+// A traced program's stand-in for the pause test (test_inject_pause.cpp): loads the injection
+// library as CUDA would (its path in $CUDA_INJECTION64_PATH, CUPTI the fake of
+// $JOULEPROF_CUPTI_LIB), calls InitializeInjection, then launches fake kernels recording, paused
+// and resumed through the public header, printing the state after each step. Exits normally: the
+// library writes its file.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "jouleprof/trace/pause.hpp"
+
+int main() {
+  const char* inject = std::getenv("CUDA_INJECTION64_PATH");
+  const char* cupti = std::getenv("JOULEPROF_CUPTI_LIB");
+  if (inject == nullptr || cupti == nullptr) return 2;
+  void* lib = dlopen(inject, RTLD_NOW | RTLD_LOCAL);
+  void* fake = dlopen(cupti, RTLD_NOW | RTLD_GLOBAL);
+  if (lib == nullptr || fake == nullptr) {
+    std::printf("dlopen: %s\n", dlerror());
+    return 3;
+  }
+  auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+  auto launch = reinterpret_cast<void (*)(const char*)>(dlsym(fake, "fake_cupti_launch"));
+  auto kernels_on = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_kernels_on"));
+  auto anchor_on = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_anchor_on"));
+  if (init == nullptr || launch == nullptr || kernels_on == nullptr || anchor_on == nullptr)
+    return 4;
+  auto state = [&](const char* when) {
+    std::printf("%s recording=%d kernels=%d anchor=%d\n", when, jouleprof::trace_pause::recording(),
+                kernels_on(), anchor_on());
+  };
+  state("before");
+  init();
+  state("started");
+  for (int i = 0; i < 3; ++i) launch("recorded_before_kernel");
+  std::printf("pause=%d\n", jouleprof::trace_pause::pause() ? 1 : 0);
+  state("paused");
+  for (int i = 0; i < 5; ++i) launch("paused_kernel");
+  std::printf("resume=%d\n", jouleprof::trace_pause::resume() ? 1 : 0);
+  state("resumed");
+  for (int i = 0; i < 2; ++i) launch("recorded_after_kernel");
+  return 0;
+}
