@@ -563,6 +563,17 @@ double share_of(const std::vector<GroupRow>& rows, const std::string& key) {
   return r != nullptr ? r->share : 0;
 }
 
+// The run of `ks` as `trace --sample 10% --sample-period 1` records it: kernels only in the first
+// 0.1 s of every second.
+SynthRun sampled_run(const std::vector<Kernel>& ks, double seconds) {
+  SynthRun r = make_run(ks, seconds, 30, 5, 3);
+  r.t.sampling.on_s = 0.1;
+  r.t.sampling.period_s = 1;
+  for (int k = 0; k < static_cast<int>(seconds); ++k) r.t.sampling.windows_s.emplace_back(k, k + 0.1);
+  std::erase_if(r.t.activities, [](const Activity& a) { return a.t0_s - std::floor(a.t0_s) >= 0.1; });
+  return r;
+}
+
 }  // namespace
 
 TEST(TraceProfile, SampledSharesMatchFullTracing) {
@@ -571,11 +582,7 @@ TEST(TraceProfile, SampledSharesMatchFullTracing) {
   SynthRun full = make_run(ks, seconds, 30, 5, 3);
   auto pf = analyze_placed_trace(full.m, full.t, classifier());
   ASSERT_TRUE(pf) << pf.error().message;
-  SynthRun sampled = make_run(ks, seconds, 30, 5, 3);
-  sampled.t.sampling.on_s = 0.1;
-  sampled.t.sampling.period_s = 1;
-  for (int k = 0; k < static_cast<int>(seconds); ++k) sampled.t.sampling.windows_s.emplace_back(k, k + 0.1);
-  std::erase_if(sampled.t.activities, [](const Activity& a) { return a.t0_s - std::floor(a.t0_s) >= 0.1; });
+  SynthRun sampled = sampled_run(ks, seconds);
   auto ps = analyze_placed_trace(sampled.m, sampled.t, classifier());
   ASSERT_TRUE(ps) << ps.error().message;
   ASSERT_TRUE(ps->sampling);
@@ -620,11 +627,7 @@ TEST(TraceProfile, SampledRowsBelowResolutionKeepTheirMembersScaled) {
   SynthRun full = make_run(ks, seconds, 30, 5, 3);
   auto pf = analyze_placed_trace(full.m, full.t, classifier());
   ASSERT_TRUE(pf) << pf.error().message;
-  SynthRun sampled = make_run(ks, seconds, 30, 5, 3);
-  sampled.t.sampling.on_s = 0.1;
-  sampled.t.sampling.period_s = 1;
-  for (int k = 0; k < static_cast<int>(seconds); ++k) sampled.t.sampling.windows_s.emplace_back(k, k + 0.1);
-  std::erase_if(sampled.t.activities, [](const Activity& a) { return a.t0_s - std::floor(a.t0_s) >= 0.1; });
+  SynthRun sampled = sampled_run(ks, seconds);
   auto ps = analyze_placed_trace(sampled.m, sampled.t, classifier());
   ASSERT_TRUE(ps) << ps.error().message;
   const GpuProfile& s = ps->gpus[0];
