@@ -12,6 +12,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+from shares_summary import shares  # rows summed below resolution taken apart into their members
+
 
 def find(d, key):
     """Every value of `key` anywhere in a JSON document (jouleprof-llm nests its rows)."""
@@ -60,11 +62,6 @@ def overheads(path):
                 per = [a / b - 1 for a, b in zip(rounds[o], rounds[base])]
                 rows.append((what, f"{o} vs {base}", 100 * slow, 100 * min(per), 100 * max(per)))
     return rows
-
-
-def shares(path, table):
-    g = json.load(open(path))["trace"]["gpus"][0]
-    return {r["key"]: r["share"] for r in g[table]}
 
 
 def main():
