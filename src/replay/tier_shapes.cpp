@@ -91,6 +91,12 @@ std::optional<ConvArgs> conv_args(const std::string& op) {
 
 // One "Concrete Inputs" entry: "[2, 2]", "1", "True" (strings), or a number/array where a
 // profiler writes those. Nullopt when absent or not integers.
+// The op's concrete inputs (the profiler's "Concrete Inputs"): a JSON array, discarded (not an
+// array) when the trace has none or they do not parse.
+nlohmann::json concrete_inputs(const KernelRow& r) {
+  return nlohmann::json::parse(r.input_concrete.empty() ? "[]" : r.input_concrete, nullptr, false);
+}
+
 std::optional<std::vector<int64_t>> concrete_ints(const nlohmann::json& c, int i) {
   if (i < 0 || !c.is_array() || static_cast<std::size_t>(i) >= c.size()) return std::nullopt;
   nlohmann::json v = c[static_cast<std::size_t>(i)];
@@ -169,7 +175,7 @@ std::optional<ConvShape> conv_shape(const KernelRow& r, std::string& why) {
   ConvShape c;
   if (!conv_tensors(r, c, why)) return std::nullopt;
   const int sp = c.spatial();
-  const auto concrete = nlohmann::json::parse(r.input_concrete.empty() ? "[]" : r.input_concrete, nullptr, false);
+  const nlohmann::json concrete = concrete_inputs(r);
   if (const auto t = concrete_ints(concrete, args->transposed); t && !t->empty() && (*t)[0] != 0) {
     why = "a transposed convolution is not replayed through cuDNN (forward convolutions are)";
     return std::nullopt;
@@ -224,7 +230,7 @@ std::optional<int> bn_training_arg(const std::string& op) {
 // bn_fw_tr_*); nullopt when neither says.
 std::optional<bool> bn_training(const KernelRow& r, int arg) {
   if (arg < 0) return false;
-  const auto concrete = nlohmann::json::parse(r.input_concrete.empty() ? "[]" : r.input_concrete, nullptr, false);
+  const nlohmann::json concrete = concrete_inputs(r);
   if (const auto t = concrete_ints(concrete, arg); t && t->size() == 1) return (*t)[0] != 0;
   if (r.name.find("bn_fw_inf") != std::string::npos) return false;
   if (r.name.find("bn_fw_tr") != std::string::npos) return true;
