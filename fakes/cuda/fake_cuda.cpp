@@ -14,6 +14,10 @@
 // input still in L2), as a weight-reading kernel repeated on one layer's buffers does; "l2-shared":
 // the same, and the COUNT nodes all read one input buffer (a replay that repeats one member's
 // buffers, as the exact replay did before it cycled through the members, runs them from "L2").
+// A step with state, as transformers' StaticCache decode step is (its write position a device
+// counter the step advances): "bump" adds 1 to the fake's one counter at each launch, "reset" sets
+// it to 0, and "index" asserts (CUDA_ERROR_ASSERT, sticky) when the counter is above 50, in any
+// graph: a position past the cache's end.
 //
 // Stream-ordered allocations: KIND alloc makes COUNT mem_alloc nodes of FLAG bytes each, KIND free
 // COUNT mem_free nodes. Their memory is graph-owned, at addresses cuPointerGetAttribute does not
@@ -87,6 +91,8 @@ std::deque<FStream> streams;
 std::deque<FEvent> events;
 CUresult sticky = kSuccess;
 CUdeviceptr last_in = 0;  // the input of the kernel launched last (the "L2" of flag "l2")
+long counter = 0;         // the state of flags "bump", "reset" and "index"
+constexpr long kCounterLimit = 50;
 CUdeviceptr next_ptr = 0x7f0000000000ULL;
 constexpr CUdeviceptr kDeviceLo = 0x7f0000000000ULL, kDeviceHi = 0x7f8000000000ULL;
 int ctx_dummy = 0;
@@ -221,6 +227,7 @@ FAKE void* fakecuda_build_graph(const char* spec) {
 FAKE void fakecuda_reset() {
   sticky = kSuccess;
   last_in = 0;
+  counter = 0;
   mem_log.clear();
   added.clear();
 }
@@ -256,7 +263,7 @@ FAKE int fakecuda_node(void* graph, std::size_t i, int* type, CUdeviceptr* a, CU
 
 FAKE CUresult cuInit(unsigned) { return kSuccess; }
 FAKE CUresult cuGetErrorName(CUresult rc, const char** s) {
-  *s = rc == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : rc == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : rc == 1 ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_UNKNOWN";
+  *s = rc == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : rc == 710 ? "CUDA_ERROR_ASSERT" : rc == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : rc == 1 ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_UNKNOWN";
   return kSuccess;
 }
 FAKE CUresult cuCtxGetCurrent(CUcontext* c) {
@@ -444,6 +451,14 @@ FAKE CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
     if (!x->g->original && n->func != nullptr && n->func->flag == "fault") {
       sticky = 700;
       return sticky;
+    }
+    if (n->func != nullptr) {
+      const std::string& f = n->func->flag;
+      counter = f == "reset" ? 0 : f == "bump" ? counter + 1 : counter;
+      if (f == "index" && counter > kCounterLimit) {
+        sticky = 710;
+        return sticky;
+      }
     }
     double ns = n->ns;
     if (n->type == kNodeKernel) {

@@ -189,6 +189,9 @@ def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] =
     the step's kernel time measured, longest first; the rest timed, at the measured rows' mean
     power), max_rows (60), graph_ms (2), measure_step (True), sensor ("nvml"). The copies of a
     group cycle through its members, each layer on its own buffers (docs/replay.md).
+
+    The step is replayed many times: state it advances (transformers' StaticCache write position)
+    must be reset inside ``fn`` (docs/replay.md, "Steps that change state").
     """
     unknown = set(options) - set(_OPTION_KEYS)
     if unknown:

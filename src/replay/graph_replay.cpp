@@ -743,6 +743,9 @@ struct Replayer {
   std::function<double()> temperature;
   GraphReplay& R;
   std::string lost;  // set once a fault left the context unusable
+  // The whole graph, kept after measure_step: each row starts from the state one step leaves
+  // (restore()). Destroyed by release_step().
+  CUgraphExec step_exec = nullptr;
 
   void fail(Work& w, const std::string& why) {
     w.row.status = "failed";
@@ -754,10 +757,10 @@ struct Replayer {
 
   // The whole graph as captured: warm-up (a stable temperature) and the step's own figures.
   void measure_step(CUgraph graph) {
-    CUgraphExec step_exec = nullptr;
     if (CUresult rc = api.GraphInstantiateWithFlags(&step_exec, graph, 0); rc != kSuccess) {
       R.step.reason = api.describe("cuGraphInstantiate of the whole graph", rc);
       R.warnings.push_back("the whole graph: " + R.step.reason);
+      step_exec = nullptr;
       return;
     }
     const double step_ms = std::max(time_launch(dev, step_exec, 1), 1e-3);
@@ -778,7 +781,23 @@ struct Replayer {
       }
     }
     if (!dev.error().empty()) R.step.reason = dev.error();
-    api.GraphExecDestroy(step_exec);
+  }
+
+  // One launch of the whole step before a row: its nodes' inputs are then what the step leaves
+  // them (a temporary another row overwrote, a position counter another row advanced), as they
+  // were when the program ran it. A fault here loses the context as a row's would.
+  void restore() {
+    if (step_exec == nullptr || !lost.empty()) return;
+    dev.use(step_exec);
+    dev.launch(1);
+    dev.synchronize();
+    if (!dev.error().empty() && sticky(dev.error())) lost = "not measured: the CUDA context was lost when the whole step was replayed before a row";
+    dev.clear_error();
+  }
+
+  void release_step() {
+    if (step_exec != nullptr) api.GraphExecDestroy(step_exec);
+    step_exec = nullptr;
   }
 
   // A group's time: 8 copies, then as many as make ~0.2 ms (at most 256: the launch overhead
@@ -789,6 +808,7 @@ struct Replayer {
       w.row.reason = lost;
       return;
     }
+    restore();
     Copies probe_copies;
     if (std::string e = build_copies(api, memory, w.members, 8, probe_copies); !e.empty()) return fail(w, e);
     const double ms8 = time_launch(dev, probe_copies.exec, 1);
@@ -807,6 +827,7 @@ struct Replayer {
 
   // A timed group's energy: ~graph_ms of copies in paced trials (measure()).
   void measure_row(Work& w) {
+    restore();
     w.row.copies = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(o.graph_ms * 1e6 / std::max(w.row.time_ns, 1.0) - 1e-6)), 1, o.max_copies);
     w.copies = std::make_unique<Copies>();
     if (std::string e = build_copies(api, memory, w.members, w.row.copies, *w.copies); !e.empty()) {
@@ -954,7 +975,10 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   }
   rp.measure_step(reinterpret_cast<CUgraph>(graph_handle));
   if (!dev.error().empty() && sticky(dev.error())) {
-    return make_error(Errc::io, "the captured graph itself failed on replay: " + dev.error());
+    rp.release_step();
+    return make_error(Errc::io, "the captured graph itself failed on replay: " + dev.error() +
+                                    " (replayed back to back, a step must be the same step each time: state it advances, such as"
+                                    " transformers' StaticCache write position, must be reset inside the step; docs/replay.md)");
   }
   dev.clear_error();
 
@@ -969,6 +993,7 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a].node_time() > work[b].node_time(); });
   rp.measure_rows(work, order);
+  rp.release_step();
   for (Work& w : work) w.copies.reset();
   dev.release();
   assemble_prediction(work, order, R);

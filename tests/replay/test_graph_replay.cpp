@@ -202,6 +202,33 @@ TEST(GraphReplay, AFaultLosesTheContextAndTheRestIsNotMeasuredSaidSo) {
   EXPECT_GT(r->failed_share, 0.99);
 }
 
+// A step with state (transformers' StaticCache decode: the write position is a device counter
+// the step advances). Reset inside the step, each row starts from the state one whole step leaves:
+// the counter rows advanced is back before the row that indexes with it.
+TEST(GraphReplay, EachRowStartsFromTheStateOneStepLeaves) {
+  const auto g = fake().graph("kernel,reset_position,1,1000,reset;kernel,advance_position,1,1000,bump;kernel,index_copy,2,4000,index");
+  FakeProbe probe;
+  auto r = replay_cuda_graph(g, quick(), &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(row(*r, "advance_position"));
+  EXPECT_EQ(row(*r, "advance_position")->status, "measured");
+  ASSERT_TRUE(row(*r, "index_copy"));
+  EXPECT_EQ(row(*r, "index_copy")->status, "measured") << row(*r, "index_copy")->reason;
+  EXPECT_EQ(r->failed_share, 0);
+}
+
+// The same step without its reset cannot be replayed back to back: one line says why and what to do.
+TEST(GraphReplay, AStepThatAdvancesItsStateSaysResetItInsideTheStep) {
+  const auto g = fake().graph("kernel,advance_position,1,1000,bump;kernel,index_copy,2,4000,index");
+  FakeProbe probe;
+  auto r = replay_cuda_graph(g, quick(), &probe);
+  ASSERT_FALSE(r);
+  const std::string& m = r.error().message;
+  EXPECT_NE(m.find("the captured graph itself failed on replay: cuGraphLaunch: CUDA_ERROR_ASSERT (710)"), std::string::npos) << m;
+  EXPECT_NE(m.find("must be reset inside the step"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+}
+
 TEST(GraphReplay, HundredThousandNodes) {
   const auto g = fake().graph("kernel,gemm,58000,20000;kernel,relu,2000,3000,distinct;kernel,add,40000,2000;host,,5,0");
   auto l = list_cuda_graph(g, JOULEPROF_FAKE_CUDA);

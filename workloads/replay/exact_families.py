@@ -106,8 +106,16 @@ def fam_llama_decode_static(batch=8, prompt=512):
     m(input_ids=ids, past_key_values=cache, cache_position=torch.arange(prompt, device=DEV), use_cache=True)
     tok = torch.randint(0, cfg.vocab_size, (batch, 1), device=DEV)
     pos = torch.tensor([prompt], device=DEV)
-    return (f"Llama-3.2-1B arch. eager decode step, static KV cache, batch {batch}, at position {prompt}",
-            lambda: m(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True).logits)
+    # transformers 5 writes at its own device counter (StaticLayer.cumulative_length), advanced in
+    # place by each step; replayed back to back the step would write past the cache's end. Reset
+    # inside the step: every replay is the same step at position prompt (docs/replay.md).
+    counters = [c for c in (getattr(l, "cumulative_length", None) for l in getattr(cache, "layers", [])) if torch.is_tensor(c)]
+
+    def step():
+        for c in counters:
+            c.fill_(prompt)
+        return m(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True).logits
+    return f"Llama-3.2-1B arch. eager decode step, static KV cache, batch {batch}, at position {prompt}", step
 
 
 def fam_llama_compiled(batch=8, seq=256, layers=16):
