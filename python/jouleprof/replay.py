@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 __all__ = ["replay_step", "ExactReplay", "predict_trace", "TraceReplay"]
 
 _OPTION_KEYS = ("trials", "trial_s", "settle_s", "warmup_s", "ci_target", "long_trial_s", "row_cap_s", "max_trials",
-                "coverage", "max_rows", "graph_ms", "measure_step", "sensor", "cuda_library")
+                "coverage", "max_rows", "graph_ms", "measure_step", "rows", "sensor", "cuda_library")
 
 
 class ExactReplay:
@@ -85,6 +85,9 @@ class ExactReplay:
         if basis != "rows":
             from .errors import InvalidArgumentError
             raise InvalidArgumentError(f"predict: basis must be 'step' or 'rows', not {basis!r}")
+        if not self.rows and not self.prediction.get("energy_j"):
+            from .errors import InvalidArgumentError
+            raise InvalidArgumentError("predict(basis='rows'): no row was replayed (rows=False, or every row failed)")
         p = self.prediction
         return steps * p.get("time_s", 0.0), steps * p.get("energy_j", 0.0)
 
@@ -187,7 +190,8 @@ def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] =
     options: trials (5), trial_s (0.2), settle_s (0.3), warmup_s (3: the whole graph replayed to a
     stable temperature first), ci_target (0.02), long_trial_s (1), row_cap_s (6), coverage (0.99 of
     the step's kernel time measured, longest first; the rest timed, at the measured rows' mean
-    power), max_rows (60), graph_ms (2), measure_step (True), sensor ("nvml"). The copies of a
+    power), max_rows (60), graph_ms (2), measure_step (True), rows (True: each group alone; False:
+    the whole step only), sensor ("nvml"). The copies of a
     group cycle through its members, each layer on its own buffers (docs/replay.md).
 
     The step is replayed many times: state it advances (transformers' StaticCache write position)

@@ -573,6 +573,7 @@ PYBIND11_MODULE(_jouleprof, mod) {
     get("max_rows", o.max_rows);
     get("graph_ms", o.graph_ms);
     get("measure_step", o.measure_step);
+    get("rows", o.rows);
     Result<GraphReplay> r = make_error(Errc::internal, "not run");
     {
       py::gil_scoped_release release;

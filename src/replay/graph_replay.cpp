@@ -981,6 +981,14 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
                                     " transformers' StaticCache write position, must be reset inside the step; docs/replay.md)");
   }
   dev.clear_error();
+  if (!o.rows) {
+    rp.release_step();
+    dev.release();
+    R.warnings.push_back("rows off: the whole step only, no node replayed alone");
+    std::vector<Work> none;
+    assemble_prediction(none, {}, R);
+    return R;
+  }
 
   std::vector<Work> work(L.groups.size());
   for (std::size_t g = 0; g < L.groups.size(); ++g) {

@@ -77,6 +77,17 @@ def test_prediction_uses_the_whole_step_when_it_was_measured():
         ExactReplay(True, "", data).predict(1, basis="step")
 
 
+def test_rows_off_gives_the_whole_step_only(fake):
+    # The fake's "fault" kernel faults when replayed alone: with rows off it never is.
+    g = fake.fakecuda_build_graph(b"kernel,gemm,4,20000;kernel,stale_index,2,3000,fault")
+    opts = {"cuda_library": FAKE, "sensor": "sim", "warmup_s": 0, "trials": 3, "trial_s": 0.05, "settle_s": 0.01, "rows": False}
+    r = ExactReplay(True, "", json.loads(_jouleprof.replay_cuda_graph(g, opts)))
+    assert r.rows == []  # the faulting kernel was never replayed alone (C++ test: the step's figures)
+    assert r.warnings[-1] == "rows off: the whole step only, no node replayed alone"
+    with pytest.raises(jouleprof.InvalidArgumentError, match="no row was replayed"):
+        r.predict(1, basis="rows")
+
+
 def test_replay_rotates_through_the_layers_buffers(fake):
     # The fake runs a launch on the buffer of the launch just before in half its time (L2).
     g = fake.fakecuda_build_graph(b"kernel,gemm,12,20000,l2")

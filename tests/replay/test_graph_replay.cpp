@@ -229,6 +229,23 @@ TEST(GraphReplay, AStepThatAdvancesItsStateSaysResetItInsideTheStep) {
   EXPECT_EQ(m.find('\n'), std::string::npos);
 }
 
+// Rows off: a step whose nodes alone would fault (an index read from a temporary that a later node
+// overwrote) still gets its whole-step figures, and the context stays usable.
+TEST(GraphReplay, RowsOffMeasuresTheWholeStepOnly) {
+  const auto g = fake().graph("kernel,gemm,4,20000;kernel,stale_index,2,3000,fault");
+  FakeProbe probe;
+  GraphReplayOptions o = quick();
+  o.rows = false;
+  auto r = replay_cuda_graph(g, o, &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->step.measured) << r->step.reason;
+  EXPECT_NEAR(r->step.time_ns, 4 * 20000 + 2 * 3000, 1);
+  EXPECT_TRUE(r->rows.empty());
+  EXPECT_EQ(r->predicted_energy_j, 0);
+  ASSERT_FALSE(r->warnings.empty());
+  EXPECT_EQ(r->warnings.back(), "rows off: the whole step only, no node replayed alone");
+}
+
 TEST(GraphReplay, HundredThousandNodes) {
   const auto g = fake().graph("kernel,gemm,58000,20000;kernel,relu,2000,3000,distinct;kernel,add,40000,2000;host,,5,0");
   auto l = list_cuda_graph(g, JOULEPROF_FAKE_CUDA);

@@ -64,6 +64,9 @@ struct GraphReplayOptions {
   double graph_ms = 2;            ///< copies of a node per replay graph: about this long
   std::size_t max_copies = 4096;
   bool measure_step = true;       ///< also measure the whole graph as captured (a check on Σ rows)
+  /// Replay each group alone (the rows basis). Off: the whole step only, for steps whose nodes read
+  /// temporaries that later nodes overwrite (an index kernel then asserts: docs/replay.md).
+  bool rows = true;
 };
 
 /// One group, replayed.
