@@ -282,6 +282,37 @@ TEST(NvtxTool, OffPhasesRecordRangesWithoutAnchors) {
   fs::remove_all(dir);
 }
 
+// Off phases switch the anchor call's record off from the program's own thread, at its first range
+// event (an enabled record costs on every driver call of that thread), and on again before the
+// first anchor of the next window; events in between switch nothing.
+std::vector<std::string> g_record_log;
+TEST(NvtxTool, OffPhasesSwitchTheAnchorRecordFromTheProgramsThread) {
+  Instance inst;
+  g_instance = &inst;
+  std::atomic<bool> anchoring{true};
+  inject::NvtxHooks hooks{now, thread_id, [] { g_record_log.push_back("anchor"); }, flush};
+  hooks.anchoring = &anchoring;
+  hooks.anchor_record = [](bool on) { g_record_log.push_back(on ? "record on" : "record off"); };
+  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, hooks), 1);
+  inject::discard_nvtx_events();
+  using PushA = int(NVTX_API*)(const char*);
+  using Pop = int(NVTX_API*)();
+  std::thread program([&] {
+    g_record_log.clear();
+    inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("layer.0");
+    anchoring = false;  // the timer thread's switch to an off phase
+    inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+    inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("layer.1");
+    inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+    anchoring = true;
+    inst.c<PushA>(NVTX_CBID_CORE_RangePushA)("layer.2");
+    inst.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  });
+  program.join();
+  EXPECT_EQ(g_record_log, (std::vector<std::string>{"anchor", "record off", "record on", "anchor", "anchor"}));
+  inject::discard_nvtx_events();
+}
+
 // Paused (jouleprof_trace_pause): no range event, no mark, no anchor; a range pushed before the
 // pause still closes (its end alone recorded), and a range opened while paused is not recorded, nor
 // its end after the resume (push/pop and start/end alike); after the resume everything records.

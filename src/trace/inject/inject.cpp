@@ -125,10 +125,10 @@ SwitchHooks switch_hooks() {
   h.set_kinds = [](bool enable) {
     for (CUpti_ActivityKind k : g_sampled_kinds) enable ? g_api.ActivityEnable(k) : g_api.ActivityDisable(k);
   };
-  // The anchor call's record stays enabled (initialize()): only the call itself stops in the off
-  // phase (g_anchoring). Switched from this thread, the record came back for this thread's
-  // anchors alone: on an H200 (CUPTI 13.0) the program's NVTX anchors in the windows were lost
-  // and no kernel got its layer (2026-11-28).
+  // The anchor call's record is not switched here: switched from this thread, it came back for
+  // this thread's anchors alone (on an H200, CUPTI 13.0, the program's NVTX anchors in the windows
+  // were lost and no kernel got its layer, 2026-11-28). Each program thread switches its own at its
+  // next range event (NvtxHooks::anchor_record); the calls stop with g_anchoring.
   h.set_api_records = [](bool enable) { set_launch_api_records(enable); };
   h.anchor = driver_anchor_call;
   h.flush = [] { g_api.ActivityFlushAll(0); };
@@ -310,6 +310,9 @@ int initialize_nvtx(NvtxGetExportTableFunc_t get) {
   hooks.thread_id = system_thread_id;
   hooks.anchor = g_driver_get_version != nullptr ? driver_anchor_call : nullptr;
   hooks.anchoring = &g_anchoring;
+  hooks.anchor_record = [](bool on) {
+    if (g_api.ActivityEnableDriverApi != nullptr) g_api.ActivityEnableDriverApi(kAnchorDriverCbid, on ? 1 : 0);
+  };
   hooks.recording = &g_nvtx_on;
   hooks.flush = flush_nvtx;
   return install_nvtx_tool(get, hooks);

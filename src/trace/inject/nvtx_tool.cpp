@@ -105,8 +105,17 @@ uint32_t message_id(ThreadEvents& t, const nvtxEventAttributes_t* a) {
   }
 }
 
+// This thread's anchor record as last switched; initialize() enables it.
+thread_local bool t_anchor_record = true;
+
 void anchor() {
-  if (g_hooks.anchor != nullptr && (g_hooks.anchoring == nullptr || g_hooks.anchoring->load(std::memory_order_relaxed))) g_hooks.anchor();
+  if (g_hooks.anchor == nullptr) return;
+  const bool on = g_hooks.anchoring == nullptr || g_hooks.anchoring->load(std::memory_order_relaxed);
+  if (g_hooks.anchor_record != nullptr && t_anchor_record != on) {
+    g_hooks.anchor_record(on);
+    t_anchor_record = on;
+  }
+  if (on) g_hooks.anchor();
 }
 
 void record(ThreadEvents& t, uint64_t id, uint32_t flags, uint32_t object_kind, uint32_t name, uint32_t domain) {

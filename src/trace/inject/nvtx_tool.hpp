@@ -25,6 +25,10 @@ struct NvtxHooks {
   void (*flush)() = nullptr;
   /// While false, no anchors (sampled mode's off phases record no kernel to tie); null: always.
   const std::atomic<bool>* anchoring = nullptr;
+  /// Switches the anchor call's record for the calling thread: called from the program's own
+  /// thread at its first range event after `anchoring` changed (CUPTI keeps the switch per thread;
+  /// an enabled record costs on the thread's other driver calls too). Null: never switched.
+  void (*anchor_record)(bool on) = nullptr;
   /// While false (jouleprof_trace_pause), no range events and no anchors: only each thread's
   /// push/pop nesting is kept, so that a range pushed before the pause still closes; null: always.
   const std::atomic<bool>* recording = nullptr;
