@@ -20,6 +20,7 @@ struct Item {
   // attention
   int64_t heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   bool causal = false;
+  double scale = 0;  ///< the scale of Q·Kᵀ; 0: 1/sqrt(head_dim), PyTorch's default
   // conv: a cuDNN forward convolution (sizes in PyTorch's logical order: N C spatial.., K C/g kernel..)
   std::vector<int64_t> conv_input, conv_weight, conv_output, conv_stride, conv_padding, conv_dilation;
   int64_t groups = 1;
