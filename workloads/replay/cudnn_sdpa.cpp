@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 
 namespace jouleprof::replay::cudnn {
@@ -86,20 +87,48 @@ class SdpaGraph {
     return "";
   }
 
+  // One attribute to set: skipped when n is 0 (an optional one not given).
+  struct Attr {
+    int attr;
+    const char* name;
+    int type;
+    int64_t n;
+    const void* v;
+  };
+  // A descriptor of `type` with these attributes, finalized.
+  std::string described(int type, const std::string& what, const std::vector<Attr>& attrs, BackendDesc& d) {
+    std::string w = make(type, what, d);
+    for (const Attr& a : attrs) {
+      if (w.empty() && a.n > 0) w = set(d, a.attr, a.name, a.type, a.n, a.v);
+    }
+    return w.empty() ? finalize(d) : w;
+  }
+  // An operation: its op descriptor (matmul, pointwise, reduction) with these, then the operation over it.
+  std::string operation(const std::string& what, int desc_type, std::initializer_list<Attr> desc, int op_type, int desc_attr,
+                        const char* desc_attr_name, std::initializer_list<Attr> tensors) {
+    BackendDesc d = nullptr, op = nullptr;
+    std::string w = described(desc_type, what, desc, d);
+    std::vector<Attr> attrs = {{desc_attr, desc_attr_name, kTypeDescriptor, 1, &d}};
+    attrs.insert(attrs.end(), tensors.begin(), tensors.end());
+    if (w.empty()) w = described(op_type, what, attrs, op);
+    if (w.empty()) ops_.push_back(op);
+    return w;
+  }
+
   // A tensor: real (in the variant pack), virtual (inside the fused kernel) or a by-value scalar.
   std::string tensor(const std::string& what, int dtype, const Dims& dims, const Dims& strides, bool is_virtual, bool by_value,
                      BackendDesc& t, int64_t uid = 0) {
     if (uid == 0) uid = next_virtual_++;
     const int64_t align = 16, n = static_cast<int64_t>(dims.size());
-    std::string w = make(kTensor, what, t);
-    if (w.empty()) w = set(t, kTensorDataType, "CUDNN_ATTR_TENSOR_DATA_TYPE", kTypeDataType, 1, &dtype);
-    if (w.empty()) w = set(t, kTensorDims, "CUDNN_ATTR_TENSOR_DIMENSIONS", kTypeInt64, n, dims.data());
-    if (w.empty()) w = set(t, kTensorStrides, "CUDNN_ATTR_TENSOR_STRIDES", kTypeInt64, n, strides.data());
-    if (w.empty()) w = set(t, kTensorUid, "CUDNN_ATTR_TENSOR_UNIQUE_ID", kTypeInt64, 1, &uid);
-    if (w.empty()) w = set(t, kTensorAlignment, "CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT", kTypeInt64, 1, &align);
-    if (w.empty() && is_virtual) w = set(t, kTensorVirtual, "CUDNN_ATTR_TENSOR_IS_VIRTUAL", kTypeBoolean, 1, &is_virtual);
-    if (w.empty() && by_value) w = set(t, kTensorByValue, "CUDNN_ATTR_TENSOR_IS_BY_VALUE", kTypeBoolean, 1, &by_value);
-    return w.empty() ? finalize(t) : w;
+    return described(kTensor, what,
+                     {{kTensorDataType, "CUDNN_ATTR_TENSOR_DATA_TYPE", kTypeDataType, 1, &dtype},
+                      {kTensorDims, "CUDNN_ATTR_TENSOR_DIMENSIONS", kTypeInt64, n, dims.data()},
+                      {kTensorStrides, "CUDNN_ATTR_TENSOR_STRIDES", kTypeInt64, n, strides.data()},
+                      {kTensorUid, "CUDNN_ATTR_TENSOR_UNIQUE_ID", kTypeInt64, 1, &uid},
+                      {kTensorAlignment, "CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT", kTypeInt64, 1, &align},
+                      {kTensorVirtual, "CUDNN_ATTR_TENSOR_IS_VIRTUAL", kTypeBoolean, is_virtual ? 1 : 0, &is_virtual},
+                      {kTensorByValue, "CUDNN_ATTR_TENSOR_IS_BY_VALUE", kTypeBoolean, by_value ? 1 : 0, &by_value}},
+                     t);
   }
   // A virtual fp32 tensor of `dims`, packed.
   std::string scratch(const std::string& what, const Dims& dims, BackendDesc& t, int dtype = kFloat) {
@@ -109,53 +138,34 @@ class SdpaGraph {
   // A pointwise operation y = mode(x[, b][, t]); GEN_INDEX along `axis`.
   std::string pointwise(const std::string& what, int mode, int compute, BackendDesc x, BackendDesc b, BackendDesc t, BackendDesc y,
                         int64_t axis = -1) {
-    BackendDesc pw = nullptr, op = nullptr;
-    std::string w = make(kPointwiseDesc, what, pw);
-    if (w.empty()) w = set(pw, kPointwiseMode, "CUDNN_ATTR_POINTWISE_MODE", kTypePointwiseMode, 1, &mode);
-    if (w.empty()) w = set(pw, kPointwiseMathPrec, "CUDNN_ATTR_POINTWISE_MATH_PREC", kTypeDataType, 1, &compute);
-    if (w.empty() && axis >= 0) w = set(pw, kPointwiseAxis, "CUDNN_ATTR_POINTWISE_AXIS", kTypeInt64, 1, &axis);
-    if (w.empty()) w = finalize(pw);
-    if (w.empty()) w = make(kOpPointwise, what, op);
-    if (w.empty()) w = set(op, kOpPwDesc, "CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR", kTypeDescriptor, 1, &pw);
-    if (w.empty()) w = set(op, kOpPwX, "CUDNN_ATTR_OPERATION_POINTWISE_XDESC", kTypeDescriptor, 1, &x);
-    if (w.empty() && b != nullptr) w = set(op, kOpPwB, "CUDNN_ATTR_OPERATION_POINTWISE_BDESC", kTypeDescriptor, 1, &b);
-    if (w.empty() && t != nullptr) w = set(op, kOpPwT, "CUDNN_ATTR_OPERATION_POINTWISE_TDESC", kTypeDescriptor, 1, &t);
-    if (w.empty()) w = set(op, kOpPwY, "CUDNN_ATTR_OPERATION_POINTWISE_YDESC", kTypeDescriptor, 1, &y);
-    if (w.empty()) w = finalize(op);
-    if (w.empty()) ops_.push_back(op);
-    return w;
+    return operation(what, kPointwiseDesc,
+                     {{kPointwiseMode, "CUDNN_ATTR_POINTWISE_MODE", kTypePointwiseMode, 1, &mode},
+                      {kPointwiseMathPrec, "CUDNN_ATTR_POINTWISE_MATH_PREC", kTypeDataType, 1, &compute},
+                      {kPointwiseAxis, "CUDNN_ATTR_POINTWISE_AXIS", kTypeInt64, axis >= 0 ? 1 : 0, &axis}},
+                     kOpPointwise, kOpPwDesc, "CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR",
+                     {{kOpPwX, "CUDNN_ATTR_OPERATION_POINTWISE_XDESC", kTypeDescriptor, 1, &x},
+                      {kOpPwB, "CUDNN_ATTR_OPERATION_POINTWISE_BDESC", kTypeDescriptor, b != nullptr ? 1 : 0, &b},
+                      {kOpPwT, "CUDNN_ATTR_OPERATION_POINTWISE_TDESC", kTypeDescriptor, t != nullptr ? 1 : 0, &t},
+                      {kOpPwY, "CUDNN_ATTR_OPERATION_POINTWISE_YDESC", kTypeDescriptor, 1, &y}});
   }
 
   std::string matmul(const std::string& what, BackendDesc a, BackendDesc b, BackendDesc c) {
-    BackendDesc mm = nullptr, op = nullptr;
     const int compute = kFloat;
-    std::string w = make(kMatmulDesc, what, mm);
-    if (w.empty()) w = set(mm, kMatmulCompType, "CUDNN_ATTR_MATMUL_COMP_TYPE", kTypeDataType, 1, &compute);
-    if (w.empty()) w = finalize(mm);
-    if (w.empty()) w = make(kOpMatmul, what, op);
-    if (w.empty()) w = set(op, kOpMatmulA, "CUDNN_ATTR_OPERATION_MATMUL_ADESC", kTypeDescriptor, 1, &a);
-    if (w.empty()) w = set(op, kOpMatmulB, "CUDNN_ATTR_OPERATION_MATMUL_BDESC", kTypeDescriptor, 1, &b);
-    if (w.empty()) w = set(op, kOpMatmulC, "CUDNN_ATTR_OPERATION_MATMUL_CDESC", kTypeDescriptor, 1, &c);
-    if (w.empty()) w = set(op, kOpMatmulDesc, "CUDNN_ATTR_OPERATION_MATMUL_DESC", kTypeDescriptor, 1, &mm);
-    if (w.empty()) w = finalize(op);
-    if (w.empty()) ops_.push_back(op);
-    return w;
+    return operation(what, kMatmulDesc, {{kMatmulCompType, "CUDNN_ATTR_MATMUL_COMP_TYPE", kTypeDataType, 1, &compute}}, kOpMatmul,
+                     kOpMatmulDesc, "CUDNN_ATTR_OPERATION_MATMUL_DESC",
+                     {{kOpMatmulA, "CUDNN_ATTR_OPERATION_MATMUL_ADESC", kTypeDescriptor, 1, &a},
+                      {kOpMatmulB, "CUDNN_ATTR_OPERATION_MATMUL_BDESC", kTypeDescriptor, 1, &b},
+                      {kOpMatmulC, "CUDNN_ATTR_OPERATION_MATMUL_CDESC", kTypeDescriptor, 1, &c}});
   }
 
   std::string reduction(const std::string& what, int reduce_op, BackendDesc x, BackendDesc y) {
-    BackendDesc rd = nullptr, op = nullptr;
     const int compute = kFloat;
-    std::string w = make(kReductionDesc, what, rd);
-    if (w.empty()) w = set(rd, kReductionOperator, "CUDNN_ATTR_REDUCTION_OPERATOR", kTypeReductionOp, 1, &reduce_op);
-    if (w.empty()) w = set(rd, kReductionCompType, "CUDNN_ATTR_REDUCTION_COMP_TYPE", kTypeDataType, 1, &compute);
-    if (w.empty()) w = finalize(rd);
-    if (w.empty()) w = make(kOpReduction, what, op);
-    if (w.empty()) w = set(op, kOpReductionX, "CUDNN_ATTR_OPERATION_REDUCTION_XDESC", kTypeDescriptor, 1, &x);
-    if (w.empty()) w = set(op, kOpReductionY, "CUDNN_ATTR_OPERATION_REDUCTION_YDESC", kTypeDescriptor, 1, &y);
-    if (w.empty()) w = set(op, kOpReductionDesc, "CUDNN_ATTR_OPERATION_REDUCTION_DESC", kTypeDescriptor, 1, &rd);
-    if (w.empty()) w = finalize(op);
-    if (w.empty()) ops_.push_back(op);
-    return w;
+    return operation(what, kReductionDesc,
+                     {{kReductionOperator, "CUDNN_ATTR_REDUCTION_OPERATOR", kTypeReductionOp, 1, &reduce_op},
+                      {kReductionCompType, "CUDNN_ATTR_REDUCTION_COMP_TYPE", kTypeDataType, 1, &compute}},
+                     kOpReduction, kOpReductionDesc, "CUDNN_ATTR_OPERATION_REDUCTION_DESC",
+                     {{kOpReductionX, "CUDNN_ATTR_OPERATION_REDUCTION_XDESC", kTypeDescriptor, 1, &x},
+                      {kOpReductionY, "CUDNN_ATTR_OPERATION_REDUCTION_YDESC", kTypeDescriptor, 1, &y}});
   }
 
   // The tensors and operations of the SDPA forward, then the operation graph over them.

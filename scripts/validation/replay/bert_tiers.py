@@ -8,12 +8,11 @@ No attention mask is passed, so PyTorch's SDPA takes its fused path (flash atten
     jouleprof measure -- python3 bert_tiers.py --batch 32 --tokens 512 --trace bert.json --info info.json
 """
 import argparse
-import json
 
 import torch
 import transformers
 
-from traced_window import run_traced
+from traced_window import report, run_traced
 
 
 def main():
@@ -34,10 +33,7 @@ def main():
                 attn_implementation=model.config._attn_implementation, iterations=iters, seconds=seconds,
                 untraced_iteration_s=per_iter, torch=torch.__version__, transformers=transformers.__version__,
                 cudnn=torch.backends.cudnn.version(), gpu=torch.cuda.get_device_name())
-    print(json.dumps(info))
-    if args.info:
-        with open(args.info, "w") as f:
-            json.dump(info, f)
+    report(info, args.info)
 
 
 if __name__ == "__main__":

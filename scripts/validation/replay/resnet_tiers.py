@@ -7,12 +7,11 @@ convolutions' sizes, strides and concrete stride/padding/dilation/groups), for t
     jouleprof measure -- python3 resnet_tiers.py --batch 32 --trace resnet.json --info info.json
 """
 import argparse
-import json
 
 import torch
 import torchvision
 
-from traced_window import run_traced
+from traced_window import report, run_traced
 
 
 def main():
@@ -33,10 +32,7 @@ def main():
     info = dict(model="resnet50", batch=args.batch, dtype=args.dtype, channels_last=args.channels_last, iterations=iters,
                 seconds=seconds, untraced_iteration_s=per_iter, torch=torch.__version__, torchvision=torchvision.__version__,
                 cudnn=torch.backends.cudnn.version(), gpu=torch.cuda.get_device_name())
-    print(json.dumps(info))
-    if args.info:
-        with open(args.info, "w") as f:
-            json.dump(info, f)
+    report(info, args.info)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 measure's $JOULEPROF_MARKERS), all of it traced by the PyTorch profiler with shapes
 (record_shapes: the ops' sizes, strides and concrete inputs), for the shape tiers of
 `jouleprof kernels` / `jouleprof replay` (resnet_tiers.py, bert_tiers.py)."""
+import json
 import math
 import os
 import time
@@ -38,3 +39,11 @@ def run_traced(step, seconds, trace):
         prof.stop()
         prof.export_chrome_trace(trace)
     return iters, t1 - t0, per_iter
+
+
+def report(info, path):
+    """Prints what ran (one JSON line) and writes it to `path` when given."""
+    print(json.dumps(info))
+    if path:
+        with open(path, "w") as f:
+            json.dump(info, f)
