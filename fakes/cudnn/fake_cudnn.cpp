@@ -3,10 +3,14 @@
 // (fakecudnn_log()), keep the descriptors they are given, compute the forward output size as
 // cuDNN does, and offer a fixed heuristic list (an unsupported algorithm, one whose workspace is
 // 64 GiB, then algorithm 1 on tensor cores with 1 MiB), so that the caller's choice is visible.
-// fakecudnn_fail(call, status) makes one entry point return an error from then on.
+// fakecudnn_fail(call, status) makes one entry point return an error from then on. The backend
+// graph API of the attention tier: below, before the table check.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -66,7 +70,9 @@ FAKE void fakecudnn_fail(const char* call, int status) {
 }
 
 FAKE size_t cudnnGetVersion() { return 91002; }
-FAKE const char* cudnnGetErrorString(Status s) { return s == kBadParam ? "CUDNN_STATUS_BAD_PARAM" : s == kNotSupported ? "CUDNN_STATUS_NOT_SUPPORTED" : "CUDNN_STATUS_FAKE"; }
+FAKE const char* cudnnGetErrorString(Status s) {
+  return s == kBadParam ? "CUDNN_STATUS_BAD_PARAM" : s == kNotSupported ? "CUDNN_STATUS_NOT_SUPPORTED" : s == 5000 ? "CUDNN_STATUS_EXECUTION_FAILED" : "CUDNN_STATUS_FAKE";
+}
 FAKE Status cudnnCreate(Handle* h) {
   *h = new cudnnContext;
   return logged("cudnnCreate", "");
@@ -178,7 +184,149 @@ FAKE Status cudnnBatchNormalizationForwardInference(Handle h, int mode, const vo
   return logged("cudnnBatchNormalizationForwardInference", o.str());
 }
 
+
+// The backend graph API (cudnn_graph.h) of the attention tier: descriptors are numbered in
+// creation order (#1, #2 ...) and every attribute set is logged with its values
+// ("cudnnBackendSetAttribute #3 attr=902 type=3 n=4 32,8,1024,128"; descriptors as #ids), so a
+// test sees the graph the caller built. Heuristics give two engine configs; a plan asks for 1 MiB
+// of workspace. Failure switches besides fakecudnn_fail(): FAKECUDNN_FAIL_FINALIZE=<descriptor
+// type> refuses the finalize of that type (CUDNN_STATUS_NOT_SUPPORTED, with a last-error text);
+// FAKECUDNN_FAIL_EXECUTE=1 fails cudnnBackendExecute (CUDNN_STATUS_EXECUTION_FAILED).
+// Built without them (FAKECUDNN_NO_BACKEND): a cuDNN that serves only conv and batch norm.
+#ifndef FAKECUDNN_NO_BACKEND
+namespace {
+
+struct BackendObject {
+  int id = 0, type = -1;
+  bool finalized = false;
+  std::map<int, std::string> attrs;  // attribute → its values as logged
+  std::vector<int64_t> uids;         // a variant pack's
+  std::vector<void*> pointers;
+};
+std::vector<std::unique_ptr<BackendObject>> g_objects;
+std::string g_last_error;
+constexpr int kFakeTypeDescriptor = 15, kFakeTypeVoidPtr = 6, kFakeTypeBoolean = 2, kFakeTypeFloat = 4, kFakeTypeHandle = 0;
+constexpr int kFakeHeur = 4, kFakeCfg = 3, kFakePlan = 5, kFakePack = 16, kFakeResults = 202, kFakeWorkspace = 402;
+
+BackendObject* object(BackendDesc d) { return static_cast<BackendObject*>(d); }
+
+std::string values(int type, int64_t n, const void* v) {
+  std::string s;
+  for (int64_t i = 0; i < n; ++i) {
+    s += i > 0 ? "," : "";
+    if (type == kFakeTypeDescriptor) {
+      const BackendObject* o = object(static_cast<const BackendDesc*>(v)[i]);
+      s += o != nullptr ? "#" + std::to_string(o->id) : "null";
+    } else if (type == kFakeTypeVoidPtr || type == kFakeTypeHandle) {
+      s += static_cast<void* const*>(v)[i] != nullptr ? "set" : "null";
+    } else if (type == kFakeTypeBoolean) {
+      s += static_cast<const bool*>(v)[i] ? "1" : "0";
+    } else if (type == kFakeTypeFloat) {
+      std::ostringstream o;
+      o << static_cast<const float*>(v)[i];
+      s += o.str();
+    } else if (type == 3) {  // INT64
+      s += std::to_string(static_cast<const int64_t*>(v)[i]);
+    } else {  // enums: data types, modes, operators
+      s += std::to_string(static_cast<const int*>(v)[i]);
+    }
+  }
+  return s;
+}
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : -1;
+}
+
+}  // namespace
+
+FAKE Status cudnnBackendCreateDescriptor(int type, BackendDesc* d) {
+  g_objects.push_back(std::make_unique<BackendObject>());
+  BackendObject* o = g_objects.back().get();
+  o->id = static_cast<int>(g_objects.size());
+  o->type = type;
+  *d = o;
+  return logged("cudnnBackendCreateDescriptor", "type=" + std::to_string(type) + " #" + std::to_string(o->id));
+}
+FAKE Status cudnnBackendDestroyDescriptor(BackendDesc d) {
+  return logged("cudnnBackendDestroyDescriptor", "#" + std::to_string(object(d)->id));  // kept: ids stay unique in a test
+}
+FAKE Status cudnnBackendSetAttribute(BackendDesc d, int attr, int type, int64_t n, const void* v) {
+  BackendObject* o = object(d);
+  if (o->finalized || n < 0 || (n > 0 && v == nullptr)) return kBadParam;
+  o->attrs[attr] = values(type, n, v);
+  if (attr == 1000 && type == 3) o->uids.assign(static_cast<const int64_t*>(v), static_cast<const int64_t*>(v) + n);
+  if (attr == 1001 && type == kFakeTypeVoidPtr) o->pointers.assign(static_cast<void* const*>(v), static_cast<void* const*>(v) + n);
+  return logged("cudnnBackendSetAttribute", "#" + std::to_string(o->id) + " attr=" + std::to_string(attr) + " type=" + std::to_string(type) +
+                                                " n=" + std::to_string(n) + " " + o->attrs[attr]);
+}
+FAKE Status cudnnBackendGetAttribute(BackendDesc d, int attr, int type, int64_t requested, int64_t* count, void* out) {
+  BackendObject* o = object(d);
+  if (!o->finalized) return kBadParam;
+  if (o->type == kFakeHeur && attr == kFakeResults && type == kFakeTypeDescriptor) {
+    *count = requested == 0 ? 2 : std::min<int64_t>(requested, 2);
+    for (int64_t i = 0; requested > 0 && i < *count; ++i) {
+      BackendObject* cfg = object(static_cast<BackendDesc*>(out)[i]);
+      if (cfg == nullptr || cfg->type != kFakeCfg) return kBadParam;
+      cfg->finalized = true;
+      cfg->attrs[0] = "engine " + std::to_string(i);
+    }
+  } else if (o->type == kFakePlan && attr == kFakeWorkspace && requested >= 1) {
+    *count = 1;
+    *static_cast<int64_t*>(out) = int64_t{1} << 20;
+  } else {
+    return kBadParam;
+  }
+  return logged("cudnnBackendGetAttribute", "#" + std::to_string(o->id) + " attr=" + std::to_string(attr) + " count=" + std::to_string(*count));
+}
+FAKE Status cudnnBackendFinalize(BackendDesc d) {
+  BackendObject* o = object(d);
+  if (o->type == env_int("FAKECUDNN_FAIL_FINALIZE")) {
+    g_last_error = "fake cuDNN refuses to finalize descriptor type " + std::to_string(o->type);
+    logged("cudnnBackendFinalize", "#" + std::to_string(o->id) + " refused");
+    return kNotSupported;
+  }
+  o->finalized = true;
+  const Status st = logged("cudnnBackendFinalize", "#" + std::to_string(o->id) + " type=" + std::to_string(o->type));
+  if (st != 0) o->finalized = false;
+  return st;
+}
+FAKE Status cudnnBackendExecute(Handle h, BackendDesc plan, BackendDesc pack) {
+  const BackendObject* p = object(plan);
+  const BackendObject* v = object(pack);
+  if (p->type != kFakePlan || !p->finalized || v->type != kFakePack || !v->finalized) return kBadParam;
+  if (env_int("FAKECUDNN_FAIL_EXECUTE") == 1) {
+    g_last_error = "fake cuDNN fails the execution";
+    return 5000;
+  }
+  std::ostringstream o;
+  o << "plan=#" << p->id << " pack=#" << v->id << " stream=" << static_cast<const void*>(h->stream) << " uids=" << v->attrs.at(1000)
+    << " pointers=" << v->attrs.at(1001) << " workspace=" << v->attrs.at(1003) << " by_value=";
+  // The host scalars of the by-value tensors (finalized tensors with IS_BY_VALUE set), by uid.
+  for (std::size_t i = 0; i < v->uids.size() && i < v->pointers.size(); ++i) {
+    for (const auto& t : g_objects) {
+      if (t->type == 17 && t->attrs.count(908) != 0 && t->attrs.at(908) == "1" && t->attrs.count(906) != 0 && t->attrs.at(906) == std::to_string(v->uids[i])) {
+        o << v->uids[i] << ":" << *static_cast<const float*>(v->pointers[i]) << ";";
+      }
+    }
+  }
+  return logged("cudnnBackendExecute", o.str());
+}
+FAKE void cudnnGetLastErrorString(char* message, size_t max_size) {
+  if (max_size == 0) return;
+  std::snprintf(message, max_size, "%s", g_last_error.c_str());
+  g_last_error.clear();
+}
+#endif
+
 // Each entry point of the table, with the table's signature.
 #define JP_CUDNN(member, ret, params, sym) [[maybe_unused]] static const Api::member##_fn check_##member = &sym;
+#ifdef FAKECUDNN_NO_BACKEND
+#define JP_CUDNN_OPTIONAL(member, ret, params, sym)
+#endif
 #include "cudnn_entry_points.def"
+#ifdef FAKECUDNN_NO_BACKEND
+#undef JP_CUDNN_OPTIONAL
+#endif
 #undef JP_CUDNN

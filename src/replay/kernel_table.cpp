@@ -118,31 +118,6 @@ std::optional<GemmShape> gemm_shape(const KernelRow& r, std::string& why) {
   return g;
 }
 
-std::optional<AttentionShape> attention_shape(const KernelRow& r, std::string& why) {
-  const Dims d = parse_dims(r.input_dims);
-  const auto ty = parse_types(r.input_types);
-  if (d.size() < 3 || d[0].size() != 4 || d[1].size() != 4) {
-    why = "the attention op's query/key shapes are missing";
-    return std::nullopt;
-  }
-  AttentionShape a;
-  // SDPA-family ops take query [B, H, S, D] (the flash forward takes [B, S, H, D]).
-  const bool bshd = r.op == "aten::_flash_attention_forward";
-  a.batch = d[0][0];
-  a.heads_q = bshd ? d[0][2] : d[0][1];
-  a.seq_q = bshd ? d[0][1] : d[0][2];
-  a.heads_kv = bshd ? d[1][2] : d[1][1];
-  a.seq_kv = bshd ? d[1][1] : d[1][2];
-  a.head_dim = d[0][3];
-  a.dtype = ty.empty() ? "bf16" : dtype_of(ty[0]);
-  a.causal = a.seq_q == a.seq_kv && a.seq_q > 1;
-  if (a.batch <= 0 || a.heads_q <= 0 || a.heads_kv <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || a.head_dim <= 0) {
-    why = "the attention op's shapes hold a non-positive dimension";
-    return std::nullopt;
-  }
-  return a;
-}
-
 // Bytes an elementwise/reduction/normalization kernel moves, from its op's tensors: every tensor
 // input read once, the largest written once (reductions: the output is small, counted as 0).
 void proxy_bytes(KernelRow& r) {
@@ -274,8 +249,7 @@ void derive_replay_parameters(KernelTable& t, const KernelTableOptions& o) {
     } else if (r.tier == "attention") {
       r.attention = attention_shape(r, why);
       if (!r.attention) r.note = "attention without shapes: " + why + "; replayed as a time-matched compute proxy";
-      // Not the fused kernel the program ran: the note says what stands in for it.
-      if (r.attention) r.note = "fused attention (" + (r.op.empty() ? std::string("by kernel name") : r.op) + ") replayed unfused: two batched cuBLASLt GEMMs and a memory pass over the scores";
+      if (r.attention) r.note = attention_note(r);
     } else if (r.tier == "conv") {
       conv_row(r);
     } else if (r.tier == "batchnorm") {
@@ -497,7 +471,9 @@ nlohmann::json row_json(const KernelRow& r) {
   if (r.attention) {
     const AttentionShape& a = *r.attention;
     j["attention"] = {{"batch", a.batch}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}, {"seq_q", a.seq_q},
-                      {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal}};
+                      {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal},
+                      {"causal_from", a.causal_from}, {"masked", a.masked}};
+    if (a.scale) j["attention"]["scale"] = *a.scale;
   }
   if (r.conv) {
     const ConvShape& c = *r.conv;

@@ -58,7 +58,8 @@ json item_json(const KernelRow& r, std::size_t row, std::string& why) {
   } else if (r.tier == "attention" && r.attention) {
     const AttentionShape& a = *r.attention;
     j.update({{"tier", "attention"}, {"batch", a.batch}, {"heads_q", a.heads_q}, {"heads_kv", a.heads_kv}, {"seq_q", a.seq_q},
-              {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal}});
+              {"seq_kv", a.seq_kv}, {"head_dim", a.head_dim}, {"dtype", a.dtype}, {"causal", a.causal}, {"causal_from", a.causal_from}});
+    if (a.scale) j["scale"] = *a.scale;  // else the engine's 1/sqrt(head_dim), PyTorch's default
   } else if (r.tier == "conv" && r.conv) {
     j.update(json::parse(conv_item_json(r)));
   } else if (r.tier == "batchnorm" && r.batchnorm) {

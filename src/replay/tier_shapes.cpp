@@ -274,6 +274,85 @@ std::optional<BatchNormShape> batchnorm_shape(const KernelRow& r, std::string& w
   return b;
 }
 
+namespace {
+
+// Where an attention op's concrete inputs hold is_causal, scale and its mask/bias tensor (PyTorch's
+// schemas, native_functions.yaml); mask_type: _efficient_attention_forward's int custom_mask_type
+// (0 none, 1 causal from the top left, 2 from the bottom right) in place of is_causal.
+struct AttentionArgs {
+  int causal, scale, mask;
+  bool mask_type = false, bshd = false;
+};
+
+std::optional<AttentionArgs> attention_args(const std::string& op) {
+  if (op == "aten::scaled_dot_product_attention") return AttentionArgs{5, 6, 3};
+  if (op == "aten::_scaled_dot_product_flash_attention") return AttentionArgs{4, 6, -1};
+  if (op == "aten::_scaled_dot_product_efficient_attention") return AttentionArgs{6, 7, 3};
+  if (op == "aten::_scaled_dot_product_cudnn_attention") return AttentionArgs{6, 8, 3};
+  if (op == "aten::_flash_attention_forward") return AttentionArgs{8, 10, -1, false, true};
+  if (op == "aten::_efficient_attention_forward") return AttentionArgs{9, 11, 3, true, true};
+  if (op == "aten::_cudnn_attention_forward") return AttentionArgs{10, 12, 3};
+  return std::nullopt;
+}
+
+// A float concrete input ("0.125"); nullopt when absent (None: "") or not a number.
+std::optional<double> concrete_number(const nlohmann::json& c, int i) {
+  if (i < 0 || !c.is_array() || static_cast<std::size_t>(i) >= c.size()) return std::nullopt;
+  nlohmann::json v = c[static_cast<std::size_t>(i)];
+  if (v.is_string()) v = nlohmann::json::parse(v.get<std::string>(), nullptr, false);
+  if (v.is_string() || !v.is_number()) return std::nullopt;
+  return v.get<double>();
+}
+
+}  // namespace
+
+std::optional<AttentionShape> attention_shape(const KernelRow& r, std::string& why) {
+  const Dims d = parse_dims(r.input_dims);
+  const auto ty = parse_types(r.input_types);
+  if (d.size() < 3 || d[0].size() != 4 || d[1].size() != 4) {
+    why = "the attention op's query/key shapes are missing";
+    return std::nullopt;
+  }
+  const auto args = attention_args(r.op);
+  AttentionShape a;
+  // SDPA-family ops take query [B, H, S, D]; the flash/efficient forwards [B, S, H, D].
+  const bool bshd = args && args->bshd;
+  a.batch = d[0][0];
+  a.heads_q = bshd ? d[0][2] : d[0][1];
+  a.seq_q = bshd ? d[0][1] : d[0][2];
+  a.heads_kv = bshd ? d[1][2] : d[1][1];
+  a.seq_kv = bshd ? d[1][1] : d[1][2];
+  a.head_dim = d[0][3];
+  a.dtype = ty.empty() ? "bf16" : dtype_of(ty[0]);
+  const nlohmann::json c = concrete_inputs(r);
+  const auto flag = args ? concrete_ints(c, args->causal) : std::nullopt;
+  if (flag && flag->size() == 1) {
+    a.causal = args->mask_type ? (*flag)[0] == 1 || (*flag)[0] == 2 : (*flag)[0] != 0;
+    a.causal_from = args->mask_type ? "custom_mask_type" : "is_causal";
+  } else {
+    a.causal = a.seq_q == a.seq_kv && a.seq_q > 1;
+    a.causal_from = "guessed from seq_q == seq_kv";
+  }
+  if (args) a.scale = concrete_number(c, args->scale);
+  a.masked = args && args->mask >= 0 && static_cast<std::size_t>(args->mask) < d.size() && !d[static_cast<std::size_t>(args->mask)].empty();
+  if (a.batch <= 0 || a.heads_q <= 0 || a.heads_kv <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || a.head_dim <= 0) {
+    why = "the attention op's shapes hold a non-positive dimension";
+    return std::nullopt;
+  }
+  return a;
+}
+
+std::string attention_note(const KernelRow& r) {
+  const AttentionShape& a = *r.attention;
+  std::string n = "fused attention (" + (r.op.empty() ? std::string("by kernel name") : r.op) +
+                  ") replayed through cuDNN's fused SDPA forward, else unfused (two batched cuBLASLt GEMMs and a memory pass over the "
+                  "scores) where cuDNN refuses it: the engine's item says which ran; ";
+  n += a.causal ? "causal" : "not causal";
+  n += " (" + a.causal_from + "), scale " + (a.scale ? fmt::format("{:.6g} (the op's)", *a.scale) : std::string("1/sqrt(d)"));
+  if (a.masked) n += "; the op's attention mask/bias is not replayed";
+  return n;
+}
+
 }  // namespace replay_detail
 
 namespace {
@@ -319,7 +398,8 @@ std::string batchnorm_item_json(const KernelRow& r) {
 }
 
 bool replays_op_call(const KernelRow& r) {
-  return (r.tier == "gemm" && r.gemm) || (r.tier == "conv" && r.conv) || (r.tier == "batchnorm" && r.batchnorm);
+  return (r.tier == "gemm" && r.gemm) || (r.tier == "conv" && r.conv) || (r.tier == "batchnorm" && r.batchnorm) ||
+         (r.tier == "attention" && r.attention);
 }
 
 }  // namespace jouleprof

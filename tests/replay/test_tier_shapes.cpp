@@ -14,6 +14,7 @@
 #include <string>
 
 #include "jouleprof/replay/replay.hpp"
+#include "plan_item.hpp"
 
 namespace fs = std::filesystem;
 using namespace jouleprof;
@@ -363,12 +364,108 @@ TEST(TierShapes, PlanCarriesTheConvItemAndTheTransformsRideWithIt) {
   }
 }
 
-TEST(TierShapes, FusedAttentionSaysWhatItIsReplayedAs) {
-  const KernelTable t = table_of({{1, "aten::_scaled_dot_product_flash_attention", "[[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [], []]",
-                                   R"(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"])", "", "",
-                                   {{"pytorch_flash::flash_fwd_kernel", 20}}}});
+// Fused attention: is_causal and scale from the op's concrete inputs (PyTorch's schemas), the
+// guess seq_q == seq_kv only where the trace has none; BSHD for the *_attention_forward ops; a
+// mask/bias said to be left out. Sizes: BERT-base at 512 tokens and a Llama-style GQA prefill.
+TEST(TierShapes, AttentionCausalAndScaleFromTheOpsConcreteInputs) {
+  const std::string bf16x3 = R"(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar", "Scalar", "Scalar"])";
+  // BERT's encoder: seq_q == seq_kv but is_causal False (the guess would say causal), scale given.
+  Call bert = {1, "aten::_scaled_dot_product_flash_attention", "[[32, 12, 512, 64], [32, 12, 512, 64], [32, 12, 512, 64], [], [], [], []]",
+               bf16x3, "", R"(["", "", "", "0.", "False", "False", "0.2"])", {{"pytorch_flash::flash_fwd_kernel<bert>", 300}}};
+  // No concrete inputs (PyTorch < 2.1): the guess, said so.
+  Call old = {2, "aten::_scaled_dot_product_flash_attention", "[[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [], [], [], []]", bf16x3, "",
+              "", {{"pytorch_flash::flash_fwd_kernel<old>", 20}}};
+  // The memory-efficient op with an attention bias, not causal; fp16.
+  Call eff = {3, "aten::_scaled_dot_product_efficient_attention",
+              "[[4, 16, 256, 64], [4, 16, 256, 64], [4, 16, 256, 64], [4, 16, 256, 256], [], [], [], []]",
+              R"(["c10::Half", "c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar", "Scalar", "Scalar"])", "",
+              R"(["", "", "", "", "False", "0.", "False", ""])", {{"fmha_cutlassF_f16_aligned_64x64_rf_sm80", 50}}};
+  // xformers' forward: [B, S, H, D], custom_mask_type 1 (causal from the top left), GQA 32/8.
+  Call xf = {4, "aten::_efficient_attention_forward", "[[1, 2048, 32, 128], [1, 2048, 8, 128], [1, 2048, 8, 128], [], [], [], [], [], [], [], [], []]",
+             R"(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "", "", "", "", "Scalar", "Scalar", "Scalar", "Scalar"])", "",
+             R"(["", "", "", "", "", "", "", "", "0.", "1", "False", ""])", {{"fmha_cutlassF_bf16_aligned_64x128_rf_sm80<xf>", 900}}};
+  const KernelTable t = table_of({bert, old, eff, xf});
+  const KernelRow* b = row(t, "pytorch_flash::flash_fwd_kernel<bert>");
+  ASSERT_TRUE(b && b->attention) << (b ? b->note : "no row");
+  EXPECT_FALSE(b->attention->causal);
+  EXPECT_EQ(b->attention->causal_from, "is_causal");
+  ASSERT_TRUE(b->attention->scale);
+  EXPECT_DOUBLE_EQ(*b->attention->scale, 0.2);
+  EXPECT_EQ(b->attention->heads_q, 12);
+  EXPECT_EQ(b->attention->seq_kv, 512);
+  EXPECT_NE(b->note.find("replayed through cuDNN's fused SDPA forward, else unfused"), std::string::npos) << b->note;
+  EXPECT_NE(b->note.find("not causal (is_causal), scale 0.2 (the op's)"), std::string::npos) << b->note;
+  const KernelRow* o = row(t, "pytorch_flash::flash_fwd_kernel<old>");
+  ASSERT_TRUE(o && o->attention);
+  EXPECT_TRUE(o->attention->causal);
+  EXPECT_EQ(o->attention->causal_from, "guessed from seq_q == seq_kv");
+  EXPECT_FALSE(o->attention->scale);
+  EXPECT_NE(o->note.find("causal (guessed from seq_q == seq_kv), scale 1/sqrt(d)"), std::string::npos) << o->note;
+  const KernelRow* e = row(t, "fmha_cutlassF_f16_aligned_64x64_rf_sm80");
+  ASSERT_TRUE(e && e->attention);
+  EXPECT_FALSE(e->attention->causal);
+  EXPECT_EQ(e->attention->dtype, "fp16");
+  EXPECT_TRUE(e->attention->masked);
+  EXPECT_FALSE(e->attention->scale);  // None
+  EXPECT_NE(e->note.find("the op's attention mask/bias is not replayed"), std::string::npos) << e->note;
+  const KernelRow* x = row(t, "fmha_cutlassF_bf16_aligned_64x128_rf_sm80<xf>");
+  ASSERT_TRUE(x && x->attention);
+  EXPECT_EQ(x->attention->heads_q, 32);
+  EXPECT_EQ(x->attention->heads_kv, 8);
+  EXPECT_EQ(x->attention->seq_q, 2048);
+  EXPECT_TRUE(x->attention->causal);
+  EXPECT_EQ(x->attention->causal_from, "custom_mask_type");
+  EXPECT_FALSE(x->attention->masked);
+}
+
+// The plan's attention item, read as the engine reads it (plan_item.cpp); the engine's tier decides
+// faithfulness: "attention" (cuDNN's SDPA ran) is the op, "attention_unfused" a stand-in.
+TEST(TierShapes, PlanCarriesTheAttentionItemAndTheEngineTierDecidesFaithfulness) {
+  const KernelTable t = table_of({{1, "aten::_scaled_dot_product_cudnn_attention",
+                                   "[[2, 32, 1024, 128], [2, 8, 1024, 128], [2, 8, 1024, 128], [], [], [], [], [], []]",
+                                   R"(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"])", "",
+                                   R"(["", "", "", "", "False", "0.", "True", "False", "0.088"])",
+                                   {{"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x128x128_4x1x1_kernel0_0", 500}}}});
   ASSERT_EQ(t.rows.size(), 1u);
-  EXPECT_EQ(t.rows[0].tier, "attention");
-  ASSERT_TRUE(t.rows[0].attention);
-  EXPECT_NE(t.rows[0].note.find("replayed unfused: two batched cuBLASLt GEMMs"), std::string::npos) << t.rows[0].note;
+  ASSERT_TRUE(t.rows[0].attention) << t.rows[0].note;
+  ReplayOptions o;
+  o.coverage = 1.0;
+  const json plan = json::parse(replay_plan_json(t, o));
+  ASSERT_EQ(plan["items"].size(), 1u);
+  const replay::Item it = replay::item_of(plan["items"][0]);
+  EXPECT_EQ(it.tier, "attention");
+  EXPECT_EQ(it.dtype, "bf16");
+  EXPECT_EQ(it.batch, 2);
+  EXPECT_EQ(it.heads_q, 32);
+  EXPECT_EQ(it.heads_kv, 8);
+  EXPECT_EQ(it.seq_q, 1024);
+  EXPECT_EQ(it.seq_kv, 1024);
+  EXPECT_EQ(it.head_dim, 128);
+  EXPECT_TRUE(it.causal);
+  EXPECT_DOUBLE_EQ(it.scale, 0.088);
+  EXPECT_EQ(plan["items"][0]["causal_from"], "is_causal");
+  EXPECT_FALSE(predicted_with(t, plan, "attention").rows[0].proxy);
+  EXPECT_TRUE(predicted_with(t, plan, "attention_unfused").rows[0].proxy);
+}
+
+// llama-tiny's cuDNN SDPA trace (PyTorch 2.x, concrete inputs): prefill is_causal True, decode False.
+TEST(TierShapes, LlamaTraceAttentionCausalFromItsOps) {
+  static const KernelClassifier classes = KernelClassifier::load(std::string(JOULEPROF_SOURCE_DATA) + "/kernel-classes.tsv").value();
+  static const KernelClassifier tiers = KernelClassifier::load(std::string(JOULEPROF_SOURCE_DATA) + "/replay-tiers.tsv").value();
+  KernelTableOptions o;
+  o.classes = &classes;
+  o.tiers = &tiers;
+  auto t = read_kernel_table({std::string(JOULEPROF_REPLAY_DATA) + "/llama_tiny_generate.json.gz"}, o);
+  ASSERT_TRUE(t) << t.error().message;
+  int prefill = 0, decode = 0;
+  for (const KernelRow& r : t->rows) {
+    if (r.tier != "attention" || !r.attention) continue;
+    EXPECT_EQ(r.attention->causal_from, "is_causal") << r.op;
+    ASSERT_TRUE(r.attention->scale);
+    EXPECT_DOUBLE_EQ(*r.attention->scale, 0.125);
+    if (r.attention->seq_q == 16) prefill += r.attention->causal ? 1 : -100;
+    if (r.attention->seq_q == 1) decode += r.attention->causal ? -100 : 1;
+  }
+  EXPECT_GT(prefill, 0);
+  EXPECT_GT(decode, 0);
 }

@@ -28,6 +28,7 @@ using Stream = ::CUstream_st*;  // cudaStream_t
 using TensorDesc = ::cudnnTensorStruct*;
 using FilterDesc = ::cudnnFilterStruct*;
 using ConvDesc = ::cudnnConvolutionStruct*;
+using BackendDesc = void*;  // cudnnBackendDescriptor_t
 
 inline constexpr Status kSuccess = 0;
 // cudnnDataType_t

@@ -1,5 +1,6 @@
 // jouleprof-replay PLAN.json OUT.json: replays each item of a plan (written by `jouleprof replay`)
 // in isolation and measures its time and energy (docs/replay.md, "Measurement").
+// jouleprof-replay --check PLAN.json: builds and runs each item once and says which path ran.
 //
 // Per item: a CUDA graph of R back-to-back calls (R so a graph takes ~2 ms), launched without
 // gaps for a settling period, then for N trials of `trial_s` each (≥ 10 power-sample periods),
@@ -28,6 +29,7 @@
 
 #include "jouleprof/core/timebase.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
+#include "plan_item.hpp"
 #include "replay_cuda.hpp"
 #include "sensor_probe.hpp"
 #include "trials.hpp"
@@ -37,57 +39,9 @@ using namespace jouleprof;
 using jouleprof::replay::Device;
 using jouleprof::replay::Item;
 using jouleprof::replay::Round;
+using jouleprof::replay::item_of;
 
 namespace {
-
-Item item_of(const json& j) {
-  Item it;
-  it.tier = j.value("tier", "");
-  it.m = j.value("m", int64_t{0});
-  it.n = j.value("n", int64_t{0});
-  it.k = j.value("k", int64_t{0});
-  it.batch = j.value("batch", int64_t{1});
-  it.lda = j.value("lda", int64_t{0});
-  it.ldb = j.value("ldb", int64_t{0});
-  it.ldc = j.value("ldc", int64_t{0});
-  it.stride_a = j.value("stride_a", int64_t{0});
-  it.stride_b = j.value("stride_b", int64_t{0});
-  it.stride_c = j.value("stride_c", int64_t{0});
-  it.trans_a = j.value("trans_a", false);
-  it.trans_b = j.value("trans_b", false);
-  it.accumulate = j.value("accumulate", false);
-  it.weight_b = j.value("weight_b", false);
-  it.dtype = j.value("dtype", "bf16");
-  it.heads_q = j.value("heads_q", int64_t{0});
-  it.heads_kv = j.value("heads_kv", int64_t{0});
-  it.seq_q = j.value("seq_q", int64_t{0});
-  it.seq_kv = j.value("seq_kv", int64_t{0});
-  it.head_dim = j.value("head_dim", int64_t{0});
-  it.causal = j.value("causal", false);
-  auto ints = [&](const char* k) { return j.contains(k) && j[k].is_array() ? j[k].get<std::vector<int64_t>>() : std::vector<int64_t>{}; };
-  it.conv_input = ints("input");
-  it.conv_weight = ints("weight");
-  it.conv_output = ints("output");
-  it.conv_stride = ints("stride");
-  it.conv_padding = ints("padding");
-  it.conv_dilation = ints("dilation");
-  if (it.tier == "batchnorm") it.bn_input = ints("input");
-  it.groups = j.value("groups", int64_t{1});
-  it.channels_last = j.value("channels_last", false);
-  it.allow_tf32 = j.value("allow_tf32", true);
-  it.copy_kind = j.value("copy_kind", "");
-  it.bytes = j.value("bytes", uint64_t{0});
-  it.bytes_read = j.value("bytes_read", uint64_t{0});
-  it.bytes_written = j.value("bytes_written", uint64_t{0});
-  it.target_ns = j.value("target_ns", 0.0);
-  if (j.contains("grid")) {
-    for (int d = 0; d < 3; ++d) it.grid[d] = j["grid"][static_cast<std::size_t>(d)].get<int>();
-  }
-  if (j.contains("block")) {
-    for (int d = 0; d < 3; ++d) it.block[d] = j["block"][static_cast<std::size_t>(d)].get<int>();
-  }
-  return it;
-}
 
 double t_quantile_975(std::size_t dof) {
   static const double q[] = {0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
@@ -333,10 +287,14 @@ struct Engine {
       return r;
     }
     if (const std::string f = dev.fallback(); !f.empty()) {  // measured as the stand-in: its tier says so
-      r["tier"] = "other";
+      r["tier"] = item.tier == "attention" ? "attention_unfused" : "other";
       r["fallback"] = f;
-      r["fallback_of"] = item.tier;  // conv, batchnorm
+      r["fallback_of"] = item.tier;  // conv, batchnorm, attention
       progress(fmt::format("{}/{} row {}: {}", done, total, r["row"].get<int>(), f));
+    }
+    if (item.tier == "attention") {  // which path ran: cuDNN's fused SDPA or the unfused GEMMs
+      r["path"] = dev.sdpa_engine().empty() ? "unfused" : "cudnn_sdpa";
+      if (!dev.sdpa_engine().empty()) r["engine_config"] = dev.sdpa_engine();
     }
     const int reps = dev.reps();
     dev.mark(0);
@@ -503,9 +461,49 @@ std::optional<json> read_plan(const char* path) {
 
 }  // namespace
 
+// --check PLAN.json: each item built and run once (no sensor, no measurement), one line per item
+// saying which path ran (cuDNN's SDPA and its engine config, a stand-in and why, or why it was
+// skipped) and its time per call. Exit 1 when an item was skipped or stood in for its tier.
+int check(const json& plan) {
+  std::string err;
+  auto dev = Device::open(err);
+  if (!dev) {
+    std::fprintf(stderr, "jouleprof-replay: error: %s\n", err.c_str());
+    return 3;
+  }
+  const char* lib = std::getenv("JOULEPROF_CUDNN_LIB");
+  std::printf("check on %s, cuDNN %s\n", dev->name().c_str(), lib != nullptr ? lib : "libcudnn.so.9 (JOULEPROF_CUDNN_LIB unset)");
+  int bad = 0;
+  for (const json& pj : plan.value("items", json::array())) {
+    const Item item = item_of(pj);
+    const std::string why = dev->prepare(item, 20);
+    std::string path = !why.empty() ? "skipped: " + why : !dev->fallback().empty() ? dev->fallback() : item.tier;
+    if (why.empty() && item.tier == "attention" && dev->fallback().empty()) path = "cuDNN SDPA, " + dev->sdpa_engine();
+    double ms = 0;
+    if (why.empty()) {
+      dev->mark(0);
+      dev->launch(2);
+      dev->mark(1);
+      dev->synchronize();
+      ms = dev->elapsed_ms(0, 1) / 2.0 / dev->reps();
+    }
+    const std::string cuda = dev->error();
+    bad += !why.empty() || !dev->fallback().empty() || !cuda.empty();
+    std::printf("row %d %s: %s; %.4f ms per call%s\n", pj.value("row", -1), item.tier.c_str(), path.c_str(), ms,
+                cuda.empty() ? "" : ("; CUDA error: " + cuda).c_str());
+    std::fflush(stdout);
+  }
+  dev->release();
+  return bad == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--check") {
+    std::optional<json> plan = read_plan(argv[2]);
+    return plan ? check(*plan) : 2;
+  }
   if (argc != 3) {
-    std::fprintf(stderr, "usage: jouleprof-replay PLAN.json OUT.json\n");
+    std::fprintf(stderr, "usage: jouleprof-replay PLAN.json OUT.json | jouleprof-replay --check PLAN.json\n");
     return 2;
   }
   std::optional<json> plan_read = read_plan(argv[1]);

@@ -1,8 +1,8 @@
 // jouleprof-replay's CUDA side (replay_cuda.hpp): GEMMs through cuBLASLt with the traced shapes,
 // dtypes, transposes, leading dimensions and batch strides; convolutions through cuDNN (loaded at
 // run time: cudnn_conv.hpp) with the traced sizes, layout, groups and dtype; inference batch norms
-// through cuDNN (cudnn_batchnorm.hpp) with x's sizes, layout and dtype; attention as its two batched GEMMs
-// and a pass over the score matrix; copies/sets with cudaMemcpyAsync/cudaMemsetAsync (pinned
+// through cuDNN (cudnn_batchnorm.hpp) with x's sizes, layout and dtype; attention through cuDNN's
+// fused SDPA (cudnn_sdpa.hpp), else as its two batched GEMMs and a pass over the score matrix; copies/sets with cudaMemcpyAsync/cudaMemsetAsync (pinned
 // host memory: a graph cannot capture pageable copies); the rest as a memory-bound kernel with
 // the traced launch shape moving the op's bytes; time-matched proxies where shapes are unknown.
 // Each re-created kernel is a Unit: one at a time for the isolated measurements, all of a context
@@ -22,6 +22,7 @@
 
 #include "cudnn_batchnorm.hpp"
 #include "cudnn_conv.hpp"
+#include "cudnn_sdpa.hpp"
 #include "replay_cuda.hpp"
 
 namespace jouleprof::replay {
@@ -111,6 +112,7 @@ struct Ctx {
   void* scratch = nullptr;
   size_t l2_bytes = 0;
   cudnn::Session* cudnn = nullptr;  // opened at the first convolution
+  cudnn::SdpaCache* sdpa = nullptr;  // attention plans per shape
 };
 
 // The most workspace a convolution's algorithm may ask for (PyTorch allows what is free; the
@@ -139,27 +141,7 @@ class Unit {
     }
     if (it.tier == "conv") return build_conv(it);
     if (it.tier == "batchnorm") return build_batchnorm(it);
-    if (it.tier == "attention") {
-      // S = Q K^T (batch x heads, Sq x Skv x D), a pass over S (softmax's traffic), O = P V.
-      const int64_t bh = it.batch * it.heads_q;
-      if (bh <= 0 || it.seq_q <= 0 || it.seq_kv <= 0 || it.head_dim <= 0) return "empty attention shape";
-      const int64_t kv = it.causal ? std::max<int64_t>(1, (it.seq_kv + 1) / 2) : it.seq_kv;  // causal: half the keys on average
-      if (auto w = add_matmul(it.seq_q, kv, it.head_dim, bh, false, true, it.head_dim, it.head_dim, kv, it.seq_q * it.head_dim,
-                              kv * it.head_dim, it.seq_q * kv, it.dtype, false);
-          !w.empty()) {
-        return w;
-      }
-      words_read_ = words_write_ = static_cast<size_t>(bh * it.seq_q * kv) * type_size(it.dtype) / 16;
-      if ((mem_in_ = alloc(words_read_ * 16, why)) == nullptr || (mem_out_ = alloc(words_write_ * 16, why)) == nullptr) return why;
-      if (auto w = add_matmul(it.seq_q, it.head_dim, kv, bh, false, false, kv, it.head_dim, it.head_dim, it.seq_q * kv,
-                              kv * it.head_dim, it.seq_q * it.head_dim, it.dtype, false);
-          !w.empty()) {
-        return w;
-      }
-      launch_[0] = static_cast<int>(std::min<int64_t>(bh * it.seq_q, 65535));
-      launch_[1] = 128;
-      return "";
-    }
+    if (it.tier == "attention") return build_attention(it);
     if (it.tier == "copy") {
       const size_t n = std::max<uint64_t>(it.bytes, 1);
       if ((mem_out_ = alloc(n, why)) == nullptr) return why;
@@ -239,6 +221,8 @@ class Unit {
     } else if (it.tier == "batchnorm") {
       const BnSet& b = bn_sets_[next_copy_++ % bn_sets_.size()];
       bn_.run(b.x, b.y, b.params, bn_param_stride_);  // checked once in build_batchnorm
+    } else if (it.tier == "attention" && sdpa_) {
+      sdpa_->run(sdpa_packs_[next_copy_++ % sdpa_packs_.size()]);  // checked once in build_attention
     } else if (it.tier == "attention") {
       run_matmul(mm_[0]);
       memory_kernel<<<launch_[0], launch_[1], 0, st>>>(static_cast<const uint4*>(mem_in_), static_cast<uint4*>(mem_out_), words_read_,
@@ -263,9 +247,14 @@ class Unit {
 
   // Why this unit stands in for its item ("": it runs as itself).
   const std::string& fallback() const { return fallback_; }
+  // The engine config of an attention unit cuDNN's SDPA runs ("" otherwise).
+  std::string sdpa_engine() const { return sdpa_ ? sdpa_->engine : ""; }
   void set_fallback(const std::string& why) { fallback_ = why; }
 
   void release() {
+    for (cudnn::BackendDesc p : sdpa_packs_) sdpa_->drop(p);
+    sdpa_packs_.clear();
+    sdpa_.reset();
     conv_.release();
     conv_weights_.clear();
     bn_.release();
@@ -288,6 +277,62 @@ class Unit {
   }
 
  private:
+  // Attention through cuDNN's fused SDPA (cudnn_sdpa.hpp: the plan per shape from the device's
+  // cache), run once here outside any graph capture; Q, K, V and O rotated over sets that make twice
+  // the L2 cache, one set per call (each layer attends over its own activations). Without cuDNN's
+  // backend API, or a graph or shape it refuses: the unfused replay, and fallback() says why.
+  std::string build_attention(const Item& it) {
+    std::string why = it.no_sdpa ? "the CUDA graph could not capture cuDNN's SDPA" : cudnn::sdpa_refused(it);
+    if (why.empty()) why = c_.cudnn->open(c_.stream);
+    if (why.empty()) sdpa_ = c_.sdpa->get(*c_.cudnn, it, kConvWorkspace, why);
+    if (sdpa_) {
+      const cudnn::Sdpa& p = *sdpa_;
+      const size_t set_bytes = 2 * p.q_bytes + 2 * p.kv_bytes;
+      const size_t sets = std::clamp<size_t>((2 * c_.l2_bytes + set_bytes - 1) / std::max<size_t>(set_bytes, 1), 1, 64);
+      cudnn::SdpaBuffers b;
+      if ((b.workspace = alloc(p.workspace_bytes, why)) == nullptr) return why;  // out of memory: the row is skipped, as a GEMM's
+      for (size_t i = 0; i < sets; ++i) {
+        if ((b.q = alloc(p.q_bytes, why)) == nullptr || (b.k = alloc(p.kv_bytes, why)) == nullptr || (b.v = alloc(p.kv_bytes, why)) == nullptr ||
+            (b.o = alloc(p.o_bytes, why)) == nullptr) {
+          return why;
+        }
+        cudnn::BackendDesc pack = nullptr;
+        if (!(why = sdpa_->pack(b, pack)).empty()) break;
+        sdpa_packs_.push_back(pack);
+      }
+      if (why.empty()) why = sdpa_->run(sdpa_packs_[0]);
+      if (why.empty()) return "";
+      release();  // the unfused replay below allocates its own
+      item_ = it;
+    }
+    const std::string w = build_unfused(it);
+    fallback_ = cudnn::unfused_line(why);
+    return w;
+  }
+
+  // S = Q K^T (batch x heads, Sq x Skv x D), a pass over S (softmax's traffic), O = P V.
+  std::string build_unfused(const Item& it) {
+    std::string why;
+    const int64_t bh = it.batch * it.heads_q;
+    if (bh <= 0 || it.seq_q <= 0 || it.seq_kv <= 0 || it.head_dim <= 0) return "empty attention shape";
+    const int64_t kv = it.causal ? std::max<int64_t>(1, (it.seq_kv + 1) / 2) : it.seq_kv;  // causal: half the keys on average
+    if (auto w = add_matmul(it.seq_q, kv, it.head_dim, bh, false, true, it.head_dim, it.head_dim, kv, it.seq_q * it.head_dim,
+                            kv * it.head_dim, it.seq_q * kv, it.dtype, false);
+        !w.empty()) {
+      return w;
+    }
+    words_read_ = words_write_ = static_cast<size_t>(bh * it.seq_q * kv) * type_size(it.dtype) / 16;
+    if ((mem_in_ = alloc(words_read_ * 16, why)) == nullptr || (mem_out_ = alloc(words_write_ * 16, why)) == nullptr) return why;
+    if (auto w = add_matmul(it.seq_q, it.head_dim, kv, bh, false, false, kv, it.head_dim, it.head_dim, it.seq_q * kv,
+                            kv * it.head_dim, it.seq_q * it.head_dim, it.dtype, false);
+        !w.empty()) {
+      return w;
+    }
+    launch_[0] = static_cast<int>(std::min<int64_t>(bh * it.seq_q, 65535));
+    launch_[1] = 128;
+    return "";
+  }
+
   // A cuDNN forward convolution of the traced shapes, run once here (outside any graph capture:
   // cuDNN loads its kernels at the first call). Without cuDNN, or a shape it refuses, the
   // memory-bound kernel of the op's bytes stands in, as before the conv tier, and fallback() says why.
@@ -457,7 +502,9 @@ class Unit {
   cudnn::BatchNorm bn_;
   std::vector<BnSet> bn_sets_;  // one per call in turn
   size_t bn_param_stride_ = 0;
-  size_t next_copy_ = 0;  // the conv weight's / batch-norm set's copy the next call uses
+  std::shared_ptr<cudnn::Sdpa> sdpa_;          // the attention's plan (the device's cache holds it too)
+  std::vector<cudnn::BackendDesc> sdpa_packs_;  // one variant pack per Q/K/V/O set, in turn
+  size_t next_copy_ = 0;  // the conv weight's / batch-norm set's / attention set's copy the next call uses
   std::string fallback_;
   std::vector<void*> buffers_;
   void* host_ = nullptr;
@@ -495,6 +542,7 @@ class CudaDevice final : public Device {
       return false;
     }
     c_.cudnn = &cudnn_;
+    c_.sdpa = &sdpa_cache_;
     c_.workspace_bytes = 32u << 20;
     if (!ok(cudaMalloc(&c_.workspace, c_.workspace_bytes), error, "cudaMalloc(workspace)")) return false;
     if (!ok(cudaMalloc(&c_.scratch, 4096), error, "cudaMalloc")) return false;
@@ -504,6 +552,7 @@ class CudaDevice final : public Device {
   std::string name() const override { return name_; }
   int reps() const override { return reps_; }
   std::string fallback() const override { return units_.empty() ? "" : units_.back()->fallback(); }
+  std::string sdpa_engine() const override { return units_.empty() ? "" : units_.back()->sdpa_engine(); }
   std::string error() const override {
     const cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? "" : cudaGetErrorString(e);
@@ -511,13 +560,19 @@ class CudaDevice final : public Device {
 
   std::string prepare(const Item& item, int reps) override {
     const std::string why = prepare_once(item, reps);
-    // A convolution or batch norm cuDNN ran but a CUDA graph could not hold: its memory-bound stand-in, said so.
-    const bool cudnn_tier = item.tier == "conv" || item.tier == "batchnorm";
+    // A convolution or batch norm cuDNN ran but a CUDA graph could not hold: its memory-bound stand-in,
+    // said so; an attention cuDNN's SDPA ran: its unfused replay.
+    const bool attention = item.tier == "attention" && !item.no_sdpa;
+    const bool cudnn_tier = item.tier == "conv" || item.tier == "batchnorm" || attention;
     if (!cudnn_tier || (why.rfind("graph capture", 0) != 0 && why.rfind("graph instantiation", 0) != 0)) return why;
     Item other = item;
-    other.tier = "other";
+    other.tier = attention ? "attention" : "other";
+    other.no_sdpa = attention;
     const std::string again = prepare_once(other, reps);
-    if (again.empty()) units_.back()->set_fallback(cudnn::detail::stand_in(item.tier, "not captured in a CUDA graph", why));
+    if (again.empty()) {
+      units_.back()->set_fallback(attention ? cudnn::unfused_line("not captured in a CUDA graph: " + why)
+                                            : cudnn::detail::stand_in(item.tier, "not captured in a CUDA graph", why));
+    }
     return again;
   }
 
@@ -639,6 +694,7 @@ class CudaDevice final : public Device {
 
   std::string name_;
   cudnn::Session cudnn_;  // before units_: their descriptors are destroyed first
+  cudnn::SdpaCache sdpa_cache_;  // after cudnn_, before units_: plans go after the units, before the handle
   Ctx c_;
   std::vector<cudaEvent_t> events_;
   std::vector<std::unique_ptr<Unit>> units_;

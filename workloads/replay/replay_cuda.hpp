@@ -20,6 +20,8 @@ struct Item {
   // attention
   int64_t heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   bool causal = false;
+  double scale = 0;  ///< the scale of Q·Kᵀ; 0: 1/sqrt(head_dim), PyTorch's default
+  bool no_sdpa = false;  ///< the engine's retry when a CUDA graph cannot hold cuDNN's SDPA: unfused
   // conv: a cuDNN forward convolution (sizes in PyTorch's logical order: N C spatial.., K C/g kernel..)
   std::vector<int64_t> conv_input, conv_weight, conv_output, conv_stride, conv_padding, conv_dilation;
   int64_t groups = 1;
@@ -55,6 +57,8 @@ class Device {
   /// After prepare(): why the item runs as a stand-in for its tier ("" when it runs as itself), e.g.
   /// a conv without cuDNN replayed as the memory-bound kernel of its bytes.
   virtual std::string fallback() const { return ""; }
+  /// After prepare(): the engine config of an attention item cuDNN's SDPA runs ("" otherwise).
+  virtual std::string sdpa_engine() const { return ""; }
   /// Builds every unit of a context sequence (failures: `why[i]` non-empty, that unit becomes a
   /// wait kernel of its target_ns). Returns "" or why the sequence cannot be replayed.
   virtual std::string prepare_units(const std::vector<Item>& units, std::vector<std::string>& why) = 0;

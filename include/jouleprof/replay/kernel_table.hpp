@@ -30,7 +30,10 @@ struct GemmShape {
 struct AttentionShape {
   int64_t batch = 0, heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   std::string dtype;
-  bool causal = false;  ///< assumed when seq_q == seq_kv > 1 (the trace does not carry the flag)
+  bool causal = false;  ///< the op's is_causal where the trace has concrete inputs, else seq_q == seq_kv > 1
+  std::string causal_from;      ///< "is_causal", "custom_mask_type" or "guessed from seq_q == seq_kv"
+  std::optional<double> scale;  ///< the op's scale where given (else PyTorch's 1/sqrt(head_dim))
+  bool masked = false;          ///< the op had an attention mask/bias tensor (not replayed)
 };
 
 /// A forward convolution as cuDNN runs it, from its op's inputs: sizes in PyTorch's logical order,
@@ -157,8 +160,8 @@ std::string conv_item_json(const KernelRow& r);
 /// The replay plan's fields of a batchnorm row (tier, x's shape, layout, dtype, the bytes of its
 /// memory-bound fallback), as one JSON object's text; "" when the row has no batchnorm shape.
 std::string batchnorm_item_json(const KernelRow& r);
-/// Whether one replay of the row re-creates its op's whole call (a GEMM, a convolution or a batch
-/// normalization with its shape): the op's other kernels with the same count ride with it.
+/// Whether one replay of the row re-creates its op's whole call (a GEMM, a convolution, a batch
+/// normalization or a fused attention with its shape): the op's other kernels with the same count ride with it.
 bool replays_op_call(const KernelRow& r);
 
 /// One JSON document: {schema, schema_version, format, files, totals, tiers, kernels}.

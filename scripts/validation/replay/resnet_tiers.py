@@ -7,13 +7,11 @@ convolutions' sizes, strides and concrete stride/padding/dilation/groups), for t
     jouleprof measure -- python3 resnet_tiers.py --batch 32 --trace resnet.json --info info.json
 """
 import argparse
-import json
-import math
-import os
-import time
 
 import torch
 import torchvision
+
+from traced_window import report, run_traced
 
 
 def main():
@@ -25,43 +23,16 @@ def main():
     ap.add_argument("--trace", required=True, help="the PyTorch profiler's Chrome trace (.json or .json.gz)")
     ap.add_argument("--info", help="write a JSON of what ran here")
     args = ap.parse_args()
-    markers = os.environ.get("JOULEPROF_MARKERS")
-    mark = open(markers, "w", buffering=1).write if markers else (lambda line: None)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     fmt = torch.channels_last if args.channels_last else torch.contiguous_format
     torch.manual_seed(0)
     model = torchvision.models.resnet50(weights=None).cuda().eval().to(dtype=dtype, memory_format=fmt)
     x = torch.randn(args.batch, 3, 224, 224, device="cuda", dtype=dtype).to(memory_format=fmt)
-    with torch.inference_mode():
-        for _ in range(5):  # warm-up: cuDNN's algorithm choice, the allocator
-            model(x)
-        torch.cuda.synchronize()
-        t = time.time()
-        for _ in range(5):
-            model(x)
-        torch.cuda.synchronize()
-        per_iter = (time.time() - t) / 5
-        iters = max(1, math.ceil(args.seconds / per_iter))
-        acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-        prof = torch.profiler.profile(activities=acts, record_shapes=True)
-        prof.start()
-        torch.cuda.synchronize()
-        t0 = time.time()
-        mark(f"begin work t={t0:.6f}\n")
-        for _ in range(iters):
-            model(x)
-        torch.cuda.synchronize()
-        t1 = time.time()
-        mark(f"end work t={t1:.6f}\n")
-        prof.stop()
-        prof.export_chrome_trace(args.trace)
+    iters, seconds, per_iter = run_traced(lambda: model(x), args.seconds, args.trace)
     info = dict(model="resnet50", batch=args.batch, dtype=args.dtype, channels_last=args.channels_last, iterations=iters,
-                seconds=t1 - t0, untraced_iteration_s=per_iter, torch=torch.__version__, torchvision=torchvision.__version__,
+                seconds=seconds, untraced_iteration_s=per_iter, torch=torch.__version__, torchvision=torchvision.__version__,
                 cudnn=torch.backends.cudnn.version(), gpu=torch.cuda.get_device_name())
-    print(json.dumps(info))
-    if args.info:
-        with open(args.info, "w") as f:
-            json.dump(info, f)
+    report(info, args.info)
 
 
 if __name__ == "__main__":
