@@ -69,13 +69,13 @@ std::map<int, Desc> descriptors(const std::string& log) {
 }
 int id_of(const std::string& ref) { return std::stoi(ref.substr(1)); }
 
-// The operation graph's operations in order, e.g. "matmul mul max sub exp sum div matmul".
+// The operation graph's operations in order, e.g. "matmul mul max sub exp sum log add div matmul".
 std::string op_sequence(const std::map<int, Desc>& d) {
   const auto graph = std::find_if(d.begin(), d.end(), [](const auto& x) { return x.second.type == be::kOpGraph; });
   if (graph == d.end()) return "no graph";
   std::string seq, ref;
   std::istringstream ops(graph->second.attrs.at(be::kOpGraphOps));
-  const std::map<std::string, std::string> pw = {{"1", "mul"}, {"9", "sub"}, {"13", "exp"}, {"6", "div"}, {"303", "cmp_ge"}, {"601", "select"}};
+  const std::map<std::string, std::string> pw = {{"0", "add"}, {"1", "mul"}, {"9", "sub"}, {"13", "exp"}, {"15", "log"}, {"6", "div"}, {"303", "cmp_ge"}, {"601", "select"}};
   while (std::getline(ops, ref, ',')) {
     const Desc& op = d.at(id_of(ref));
     std::string name = "?";
@@ -127,7 +127,7 @@ TEST(EngineSdpa, CausalGqaBf16GraphIsTheSdpaPatternWithTransposedK) {
   cudnn::Sdpa sdpa;
   ASSERT_EQ(sdpa.plan(s, attention("bf16", 2, 32, 8, 1024, 128, true), size_t{1} << 30), "");
   const auto d = descriptors(fake.log());
-  EXPECT_EQ(op_sequence(d), "matmul mul index2 index3 cmp_ge select max sub exp sum div matmul") << fake.log();
+  EXPECT_EQ(op_sequence(d), "matmul mul index2 index3 cmp_ge select max sub exp sum log add div matmul") << fake.log();
   // Q [2,32,1024,128] BHSD; K [2,8,1024,128] read as Kᵀ [2,8,128,1024]; V, O packed; all bf16, 16-byte aligned.
   const Desc* q = tensor(d, cudnn::kUidQ);
   const Desc* k = tensor(d, cudnn::kUidK);
@@ -166,7 +166,7 @@ TEST(EngineSdpa, CausalGqaBf16GraphIsTheSdpaPatternWithTransposedK) {
   }
   EXPECT_EQ(static_cast<int>(uids.size()), tensors);
   EXPECT_EQ(scores, 9);   // S, S·scale, row and col index, mask, masked S, S - max, exp, P
-  EXPECT_EQ(rows, 2);     // max, sum
+  EXPECT_EQ(rows, 4);     // max, sum, log sum, stats = max + log sum
   // Heuristics mode A; its first config planned; 1 MiB of workspace (the fake's).
   EXPECT_TRUE(has(fake.log(), " attr=200 type=8 n=1 3\n")) << fake.log();
   EXPECT_EQ(sdpa.engine, "engine config 1 of 2 (heuristics mode A)");
@@ -192,11 +192,11 @@ TEST(EngineSdpa, NonCausalFp16GraphHasNoMaskAndTheGivenScale) {
   cudnn::Sdpa sdpa;
   ASSERT_EQ(sdpa.plan(s, it, size_t{1} << 30), "");
   const auto d = descriptors(fake.log());
-  EXPECT_EQ(op_sequence(d), "matmul mul max sub exp sum div matmul");
+  EXPECT_EQ(op_sequence(d), "matmul mul max sub exp sum log add div matmul");
   EXPECT_EQ(tensor(d, cudnn::kUidMaskValue), nullptr);
   EXPECT_EQ(tensor(d, cudnn::kUidK)->attrs.at(be::kTensorStrides), "393216,32768,1,64");
   EXPECT_EQ(tensor(d, cudnn::kUidQ)->attrs.at(be::kTensorDataType), "2");
-  EXPECT_EQ(sdpa.ops, 8u);
+  EXPECT_EQ(sdpa.ops, 10u);
   int buf[5] = {};
   cudnn::BackendDesc pack = nullptr;
   ASSERT_EQ(sdpa.pack({&buf[0], &buf[1], &buf[2], &buf[3], &buf[4]}, pack), "");

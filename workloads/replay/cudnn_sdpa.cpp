@@ -172,7 +172,7 @@ class SdpaGraph {
   std::string build(const Item& it, int dt, Handle handle) {
     const int64_t b = it.batch, hq = it.heads_q, hk = it.heads_kv, sq = it.seq_q, sk = it.seq_kv, d = it.head_dim;
     const Dims s_dims = {b, hq, sq, sk}, row = {b, hq, sq, 1}, one = {1, 1, 1, 1};
-    BackendDesc q, kt, v, out, scale, s, s_scaled, m, sub, e, z, p;
+    BackendDesc q, kt, v, out, scale, s, s_scaled, m, sub, e, z, log_z, stats, p;
     std::string w = tensor("Q", dt, {b, hq, sq, d}, packed({b, hq, sq, d}), false, false, q, kUidQ);
     // Kᵀ: K [b, hk, sk, d] read as [b, hk, d, sk] through swapped strides.
     if (w.empty()) w = tensor("K^T", dt, {b, hk, d, sk}, {hk * sk * d, sk * d, 1, d}, false, false, kt, kUidK);
@@ -192,8 +192,16 @@ class SdpaGraph {
     if (w.empty()) w = pointwise("exp", kExp, kFloat, sub, nullptr, nullptr, e);
     if (w.empty()) w = scratch("sum", row, z);
     if (w.empty()) w = reduction("sum", kReduceAdd, e, z);
-    // P in the inputs' type: the ·V matmul's A operand (as cuDNN's SDPA pattern wants it).
-    if (w.empty()) w = scratch("P = exp / sum", s_dims, p, dt);
+    // The softmax statistics max + log(sum), virtual: cuDNN's SDPA pattern is the softmax with
+    // them (without, its fused engine does not recognise the graph: "Dropout set of ops not
+    // configured correctly", cuDNN 9.19 on an H200).
+    if (w.empty()) w = scratch("log sum", row, log_z);
+    if (w.empty()) w = pointwise("log sum", kLog, kFloat, z, nullptr, nullptr, log_z);
+    if (w.empty()) w = scratch("stats = max + log sum", row, stats);
+    if (w.empty()) w = pointwise("stats = max + log sum", kAdd, kFloat, m, log_z, nullptr, stats);
+    // P, the ·V matmul's A operand, virtual in float as every intermediate of cudnn-frontend's SDPA
+    // (its graph's intermediate type). Not yet run on a GPU: docs/validation/replay.md.
+    if (w.empty()) w = scratch("P = exp / sum", s_dims, p);
     if (w.empty()) w = pointwise("P = exp / sum", kDiv, kFloat, e, z, nullptr, p);
     if (w.empty()) w = matmul("O = P V", p, v, out);
     if (!w.empty()) return w;

@@ -42,7 +42,7 @@ inline constexpr int kMatmulCompType = 1500, kOpMatmulA = 1520, kOpMatmulB = 152
 inline constexpr int kReductionOperator = 1600, kReductionCompType = 1601, kOpReductionX = 1610, kOpReductionY = 1611,
                      kOpReductionDesc = 1612;
 // cudnnPointwiseMode_t
-inline constexpr int kAdd = 0, kMul = 1, kDiv = 6, kSub = 9, kExp = 13, kCmpGe = 303, kGenIndex = 501, kBinarySelect = 601;
+inline constexpr int kAdd = 0, kMul = 1, kDiv = 6, kSub = 9, kExp = 13, kLog = 15, kCmpGe = 303, kGenIndex = 501, kBinarySelect = 601;
 // cudnnReduceTensorOp_t
 inline constexpr int kReduceAdd = 0, kReduceMax = 3;
 // cudnnBackendHeurMode_t
