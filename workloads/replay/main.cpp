@@ -493,6 +493,7 @@ int check(const json& plan) {
                 cuda.empty() ? "" : ("; CUDA error: " + cuda).c_str());
     std::fflush(stdout);
   }
+  std::printf("cuDNN version %s\n", dev->cudnn_version().empty() ? "unknown (not opened)" : dev->cudnn_version().c_str());
   dev->release();
   return bad == 0 ? 0 : 1;
 }
