@@ -56,8 +56,8 @@ export PYTHONUNBUFFERED=1 JOULEPROF_DATA_DIR=$PWD/data JOULEPROF_DB=$OUT/runs.db
 JP=$BIN/jouleprof
 if [ "${CHECK:-0}" = 1 ]; then  # cuDNN's answer to the attention graphs, in seconds
   say "check: jouleprof-replay --check of the attention items"
-  set +o pipefail
-  timeout 120 "$BIN/jouleprof-replay" --check scripts/validation/replay/attention_check_plan.json 2>&1 | tee -a "$LOG" "$OUT/check.txt"
+  set +o pipefail  # cuDNN's own log of its errors (level 1) on stderr: why a descriptor was refused
+  CUDNN_LOGLEVEL_DBG=${CUDNN_LOGLEVEL_DBG:-1} CUDNN_LOGDEST_DBG=stderr timeout 120 "$BIN/jouleprof-replay" --check scripts/validation/replay/attention_check_plan.json 2>&1 | tee -a "$LOG" "$OUT/check.txt"
   echo "check exit status: ${PIPESTATUS[0]} (0: every item through cuDNN SDPA)" | tee -a "$LOG"
   echo "device seconds in this script: $(( $(date +%s) - T0 ))" | tee -a "$LOG"
   exit 0

@@ -92,6 +92,28 @@ std::string op_sequence(const std::map<int, Desc>& d) {
   return seq;
 }
 
+// The graph's dataflow by tensor uid, op by op: "matmul(1,2>100) mul(100,5>101) ...".
+std::string dataflow(const std::map<int, Desc>& d) {
+  const auto graph = std::find_if(d.begin(), d.end(), [](const auto& x) { return x.second.type == be::kOpGraph; });
+  if (graph == d.end()) return "no graph";
+  auto uid = [&](const Desc& op, int attr) { return op.attrs.count(attr) != 0 ? d.at(id_of(op.attrs.at(attr))).attrs.at(be::kTensorUid) : ""; };
+  std::string flow, ref;
+  std::istringstream ops(graph->second.attrs.at(be::kOpGraphOps));
+  while (std::getline(ops, ref, ',')) {
+    const Desc& op = d.at(id_of(ref));
+    std::vector<int> in = {be::kOpPwX, be::kOpPwB, be::kOpPwT};
+    int out = be::kOpPwY;
+    if (op.type == be::kOpMatmul) in = {be::kOpMatmulA, be::kOpMatmulB}, out = be::kOpMatmulC;
+    if (op.type == be::kOpReduction) in = {be::kOpReductionX}, out = be::kOpReductionY;
+    std::string args;
+    for (int a : in) {
+      if (op.attrs.count(a) != 0) args += (args.empty() ? "" : ",") + uid(op, a);
+    }
+    flow += (flow.empty() ? "" : " ") + std::string("(") + args + ">" + uid(op, out) + ")";
+  }
+  return flow;
+}
+
 // The tensor of uid `uid`.
 const Desc* tensor(const std::map<int, Desc>& d, int64_t uid) {
   for (const auto& [id, t] : d) {
@@ -128,6 +150,10 @@ TEST(EngineSdpa, CausalGqaBf16GraphIsTheSdpaPatternWithTransposedK) {
   ASSERT_EQ(sdpa.plan(s, attention("bf16", 2, 32, 8, 1024, 128, true), size_t{1} << 30), "");
   const auto d = descriptors(fake.log());
   EXPECT_EQ(op_sequence(d), "matmul mul index2 index3 cmp_ge select max sub exp sum log add div matmul") << fake.log();
+  // Q·Kᵀ → ·scale → the mask's indices of the scaled scores → select(scaled, mask value, row ≥ col) →
+  // max, sub, exp, sum, log sum, stats = max + log sum, div of the masked scores → ·V into O.
+  EXPECT_EQ(dataflow(d), "(1,2>100) (100,5>101) (101>102) (101>103) (102,103>104) (101,6,104>105) (105>106) (105,106>107) (107>108) (108>109) "
+                         "(109>110) (106,110>111) (108,109>112) (112,3>4)");
   // Q [2,32,1024,128] BHSD; K [2,8,1024,128] read as Kᵀ [2,8,128,1024]; V, O packed; all bf16, 16-byte aligned.
   const Desc* q = tensor(d, cudnn::kUidQ);
   const Desc* k = tensor(d, cudnn::kUidK);
@@ -193,6 +219,7 @@ TEST(EngineSdpa, NonCausalFp16GraphHasNoMaskAndTheGivenScale) {
   ASSERT_EQ(sdpa.plan(s, it, size_t{1} << 30), "");
   const auto d = descriptors(fake.log());
   EXPECT_EQ(op_sequence(d), "matmul mul max sub exp sum log add div matmul");
+  EXPECT_EQ(dataflow(d), "(1,2>100) (100,5>101) (101>102) (101,102>103) (103>104) (104>105) (105>106) (102,106>107) (104,105>108) (108,3>4)");
   EXPECT_EQ(tensor(d, cudnn::kUidMaskValue), nullptr);
   EXPECT_EQ(tensor(d, cudnn::kUidK)->attrs.at(be::kTensorStrides), "393216,32768,1,64");
   EXPECT_EQ(tensor(d, cudnn::kUidQ)->attrs.at(be::kTensorDataType), "2");

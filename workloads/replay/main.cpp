@@ -294,7 +294,10 @@ struct Engine {
     }
     if (item.tier == "attention") {  // which path ran: cuDNN's fused SDPA or the unfused GEMMs
       r["path"] = dev.sdpa_engine().empty() ? "unfused" : "cudnn_sdpa";
-      if (!dev.sdpa_engine().empty()) r["engine_config"] = dev.sdpa_engine();
+      if (!dev.sdpa_engine().empty()) {
+        r["engine_config"] = dev.sdpa_engine();
+        progress(fmt::format("{}/{} row {}: attention through cuDNN SDPA ({})", done, total, r["row"].get<int>(), dev.sdpa_engine()));
+      }
     }
     const int reps = dev.reps();
     dev.mark(0);
@@ -493,6 +496,7 @@ int check(const json& plan) {
                 cuda.empty() ? "" : ("; CUDA error: " + cuda).c_str());
     std::fflush(stdout);
   }
+  std::printf("cuDNN version %s\n", dev->cudnn_version().empty() ? "unknown (not opened)" : dev->cudnn_version().c_str());
   dev->release();
   return bad == 0 ? 0 : 1;
 }

@@ -553,6 +553,7 @@ class CudaDevice final : public Device {
   int reps() const override { return reps_; }
   std::string fallback() const override { return units_.empty() ? "" : units_.back()->fallback(); }
   std::string sdpa_engine() const override { return units_.empty() ? "" : units_.back()->sdpa_engine(); }
+  std::string cudnn_version() const override { return cudnn_.version(); }
   std::string error() const override {
     const cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? "" : cudaGetErrorString(e);

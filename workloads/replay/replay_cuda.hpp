@@ -59,6 +59,8 @@ class Device {
   virtual std::string fallback() const { return ""; }
   /// After prepare(): the engine config of an attention item cuDNN's SDPA runs ("" otherwise).
   virtual std::string sdpa_engine() const { return ""; }
+  /// cuDNN's version once a cuDNN tier opened it ("" before, or without cuDNN).
+  virtual std::string cudnn_version() const { return ""; }
   /// Builds every unit of a context sequence (failures: `why[i]` non-empty, that unit becomes a
   /// wait kernel of its target_ns). Returns "" or why the sequence cannot be replayed.
   virtual std::string prepare_units(const std::vector<Item>& units, std::vector<std::string>& why) = 0;
