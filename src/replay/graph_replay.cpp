@@ -981,17 +981,10 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
                                     " transformers' StaticCache write position, must be reset inside the step; docs/replay.md)");
   }
   dev.clear_error();
-  if (!o.rows) {
-    rp.release_step();
-    dev.release();
-    R.warnings.push_back("rows off: the whole step only, no node replayed alone");
-    std::vector<Work> none;
-    assemble_prediction(none, {}, R);
-    return R;
-  }
-
-  std::vector<Work> work(L.groups.size());
-  for (std::size_t g = 0; g < L.groups.size(); ++g) {
+  // Rows off: no group is timed or measured alone; the prediction is the whole step's only.
+  std::vector<Work> work(o.rows ? L.groups.size() : 0);
+  if (!o.rows) R.warnings.push_back("rows off: the whole step only, no node replayed alone");
+  for (std::size_t g = 0; g < work.size(); ++g) {
     Work& w = work[g];
     w.row.group = L.groups[g];
     for (std::size_t i : listed->members[g]) w.members.push_back(&listed->raw[i]);
