@@ -114,6 +114,18 @@ std::string dataflow(const std::map<int, Desc>& d) {
   return flow;
 }
 
+// Each matmul's A and B data types, "A/B" per matmul: cuDNN's backend refuses a matmul whose
+// operands differ ("A and B need to have the same datatype in the matmul", cuDNN 9.19 on an H200).
+std::string matmul_operand_types(const std::map<int, Desc>& d) {
+  std::string out;
+  for (const auto& [id, op] : d) {
+    if (op.type != be::kOpMatmul) continue;
+    auto type = [&](int attr) { return d.at(id_of(op.attrs.at(attr))).attrs.at(be::kTensorDataType); };
+    out += (out.empty() ? "" : " ") + type(be::kOpMatmulA) + "/" + type(be::kOpMatmulB);
+  }
+  return out;
+}
+
 // The tensor of uid `uid`.
 const Desc* tensor(const std::map<int, Desc>& d, int64_t uid) {
   for (const auto& [id, t] : d) {
@@ -193,6 +205,7 @@ TEST(EngineSdpa, CausalGqaBf16GraphIsTheSdpaPatternWithTransposedK) {
   EXPECT_EQ(static_cast<int>(uids.size()), tensors);
   EXPECT_EQ(scores, 9);   // S, S·scale, row and col index, mask, masked S, S - max, exp, P
   EXPECT_EQ(rows, 4);     // max, sum, log sum, stats = max + log sum
+  EXPECT_EQ(matmul_operand_types(d), "9/9 9/9");  // Q·Kᵀ and P·V, P in the I/O type (bf16)
   // Heuristics mode A; its first config planned; 1 MiB of workspace (the fake's).
   EXPECT_TRUE(has(fake.log(), " attr=200 type=8 n=1 3\n")) << fake.log();
   EXPECT_EQ(sdpa.engine, "engine config 1 of 2 (heuristics mode A)");

@@ -199,9 +199,10 @@ class SdpaGraph {
     if (w.empty()) w = pointwise("log sum", kLog, kFloat, z, nullptr, nullptr, log_z);
     if (w.empty()) w = scratch("stats = max + log sum", row, stats);
     if (w.empty()) w = pointwise("stats = max + log sum", kAdd, kFloat, m, log_z, nullptr, stats);
-    // P, the ·V matmul's A operand, virtual in float as every intermediate of cudnn-frontend's SDPA
-    // (its graph's intermediate type). Not yet run on a GPU: docs/validation/replay.md.
-    if (w.empty()) w = scratch("P = exp / sum", s_dims, p);
+    // P, the ·V matmul's A operand, virtual in the I/O type: the backend wants both of that
+    // matmul's operands in one type (cudnn-frontend sets it so; in float, cuDNN 9.19 on an H200
+    // refused the graph: "A and B need to have the same datatype in the matmul").
+    if (w.empty()) w = scratch("P = exp / sum", s_dims, p, dt);
     if (w.empty()) w = pointwise("P = exp / sum", kDiv, kFloat, e, z, nullptr, p);
     if (w.empty()) w = matmul("O = P V", p, v, out);
     if (!w.empty()) return w;
