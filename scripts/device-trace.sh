@@ -124,7 +124,8 @@ for step in "$@"; do
       # entirely (JOULEPROF_TRACE_KERNELS=0: NVTX ranges only, the off phase's floor), S --sample
       # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), T full
       # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
-      # static cache, CUDA graphs) untraced and traced, warm-up and compile excluded. Sampled runs
+      # static cache, CUDA graphs) untraced and traced (CT: graph-level records, the default; CN:
+      # --cuda-graph-trace node, each node's kernel), warm-up and compile excluded. Sampled runs
       # keep their switch logs (how long each switch's CUPTI calls took). Each variant that fails
       # prints its error line and the others go on. SC_CONFIGS, ROUNDS (3; C_ROUNDS 2 for CU/CT),
       # SC_SECONDS (2) timed per process. ~8 s a process (Python start, model, warm-up), ~20 s a
@@ -150,6 +151,7 @@ for step in "$@"; do
             K) cmd=("${HFS[@]}" --annotate --kineto-cuda) ;;
             CU) cmd=("${HFS[@]}" --compile) ;;
             CT) cmd=("${TR[@]}" -- "${HFS[@]}" --compile) ;;
+            CN) cmd=("${TR[@]}" --cuda-graph-trace node -- "${HFS[@]}" --compile) ;;
             *) echo "sampledcost: unknown configuration $cfg" | tee -a "$LOG"; continue ;;
           esac
           res=$(timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | grep "^hf_generate"); rc=${PIPESTATUS[0]}

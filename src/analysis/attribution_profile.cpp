@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <re2/re2.h>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "attribution_stages.hpp"
 #include "jouleprof/analysis/attribution_replay.hpp"
 #include "jouleprof/analysis/trace_profile.hpp"
+#include "jouleprof/trace/format.hpp"
 
 namespace jouleprof {
 namespace {
@@ -283,6 +285,18 @@ std::vector<Attribution> attribute_gpu(AttributionInput& per_act, const TracePro
 void finish_warnings(const TraceData& t, TraceProfile& p) {
   if (p.dropped > 0) p.warnings.push_back(fmt::format("CUPTI dropped {} activity records: kernel energies are incomplete", p.dropped));
   if (t.activities.empty()) p.warnings.push_back("no CUDA activity was recorded (does the program use the GPU?)");
+  std::size_t graph_launches = 0;
+  std::set<uint32_t> graphs;
+  for (const Activity& a : t.activities) {
+    if (a.kind != Activity::Kind::kernel || a.graph_id == 0 || a.name.str().rfind(trace_format::kGraphRecordPrefix, 0) != 0) continue;
+    ++graph_launches;
+    graphs.insert(a.graph_id);
+  }
+  if (graph_launches > 0) {
+    p.warnings.push_back(fmt::format("{} launches of {} CUDA graph{} recorded whole, one record each: their kernels are not listed "
+                                     "one by one (`--cuda-graph-trace node` lists them, at ~0.3 us more per node and launch)",
+                                     graph_launches, graphs.size(), graphs.size() == 1 ? "" : "s"));
+  }
   if (t.processes.empty()) {
     p.warnings.push_back("no traced process: the command never initialised CUDA (or CUDA_INJECTION64_PATH was not honoured)");
     p.complete = false;

@@ -42,6 +42,7 @@ struct TraceFlags {
   std::string inject_lib, cupti_lib;
   std::string db;
   bool record_sync = false, record_launches = false, no_store = false, quiet = false;
+  std::string cuda_graph_trace = "graph";
   std::vector<std::string> command;
   std::string sample;                   ///< --sample P%: kernels traced P% of each period
   double sample_period_s = 1;
@@ -126,6 +127,7 @@ Result<TraceRunOptions> run_options(const TraceFlags& f) {
   o.keep_dir = f.keep_dir;
   o.record_sync = f.record_sync;
   o.record_launches = f.record_launches;
+  o.graph_nodes = f.cuda_graph_trace == "node";
   o.measure.command = f.command;
   o.measure.invocation = invocation();
   if (auto a = apply_measuring_flags(f.measuring, o.measure); !a) return a.error();
@@ -215,6 +217,11 @@ Runner add_trace(CLI::App& app) {
   c->add_flag("--record-launches", f->record_launches,
               "also record every launch call: ties kernels to NVTX ranges opened on other threads than their launch, "
               "and checks the range anchors (costs ~10% on launch-bound programs)");
+  c->add_option("--cuda-graph-trace", f->cuda_graph_trace,
+                 "graph: one record per CUDA graph launch (its kernels not listed one by one; cheapest); node: each node's "
+                 "kernel (~0.3 us more per node and launch, H200)")
+      ->check(CLI::IsMember({"graph", "node"}))
+      ->capture_default_str();
   c->add_option("--sample", f->sample,
                 "sampled mode: record kernels and copies only P% of each --sample-period (e.g. 10%), NVTX ranges always; the tables "
                 "apply the traced windows' shares to the whole run's energy");
@@ -242,7 +249,7 @@ Runner add_trace(CLI::App& app) {
                 "attribute a traced run of the store again (ID, last or last~N) with the options given: nothing is run or stored");
   c->add_option("command", f->command, "the program and its arguments, after --")->expected(-1);
   for (const char* name : {"--device", "--gpus", "--idle", "--idle-from", "--period-ms", "--tag", "--keep-trace", "--record-sync",
-                           "--record-launches", "--sample", "--sample-period", "--inject-lib", "--cupti-lib", "--nvml-lib", "--sim-power",
+                           "--record-launches", "--cuda-graph-trace", "--sample", "--sample-period", "--inject-lib", "--cupti-lib", "--nvml-lib", "--sim-power",
                            "--no-cpu"}) {
     f->run_only.push_back(c->get_option(name));
   }

@@ -113,6 +113,7 @@ std::vector<std::string> tracing_env(const TraceRunOptions& o, const std::string
   std::vector<std::string> env = {"CUDA_INJECTION64_PATH=" + inject, std::string(trace_format::kDirEnv) + "=" + dir};
   if (o.record_sync) env.push_back(std::string(trace_format::kSyncEnv) + "=1");
   if (o.record_launches) env.push_back(std::string(trace_format::kLaunchesEnv) + "=1");
+  if (o.graph_nodes) env.push_back(std::string(trace_format::kGraphsEnv) + "=node");
   if (o.sample_percent > 0) {
     env.push_back(fmt::format("{}={}", trace_format::kSampleEnv, o.sample_percent));
     env.push_back(fmt::format("{}={}", trace_format::kSamplePeriodEnv, o.sample_period_s * 1000));

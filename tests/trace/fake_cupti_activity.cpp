@@ -1,7 +1,8 @@
 // A fake libcupti with the activity API the injection library uses (src/trace/inject/
 // cupti_entry_points.def), for the pause/resume end-to-end test: kinds and driver-API records are
 // enabled and disabled as asked, a "launch" (fake_cupti_launch, called by the probe program) makes
-// one kernel record while CONCURRENT_KERNEL is enabled, and a flush hands the queued records to the
+// one kernel record while CONCURRENT_KERNEL is enabled (a graph launch, fake_cupti_graph_launch,
+// one graph-level record or one per node), and a flush hands the queued records to the
 // registered buffer callbacks. Its clock is a counter (1 µs a reading), not the host's.
 #include <cupti.h>
 
@@ -110,6 +111,46 @@ FAKE_EXPORT void fake_cupti_launch(const char* name) {
   k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
   k.name = name;  // a string literal of the caller: lives as long as the process
   g_queued.push_back(k);
+}
+
+/// A CUDA graph launch of `nodes` kernels named `name`: one graph-level record while GRAPH_TRACE is
+/// enabled (CUPTI then records no node of a graph, seen on an H200), else one kernel record per
+/// node while CONCURRENT_KERNEL is. A record lies in a kernel record's slot of the buffer.
+FAKE_EXPORT void fake_cupti_graph_launch(uint32_t graph_id, int nodes, const char* name) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_correlation;
+  const uint64_t start = g_clock += 1000;
+  if (g_kinds.count(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) != 0) {
+    CUpti_ActivityGraphTrace2 g{};
+    g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+    g.start = start;
+    g.end = g_clock += 1000 * static_cast<uint64_t>(nodes);
+    g.correlationId = g_correlation;
+    g.graphId = graph_id;
+    CUpti_ActivityKernel10 slot{};
+    static_assert(sizeof(g) <= sizeof(slot));
+    std::memcpy(&slot, &g, sizeof(g));
+    g_queued.push_back(slot);
+    return;
+  }
+  if (g_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0) return;
+  for (int i = 0; i < nodes; ++i) {
+    CUpti_ActivityKernel10 k{};
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = g_clock += 1000;
+    k.end = g_clock += 1000;
+    k.correlationId = g_correlation;
+    k.graphId = graph_id;
+    k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
+    k.name = name;
+    g_queued.push_back(k);
+  }
+}
+
+/// Whether an activity kind is enabled now.
+FAKE_EXPORT int fake_cupti_kind_on(int kind) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_kinds.count(kind) != 0 ? 1 : 0;
 }
 
 /// Whether kernel records and the anchor's driver-API records are enabled now.

@@ -5,6 +5,7 @@
 // library writes its file.
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -40,5 +41,12 @@ int main() {
   std::printf("resume=%d\n", jouleprof::trace_pause::resume() ? 1 : 0);
   state("resumed");
   for (int i = 0; i < 2; ++i) launch("recorded_after_kernel");
+  // A CUDA graph of 3 kernels, launched twice: graph-level records unless
+  // $JOULEPROF_TRACE_CUDA_GRAPHS=node.
+  auto graph_launch = reinterpret_cast<void (*)(uint32_t, int, const char*)>(dlsym(fake, "fake_cupti_graph_launch"));
+  auto kind_on = reinterpret_cast<int (*)(int)>(dlsym(fake, "fake_cupti_kind_on"));
+  if (graph_launch == nullptr || kind_on == nullptr) return 4;
+  std::printf("graph-level=%d\n", kind_on(51));  // CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+  for (int i = 0; i < 2; ++i) graph_launch(7, 3, "graph_node_kernel");
   return 0;
 }

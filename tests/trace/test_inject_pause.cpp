@@ -285,7 +285,8 @@ TEST(InjectPause, TheLibraryPausesOverAFakeCupti) {
             "pause=1\n"
             "paused recording=0 kernels=0 anchor=1\n"
             "resume=1\n"
-            "resumed recording=1 kernels=1 anchor=1\n")
+            "resumed recording=1 kernels=1 anchor=1\n"
+            "graph-level=1\n")
       << r.err;
   auto t = read_trace_dir(dir);
   ASSERT_TRUE(t) << t.error().message;
@@ -297,10 +298,38 @@ TEST(InjectPause, TheLibraryPausesOverAFakeCupti) {
   }
   EXPECT_EQ(kernels, (std::vector<std::string>{"recorded_before_kernel", "recorded_before_kernel",
                                                "recorded_before_kernel", "recorded_after_kernel",
-                                               "recorded_after_kernel"}));
+                                               "recorded_after_kernel", "CUDA graph 7", "CUDA graph 7"}));
   read_sample_logs(dir, *t);
   ASSERT_EQ(t->processes[0].pauses_ns.size(), 1u);
   EXPECT_LT(t->processes[0].pauses_ns[0].first, t->processes[0].pauses_ns[0].second);
   EXPECT_TRUE(t->warnings.empty());
+  fs::remove_all(dir);
+}
+
+// `trace --cuda-graph-trace node`: the graph-level kind stays off and each node's kernel is
+// recorded, with its graph's id.
+TEST(InjectPause, GraphNodesRecordedOneByOneOnRequest) {
+  const std::string dir = temp_dir("jp-graph-nodes");
+  const auto r =
+      jp_test::run_program(JOULEPROF_PAUSE_PROBE, {},
+                           {std::string("CUDA_INJECTION64_PATH=") + JOULEPROF_INJECT_LIB,
+                            std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY,
+                            "JOULEPROF_TRACE_DIR=" + dir, "JOULEPROF_TRACE_CUDA_GRAPHS=node"},
+                           "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("graph-level=0\n"), std::string::npos) << r.out;
+  auto t = read_trace_dir(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  int nodes = 0, graphs = 0;
+  for (const Activity& a : t->activities) {
+    if (a.kind != Activity::Kind::kernel) continue;
+    if (a.name == "graph_node_kernel") {
+      ++nodes;
+      EXPECT_EQ(a.graph_id, 7u);
+    }
+    if (a.name.str().rfind("CUDA graph", 0) == 0) ++graphs;
+  }
+  EXPECT_EQ(nodes, 6);
+  EXPECT_EQ(graphs, 0);
   fs::remove_all(dir);
 }

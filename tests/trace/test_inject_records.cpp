@@ -182,6 +182,42 @@ TEST(InjectRecords, ReplayedCuptiBufferBecomesATraceFile) {
   fs::remove_all(dir);
 }
 
+// A graph-level record (CUPTI_ACTIVITY_KIND_GRAPH_TRACE: one launch of a whole CUDA graph) is a
+// kernel activity named by its graph, with the graph's id and the launch's correlation.
+TEST(InjectRecords, AGraphLaunchRecordIsOneActivityNamedByItsGraph) {
+  Recorded buf;
+  CUpti_ActivityGraphTrace2 g{};
+  g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+  g.start = 2000;
+  g.end = 9000;
+  g.deviceId = 0;
+  g.streamId = 7;
+  g.correlationId = 41;
+  g.graphId = 12;
+  buf.add(g);
+  const std::string dir = (fs::temp_directory_path() / ("jp-inject-graph-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  inject::TraceWriter w;
+  ASSERT_TRUE(w.open(dir, 4322, 1, 0, CUPTI_API_VERSION)) << w.error();
+  {
+    std::lock_guard<std::mutex> lock(w.lock());
+    EXPECT_EQ(inject::convert_buffer(buf.bytes.data(), buf.bytes.size(), replay_next, w), 1u);
+    w.commit();
+    w.close(0);
+  }
+  auto t = read_trace_dir(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->activities.size(), 1u);
+  const Activity& a = t->activities[0];
+  EXPECT_EQ(a.kind, Activity::Kind::kernel);
+  EXPECT_EQ(a.name, "CUDA graph 12");
+  EXPECT_EQ(a.graph_id, 12u);
+  EXPECT_EQ(a.correlation, 41u);
+  EXPECT_EQ(a.end_ns - a.start_ns, 7000);
+  fs::remove_all(dir);
+}
+
 TEST(InjectRecords, WriterReportsAnUnwritableDirectory) {
   inject::TraceWriter w;
   EXPECT_FALSE(w.open("/nonexistent/dir", 1, 1, 0, 0));

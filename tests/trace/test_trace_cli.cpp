@@ -119,18 +119,22 @@ TEST(TraceCli, ProgramWithoutCudaIsAFailedTraceStoredOrNot) {
   }
 }
 
-// Synchronisation records are requested from the injection library only with --record-sync.
+// Synchronisation records are requested from the injection library only with --record-sync;
+// CUDA graphs node by node only with --cuda-graph-trace node.
 TEST(TraceCli, RecordSyncAndLaunchesArePassedToTheInjectionLibraryOnlyWhenAsked) {
   Env e;
-  const std::string probe = "echo \"sync=${JOULEPROF_TRACE_SYNC:-unset} launches=${JOULEPROF_TRACE_LAUNCHES:-unset}\" > " + e.dir +
-                            "/env.txt";
+  const std::string probe = "echo \"sync=${JOULEPROF_TRACE_SYNC:-unset} launches=${JOULEPROF_TRACE_LAUNCHES:-unset} "
+                            "graphs=${JOULEPROF_TRACE_CUDA_GRAPHS:-unset}\" > " + e.dir + "/env.txt";
   // The probe uses no CUDA, so each trace is a failed one (exit 3); the environment is what is checked.
   auto off = e.run({"--no-store", "-q", "--", "/bin/sh", "-c", probe});
   ASSERT_EQ(off.exit_code, 3) << off.err;
-  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=unset launches=unset\n");
-  auto on = e.run({"--no-store", "-q", "--record-sync", "--record-launches", "--", "/bin/sh", "-c", probe});
+  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=unset launches=unset graphs=unset\n");
+  auto on = e.run({"--no-store", "-q", "--record-sync", "--record-launches", "--cuda-graph-trace", "node", "--", "/bin/sh", "-c", probe});
   ASSERT_EQ(on.exit_code, 3) << on.err;
-  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=1 launches=1\n");
+  EXPECT_EQ(jp_test::slurp_file(e.dir + "/env.txt"), "sync=1 launches=1 graphs=node\n");
+  auto bad = e.run({"--no-store", "-q", "--cuda-graph-trace", "kernels", "--", "/bin/sh", "-c", probe});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--cuda-graph-trace"), std::string::npos) << bad.err;
 }
 
 TEST(TraceCli, BadInputIsOneLineAndExitTwo) {

@@ -694,3 +694,27 @@ TEST(TraceProfile, PausedTimeIsLeftOutAndSaid) {
   EXPECT_EQ(text.find("sampled: kernels traced"), std::string::npos) << text;
   EXPECT_NE(paused.m.sections.at("trace").find("\"paused_s\""), std::string::npos);
 }
+
+// Graph-level records (`--cuda-graph-trace graph`, the default): each launch of a CUDA graph is one
+// kernel activity named "CUDA graph N"; the run's energy goes to them as to kernels, and one line
+// says how many launches of how many graphs were recorded whole.
+TEST(TraceProfile, GraphLevelRecordsAreAttributedAndSaidInOneLine) {
+  double gj = 0, ej = 0;
+  SynthRun r = make_run(two_classes(0.010, 4, 650, 300, &gj, &ej), 4);
+  int n = 0;
+  for (Activity& a : r.t.activities) {
+    if (a.kind != Activity::Kind::kernel || n++ % 2 != 0) continue;
+    a.graph_id = n % 4 == 1 ? 3 : 5;
+    a.name = std::string("CUDA graph ") + std::to_string(a.graph_id);
+  }
+  auto p = analyze_placed_trace(r.m, r.t, classifier());
+  ASSERT_TRUE(p) << p.error().message;
+  const std::string line = "launches of 2 CUDA graphs recorded whole, one record each";
+  const auto w = std::find_if(p->warnings.begin(), p->warnings.end(), [&](const std::string& s) { return s.find(line) != std::string::npos; });
+  ASSERT_NE(w, p->warnings.end()) << ::testing::PrintToString(p->warnings);
+  EXPECT_EQ(w->rfind(std::to_string((n + 1) / 2) + " launches", 0), 0u) << *w;
+  bool graph_row = false;
+  for (const auto& k : p->kernels) graph_row |= k.name.rfind("CUDA graph ", 0) == 0;
+  EXPECT_TRUE(graph_row);
+  expect_physical(p->gpus[0]);
+}

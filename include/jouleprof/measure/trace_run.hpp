@@ -21,6 +21,7 @@ struct TraceRunOptions {
   std::string cupti_lib;          ///< empty: $JOULEPROF_CUPTI_LIB, else the CUDA toolkit's
   std::string keep_dir;           ///< keep the per-process files here (empty: a temporary folder, removed)
   bool record_sync = false, record_launches = false;
+  bool graph_nodes = false;       ///< each CUDA graph node's records (`--cuda-graph-trace node`); default one per graph launch
   double sample_percent = 0;      ///< sampled mode: kernels traced this % of each period (0: all)
   double sample_period_s = 1;     ///< sampled mode's period
   std::string replay;             ///< replayed kernels: a `jouleprof replay --json` file, or a stored replay run

@@ -26,6 +26,10 @@ inline constexpr const char* kBufferEnv = "JOULEPROF_TRACE_BUFFER_MB"; ///< CUPT
 inline constexpr const char* kFlushEnv = "JOULEPROF_TRACE_FLUSH_MS";   ///< periodic flush (default 500)
 inline constexpr const char* kSyncEnv = "JOULEPROF_TRACE_SYNC";        ///< "1": also record synchronisation
 inline constexpr const char* kLaunchesEnv = "JOULEPROF_TRACE_LAUNCHES"; ///< "1": also record every launch call
+inline constexpr const char* kGraphsEnv = "JOULEPROF_TRACE_CUDA_GRAPHS"; ///< "node": each graph node's records; else one per graph launch
+/// The name of a graph-level record (one per CUDA graph launch, its nodes not recorded one by one):
+/// this prefix and the graph's id.
+inline constexpr const char* kGraphRecordPrefix = "CUDA graph ";
 inline constexpr const char* kSampleEnv = "JOULEPROF_TRACE_SAMPLE";     ///< sampled mode: percent of each period traced
 inline constexpr const char* kSamplePeriodEnv = "JOULEPROF_TRACE_SAMPLE_PERIOD_MS"; ///< sampled mode's period (default 1000)
 

@@ -18,10 +18,11 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from issue33_summary import load  # noqa: E402
 
-BASES = {"N": "U", "S": "U", "SS": "U", "T": "U", "K": "U", "CT": "CU"}
+BASES = {"N": "U", "S": "U", "SS": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU"}
 NAMES = {"U": "untraced", "N": "traced, kernels off (NVTX only)", "S": "--sample 10% (1 s period)",
          "SS": "--sample 10% (0.25 s period)", "T": "full trace", "K": "torch.profiler (CUDA activity)",
-         "CU": "compiled decoder, untraced", "CT": "compiled decoder, traced"}
+         "CU": "compiled decoder, untraced", "CT": "compiled decoder, traced (graph-level records)",
+         "CN": "compiled decoder, traced node by node (--cuda-graph-trace node)"}
 
 
 def switch_costs(out):
@@ -47,7 +48,7 @@ def compile_lines(path):
     """The compiled runs' warm-up (compile and capture, excluded from the timed calls) and graph counts."""
     for line in open(path):
         parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] in ("CU", "CT") and parts[1] == "hf_generate":
+        if len(parts) == 3 and parts[0] in ("CU", "CT", "CN") and parts[1] == "hf_generate":
             d = json.loads(parts[2])
             print(f"{parts[0]}: warm-up with compile {d.get('warmup_s', float('nan')):.1f} s, graphs compiled {d.get('compiled_graphs')}")
 

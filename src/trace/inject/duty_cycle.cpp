@@ -32,6 +32,8 @@ void write_line(int fd, const char* text, int n) {
 
 bool kernels_off(const char* value) { return value != nullptr && std::strcmp(value, "0") == 0; }
 
+bool graphs_by_node(const char* value) { return value != nullptr && std::strcmp(value, "node") == 0; }
+
 DutyCycle duty_cycle_from(const char* percent, const char* period_ms) {
   double p = 0, ms = 1000;
   if (!parse_number(percent, p) || !(p > 0 && p < 100)) return {};

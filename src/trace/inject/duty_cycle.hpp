@@ -20,6 +20,10 @@ namespace jouleprof::inject {
 inline constexpr const char* kKernelsEnv = "JOULEPROF_TRACE_KERNELS";
 bool kernels_off(const char* value);
 
+/// $JOULEPROF_TRACE_CUDA_GRAPHS (`trace --cuda-graph-trace`): "node" records each graph node's
+/// kernel; anything else (the default) one record per graph launch, as Nsight Systems does.
+bool graphs_by_node(const char* value);
+
 /// $JOULEPROF_TRACE_SAMPLE (percent, 0 < P < 100) and $JOULEPROF_TRACE_SAMPLE_PERIOD_MS (default
 /// 1000) as a duty cycle; inactive (full tracing) when unset or not a valid number.
 trace_format::DutyCycle duty_cycle_from(const char* percent, const char* period_ms);

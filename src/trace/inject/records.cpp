@@ -1,6 +1,7 @@
 #include "records.hpp"
 
 #include <cstring>
+#include <string>
 
 namespace jouleprof::inject {
 
@@ -41,6 +42,21 @@ bool convert_record(const CUpti_Activity* a, TraceWriter& w) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(a);
       w.add(RecordType::kernel, kernel_record(*k, w));
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
+      // One launch of a whole graph: a kernel-like record named by the graph (format.hpp).
+      const auto* g = reinterpret_cast<const CUpti_ActivityGraphTrace2*>(a);
+      KernelRecord r{};
+      r.start_ns = g->start;
+      r.end_ns = g->end;
+      r.device = g->deviceId;
+      r.context = g->contextId;
+      r.stream = g->streamId;
+      r.correlation = g->correlationId;
+      r.graph_id = g->graphId;
+      r.name_id = w.intern(kGraphRecordPrefix + std::to_string(g->graphId));
+      w.add(RecordType::kernel, r);
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
