@@ -125,7 +125,9 @@ for step in "$@"; do
       # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), T full
       # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
       # static cache, CUDA graphs) untraced and traced (CT: graph-level records, the default; CN:
-      # --cuda-graph-trace node, each node's kernel), warm-up and compile excluded. Sampled runs
+      # --cuda-graph-trace node, each node's kernel), warm-up and compile excluded; GU/GT/GN: the same
+      # small decoder's step compiled and captured as one CUDA graph, replayed step after step as a
+      # CUDA-graph server runs it (graph_decode.py), untraced / traced / traced node by node. Sampled runs
       # keep their switch logs (how long each switch's CUPTI calls took). Each variant that fails
       # prints its error line and the others go on. SC_CONFIGS, ROUNDS (3; C_ROUNDS 2 for CU/CT),
       # SC_SECONDS (2) timed per process. ~8 s a process (Python start, model, warm-up), ~20 s a
@@ -152,9 +154,12 @@ for step in "$@"; do
             CU) cmd=("${HFS[@]}" --compile) ;;
             CT) cmd=("${TR[@]}" -- "${HFS[@]}" --compile) ;;
             CN) cmd=("${TR[@]}" --cuda-graph-trace node -- "${HFS[@]}" --compile) ;;
+            GU) cmd=(python3 scripts/validation/trace/graph_decode.py --small --seconds "$SEC") ;;
+            GT) cmd=("${TR[@]}" -- python3 scripts/validation/trace/graph_decode.py --small --seconds "$SEC") ;;
+            GN) cmd=("${TR[@]}" --cuda-graph-trace node -- python3 scripts/validation/trace/graph_decode.py --small --seconds "$SEC") ;;
             *) echo "sampledcost: unknown configuration $cfg" | tee -a "$LOG"; continue ;;
           esac
-          res=$(timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | grep "^hf_generate"); rc=${PIPESTATUS[0]}
+          res=$(timeout 240 taskset -c 2-5 "${cmd[@]}" 2>>"$LOG" | grep "^hf_generate\|^graph_decode"); rc=${PIPESTATUS[0]}
           # A process that died before its own error line (an import, a crash, the timeout): said too.
           [ -z "$res" ] && res="hf_generate_error {\"stage\": \"process\", \"error\": \"exit code $rc, no result line (log.txt)\"}"
           echo "$res" | sed "s/^/$cfg /" >>"$OUT/sampledcost.txt"

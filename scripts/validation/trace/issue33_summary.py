@@ -4,7 +4,7 @@ same program (pooled medians), and the sampled run's per-layer and per-component
 the full trace's (percentage points).
 
     python3 issue33_summary.py OUT
-Lines of OUT/issue33.txt: CONFIG hf_generate {json} or CONFIG engine {json of jouleprof-llm speed}.
+Lines of OUT/issue33.txt: CONFIG hf_generate {json}, CONFIG graph_decode {json} or CONFIG engine {json of jouleprof-llm speed}.
 """
 import json
 import os
@@ -27,6 +27,8 @@ def find(d, key):
 def times(kind, d):
     if kind == "hf_generate":
         return d["generate_s"]
+    if kind == "graph_decode":
+        return d["calls_s"]
     return [ms / 1e3 for ms in find(d, "ms_per_step")]  # jouleprof-llm speed: decode step time
 
 

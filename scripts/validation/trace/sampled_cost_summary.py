@@ -18,11 +18,13 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from issue33_summary import load  # noqa: E402
 
-BASES = {"N": "U", "S": "U", "SS": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU"}
+BASES = {"N": "U", "S": "U", "SS": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU", "GT": "GU", "GN": "GU"}
 NAMES = {"U": "untraced", "N": "traced, kernels off (NVTX only)", "S": "--sample 10% (1 s period)",
          "SS": "--sample 10% (0.25 s period)", "T": "full trace", "K": "torch.profiler (CUDA activity)",
          "CU": "compiled decoder, untraced", "CT": "compiled decoder, traced (graph-level records)",
-         "CN": "compiled decoder, traced node by node (--cuda-graph-trace node)"}
+         "CN": "compiled decoder, traced node by node (--cuda-graph-trace node)",
+         "GU": "decode step compiled, one CUDA graph replayed, untraced", "GT": "the same, traced (graph-level records)",
+         "GN": "the same, traced node by node"}
 
 
 def switch_costs(out):
