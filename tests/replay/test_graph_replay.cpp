@@ -492,6 +492,14 @@ std::string temp_path(const char* name) {
   return p;
 }
 
+// quick() with a progress file of its own (emptied) and `coverage`.
+GraphReplayOptions with_progress(const char* file, double coverage = 0.99) {
+  GraphReplayOptions o = quick();
+  o.coverage = coverage;
+  o.progress_path = temp_path(file);
+  return o;
+}
+
 const GraphGroup* group(const GraphListing& l, const std::string& name) {
   for (const GraphGroup& g : l.groups) {
     if (g.name == name) return &g;
@@ -535,10 +543,8 @@ TEST(GraphReplay, RowIdsAreTheSameInTwoCapturesOfOneStep) {
 // The progress lines in order: listing, the step, each row's start before its launches and its
 // row when finished; a fault with the process alive: its fault line, the rest not reported.
 TEST(GraphReplay, ProgressLinesAnnounceEachRowAndItsEnd) {
-  const std::string path = temp_path("progress-order.jsonl");
-  GraphReplayOptions o = quick();
-  o.coverage = 1.0;
-  o.progress_path = path;
+  GraphReplayOptions o = with_progress("progress-order.jsonl", 1.0);
+  const std::string path = o.progress_path;
   FakeProbe probe;
   auto r = replay_cuda_graph(fake().graph("kernel,gemm,4,20000;kernel,reads_freed,2,5000,fault;kernel,relu,8,3000"), o, &probe);
   ASSERT_TRUE(r) << r.error().message;
@@ -605,10 +611,8 @@ TEST(GraphReplay, AProcessThatDiesLeavesTheFaultingRowStarted) {
 // faulting row "faulted" with one warning naming it, and measures the rest.
 TEST(GraphReplay, ARestartTakesPriorRowsAndIsolatesTheFaultedOne) {
   const char* spec = "kernel,gemm,4,20000;kernel,add,6,1000;kernel,reads_freed,2,5000,fault;kernel,relu,8,3000";
-  const std::string path = temp_path("progress-restart.jsonl");
-  GraphReplayOptions o = quick();
-  o.coverage = 1.0;
-  o.progress_path = path;
+  GraphReplayOptions o = with_progress("progress-restart.jsonl", 1.0);
+  const std::string path = o.progress_path;
   FakeProbe probe;
   // First process: every row is timed before any is measured and the fault comes at reads_freed's
   // timing, so nothing but the step finished.
@@ -654,10 +658,8 @@ TEST(GraphReplay, ARestartTakesPriorRowsAndIsolatesTheFaultedOne) {
 // Coverage counts the rows an earlier process measured: those left beyond it stay timed.
 TEST(GraphReplay, PriorMeasuredRowsCountTowardsTheCoverage) {
   const char* spec = "kernel,big,10,100000;kernel,small,1,1000";
-  const std::string path = temp_path("progress-coverage.jsonl");
-  GraphReplayOptions o = quick();
-  o.coverage = 0.9;
-  o.progress_path = path;
+  GraphReplayOptions o = with_progress("progress-coverage.jsonl", 0.9);
+  const std::string path = o.progress_path;
   FakeProbe probe;
   ASSERT_TRUE(replay_cuda_graph(fake().graph(spec), o, &probe));
   auto p = read_replay_progress(path);
@@ -676,9 +678,8 @@ TEST(GraphReplay, PriorMeasuredRowsCountTowardsTheCoverage) {
 // The document of a replay that never finished, from its progress alone: the faulted row and the
 // rest not_measured with the reason given.
 TEST(GraphReplay, TheDocumentFromProgressAloneAfterTheLastRestart) {
-  const std::string path = temp_path("progress-alone.jsonl");
-  GraphReplayOptions o = quick();
-  o.progress_path = path;
+  GraphReplayOptions o = with_progress("progress-alone.jsonl");
+  const std::string path = o.progress_path;
   FakeProbe probe;
   ASSERT_TRUE(replay_cuda_graph(fake().graph("kernel,gemm,4,20000;kernel,reads_freed,2,5000,fault;kernel,relu,8,3000"), o, &probe));
   auto p = read_replay_progress(path);
