@@ -9,7 +9,9 @@
 // Kernels take (float* in, float* out, int n): each node gets its own device pointers (so the
 // pointer-masked grouping puts them in one row) and the same n, unless FLAG is "distinct" (n = node
 // index). FLAG "fault": a graph of copies of it faults at launch (CUDA_ERROR_ILLEGAL_ADDRESS, sticky:
-// every later call fails); "oom": a graph of copies of it fails to instantiate (out of memory); "l2":
+// every later call fails); "die": a graph of copies of it ends the process at launch (one stderr line
+// naming CUDA_ERROR_ILLEGAL_ADDRESS, exit code 3), as a replay whose fault takes its process down;
+// "oom": a graph of copies of it fails to instantiate (out of memory); "l2":
 // a launch on the same input buffer as the kernel launched just before runs in half its time (its
 // input still in L2), as a weight-reading kernel repeated on one layer's buffers does; "l2-shared":
 // the same, and the COUNT nodes all read one input buffer (a replay that repeats one member's
@@ -24,13 +26,18 @@
 // know, and as on the H200 a node on it cannot be added to another graph (cuGraphAdd*Node:
 // CUDA_ERROR_INVALID_VALUE). FLAG "graph-owned" on a kernel, memset or memcpy puts its pointers in
 // the last alloc's memory, 4 KiB apart (a kernel's in and out, a memset's dst, a copy's src and dst).
+// fakecuda_launches(NAME) counts the launches of graphs of copies (not a built graph) holding NAME.
 // cuMemAlloc_v2 / cuMemFree_v2 / cuMemsetD8Async keep a log the tests read (fakecuda_mem_log);
 // $FAKECUDA_MEMALLOC_FAIL makes cuMemAlloc_v2 fail (out of memory). fakecuda_added / fakecuda_node
 // give the pointers of the nodes added to other graphs and of a built graph's nodes.
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -131,6 +138,7 @@ struct Added {
   CUdeviceptr a = 0, b = 0;
 };
 std::vector<Added> added;
+std::map<std::string, long> launches;  // per function name: launches of graphs of copies holding it
 
 // The pointers of a node: kernel (in, out), memset (dst, 0), memcpy (src, dst).
 Added pointers_of(const FNode& x) {
@@ -230,6 +238,13 @@ FAKE void fakecuda_reset() {
   counter = 0;
   mem_log.clear();
   added.clear();
+  launches.clear();
+}
+
+/// Launches of graphs of copies (not a built graph) that hold the function NAME, since the last reset.
+FAKE long fakecuda_launches(const char* name) {
+  auto it = launches.find(name);
+  return it == launches.end() ? 0 : it->second;
 }
 
 /// Entry i of cuMemAlloc_v2's log since the last reset; 0 past the end.
@@ -447,10 +462,22 @@ FAKE CUresult cuGraphExecDestroy(CUgraphExec) { return kSuccess; }
 FAKE CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
   if (sticky != kSuccess) return sticky;
   FExec* x = reinterpret_cast<FExec*>(e);
+  if (!x->g->original) {
+    std::map<std::string, bool> held;
+    for (const FNode* n : x->g->nodes) {
+      if (n->func != nullptr) held[n->func->name] = true;
+    }
+    for (const auto& [name, yes] : held) launches[name]++;
+  }
   for (FNode* n : x->g->nodes) {
     if (!x->g->original && n->func != nullptr && n->func->flag == "fault") {
       sticky = 700;
       return sticky;
+    }
+    if (!x->g->original && n->func != nullptr && n->func->flag == "die") {
+      std::fprintf(stderr, "fakecuda: kernel %s: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access, the process ends\n", n->func->name.c_str());
+      std::fflush(stderr);
+      _exit(3);
     }
     if (n->func != nullptr) {
       const std::string& f = n->func->flag;

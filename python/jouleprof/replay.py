@@ -24,10 +24,11 @@ jouleprof-replay binary); ``fallback=False`` turns this off.
 from __future__ import annotations
 
 import json as _json
+import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-__all__ = ["replay_step", "ExactReplay", "predict_trace", "TraceReplay"]
+__all__ = ["replay_step", "replay_step_isolated", "ExactReplay", "predict_trace", "TraceReplay"]
 
 _OPTION_KEYS = ("trials", "trial_s", "settle_s", "warmup_s", "ci_target", "long_trial_s", "row_cap_s", "max_trials",
                 "coverage", "max_rows", "graph_ms", "measure_step", "rows", "sensor", "cuda_library")
@@ -42,7 +43,7 @@ class ExactReplay:
         self.captured = captured
         self.reason = reason
         self.data = data or {}
-        self.graph = graph      # the torch.cuda.CUDAGraph (keeps the step's buffers alive)
+        self.graph = graph      # the torch.cuda.CUDAGraph (keeps the step's buffers alive); None from replay_step_isolated
         self.output = output    # what the captured step returned
         self.tiers: Optional["TraceReplay"] = None  # not captured: the step predicted from the shape tiers
 
@@ -197,12 +198,23 @@ def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] =
     The step is replayed many times: state it advances (transformers' StaticCache write position)
     must be reset inside ``fn`` (docs/replay.md, "Steps that change state").
     """
+    _check_options("replay_step", options)
+    return _replay_step(fn, args, warmup, json_path, quiet, fallback, tier_options, options)
+
+
+def _check_options(caller: str, options: Dict[str, Any]) -> None:
     unknown = set(options) - set(_OPTION_KEYS)
     if unknown:
         from .errors import InvalidArgumentError
-        raise InvalidArgumentError(f"replay_step: unknown option(s) {sorted(unknown)} (known: {', '.join(_OPTION_KEYS)})")
+        raise InvalidArgumentError(f"{caller}: unknown option(s) {sorted(unknown)} (known: {', '.join(_OPTION_KEYS)})")
+
+
+def _replay_step(fn: Callable, args, warmup: int, json_path: Optional[str], quiet: bool, fallback: bool,
+                 tier_options: Optional[Dict[str, Any]], options: Dict[str, Any], captured=None) -> ExactReplay:
+    """replay_step after its options were checked; `captured`: a graph already captured (anything
+    with raw_cuda_graph()), replayed as it is."""
     try:
-        graph, output = capture(fn, *args, warmup=warmup)
+        graph, output = (captured, None) if captured is not None else capture(fn, *args, warmup=warmup)
         handle = graph.raw_cuda_graph()
     except Exception as e:  # a host sync or a dynamic shape inside the step
         r = ExactReplay(False, f"the step cannot be captured as a CUDA graph ({_first_line(e)}); no exact rows")
@@ -221,6 +233,143 @@ def replay_step(fn: Callable, *args, warmup: int = 3, json_path: Optional[str] =
     if json_path:
         r.save(json_path)
     return r
+
+
+def replay_step_isolated(factory: Callable, *factory_args, max_restarts: int = 8, warmup: int = 3, json_path: Optional[str] = None,
+                         quiet: bool = False, fallback: bool = True, tier_options: Optional[Dict[str, Any]] = None,
+                         **options) -> ExactReplay:
+    """replay_step in a child process, restarted past each kernel whose replay faults
+    (docs/replay.md, "Faults and limits").
+
+    ``factory(*factory_args)`` runs in the child (a "spawn" process: CUDA-safe), builds the model
+    and returns the step: a callable, ``(callable, args)``, or a graph it captured itself (anything
+    with ``raw_cuda_graph()``, e.g. ``torch.cuda.CUDAGraph(keep_graph=True)``). The factory and its
+    arguments must be picklable: a module-level function, not a lambda. The child captures and
+    replays as replay_step does, writing its progress to a file. A kernel fault leaves a CUDA
+    context unusable and often ends the process; then a new child is started that takes the rows
+    and the whole step's figures already measured, marks the faulting row ``faulted`` (its reason:
+    the CUDA error, or the child's last stderr line naming one, else "the process died (exit N)")
+    and replays the rest. After ``max_restarts`` restarts the rows left are ``not_measured``.
+    Each restart costs one child start, the model's build and the warm-up.
+
+    Returns an ExactReplay whose ``graph`` and ``output`` are None: they lived in the child.
+    ``data["isolation"]``: the processes started and the rows that faulted. Other arguments and
+    options: as replay_step.
+    """
+    import multiprocessing
+    import pickle
+    import tempfile
+
+    from . import _jouleprof
+    from .errors import InvalidArgumentError
+    _check_options("replay_step_isolated", options)
+    try:
+        pickle.dumps((factory, factory_args))
+    except Exception as e:
+        raise InvalidArgumentError("replay_step_isolated: the factory and its arguments must be picklable (a module-level function, "
+                                   f"not a lambda or a local function): {_first_line(e)}") from None
+    ctx = multiprocessing.get_context("spawn")
+    faulted: Dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="jouleprof-isolated-") as d:
+        progress = os.path.join(d, "progress.jsonl")
+        for attempt in range(max_restarts + 1):
+            child = _run_child(ctx, d, attempt, factory, factory_args,
+                               (warmup, quiet, fallback, tier_options, dict(options, progress_path=progress, faulted=dict(faulted))),
+                               progress, quiet)
+            new = _new_faults(child, progress, faulted)
+            if not new:  # finished: the child's own document
+                out = child["out"]
+                r = ExactReplay(out["captured"], out["reason"], out["data"])
+                r.tiers = out["tiers"]
+                break
+            faulted.update(new)
+        else:
+            reason = f"not measured: {max_restarts} restart(s) (max_restarts), each past a faulting row"
+            r = ExactReplay(True, "", _json.loads(_jouleprof.replay_progress_document(progress, faulted, reason)))
+    if r.captured:
+        r.data["isolation"] = {"processes": attempt + 1, "faulted": dict(faulted)}
+    if json_path:
+        r.save(json_path)
+    return r
+
+
+def _run_child(ctx, d: str, attempt: int, factory, factory_args, settings, progress: str, quiet: bool) -> Dict[str, Any]:
+    """One child to its end: {"exit", "out" (its result, None if it died), "stderr"}; the child's
+    stderr is relayed unless quiet; an error the child raised is raised here."""
+    import pickle
+
+    result, err = os.path.join(d, f"result{attempt}.pickle"), os.path.join(d, f"stderr{attempt}.txt")
+    prior = progress if os.path.exists(progress) else ""
+    p = ctx.Process(target=_isolated_child, args=(factory, factory_args, settings, prior, result, err))
+    p.start()
+    p.join()
+    text = ""
+    if os.path.exists(err):
+        with open(err, errors="replace") as f:
+            text = f.read()
+    if text and not quiet:
+        sys.stderr.write(text)
+    out = None
+    if p.exitcode == 0 and os.path.exists(result):
+        with open(result, "rb") as f:
+            out = pickle.load(f)
+    if out is not None and "error" in out:
+        from . import errors
+        raise getattr(errors, out["type"], errors.JouleprofError)(f"replay_step_isolated: {out['error']}")
+    return {"exit": p.exitcode, "out": out, "stderr": text}
+
+
+def _new_faults(child: Dict[str, Any], progress: str, faulted: Dict[str, str]) -> Dict[str, str]:
+    """The rows that faulted in this child: those it wrote as faulted (the process alive) and, if it
+    died, the row it had started. A child that died outside a row: one-line error."""
+    from . import _jouleprof
+    from .errors import JouleprofError
+    prog = _jouleprof.read_replay_progress(progress) if os.path.exists(progress) else None
+    new = {k: v for k, v in (prog["faulted"] if prog else {}).items() if k not in faulted}
+    if child["out"] is not None:
+        return new
+    code = child["exit"]
+    died = f"the process died ({'signal ' + str(-code) if code is not None and code < 0 else 'exit ' + str(code)})"
+    lines = [ln.strip() for ln in child["stderr"].splitlines() if "CUDA" in ln]
+    reason = lines[-1][:300] if lines else died
+    started = prog["started"] if prog else ""
+    if not started or started == "step":
+        where = "replaying the whole step" if started == "step" else "before replaying a row (building, capturing or listing the step)"
+        raise JouleprofError(f"replay_step_isolated: the child process died {where}: {reason}")
+    new[started] = reason
+    return new
+
+
+def _isolated_child(factory, factory_args, settings, prior: str, result: str, err: str) -> None:
+    """The child of replay_step_isolated: its stderr to a file (the parent reads the CUDA error a
+    dying process printed), the step built and replayed, its result pickled, then a plain exit (a
+    context a fault left unusable is not torn down)."""
+    import pickle
+
+    fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    warmup, quiet, fallback, tier_options, options = settings
+    if prior:
+        options["prior_progress"] = prior
+    try:
+        made = factory(*factory_args)
+        fn, args, captured = made, (), None
+        if hasattr(made, "raw_cuda_graph"):
+            captured = made
+        elif isinstance(made, tuple) and len(made) == 2 and callable(made[0]):
+            fn, args = made[0], tuple(made[1])
+        elif not callable(made):
+            from .errors import InvalidArgumentError
+            raise InvalidArgumentError(f"the factory returned {type(made).__name__}: a step callable, (callable, args) or a captured graph was expected")
+        r = _replay_step(fn, args, warmup, None, quiet, fallback, tier_options, options, captured)
+        out: Dict[str, Any] = {"captured": r.captured, "reason": r.reason, "data": r.data, "tiers": r.tiers}
+    except Exception as e:
+        out = {"error": _first_line(e), "type": type(e).__name__}
+    with open(result + ".tmp", "wb") as f:
+        pickle.dump(out, f)
+    os.replace(result + ".tmp", result)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 _TRACE_OPTION_KEYS = ("measurements", "measured", "window", "phases", "classes", "tiers", "engine", "keep_measurements",

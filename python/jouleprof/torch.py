@@ -21,7 +21,7 @@ from typing import Callable, Iterator, List, Optional
 
 import torch
 
-__all__ = ["annotate", "Annotation", "phase", "count", "MarkerWriter", "replay_step"]
+__all__ = ["annotate", "Annotation", "phase", "count", "MarkerWriter", "replay_step", "replay_step_isolated"]
 
 
 class MarkerWriter:
@@ -175,3 +175,10 @@ def replay_step(fn, *args, **options):
     alone, measured with the GPU's power sensor (jouleprof.replay.replay_step; docs/replay.md)."""
     from .replay import replay_step as _replay_step
     return _replay_step(fn, *args, **options)
+
+
+def replay_step_isolated(factory, *factory_args, **options):
+    """replay_step in a child process built by ``factory(*factory_args)``, restarted past each
+    kernel whose replay faults (jouleprof.replay.replay_step_isolated; docs/replay.md)."""
+    from .replay import replay_step_isolated as _isolated
+    return _isolated(factory, *factory_args, **options)

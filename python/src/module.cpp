@@ -574,6 +574,18 @@ PYBIND11_MODULE(_jouleprof, mod) {
     get("graph_ms", o.graph_ms);
     get("measure_step", o.measure_step);
     get("rows", o.rows);
+    // The restart past a faulting row (jouleprof.replay.replay_step_isolated): this process's
+    // progress, the rows and the step an earlier one finished (read from `prior_progress`), and the
+    // rows that faulted there.
+    get("progress_path", o.progress_path);
+    get("faulted", o.faulted);
+    std::string prior;
+    get("prior_progress", prior);
+    if (!prior.empty()) {
+      ReplayProgress p = value_or_raise(read_replay_progress(prior));
+      o.prior = std::move(p.rows);
+      o.prior_step = p.step;
+    }
     Result<GraphReplay> r = make_error(Errc::internal, "not run");
     {
       py::gil_scoped_release release;
@@ -581,6 +593,28 @@ PYBIND11_MODULE(_jouleprof, mod) {
     }
     return graph_replay_json(value_or_raise(std::move(r)));
   }, py::arg("graph"), py::arg("options"));
+  // A progress file read back (the parent of replay_step_isolated): the row started last and not
+  // finished, the rows that faulted with the process alive, the ids of the finished rows.
+  mod.def("read_replay_progress", [](const std::string& path) {
+    ReplayProgress p = value_or_raise(read_replay_progress(path));
+    std::vector<std::string> finished;
+    for (const auto& [id, row] : p.rows) finished.push_back(id);
+    std::map<std::string, std::string> names;
+    if (p.listing) {
+      for (const ExactRow& x : p.listing->rows) names[x.group.id] = x.group.kind + " " + x.group.name;
+    }
+    py::dict d;
+    d["started"] = p.started;
+    d["faulted"] = p.faulted;
+    d["finished"] = finished;
+    d["names"] = names;
+    d["listed"] = p.listing.has_value();
+    return d;
+  }, py::arg("path"));
+  mod.def("replay_progress_document", [](const std::string& path, const std::map<std::string, std::string>& faulted, const std::string& reason) {
+    ReplayProgress p = value_or_raise(read_replay_progress(path));
+    return graph_replay_json(value_or_raise(graph_replay_from_progress(p, faulted, reason)));
+  }, py::arg("path"), py::arg("faulted"), py::arg("reason"));
   mod.def("replay_trace", &replay_trace, py::arg("traces"), py::arg("options"));
   // trace analysis (helper "trace")
   mod.def("trace_analysis", &trace_analysis, py::arg("run"), py::arg("db") = "", py::arg("method") = "", py::arg("replay") = "");

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "cuda_driver.hpp"
+#include "graph_progress.hpp"
 #include "jouleprof/core/files.hpp"
 #include "jouleprof/core/stats.hpp"
 #include "jouleprof/core/timebase.hpp"
@@ -68,6 +69,7 @@ std::shared_ptr<const Api> load_driver(const std::string& library, std::string& 
 namespace {
 
 using namespace cuda;
+using detail::short_name;
 using nlohmann::json;
 
 std::string node_kind(int type) {
@@ -210,8 +212,8 @@ struct KernelKeys {
     return dev;
   }
 
-  // Fills g's name and launch configuration and `key`; false (counted, warned): unreadable.
-  bool kernel(std::size_t i, const RawNode& r, GraphNode& g, GraphListing& L, std::string& key) {
+  // Fills g's name and launch configuration, `key` and `stable`; false (counted, warned): unreadable.
+  bool kernel(std::size_t i, const RawNode& r, GraphNode& g, GraphListing& L, std::string& key, std::string& stable) {
     CudaKernelNodeParams p{};
     if (CUresult rc = api.GraphKernelNodeGetParams(r.handle, &p); rc != kSuccess) {
       L.warnings.push_back(fmt::format("node {}: {}: not replayed", i, api.describe("cuGraphKernelNodeGetParams", rc)));
@@ -235,20 +237,39 @@ struct KernelKeys {
     g.grid = {p.gridDimX, p.gridDimY, p.gridDimZ};
     g.block = {p.blockDimX, p.blockDimY, p.blockDimZ};
     g.shared_bytes = p.sharedMemBytes;
-    key = fmt::format("k{}|{},{},{}|{},{},{}|{}|{}|", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern)),
-                      p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ, p.sharedMemBytes, r.prelude.size());
+    // The key names the function by its address (two functions of one name are two rows); the
+    // stable key (GraphGroup::id) by its name, the same in another process.
+    const std::string config = fmt::format("|{},{},{}|{},{},{}|{}|{}|", p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY,
+                                           p.blockDimZ, p.sharedMemBytes, r.prelude.size());
+    key = fmt::format("k{}", static_cast<const void*>(f != nullptr ? static_cast<void*>(f) : static_cast<void*>(p.kern))) + config;
+    std::string rest;
     for (CUgraphNode m : r.prelude) {
       CudaMemsetNodeParams ms{};
       if (api.GraphMemsetNodeGetParams(m, &ms) == kSuccess) g.bytes += static_cast<uint64_t>(ms.width) * std::max<size_t>(1, ms.height) * ms.elementSize;
     }
-    if (!r.prelude.empty()) key += fmt::format("m{}|", g.bytes);
+    if (!r.prelude.empty()) rest += fmt::format("m{}|", g.bytes);
     for (const std::string& arg : arguments(api, p, [&](CUdeviceptr v) { return device_pointer(v) ? CUdeviceptr{0} : v; })) {
-      key += arg;
-      key += '\x1f';
+      rest += arg;
+      rest += '\x1f';
     }
+    key += rest;
+    stable = "k" + g.name + config + rest;
     return true;
   }
 };
+
+// GraphGroup::id: FNV-1a (64 bits) of the stable key, 16 hex digits; a repeated one (two groups of
+// one stable key: two functions of one name) gets "-2", "-3" ... in graph order.
+std::string stable_id(const std::string& stable_key, std::unordered_map<std::string, std::size_t>& seen) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : stable_key) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  std::string id = fmt::format("{:016x}", h);
+  const std::size_t n = ++seen[id];
+  return n == 1 ? id : fmt::format("{}-{}", id, n);
+}
 
 // The memsets each kernel depends on join that kernel's row (RawNode::prelude); true: folded.
 std::vector<bool> fold_preludes(const Api& api, const std::vector<CUgraphNode>& handles, const std::vector<int>& types, std::vector<RawNode>& raw) {
@@ -315,6 +336,7 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
   const std::vector<bool> folded = fold_preludes(api, handles, types, out.raw);
   out.memory = read_allocations(api, handles, types, L);
   std::unordered_map<std::string, std::size_t> group_of;
+  std::unordered_map<std::string, std::size_t> ids_seen;
   KernelKeys keys{api, out.memory, {}, {}};
   if (api.FuncGetParamInfo == nullptr) L.warnings.push_back("this CUDA driver has no cuFuncGetParamInfo (CUDA < 12.4): nodes are grouped without their argument bytes");
   for (std::size_t i = 0; i < n; ++i) {
@@ -331,9 +353,9 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       g.kind = "memset (with its kernel)";
       continue;
     }
-    std::string key;
+    std::string key, stable;
     if (r.type == kNodeKernel) {
-      if (!keys.kernel(i, r, g, L, key)) continue;
+      if (!keys.kernel(i, r, g, L, key, stable)) continue;
     } else if (r.type == kNodeMemcpy) {
       CudaMemcpy3D c{};
       if (CUresult rc = api.GraphMemcpyNodeGetParams(handles[i], &c); rc != kSuccess) {
@@ -364,6 +386,7 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
     auto [it, inserted] = group_of.emplace(key, L.groups.size());
     if (inserted) {
       GraphGroup gr;
+      gr.id = stable_id(r.type == kNodeKernel ? stable : key, ids_seen);
       gr.kind = g.kind;
       gr.name = g.name;
       gr.grid = g.grid;
@@ -656,7 +679,6 @@ bool sticky(const std::string& error) {
   return false;
 }
 
-std::string short_name(const std::string& n) { return n.size() > 90 ? n.substr(0, 87) + "..." : n; }
 
 }  // namespace
 
@@ -677,6 +699,7 @@ struct Work {
   ExactRow row;
   std::vector<const RawNode*> members;
   std::unique_ptr<Copies> copies;
+  bool reported = false;  ///< its "row" (or "fault") progress event written, or taken from an earlier process
   /// Its share of the step's node time (count × time per call): the rows' measuring order.
   double node_time() const { return row.time_ns * static_cast<double>(row.group.count); }
 };
@@ -742,6 +765,7 @@ struct Replayer {
   replay::CounterRules rules;
   std::function<double()> temperature;
   GraphReplay& R;
+  detail::ProgressLog& log;
   std::string lost;  // set once a fault left the context unusable
   // The whole graph, kept after measure_step: each row starts from the state one step leaves
   // (restore()). Destroyed by release_step().
@@ -749,10 +773,38 @@ struct Replayer {
 
   void fail(Work& w, const std::string& why) {
     w.row.status = "failed";
-    w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), why);
-    R.warnings.push_back(w.row.reason);
-    if (sticky(why)) lost = "not measured: the CUDA context was lost when " + short_name(w.row.group.name) + " faulted";
+    w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), why);  // a warning too (assemble_prediction)
+    if (sticky(why)) {
+      lost = "not measured: the CUDA context was lost when " + short_name(w.row.group.name) + " faulted";
+      log.fault(w.row, why);  // not finished: a new process replays the others without it
+      w.reported = true;
+    } else {
+      report(w);
+    }
     dev.clear_error();
+  }
+
+  // The row's "row" progress event, once.
+  void report(Work& w) {
+    if (w.reported) return;
+    log.row(w.row);
+    w.reported = true;
+  }
+
+  // A row an earlier process finished (o.prior) or that faulted there (o.faulted): true, not replayed.
+  bool from_earlier(Work& w) {
+    if (auto it = o.prior.find(w.row.group.id); it != o.prior.end()) {
+      GraphGroup group = std::move(w.row.group);  // this process's listing (count, name) stays
+      w.row = it->second;
+      w.row.group = std::move(group);
+    } else if (auto f = o.faulted.find(w.row.group.id); f != o.faulted.end()) {
+      w.row.status = "faulted";
+      w.row.reason = f->second;
+    } else {
+      return false;
+    }
+    w.reported = true;
+    return true;
   }
 
   // The whole graph as captured: warm-up (a stable temperature) and the step's own figures.
@@ -763,6 +815,7 @@ struct Replayer {
       step_exec = nullptr;
       return;
     }
+    log.start("step", "step");
     const double step_ms = std::max(time_launch(dev, step_exec, 1), 1e-3);
     dev.use(step_exec);
     const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.warmup_s);
@@ -771,7 +824,9 @@ struct Replayer {
       dev.synchronize();
       probe.drain();
     }
-    if (o.measure_step && dev.error().empty()) {
+    if (o.prior_step) {
+      R.step = *o.prior_step;  // an earlier process measured it
+    } else if (o.measure_step && dev.error().empty()) {
       Measured m = measure(dev, probe, o, step_ms, 1, rules);
       if (m.error.empty() && m.round.energy_j.size() >= 2) {
         const Summary t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
@@ -780,7 +835,11 @@ struct Replayer {
         R.step.reason = m.error.empty() ? "fewer than two trials had power samples" : m.error;
       }
     }
-    if (!dev.error().empty()) R.step.reason = dev.error();
+    if (!dev.error().empty()) {
+      R.step.reason = dev.error();
+      return;
+    }
+    if (o.measure_step && !o.prior_step) log.step(R.step);
   }
 
   // One launch of the whole step before a row: its nodes' inputs are then what the step leaves
@@ -803,11 +862,13 @@ struct Replayer {
   // A group's time: 8 copies, then as many as make ~0.2 ms (at most 256: the launch overhead
   // shared out); the graph for the energy trials is built for the rows measured (measure_row).
   void time_group(Work& w) {
+    if (from_earlier(w)) return;
     if (!lost.empty()) {
       w.row.status = "not_measured";
       w.row.reason = lost;
       return;
     }
+    log.start(w.row.group.id, "time");
     restore();
     Copies probe_copies;
     if (std::string e = build_copies(api, memory, w.members, 8, probe_copies); !e.empty()) return fail(w, e);
@@ -827,6 +888,7 @@ struct Replayer {
 
   // A timed group's energy: ~graph_ms of copies in paced trials (measure()).
   void measure_row(Work& w) {
+    log.start(w.row.group.id, "measure");
     restore();
     w.row.copies = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(o.graph_ms * 1e6 / std::max(w.row.time_ns, 1.0) - 1e-6)), 1, o.max_copies);
     w.copies = std::make_unique<Copies>();
@@ -842,7 +904,7 @@ struct Replayer {
     if (!m.error.empty()) return fail(w, m.error);
     if (m.round.energy_j.size() < 2) {
       w.row.reason = "fewer than two trials had power samples: time only";
-      return;
+      return report(w);
     }
     const Summary t = stat(m.round.time_ns), p = stat(m.round.power_w), e = stat(m.round.energy_j);
     ExactRow& r = w.row;
@@ -857,6 +919,7 @@ struct Replayer {
     r.trial_s = m.round.seconds;
     r.trial_power_w = m.round.power_w;
     r.trial_time_ns = m.round.time_ns;
+    report(w);
   }
 
   // Longest (count × time) first, until `coverage` of the node time or `max_rows`.
@@ -866,7 +929,11 @@ struct Replayer {
     std::size_t measured_rows = 0;
     for (std::size_t i : order) {
       Work& w = work[i];
-      if (w.row.status != "timed") continue;
+      if (w.reported && w.row.status == "measured") {  // measured by an earlier process: counts as measured here
+        covered += w.node_time();
+        ++measured_rows;
+      }
+      if (w.row.status != "timed" || w.reported) continue;
       if (!lost.empty()) {
         w.row.status = "not_measured";
         w.row.reason = lost;
@@ -877,46 +944,12 @@ struct Replayer {
       ++measured_rows;
       measure_row(w);
     }
+    // Beyond the coverage: timed, finished (their power is the measured rows' mean, at the end).
+    for (Work& w : work) {
+      if (w.row.status == "timed" && lost.empty()) report(w);
+    }
   }
 };
-
-// Timed rows: their measured time at the time-weighted mean power of the measured rows; then
-// Σ count × per-call figures, with the shares of measured, timed and failed.
-void assemble_prediction(std::vector<Work>& work, const std::vector<std::size_t>& order, GraphReplay& R) {
-  double mt = 0, me = 0;
-  for (const Work& w : work) {
-    if (w.row.status != "measured") continue;
-    mt += w.row.time_ns * static_cast<double>(w.row.group.count);
-    me += w.row.energy_j * static_cast<double>(w.row.group.count);
-  }
-  const double mean_w = mt > 0 ? me / (mt * 1e-9) : 0;
-  double var = 0, e_measured = 0, e_timed = 0;
-  for (std::size_t i : order) {
-    ExactRow& r = work[i].row;
-    const double c = static_cast<double>(r.group.count);
-    if (r.status == "timed") {
-      r.power_w = mean_w;
-      r.energy_j = mean_w * r.time_ns * 1e-9;
-      if (r.reason.empty()) r.reason = "beyond the coverage: its time measured, its power the measured rows' mean";
-      e_timed += c * r.energy_j;
-    } else if (r.status == "measured") {
-      e_measured += c * r.energy_j;
-      var += std::pow(c * r.energy_half_width_j, 2);
-    }
-    if (r.status == "measured" || r.status == "timed") R.predicted_time_s += c * r.time_ns * 1e-9;
-    R.rows.push_back(std::move(r));
-  }
-  R.predicted_energy_j = e_measured + e_timed;
-  R.predicted_energy_half_width_j = std::sqrt(var);
-  if (R.predicted_energy_j > 0) {
-    R.measured_share = e_measured / R.predicted_energy_j;
-    R.timed_share = e_timed / R.predicted_energy_j;
-  }
-  std::size_t failed = 0;
-  for (const ExactRow& r : R.rows) failed += r.status == "failed" || r.status == "not_measured" ? r.group.count : 0;
-  if (failed > 0) R.warnings.push_back(fmt::format("{} of {} replayable nodes not in the prediction (failed or not measured)", failed, R.nodes));
-  R.failed_share = R.nodes > 0 ? static_cast<double>(failed) / static_cast<double>(R.nodes) : 0;
-}
 
 }  // namespace
 
@@ -957,6 +990,8 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     if (R.gpu.empty()) R.gpu = own->sensor().info().name;
   }
   replay::Probe& probe = probe_in != nullptr ? *probe_in : *own;
+  detail::ProgressLog log;
+  if (std::string e = log.open(o.progress_path); !e.empty()) return make_error(Errc::io, e);
   GraphDevice dev(api);
   if (std::string e = dev.open(); !e.empty()) return make_error(Errc::unavailable, e);
   RealBuffers buffers(api, listed->memory, dev.stream(), R);
@@ -965,13 +1000,24 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
                 auto t = own->sensor().read(Metric::temperature_c);
                 return t ? *t : -1;
               },
-              R, ""};
+              R, log, ""};
   probe.drain();
   {
     const double t0 = probe.now();
     rp.rules.update_s = replay::counter_update_period(probe, 0.5);
     probe.drain();
     R.idle_w = probe.mean_power(t0 + 0.2, probe.now()).first;
+  }
+  // Rows off: no group is timed or measured alone; the prediction is the whole step's only.
+  std::vector<Work> work(o.rows ? L.groups.size() : 0);
+  {
+    std::vector<ExactRow> listing(work.size());
+    for (std::size_t g = 0; g < work.size(); ++g) {
+      work[g].row.group = L.groups[g];
+      for (std::size_t i : listed->members[g]) work[g].members.push_back(&listed->raw[i]);
+      listing[g] = {L.groups[g], "not_measured", "not reached", 0, 0, 0, 0, 0, 0, 0, -1, 0, -1, {}, {}};
+    }
+    log.listing(R, listing);
   }
   rp.measure_step(reinterpret_cast<CUgraph>(graph_handle));
   if (!dev.error().empty() && sticky(dev.error())) {
@@ -981,15 +1027,8 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
                                     " transformers' StaticCache write position, must be reset inside the step; docs/replay.md)");
   }
   dev.clear_error();
-  // Rows off: no group is timed or measured alone; the prediction is the whole step's only.
-  std::vector<Work> work(o.rows ? L.groups.size() : 0);
   if (!o.rows) R.warnings.push_back("rows off: the whole step only, no node replayed alone");
-  for (std::size_t g = 0; g < work.size(); ++g) {
-    Work& w = work[g];
-    w.row.group = L.groups[g];
-    for (std::size_t i : listed->members[g]) w.members.push_back(&listed->raw[i]);
-    rp.time_group(w);
-  }
+  for (Work& w : work) rp.time_group(w);
   std::vector<std::size_t> order(work.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a].node_time() > work[b].node_time(); });
@@ -997,7 +1036,10 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   rp.release_step();
   for (Work& w : work) w.copies.reset();
   dev.release();
-  assemble_prediction(work, order, R);
+  std::vector<ExactRow> rows;
+  rows.reserve(work.size());
+  for (std::size_t i : order) rows.push_back(std::move(work[i].row));
+  detail::assemble_prediction(std::move(rows), R);
   return R;
 }
 
@@ -1013,36 +1055,8 @@ std::optional<std::pair<double, double>> context_factors(const GraphReplay& r) {
 
 std::string graph_replay_json(const GraphReplay& r) {
   json rows = json::array();
-  for (const ExactRow& x : r.rows) {
-    json j = {{"kind", x.group.kind},
-              {"name", x.group.name},
-              {"grid", x.group.grid},
-              {"block", x.group.block},
-              {"shared_bytes", x.group.shared_bytes},
-              {"count", x.group.count},
-              {"status", x.status},
-              {"exact", true}};
-    if (x.group.bytes > 0) j["bytes"] = x.group.bytes;
-    if (!x.reason.empty()) j["reason"] = x.reason;
-    if (x.status == "measured" || x.status == "timed") {
-      j.update({{"copies", x.copies}, {"time_s", x.time_ns * 1e-9}, {"time_half_width_s", x.time_half_width_ns * 1e-9}, {"power_w", x.power_w},
-                {"energy_per_call_j", x.energy_j}, {"energy_per_call_half_width_j", x.energy_half_width_j},
-                {"energy_j", x.energy_j * static_cast<double>(x.group.count)}});
-    }
-    if (x.status == "measured") {
-      j.update({{"power_half_width_w", x.power_half_width_w}, {"trial_s", x.trial_s}, {"trial_power_w", x.trial_power_w},
-                {"trial_time_ns", x.trial_time_ns}, {"short_trials_ci", x.short_trials_ci}});
-      if (x.temperature_c >= 0) j["temperature_c"] = x.temperature_c;
-    }
-    rows.push_back(j);
-  }
-  json step = {{"measured", r.step.measured}};
-  if (r.step.measured) {
-    step.update({{"time_s", r.step.time_ns * 1e-9}, {"time_half_width_s", r.step.time_half_width_ns * 1e-9}, {"power_w", r.step.power_w},
-                 {"energy_j", r.step.energy_j}, {"energy_half_width_j", r.step.energy_half_width_j}});
-  } else if (!r.step.reason.empty()) {
-    step["reason"] = r.step.reason;
-  }
+  for (const ExactRow& x : r.rows) rows.push_back(detail::exact_row_json(x));
+  const json step = detail::step_json(r.step);
   json j = {{"schema", "jouleprof.exact_replay"},
             {"schema_version", 1},
             {"gpu", r.gpu},

@@ -171,3 +171,74 @@ def test_a_step_that_cannot_be_captured_falls_back_to_the_shape_tiers(tmp_path, 
         r.predict()
     r = jr.replay_step(lambda x: x, 3, quiet=True, fallback=False)
     assert r.tiers is None and "use `jouleprof kernels`" in r.reason and traced == [(3,), (3,)]
+
+
+# --- replay_step_isolated: the restart past a faulting row (docs/replay.md, "Faults and limits") ---
+
+def _isolated_opts():
+    # The fake's GPU clock is virtual: the sim sensor's samples never fall inside a trial, so the rows
+    # replayed end "timed" (their time measured) and the whole step is not measured.
+    return {"cuda_library": FAKE, "sensor": "sim", "warmup_s": 0, "trials": 3, "trial_s": 0.05, "settle_s": 0.01, "coverage": 1.0}
+
+
+def test_isolated_a_dying_row_is_faulted_and_the_rest_measured(fake, capfd):
+    # The fake ends the process (exit 3, one stderr line naming the CUDA error) when stale_index is
+    # replayed alone: the first child dies at that row, the second takes it as faulted and finishes.
+    from isolated_steps import fake_step
+    from jouleprof.replay import replay_step_isolated
+    spec = "kernel,gemm,4,20000;kernel,stale_index,2,5000,die;kernel,relu,8,3000"
+    r = replay_step_isolated(fake_step, spec, **_isolated_opts())
+    assert r.captured and r.graph is None and r.output is None
+    rows = {x["name"]: x for x in r.rows}
+    assert rows["stale_index"]["status"] == "faulted"
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in rows["stale_index"]["reason"]
+    assert rows["gemm"]["status"] == rows["relu"]["status"] == "timed"
+    assert r.data["isolation"]["processes"] == 2
+    assert list(r.data["isolation"]["faulted"]) == [rows["stale_index"]["id"]]
+    assert r.prediction["time_s"] == pytest.approx(4 * 20e-6 + 8 * 3e-6, rel=1e-6)
+    assert r.prediction["failed_node_share"] == pytest.approx(2 / 14)
+    assert any(w.startswith("kernel stale_index faulted when replayed alone (fakecuda: kernel stale_index: CUDA_ERROR_ILLEGAL_ADDRESS")
+               for w in r.warnings)
+    assert "fakecuda: kernel stale_index" in capfd.readouterr().err  # the child's stderr, relayed
+
+
+def test_isolated_a_fault_with_the_process_alive_restarts_too(fake):
+    # "fault": the launch fails with a sticky error and the process lives (the engine writes the fault).
+    from isolated_steps import fake_step
+    from jouleprof.replay import replay_step_isolated
+    r = replay_step_isolated(fake_step, "kernel,gemm,4,20000;kernel,reads_freed,2,5000,fault;kernel,relu,8,3000", quiet=True,
+                             **_isolated_opts())
+    rows = {x["name"]: x for x in r.rows}
+    assert rows["reads_freed"]["status"] == "faulted"
+    assert rows["reads_freed"]["reason"] == "cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS (700)"
+    assert rows["gemm"]["status"] == rows["relu"]["status"] == "timed"
+    assert r.data["isolation"]["processes"] == 2
+
+
+def test_isolated_without_restarts_left_the_rest_is_not_measured(fake, tmp_path):
+    from isolated_steps import fake_step
+    from jouleprof.replay import replay_step_isolated
+    p = tmp_path / "exact.json"
+    r = replay_step_isolated(fake_step, "kernel,gemm,4,20000;kernel,stale_index,2,5000,die;kernel,relu,8,3000", max_restarts=0,
+                             quiet=True, json_path=str(p), **_isolated_opts())
+    rows = {x["name"]: x for x in r.rows}
+    assert rows["stale_index"]["status"] == "faulted"
+    assert rows["gemm"]["status"] == rows["relu"]["status"] == "not_measured"
+    assert rows["gemm"]["reason"] == "not measured: 0 restart(s) (max_restarts), each past a faulting row"
+    assert r.prediction["energy_j"] == 0 and r.prediction["failed_node_share"] == 1.0
+    assert r.data["isolation"]["processes"] == 1
+    assert json.loads(p.read_text())["rows"] == r.rows
+
+
+def test_isolated_errors_are_one_line(fake):
+    import isolated_steps
+    from jouleprof.replay import replay_step_isolated
+    with pytest.raises(jouleprof.InvalidArgumentError, match="must be picklable.*not a lambda"):
+        replay_step_isolated(lambda: None)
+    with pytest.raises(jouleprof.InvalidArgumentError, match="unknown option"):
+        replay_step_isolated(isolated_steps.fake_step, "kernel,k,1,1000", trails=3)
+    with pytest.raises(jouleprof.JouleprofError, match=r"^replay_step_isolated: ValueError: the model's weights are missing$"):
+        replay_step_isolated(isolated_steps.failing_factory, quiet=True)
+    # A step that cannot be captured in the child (here: no torch, or no GPU): replay_step's answer.
+    r = replay_step_isolated(isolated_steps.plain_step, 3, quiet=True, fallback=False, **_isolated_opts())
+    assert not r.captured and "cannot be captured" in r.reason and "\n" not in r.reason

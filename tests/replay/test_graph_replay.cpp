@@ -3,11 +3,17 @@
 // clock, and the error paths: a node type the replay does not know, a 100k-node graph, a node whose
 // replay fails (one line naming the kernel, the rest goes on) or faults (the context is lost: the
 // rest is "not_measured", never silently missing), no current context, a null graph; a graph with
-// stream-ordered allocations (its nodes on graph-owned memory re-created on real buffers).
+// stream-ordered allocations (its nodes on graph-owned memory re-created on real buffers); the
+// restart past a faulting row (stable row ids, the progress file, prior and faulted rows).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -462,4 +468,231 @@ TEST(GraphReplay, AnUnbackedAllocationFailsItsNodesWithOneLine) {
   EXPECT_EQ(r->mem_alloc_backed, 0u);
   EXPECT_EQ(r->warnings.front(), "a stream-ordered allocation of 32 MiB: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (2): the nodes on it cannot be replayed");
   EXPECT_TRUE(mem_log().empty());
+}
+
+// --- A faulting row isolated by restart (docs/replay.md, "Faults and limits") ---
+
+namespace {
+
+long launches(const char* name) {
+  auto f = reinterpret_cast<long (*)(const char*)>(dlsym(fake().lib, "fakecuda_launches"));
+  return f(name);
+}
+
+std::vector<nlohmann::json> progress_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+std::string temp_path(const char* name) {
+  std::string p = ::testing::TempDir() + name;
+  std::remove(p.c_str());
+  return p;
+}
+
+// quick() with a progress file of its own (emptied) and `coverage`.
+GraphReplayOptions with_progress(const char* file, double coverage = 0.99) {
+  GraphReplayOptions o = quick();
+  o.coverage = coverage;
+  o.progress_path = temp_path(file);
+  return o;
+}
+
+const GraphGroup* group(const GraphListing& l, const std::string& name) {
+  for (const GraphGroup& g : l.groups) {
+    if (g.name == name) return &g;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// Two captures of one step (another process: other function addresses, other buffers) give the
+// same ids; another launch configuration or argument another id; two functions of one name two ids.
+TEST(GraphReplay, RowIdsAreTheSameInTwoCapturesOfOneStep) {
+  const char* spec = "kernel,_Z4gemmPfS_i,12,20000;kernel,relu,5,3000,distinct;memcpy,,2,0;memset,,3,0";
+  auto a = list_cuda_graph(fake().graph(spec), JOULEPROF_FAKE_CUDA);
+  auto b = list_cuda_graph(fake().graph(spec), JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->groups.size(), b->groups.size());
+  std::set<std::string> ids;
+  for (std::size_t g = 0; g < a->groups.size(); ++g) {
+    EXPECT_EQ(a->groups[g].id, b->groups[g].id) << a->groups[g].name;
+    EXPECT_EQ(a->groups[g].id.size(), 16u);
+    ids.insert(a->groups[g].id);
+  }
+  EXPECT_EQ(ids.size(), a->groups.size());  // relu with n = 0..4: five ids
+  auto other = list_cuda_graph(fake().graph("kernel,_Z4gemmPfS_i,12,20000,distinct"), JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(other);
+  EXPECT_NE(other->groups[0].id, a->groups[0].id);  // n differs
+  auto twice = list_cuda_graph(fake().graph("kernel,k,1,1000;kernel,k,1,1000"), JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(twice);
+  ASSERT_EQ(twice->groups.size(), 2u);  // two functions (addresses) of one name
+  EXPECT_EQ(twice->groups[1].id, twice->groups[0].id + "-2");
+  // The document names each row by it.
+  FakeProbe probe;
+  auto r = replay_cuda_graph(fake().graph(spec), quick(), &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto j = nlohmann::json::parse(graph_replay_json(*r));
+  EXPECT_EQ(j["rows"][0]["id"], r->rows[0].group.id);
+  EXPECT_EQ(r->rows[0].group.id, group(*a, r->rows[0].group.name)->id);
+}
+
+// The progress lines in order: listing, the step, each row's start before its launches and its
+// row when finished; a fault with the process alive: its fault line, the rest not reported.
+TEST(GraphReplay, ProgressLinesAnnounceEachRowAndItsEnd) {
+  GraphReplayOptions o = with_progress("progress-order.jsonl", 1.0);
+  const std::string path = o.progress_path;
+  FakeProbe probe;
+  auto r = replay_cuda_graph(fake().graph("kernel,gemm,4,20000;kernel,reads_freed,2,5000,fault;kernel,relu,8,3000"), o, &probe);
+  ASSERT_TRUE(r) << r.error().message;
+  const std::string gemm = row(*r, "gemm")->group.id, bad = row(*r, "reads_freed")->group.id;
+  const auto lines = progress_lines(path);
+  std::vector<std::string> seen;
+  for (const auto& l : lines) seen.push_back(l["event"].get<std::string>() + (l.contains("id") ? " " + l["id"].get<std::string>() : ""));
+  const std::vector<std::string> expected = {"listing", "start step", "step", "start " + gemm, "start " + bad, "fault " + bad};
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(lines[0]["groups"].size(), 3u);
+  EXPECT_EQ(lines[2]["measured"], true);
+  EXPECT_EQ(lines[5]["reason"], "cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS (700)");
+  // Without a fault: each row started (timed), started again (measured) and finished.
+  const std::string p2 = temp_path("progress-rows.jsonl");
+  o.progress_path = p2;
+  auto ok = replay_cuda_graph(fake().graph("kernel,gemm,4,20000;kernel,relu,8,3000"), o, &probe);
+  ASSERT_TRUE(ok) << ok.error().message;
+  seen.clear();
+  for (const auto& l : progress_lines(p2)) seen.push_back(l["event"].get<std::string>() + (l.contains("phase") ? " " + l["phase"].get<std::string>() : ""));
+  EXPECT_EQ(seen, (std::vector<std::string>{"listing", "start step", "step", "start time", "start time", "start measure", "row", "start measure", "row"}));
+  EXPECT_EQ(progress_lines(p2).back()["status"], "measured");
+}
+
+// A process that dies in a row's launch (the fake's "die": exit 3): its progress ends with that
+// row's start, written and flushed before the launch, and read back as `started`.
+TEST(GraphReplay, AProcessThatDiesLeavesTheFaultingRowStarted) {
+  const std::string path = temp_path("progress-died.jsonl");
+  const auto g = fake().graph("kernel,gemm,4,20000;kernel,stale_index,2,5000,die;kernel,relu,8,3000");
+  auto l = list_cuda_graph(g, JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(l);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    GraphReplayOptions o = quick();
+    o.progress_path = path;
+    FakeProbe probe;
+    (void)replay_cuda_graph(g, o, &probe);
+    _exit(0);  // not reached: the fake ends the process at the launch
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  auto p = read_replay_progress(path);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->started, group(*l, "stale_index")->id);
+  EXPECT_TRUE(p->rows.empty());
+  ASSERT_TRUE(p->step);
+  EXPECT_TRUE(p->step->measured);
+  ASSERT_TRUE(p->listing);
+  EXPECT_EQ(p->listing->rows.size(), 3u);
+  // A torn last line (the process died writing it) is ignored; a torn line before the end is an error.
+  { std::ofstream(path, std::ios::app) << "{\"event\":\"row\",\"id\":\"x"; }
+  EXPECT_TRUE(read_replay_progress(path));
+  { std::ofstream(path, std::ios::app) << "\n{\"event\":\"start\",\"id\":\"y\"}\n"; }
+  auto bad = read_replay_progress(path);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find(": not a progress line"), std::string::npos);
+  EXPECT_FALSE(read_replay_progress(temp_path("none.jsonl")));
+}
+
+// The restart: a new process (the graph captured again: other addresses) takes the rows and the
+// step the first one finished, does not replay them (the fake counts launches), gives the
+// faulting row "faulted" with one warning naming it, and measures the rest.
+TEST(GraphReplay, ARestartTakesPriorRowsAndIsolatesTheFaultedOne) {
+  const char* spec = "kernel,gemm,4,20000;kernel,add,6,1000;kernel,reads_freed,2,5000,fault;kernel,relu,8,3000";
+  GraphReplayOptions o = with_progress("progress-restart.jsonl", 1.0);
+  const std::string path = o.progress_path;
+  FakeProbe probe;
+  // First process: every row is timed before any is measured and the fault comes at reads_freed's
+  // timing, so nothing but the step finished.
+  auto first = replay_cuda_graph(fake().graph(spec), o, &probe);
+  ASSERT_TRUE(first);
+  auto p = read_replay_progress(path);
+  ASSERT_TRUE(p) << p.error().message;
+  ASSERT_EQ(p->faulted.size(), 1u);
+  EXPECT_TRUE(p->rows.empty());
+  ASSERT_TRUE(p->step);
+  // Second process: reads_freed faulted; everything else measured.
+  o.prior = p->rows;
+  o.prior_step = p->step;
+  o.faulted = p->faulted;
+  auto second = replay_cuda_graph(fake().graph(spec), o, &probe);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(launches("reads_freed"), 0);
+  const ExactRow* bad = row(*second, "reads_freed");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, "faulted");
+  EXPECT_EQ(bad->reason, "cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS (700)");
+  for (const char* n : {"gemm", "add", "relu"}) EXPECT_EQ(row(*second, n)->status, "measured") << n;
+  EXPECT_NEAR(second->predicted_time_s, 4 * 20e-6 + 6 * 1e-6 + 8 * 3e-6, 1e-9);
+  EXPECT_NEAR(second->failed_share, 2.0 / 20.0, 1e-12);
+  EXPECT_NEAR(second->measured_share, 1.0, 1e-12);
+  EXPECT_NEAR(second->step.time_ns, first->step.time_ns, 1e-6);  // taken, not measured again
+  const std::string warning = "kernel reads_freed faulted when replayed alone (cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS (700)); isolated in its "
+                              "own process, the other rows were replayed without it";
+  EXPECT_EQ(std::count(second->warnings.begin(), second->warnings.end(), warning), 1);
+  EXPECT_EQ(second->warnings.back(), "2 of 20 replayable nodes not in the prediction (failed, faulted or not measured)");
+  // A third process with every row finished replays none of them (and finds them in its progress).
+  auto p2 = read_replay_progress(path);
+  ASSERT_TRUE(p2);
+  EXPECT_EQ(p2->rows.size(), 3u);
+  o.prior = p2->rows;
+  auto third = replay_cuda_graph(fake().graph(spec), o, &probe);
+  ASSERT_TRUE(third);
+  for (const char* n : {"gemm", "add", "relu", "reads_freed"}) EXPECT_EQ(launches(n), 0) << n;
+  EXPECT_NEAR(third->predicted_energy_j, second->predicted_energy_j, 1e-15);
+  EXPECT_EQ(row(*third, "gemm")->trial_time_ns, row(*second, "gemm")->trial_time_ns);
+}
+
+// Coverage counts the rows an earlier process measured: those left beyond it stay timed.
+TEST(GraphReplay, PriorMeasuredRowsCountTowardsTheCoverage) {
+  const char* spec = "kernel,big,10,100000;kernel,small,1,1000";
+  GraphReplayOptions o = with_progress("progress-coverage.jsonl", 0.9);
+  const std::string path = o.progress_path;
+  FakeProbe probe;
+  ASSERT_TRUE(replay_cuda_graph(fake().graph(spec), o, &probe));
+  auto p = read_replay_progress(path);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->rows.size(), 2u);  // big measured, small timed (beyond the coverage): both finished
+  o.prior = p->rows;
+  o.progress_path.clear();
+  auto again = replay_cuda_graph(fake().graph(spec), o, &probe);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(row(*again, "big")->status, "measured");
+  EXPECT_EQ(row(*again, "small")->status, "timed");
+  EXPECT_NEAR(row(*again, "small")->power_w, 300, 1e-9);
+  EXPECT_EQ(launches("big") + launches("small"), 0);
+}
+
+// The document of a replay that never finished, from its progress alone: the faulted row and the
+// rest not_measured with the reason given.
+TEST(GraphReplay, TheDocumentFromProgressAloneAfterTheLastRestart) {
+  GraphReplayOptions o = with_progress("progress-alone.jsonl");
+  const std::string path = o.progress_path;
+  FakeProbe probe;
+  ASSERT_TRUE(replay_cuda_graph(fake().graph("kernel,gemm,4,20000;kernel,reads_freed,2,5000,fault;kernel,relu,8,3000"), o, &probe));
+  auto p = read_replay_progress(path);
+  ASSERT_TRUE(p);
+  auto r = graph_replay_from_progress(*p, {}, "not measured: 8 restarts, the limit");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->rows.size(), 3u);
+  EXPECT_EQ(row(*r, "reads_freed")->status, "faulted");
+  EXPECT_EQ(row(*r, "gemm")->status, "not_measured");
+  EXPECT_EQ(row(*r, "gemm")->reason, "not measured: 8 restarts, the limit");
+  EXPECT_EQ(r->gpu, "Fake CUDA GPU");
+  EXPECT_EQ(r->predicted_energy_j, 0);
+  EXPECT_NEAR(r->failed_share, 1.0, 1e-12);
+  EXPECT_TRUE(r->step.measured);
+  EXPECT_FALSE(graph_replay_from_progress(ReplayProgress{}, {}, "x"));
 }

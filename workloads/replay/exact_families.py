@@ -6,6 +6,12 @@ run back to back as the program runs it (the captured graph replayed) inside a m
     python3 exact_families.py --out results.json [--families resnet50,vit,...] [--window-s 7.5]
 
 Models are built from their public configurations with random weights (bf16), nothing downloaded.
+
+A family's rows with a kernel that faults when replayed alone (llama_decode_static's index_copy_),
+isolated by restart in child processes (docs/replay.md, "Isolating a faulting kernel"):
+
+    cd workloads/replay && python3 -c 'import exact_families as f, jouleprof.replay as jr;
+    r = jr.replay_step_isolated(f.step_of, "llama_decode_static", max_rows=20); print(r.text()); print(r.data["isolation"])'
 """
 import argparse
 import json
@@ -132,6 +138,18 @@ def fam_prefill(batch=16, seq=1024):
     m = llm(cfg)
     ids = torch.randint(0, cfg.vocab_size, (batch, seq), device=DEV)
     return f"Llama-3.2-1B arch. prefill {batch} x {seq} (GPU-bound)", lambda: m(input_ids=ids, use_cache=False).logits
+
+
+def step_of(key):
+    """A family's step alone, under inference mode: the factory jouleprof.replay.replay_step_isolated
+    runs in its child (module-level, so the spawn child imports it by name)."""
+    with torch.inference_mode():
+        _, fn = FAMILIES[key]()
+
+    def step():
+        with torch.inference_mode():
+            return fn()
+    return step
 
 
 FAMILIES = {"resnet50": fam_resnet50, "vit": fam_vit, "bert": fam_bert, "llama_compiled": fam_llama_compiled,

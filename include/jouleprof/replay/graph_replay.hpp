@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ struct GraphGroup {
   uint64_t bytes = 0;
   std::size_t count = 0, first_node = 0;
   std::size_t argument_bytes = 0;  ///< kernels: size of the argument block compared
+  /// The same in two processes that capture the same step: a hash of the function's name (not its
+  /// address), launch configuration and argument bytes with device pointers masked (copies: kind
+  /// and size); "-2", "-3" ... after a repeated hash, in graph order. The restart of a faulting
+  /// replay (docs/replay.md, "Faults and limits") finds its rows by it.
+  std::string id;
 };
 
 struct GraphListing {
@@ -50,6 +56,26 @@ struct GraphListing {
   std::size_t mem_alloc_nodes = 0, mem_free_nodes = 0;
   uint64_t mem_alloc_bytes = 0;
   std::vector<std::string> warnings;
+};
+
+/// One group, replayed.
+struct ExactRow {
+  GraphGroup group;
+  /// measured (time and energy per call) | timed (time measured, power of the measured rows) |
+  /// failed (the replay of this node failed: reason) | not_measured (the context was lost before it) |
+  /// faulted (its replay faulted in an earlier process: GraphReplayOptions::faulted)
+  std::string status;
+  std::string reason;
+  std::size_t copies = 0;
+  double time_ns = 0, time_half_width_ns = 0, power_w = 0, power_half_width_w = 0, energy_j = 0, energy_half_width_j = 0;
+  double short_trials_ci = -1, trial_s = 0, temperature_c = -1;
+  std::vector<double> trial_power_w, trial_time_ns;
+};
+
+struct StepFigures {
+  bool measured = false;
+  std::string reason;
+  double time_ns = 0, time_half_width_ns = 0, power_w = 0, energy_j = 0, energy_half_width_j = 0;
 };
 
 struct GraphReplayOptions {
@@ -67,25 +93,19 @@ struct GraphReplayOptions {
   /// Replay each group alone (the rows basis). Off: the whole step only, for steps whose nodes read
   /// temporaries that later nodes overwrite (an index kernel then asserts: docs/replay.md).
   bool rows = true;
-};
 
-/// One group, replayed.
-struct ExactRow {
-  GraphGroup group;
-  /// measured (time and energy per call) | timed (time measured, power of the measured rows) |
-  /// failed (the replay of this node failed: reason) | not_measured (the context was lost before it)
-  std::string status;
-  std::string reason;
-  std::size_t copies = 0;
-  double time_ns = 0, time_half_width_ns = 0, power_w = 0, power_half_width_w = 0, energy_j = 0, energy_half_width_j = 0;
-  double short_trials_ci = -1, trial_s = 0, temperature_c = -1;
-  std::vector<double> trial_power_w, trial_time_ns;
-};
-
-struct StepFigures {
-  bool measured = false;
-  std::string reason;
-  double time_ns = 0, time_half_width_ns = 0, power_w = 0, energy_j = 0, energy_half_width_j = 0;
+  // A replay in a child process that a parent restarts when a kernel faults (docs/replay.md,
+  // "Faults and limits"; jouleprof.replay.replay_step_isolated is such a parent).
+  /// Appends one JSON line per event to this file, flushed before the launch it announces:
+  /// listing, step, start (a row's launches begin), row (a row finished), fault (a row faulted:
+  /// the context is lost). read_replay_progress() reads it back.
+  std::string progress_path;
+  /// Rows an earlier process finished, by GraphGroup::id: taken as they are, not replayed.
+  std::map<std::string, ExactRow> prior;
+  /// Rows that faulted in an earlier process (id → reason): status "faulted", not replayed.
+  std::map<std::string, std::string> faulted;
+  /// The whole step's figures from an earlier process: not measured again (the warm-up still runs).
+  std::optional<StepFigures> prior_step;
 };
 
 struct GraphReplay {
@@ -115,6 +135,25 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph, const GraphReplayOpt
 
 /// {schema "jouleprof.exact_replay", schema_version 1, gpu, nodes, rows[...], step, prediction}
 std::string graph_replay_json(const GraphReplay& r);
+
+/// A progress file (GraphReplayOptions::progress_path) read back, over all the processes that
+/// appended to it: what a restart passes on as `prior`, `prior_step` and `faulted`.
+struct ReplayProgress {
+  /// The last listing: gpu, idle power, nodes, warnings, and every group as a not_measured row.
+  std::optional<GraphReplay> listing;
+  std::map<std::string, ExactRow> rows;       ///< finished rows by id (any status but not_measured)
+  std::optional<StepFigures> step;            ///< the whole step's figures, once measured
+  std::map<std::string, std::string> faulted; ///< rows whose replay faulted with the process alive: id → reason
+  /// The row whose launches began last and that neither finished nor faulted ("" none): the row
+  /// being replayed when a process that died stopped writing.
+  std::string started;
+};
+/// Reads a progress file; a torn last line (the process died while writing it) is ignored.
+Result<ReplayProgress> read_replay_progress(const std::string& path);
+/// The document of a replay that was not finished, from its progress alone (no GPU): the
+/// finished rows, `faulted` ones, the rest not_measured with `reason`; the prediction over them.
+Result<GraphReplay> graph_replay_from_progress(const ReplayProgress& p, const std::map<std::string, std::string>& faulted,
+                                               const std::string& reason);
 std::string graph_replay_text(const GraphReplay& r, std::size_t top);
 
 }  // namespace jouleprof
