@@ -8,7 +8,8 @@
 // KIND kernel | memcpy | memset | host | typeN (an unknown node type N); COUNT nodes of it, chained.
 // Kernels take (float* in, float* out, int n): each node gets its own device pointers (so the
 // pointer-masked grouping puts them in one row) and the same n, unless FLAG is "distinct" (n = node
-// index). FLAG "fault": a graph of copies of it faults at launch (CUDA_ERROR_ILLEGAL_ADDRESS, sticky:
+// index), or "hostptr" (`in` a host address of the build: each node its own row, other in each
+// capture, as real steps' arguments can be). FLAG "fault": a graph of copies of it faults at launch (CUDA_ERROR_ILLEGAL_ADDRESS, sticky:
 // every later call fails); "die": a graph of copies of it ends the process at launch (one stderr line
 // naming CUDA_ERROR_ILLEGAL_ADDRESS, exit code 3), as a replay whose fault takes its process down;
 // "oom": a graph of copies of it fails to instantiate (out of memory); "l2":
@@ -96,6 +97,7 @@ std::deque<FGraph> graphs;
 std::deque<FExec> execs;
 std::deque<FStream> streams;
 std::deque<FEvent> events;
+std::deque<uint64_t> host_words;  // "hostptr" kernels' host addresses (a deque: they stay put)
 CUresult sticky = kSuccess;
 CUdeviceptr last_in = 0;  // the input of the kernel launched last (the "L2" of flag "l2")
 long counter = 0;         // the state of flags "bump", "reset" and "index"
@@ -185,7 +187,12 @@ FAKE void* fakecuda_build_graph(const char* spec) {
       if (kind == "kernel") {
         x.type = kNodeKernel;
         x.func = fn;
-        x.in = on_owned ? owned_ptr() : shared_in != 0 ? shared_in : alloc(4096);
+        // "hostptr": `in` a host address of this build, not device memory (so not masked), as a
+        // PyTorch kernel's arguments can hold: other in each node and in each capture.
+        x.in = flag == "hostptr" ? reinterpret_cast<CUdeviceptr>(&host_words.emplace_back())
+               : on_owned        ? owned_ptr()
+               : shared_in != 0  ? shared_in
+                                 : alloc(4096);
         x.out = on_owned ? owned_ptr() : alloc(4096);
         x.n = flag == "distinct" ? static_cast<int>(i) : 1024;
         x.packed = flag.find("+extra") != std::string::npos;

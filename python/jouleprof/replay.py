@@ -235,9 +235,9 @@ def _replay_step(fn: Callable, args, warmup: int, json_path: Optional[str], quie
     return r
 
 
-def replay_step_isolated(factory: Callable, *factory_args, max_restarts: int = 8, warmup: int = 3, json_path: Optional[str] = None,
-                         quiet: bool = False, fallback: bool = True, tier_options: Optional[Dict[str, Any]] = None,
-                         **options) -> ExactReplay:
+def replay_step_isolated(factory: Callable, *factory_args, max_restarts: int = 8, same_kernel: bool = True, warmup: int = 3,
+                         json_path: Optional[str] = None, quiet: bool = False, fallback: bool = True,
+                         tier_options: Optional[Dict[str, Any]] = None, **options) -> ExactReplay:
     """replay_step in a child process, restarted past each kernel whose replay faults
     (docs/replay.md, "Faults and limits").
 
@@ -250,7 +250,10 @@ def replay_step_isolated(factory: Callable, *factory_args, max_restarts: int = 8
     and the whole step's figures already measured, marks the faulting row ``faulted`` (its reason:
     the CUDA error, or the child's last stderr line naming one, else "the process died (exit N)")
     and replays the rest. After ``max_restarts`` restarts the rows left are ``not_measured``.
-    Each restart costs one child start, the model's build and the warm-up.
+    Each restart costs one child start, the model's build and the warm-up. ``same_kernel`` (True):
+    the other rows of a faulting row's kernel (the same function on other arguments: each layer's
+    ``index_copy_`` of a StaticCache step) are not replayed either, and say so; without it each of
+    them costs a restart of its own (32 on a 16-layer StaticCache decode, H200).
 
     Returns an ExactReplay whose ``graph`` and ``output`` are None: they lived in the child.
     ``data["isolation"]``: the processes started and the rows that faulted. Other arguments and
@@ -277,6 +280,8 @@ def replay_step_isolated(factory: Callable, *factory_args, max_restarts: int = 8
                                (warmup, quiet, fallback, tier_options, dict(options, progress_path=progress, faulted=dict(faulted))),
                                progress, quiet)
             new = _new_faults(child, progress, faulted)
+            if new and same_kernel:
+                new.update(_same_kernel(progress, new, faulted))
             if not new:  # finished: the child's own document
                 out = child["out"]
                 r = ExactReplay(out["captured"], out["reason"], out["data"])
@@ -308,7 +313,7 @@ def _run_child(ctx, d: str, attempt: int, factory, factory_args, settings, progr
         with open(err, errors="replace") as f:
             text = f.read()
     if text and not quiet:
-        sys.stderr.write(text)
+        sys.stderr.write(_tail(text))
     out = None
     if p.exitcode == 0 and os.path.exists(result):
         with open(result, "rb") as f:
@@ -317,6 +322,15 @@ def _run_child(ctx, d: str, attempt: int, factory, factory_args, settings, progr
         from . import errors
         raise getattr(errors, out["type"], errors.JouleprofError)(f"replay_step_isolated: {out['error']}")
     return {"exit": p.exitcode, "out": out, "stderr": text}
+
+
+def _tail(text: str, keep: int = 20) -> str:
+    """A child's stderr as relayed: its last `keep` lines. A device assert prints one line per GPU
+    thread that failed it (thousands on a StaticCache decode, H200)."""
+    lines = text.splitlines(keepends=True)
+    if len(lines) <= keep:
+        return text
+    return f"jouleprof: ({len(lines) - keep} earlier lines of the child's stderr left out)\n" + "".join(lines[-keep:])
 
 
 def _new_faults(child: Dict[str, Any], progress: str, faulted: Dict[str, str]) -> Dict[str, str]:
@@ -331,13 +345,31 @@ def _new_faults(child: Dict[str, Any], progress: str, faulted: Dict[str, str]) -
     code = child["exit"]
     died = f"the process died ({'signal ' + str(-code) if code is not None and code < 0 else 'exit ' + str(code)})"
     lines = [ln.strip() for ln in child["stderr"].splitlines() if "CUDA" in ln]
-    reason = lines[-1][:300] if lines else died
+    last = [ln.strip() for ln in child["stderr"].splitlines() if ln.strip()]
+    reason = lines[-1][:300] if lines else f"{died}: {last[-1][:300]}" if last else died
     started = prog["started"] if prog else ""
     if not started or started == "step":
         where = "replaying the whole step" if started == "step" else "before replaying a row (building, capturing or listing the step)"
         raise JouleprofError(f"replay_step_isolated: the child process died {where}: {reason}")
     new[started] = reason
     return new
+
+
+def _same_kernel(progress: str, new: Dict[str, str], faulted: Dict[str, str]) -> Dict[str, str]:
+    """The rows not yet finished whose kernel is one of the new faulting rows' (same function, other
+    arguments), each with its reason."""
+    from . import _jouleprof
+    prog = _jouleprof.read_replay_progress(progress)
+    names, done = prog["names"], set(prog["finished"])
+    out = {}
+    for fid, why in new.items():
+        name = names.get(fid)
+        if not name:
+            continue
+        for rid, other in names.items():
+            if other == name and rid not in new and rid not in faulted and rid not in done:
+                out[rid] = f"not replayed: the same kernel faulted alone in row {fid} ({why})"
+    return out
 
 
 def _isolated_child(factory, factory_args, settings, prior: str, result: str, err: str) -> None:

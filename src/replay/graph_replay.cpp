@@ -253,13 +253,17 @@ struct KernelKeys {
       rest += '\x1f';
     }
     key += rest;
-    stable = "k" + g.name + config + rest;
+    // Not the argument bytes: a word that is not device memory (a host address, a per-process
+    // handle) differs from one process to the next (H200, StaticCache decode: each child saw other
+    // ids). The node's place in the graph tells groups apart, as a capture of the step repeats it.
+    stable = fmt::format("k{}{}@{}", g.name, config, i);
     return true;
   }
 };
 
-// GraphGroup::id: FNV-1a (64 bits) of the stable key, 16 hex digits; a repeated one (two groups of
-// one stable key: two functions of one name) gets "-2", "-3" ... in graph order.
+// GraphGroup::id: FNV-1a (64 bits) of the stable key (a kernel's name, launch configuration and
+// first node's place in the graph), 16 hex digits; a repeated one (a copy or memset key) gets
+// "-2", "-3" ... in graph order.
 std::string stable_id(const std::string& stable_key, std::unordered_map<std::string, std::size_t>& seen) {
   uint64_t h = 14695981039346656037ULL;
   for (unsigned char c : stable_key) {

@@ -215,6 +215,24 @@ def test_isolated_a_fault_with_the_process_alive_restarts_too(fake):
     assert r.data["isolation"]["processes"] == 2
 
 
+def test_isolated_rows_of_a_faulting_kernel_are_skipped_with_it(fake):
+    # Two rows of one kernel (each layer's index_copy_ of a StaticCache step): after the first faults
+    # the second is not replayed (one restart in all); same_kernel=False isolates each on its own.
+    from isolated_steps import fake_step
+    from jouleprof.replay import replay_step_isolated
+    spec = "kernel,gemm,4,20000;kernel,stale_index,2,5000,die;kernel,stale_index,3,6000,die;kernel,relu,8,3000"
+    r = replay_step_isolated(fake_step, spec, quiet=True, **_isolated_opts())
+    stale = [x for x in r.rows if x["name"] == "stale_index"]
+    assert [x["status"] for x in stale] == ["faulted", "faulted"]
+    first = r.data["isolation"]["faulted"]
+    assert r.data["isolation"]["processes"] == 2 and len(first) == 2
+    assert sum(x["reason"].startswith("not replayed: the same kernel faulted alone in row ") for x in stale) == 1
+    assert {x["status"] for x in r.rows if x["name"] != "stale_index"} == {"timed"}
+    apart = replay_step_isolated(fake_step, spec, quiet=True, same_kernel=False, **_isolated_opts())
+    assert apart.data["isolation"]["processes"] == 3
+    assert [x["status"] for x in apart.rows if x["name"] == "stale_index"] == ["faulted", "faulted"]
+
+
 def test_isolated_without_restarts_left_the_rest_is_not_measured(fake, tmp_path):
     from isolated_steps import fake_step
     from jouleprof.replay import replay_step_isolated
@@ -228,6 +246,15 @@ def test_isolated_without_restarts_left_the_rest_is_not_measured(fake, tmp_path)
     assert r.prediction["energy_j"] == 0 and r.prediction["failed_node_share"] == 1.0
     assert r.data["isolation"]["processes"] == 1
     assert json.loads(p.read_text())["rows"] == r.rows
+
+
+def test_isolated_relays_the_tail_of_a_childs_stderr():
+    from jouleprof.replay import _tail
+    assert _tail("a\nb\n") == "a\nb\n"
+    many = "".join(f"assert {i}\n" for i in range(1000))
+    out = _tail(many)
+    assert out.startswith("jouleprof: (980 earlier lines of the child's stderr left out)\n")
+    assert out.endswith("assert 999\n") and out.count("\n") == 21
 
 
 def test_isolated_errors_are_one_line(fake):

@@ -41,9 +41,10 @@ struct GraphGroup {
   std::size_t count = 0, first_node = 0;
   std::size_t argument_bytes = 0;  ///< kernels: size of the argument block compared
   /// The same in two processes that capture the same step: a hash of the function's name (not its
-  /// address), launch configuration and argument bytes with device pointers masked (copies: kind
-  /// and size); "-2", "-3" ... after a repeated hash, in graph order. The restart of a faulting
-  /// replay (docs/replay.md, "Faults and limits") finds its rows by it.
+  /// address), launch configuration and its first node's place in the graph (not the argument bytes,
+  /// which can hold per-process words); copies and memsets: kind and size, "-2", "-3" ... after a
+  /// repeated one, in graph order. The restart of a faulting replay (docs/replay.md, "Faults and
+  /// limits") finds its rows by it.
   std::string id;
 };
 
