@@ -162,7 +162,9 @@ void assemble_prediction(std::vector<ExactRow> rows, GraphReplay& R) {
       lacking += r.group.count;
     }
     if (r.status == "failed") R.warnings.push_back(r.reason);
-    if (r.status == "faulted") {
+    if (r.status == "faulted" && r.reason.rfind("not replayed:", 0) == 0) {  // another row of its kernel faulted
+      R.warnings.push_back(fmt::format("{} {}: {}", r.group.kind, short_name(r.group.name), r.reason));
+    } else if (r.status == "faulted") {
       R.warnings.push_back(fmt::format("{} {} faulted when replayed alone ({}); isolated in its own process, the other rows were replayed without it",
                                        r.group.kind, short_name(r.group.name), r.reason));
     }

@@ -227,6 +227,8 @@ def test_isolated_rows_of_a_faulting_kernel_are_skipped_with_it(fake):
     first = r.data["isolation"]["faulted"]
     assert r.data["isolation"]["processes"] == 2 and len(first) == 2
     assert sum(x["reason"].startswith("not replayed: the same kernel faulted alone in row ") for x in stale) == 1
+    assert sum(w.startswith("kernel stale_index: not replayed: the same kernel faulted alone in row ") for w in r.warnings) == 1
+    assert sum(w.startswith("kernel stale_index faulted when replayed alone") for w in r.warnings) == 1
     assert {x["status"] for x in r.rows if x["name"] != "stale_index"} == {"timed"}
     apart = replay_step_isolated(fake_step, spec, quiet=True, same_kernel=False, **_isolated_opts())
     assert apart.data["isolation"]["processes"] == 3
