@@ -293,9 +293,11 @@ void finish_warnings(const TraceData& t, TraceProfile& p) {
     graphs.insert(a.graph_id);
   }
   if (graph_launches > 0) {
+    const bool replayed = std::any_of(p.gpus.begin(), p.gpus.end(), [](const GpuProfile& g) { return !g.replay_source.empty(); });
     p.warnings.push_back(fmt::format("{} launches of {} CUDA graph{} recorded whole, one record each: their kernels are not listed "
-                                     "one by one (`--cuda-graph-trace node` lists them, at ~0.3 us more per node and launch)",
-                                     graph_launches, graphs.size(), graphs.size() == 1 ? "" : "s"));
+                                     "one by one{} (`--cuda-graph-trace node` lists them, at ~0.3 us more per node and launch)",
+                                     graph_launches, graphs.size(), graphs.size() == 1 ? "" : "s",
+                                     replayed ? ", and the replay's rows cannot split them" : ""));
   }
   if (t.processes.empty()) {
     p.warnings.push_back("no traced process: the command never initialised CUDA (or CUDA_INJECTION64_PATH was not honoured)");

@@ -716,5 +716,16 @@ TEST(TraceProfile, GraphLevelRecordsAreAttributedAndSaidInOneLine) {
   bool graph_row = false;
   for (const auto& k : p->kernels) graph_row |= k.name.rfind("CUDA graph ", 0) == 0;
   EXPECT_TRUE(graph_row);
+  EXPECT_EQ(w->find("the replay's rows cannot split them"), std::string::npos) << *w;
   expect_physical(p->gpus[0]);
+  // With a replay: its rows name kernels, not graphs; the line says they cannot split the graphs.
+  const ReplayReference rep = replay_for(0.010, 650, 300, 1.0);
+  TraceProfileOptions o;
+  o.replay = &rep;
+  auto pr = build_trace_profile(r.m, r.t, classifier(), o);
+  ASSERT_TRUE(pr) << pr.error().message;
+  EXPECT_GT(pr->gpus[0].replay_unmatched_share, 0.2);
+  const auto wr = std::find_if(pr->warnings.begin(), pr->warnings.end(), [&](const std::string& x) { return x.find(line) != std::string::npos; });
+  ASSERT_NE(wr, pr->warnings.end());
+  EXPECT_NE(wr->find(", and the replay's rows cannot split them"), std::string::npos) << *wr;
 }
