@@ -8,10 +8,10 @@ run back to back as the program runs it (the captured graph replayed) inside a m
 Models are built from their public configurations with random weights (bf16), nothing downloaded.
 
 A family's rows with a kernel that faults when replayed alone (llama_decode_static's index_copy_),
-isolated by restart in child processes (docs/replay.md, "Isolating a faulting kernel"):
+isolated by restart in child processes (docs/replay.md, "Isolating a faulting kernel"); no window:
 
-    cd workloads/replay && python3 -c 'import exact_families as f, jouleprof.replay as jr;
-    r = jr.replay_step_isolated(f.step_of, "llama_decode_static", max_rows=20); print(r.text()); print(r.data["isolation"])'
+    python3 exact_families.py --out isolated.json --families llama_decode_static --isolated
+    (on the GPU machine: EXACT_FLAGS=--isolated BUDGET_S=300 scripts/device-replay-exact.sh llama_decode_static)
 """
 import argparse
 import json
@@ -269,6 +269,27 @@ def in_graph_check(g, rows, replays=3):
             "unmatched_in_graph": unmatched[:8]}
 
 
+def run_isolated(args, opts):
+    """--isolated: per family, its rows replayed in child processes (replay_step_isolated): how many
+    processes, which rows faulted, the rows' statuses and the Σ rows prediction; one JSON line each."""
+    from collections import Counter
+
+    from jouleprof.replay import replay_step_isolated
+    results = []
+    for key in args.families.split(","):
+        t0 = time.time()
+        r = replay_step_isolated(step_of, key, **{k: v for k, v in opts.items() if k != "quiet"})
+        p = r.prediction
+        res = {"family": key, "captured": r.captured, "wall_s": time.time() - t0, "isolation": r.data.get("isolation"),
+               "rows": len(r.rows), "statuses": dict(Counter(x["status"] for x in r.rows)),
+               "rows_time_s": p.get("time_s"), "rows_energy_j": p.get("energy_j"), "failed_node_share": p.get("failed_node_share"),
+               "step": r.step, "warnings": r.warnings[:40]}
+        results.append(res)
+        print(json.dumps({k: v for k, v in res.items() if k != "warnings"}), flush=True)
+        with open(args.out, "w") as f:
+            json.dump({"results": results}, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -276,9 +297,13 @@ def main():
     ap.add_argument("--window-s", type=float, default=7.5)
     ap.add_argument("--max-rows", type=int, default=20)
     ap.add_argument("--coverage", type=float, default=0.95)
+    ap.add_argument("--isolated", action="store_true",
+                    help="each family's rows through replay_step_isolated (child processes, restarted past a faulting row); no window")
     args = ap.parse_args()
     opts = dict(trials=4, trial_s=0.15, settle_s=0.2, warmup_s=2.0, long_trial_s=0.5, row_cap_s=2.5, max_trials=6,
                 coverage=args.coverage, max_rows=args.max_rows, quiet=False)
+    if args.isolated:
+        return run_isolated(args, opts)
     info = {"gpu": smi("name,driver_version,power.limit"), "torch": torch.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
             "options": opts}
     try:
