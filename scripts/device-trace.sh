@@ -9,6 +9,7 @@
 #                                     HF decoder; ~4.5 min) twoclass (replay-informed per-class
 #                                     check; ~2 min) compiledab (tracing overhead inside one
 #                                     process: calls alternately paused/recording; ~2.5 min)
+#                                     graphprobe (CUPTI's modes on eager and graph launches; ~20 s)
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -77,6 +78,14 @@ for step in "$@"; do
         run 90 "$BIN/jouleprof-llm" speed --model llama-3.2-1b --batch 1 --prompt 128 --gen 128 --prefill 0 --seconds 3 --json "$OUT/eng_U$i.json"
         run 120 "$JP" trace --idle 0 --no-store -q --json "$OUT/eng_T$i.trace.json" -- "$BIN/jouleprof-llm" speed --model llama-3.2-1b --batch 1 \
           --prompt 128 --gen 128 --prefill 0 --seconds 3 --json "$OUT/eng_T$i.json"
+      done ;;
+    graphprobe)
+      # What CUPTI's activity modes cost on eager and CUDA-graph launches (workloads/cupti_probe):
+      # each mode in its own process, PROBE_ROUNDS (3) interleaved rounds; one line each.
+      for r in $(seq 1 "${PROBE_ROUNDS:-3}"); do
+        for m in none device kernel graph both kernel_paused; do
+          timeout 60 "$BIN/jouleprof-cupti-probe" $m 2>&1 | tee -a "$LOG" "$OUT/graphprobe.txt"
+        done
       done ;;
     long)
       run "${LONG_S:-70}" "$JP" trace --idle 1 --no-store --top 3 --json "$OUT/long.json" -- "$TC" mixed "${LONG_RUN_S:-45}" 0.2 2 3 ;;
