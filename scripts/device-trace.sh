@@ -81,9 +81,11 @@ for step in "$@"; do
       done ;;
     graphprobe)
       # What CUPTI's activity modes cost on eager and CUDA-graph launches (workloads/cupti_probe):
-      # each mode in its own process, PROBE_ROUNDS (3) interleaved rounds; one line each.
+      # each mode in its own process, PROBE_ROUNDS (3) interleaved rounds; one line each. `detach`:
+      # eager launches with CUPTI detached (cuptiFinalize) and attached again, and each switch's time
+      # (a sampled mode below the attached floor, issue 33 (c); not yet run).
       for r in $(seq 1 "${PROBE_ROUNDS:-3}"); do
-        for m in none device kernel graph both kernel_paused; do
+        for m in none device kernel graph both kernel_paused detach; do
           timeout 60 "$BIN/jouleprof-cupti-probe" $m 2>&1 | tee -a "$LOG" "$OUT/graphprobe.txt"
         done
       done ;;

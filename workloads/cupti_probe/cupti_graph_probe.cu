@@ -1,12 +1,14 @@
 // What CUPTI's activity modes cost on CUDA-graph and eager launches, one mode per process
 // (issue 33 item 4a; docs/validation/trace.md "CUDA graphs recorded whole"). CUPTI linked:
 // a probe of CUPTI itself, not jouleprof's tracer.
-//   jouleprof-cupti-probe MODE   MODE: none | device | kernel | graph | both | kernel_paused
+//   jouleprof-cupti-probe MODE   MODE: none | device | kernel | graph | both | kernel_paused | detach
 // Prints one line: mode, cuptiActivityEnable results, µs per eager launch, µs per graph launch
-// (small and busy graphs), records received per kind.
+// (small and busy graphs), records received per kind. `detach`: eager launches recording, after
+// CUPTI is detached (cuptiFinalize) and attached again, and what each switch took.
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -63,10 +65,69 @@ double per_graph_us(cudaGraphExec_t e, cudaStream_t s, int launches) {
   cudaStreamSynchronize(s);
   return (now_us() - t0) / launches;
 }
+double eager_us(cudaStream_t s, float* p, int n = 20000) {
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = now_us();
+    for (int i = 0; i < n; ++i) tiny<<<1, 32, 0, s>>>(p);
+    cudaStreamSynchronize(s);
+    best = std::min(best, (now_us() - t0) / n);
+  }
+  return best;
+}
+
+// CUPTI detached and attached again (the documented way: cuptiFinalize from an API callback's
+// exit site, as PyTorch's Kineto does): what a sampled mode's off phase would cost if it
+// detached, and what each switch costs.
+std::atomic<bool> g_detach{false}, g_detached{false};
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+  const auto* d = static_cast<const CUpti_CallbackData*>(data);
+  if (d->callbackSite == CUPTI_API_EXIT && g_detach.exchange(false)) {
+    cuptiActivityFlushAll(1);
+    cuptiFinalize();
+    g_detached = true;
+  }
+}
+
+int detach_cycle() {
+  float* p = nullptr;
+  cudaMalloc(&p, 132 * 256 * sizeof(float));
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cuptiActivityRegisterCallbacks(requested, completed);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  eager_us(s, p, 2000);
+  const double recording = eager_us(s, p);
+  CUpti_SubscriberHandle sub;
+  cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(on_api), nullptr);
+  cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+  double t0 = now_us();
+  g_detach = true;
+  tiny<<<1, 32, 0, s>>>(p);  // its API exit detaches
+  cudaStreamSynchronize(s);
+  const double detach_ms = (now_us() - t0) / 1e3;
+  const long before = g_records[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
+  const double detached = eager_us(s, p);
+  t0 = now_us();
+  cuptiActivityRegisterCallbacks(requested, completed);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  tiny<<<1, 32, 0, s>>>(p);
+  cudaStreamSynchronize(s);
+  const double attach_ms = (now_us() - t0) / 1e3;
+  const double reattached = eager_us(s, p);
+  cuptiActivityFlushAll(1);
+  const cudaError_t err = cudaDeviceSynchronize();
+  std::printf("mode=detach        eager_us recording=%.3f detached=%.3f reattached=%.3f detach_ms=%.2f attach_ms=%.2f detached_ok=%d "
+              "kernel records before detach %ld, after re-attach %ld cuda=%s\n",
+              recording, detached, reattached, detach_ms, attach_ms, g_detached.load() ? 1 : 0, before,
+              g_records[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] - before, cudaGetErrorString(err));
+  return err == cudaSuccess ? 0 : 1;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "none";
+  if (mode == "detach") return detach_cycle();
   std::string enabled;
   auto enable = [&](CUpti_ActivityKind k, const char* name) {
     CUptiResult rc = cuptiActivityEnable(k);
