@@ -279,9 +279,10 @@ def replay_step_isolated(factory: Callable, *factory_args, max_restarts: int = 8
             child = _run_child(ctx, d, attempt, factory, factory_args,
                                (warmup, quiet, fallback, tier_options, dict(options, progress_path=progress, faulted=dict(faulted))),
                                progress, quiet)
-            new = _new_faults(child, progress, faulted)
-            if new and same_kernel:
-                new.update(_same_kernel(progress, new, faulted))
+            prog = _jouleprof.read_replay_progress(progress) if os.path.exists(progress) else None
+            new = _new_faults(child, prog, faulted)
+            if new and same_kernel and prog is not None:
+                new.update(_same_kernel(prog, new, faulted))
             if not new:  # finished: the child's own document
                 out = child["out"]
                 r = ExactReplay(out["captured"], out["reason"], out["data"])
@@ -333,20 +334,19 @@ def _tail(text: str, keep: int = 20) -> str:
     return f"jouleprof: ({len(lines) - keep} earlier lines of the child's stderr left out)\n" + "".join(lines[-keep:])
 
 
-def _new_faults(child: Dict[str, Any], progress: str, faulted: Dict[str, str]) -> Dict[str, str]:
-    """The rows that faulted in this child: those it wrote as faulted (the process alive) and, if it
-    died, the row it had started. A child that died outside a row: one-line error."""
-    from . import _jouleprof
+def _new_faults(child: Dict[str, Any], prog: Optional[Dict[str, Any]], faulted: Dict[str, str]) -> Dict[str, str]:
+    """The rows that faulted in this child (`prog`: the progress file read back, None without one):
+    those it wrote as faulted (the process alive) and, if it died, the row it had started. A child
+    that died outside a row: one-line error."""
     from .errors import JouleprofError
-    prog = _jouleprof.read_replay_progress(progress) if os.path.exists(progress) else None
     new = {k: v for k, v in (prog["faulted"] if prog else {}).items() if k not in faulted}
     if child["out"] is not None:
         return new
     code = child["exit"]
     died = f"the process died ({'signal ' + str(-code) if code is not None and code < 0 else 'exit ' + str(code)})"
-    lines = [ln.strip() for ln in child["stderr"].splitlines() if "CUDA" in ln]
     last = [ln.strip() for ln in child["stderr"].splitlines() if ln.strip()]
-    reason = lines[-1][:300] if lines else f"{died}: {last[-1][:300]}" if last else died
+    cuda = [ln for ln in last if "CUDA" in ln]
+    reason = cuda[-1][:300] if cuda else f"{died}: {last[-1][:300]}" if last else died
     started = prog["started"] if prog else ""
     if not started or started == "step":
         where = "replaying the whole step" if started == "step" else "before replaying a row (building, capturing or listing the step)"
@@ -355,11 +355,9 @@ def _new_faults(child: Dict[str, Any], progress: str, faulted: Dict[str, str]) -
     return new
 
 
-def _same_kernel(progress: str, new: Dict[str, str], faulted: Dict[str, str]) -> Dict[str, str]:
+def _same_kernel(prog: Dict[str, Any], new: Dict[str, str], faulted: Dict[str, str]) -> Dict[str, str]:
     """The rows not yet finished whose kernel is one of the new faulting rows' (same function, other
-    arguments), each with its reason."""
-    from . import _jouleprof
-    prog = _jouleprof.read_replay_progress(progress)
+    arguments), each with its reason; `prog`: the progress file read back."""
     names, done = prog["names"], set(prog["finished"])
     out = {}
     for fid, why in new.items():

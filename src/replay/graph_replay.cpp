@@ -262,8 +262,8 @@ struct KernelKeys {
 };
 
 // GraphGroup::id: FNV-1a (64 bits) of the stable key (a kernel's name, launch configuration and
-// first node's place in the graph), 16 hex digits; a repeated one (a copy or memset key) gets
-// "-2", "-3" ... in graph order.
+// first node's place in the graph; a copy's or memset's grouping key), 16 hex digits. The keys are
+// distinct per group, so a repeated id is a hash collision: it gets "-2", "-3" ... in graph order.
 std::string stable_id(const std::string& stable_key, std::unordered_map<std::string, std::size_t>& seen) {
   uint64_t h = 14695981039346656037ULL;
   for (unsigned char c : stable_key) {

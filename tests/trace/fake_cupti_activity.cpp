@@ -24,6 +24,19 @@ std::vector<CUpti_ActivityKernel10> g_queued;
 uint64_t g_clock = 1'000'000'000'000;
 uint32_t g_correlation = 0;
 
+// One kernel record of the current correlation, 1 µs long (g_mu held).
+void queue_kernel(const char* name, uint32_t graph_id) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = g_clock += 1000;
+  k.end = g_clock += 1000;
+  k.correlationId = g_correlation;
+  k.graphId = graph_id;
+  k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
+  k.name = name;  // a string literal of the caller: lives as long as the process
+  g_queued.push_back(k);
+}
+
 }  // namespace
 
 FAKE_EXPORT CUptiResult cuptiGetVersion(uint32_t* v) {
@@ -103,14 +116,7 @@ FAKE_EXPORT void fake_cupti_launch(const char* name) {
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_correlation;
   if (g_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0) return;
-  CUpti_ActivityKernel10 k{};
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = g_clock += 1000;
-  k.end = g_clock += 1000;
-  k.correlationId = g_correlation;
-  k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
-  k.name = name;  // a string literal of the caller: lives as long as the process
-  g_queued.push_back(k);
+  queue_kernel(name, 0);
 }
 
 /// A CUDA graph launch of `nodes` kernels named `name`: one graph-level record while GRAPH_TRACE is
@@ -134,17 +140,7 @@ FAKE_EXPORT void fake_cupti_graph_launch(uint32_t graph_id, int nodes, const cha
     return;
   }
   if (g_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0) return;
-  for (int i = 0; i < nodes; ++i) {
-    CUpti_ActivityKernel10 k{};
-    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k.start = g_clock += 1000;
-    k.end = g_clock += 1000;
-    k.correlationId = g_correlation;
-    k.graphId = graph_id;
-    k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
-    k.name = name;
-    g_queued.push_back(k);
-  }
+  for (int i = 0; i < nodes; ++i) queue_kernel(name, graph_id);
 }
 
 /// Whether an activity kind is enabled now.

@@ -265,6 +265,19 @@ TEST(InjectPause, ThePublicHeaderReachesTheLoadedLibrary) {
   fs::remove_all(dir);
 }
 
+namespace {
+
+// The pause probe under the injection library over the fake activity CUPTI, tracing into `dir`,
+// with `env` added.
+jp_test::ProgramRun run_pause_probe(const std::string& dir, const std::vector<std::string>& env = {}) {
+  std::vector<std::string> all = {std::string("CUDA_INJECTION64_PATH=") + JOULEPROF_INJECT_LIB,
+                                  std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY, "JOULEPROF_TRACE_DIR=" + dir};
+  all.insert(all.end(), env.begin(), env.end());
+  return jp_test::run_program(JOULEPROF_PAUSE_PROBE, {}, all, "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
+}
+
+}  // namespace
+
 // End to end through the injection library itself, over a fake activity CUPTI: a program pauses
 // and resumes through the public header; the kernels launched while paused are not in its trace
 // file, those before and after are, the records' kinds were off while paused (the anchor call's API
@@ -272,12 +285,7 @@ TEST(InjectPause, ThePublicHeaderReachesTheLoadedLibrary) {
 // another thread lost the program's anchors on an H200), and the pause span is in its switch log.
 TEST(InjectPause, TheLibraryPausesOverAFakeCupti) {
   const std::string dir = temp_dir("jp-pause-e2e");
-  const auto r =
-      jp_test::run_program(JOULEPROF_PAUSE_PROBE, {},
-                           {std::string("CUDA_INJECTION64_PATH=") + JOULEPROF_INJECT_LIB,
-                            std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY,
-                            "JOULEPROF_TRACE_DIR=" + dir},
-                           "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
+  const auto r = run_pause_probe(dir);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out,
             "before recording=1 kernels=0 anchor=0\n"  // loaded, CUDA not started yet: not paused
@@ -310,12 +318,7 @@ TEST(InjectPause, TheLibraryPausesOverAFakeCupti) {
 // recorded, with its graph's id.
 TEST(InjectPause, GraphNodesRecordedOneByOneOnRequest) {
   const std::string dir = temp_dir("jp-graph-nodes");
-  const auto r =
-      jp_test::run_program(JOULEPROF_PAUSE_PROBE, {},
-                           {std::string("CUDA_INJECTION64_PATH=") + JOULEPROF_INJECT_LIB,
-                            std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY,
-                            "JOULEPROF_TRACE_DIR=" + dir, "JOULEPROF_TRACE_CUDA_GRAPHS=node"},
-                           "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
+  const auto r = run_pause_probe(dir, {"JOULEPROF_TRACE_CUDA_GRAPHS=node"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("graph-level=0\n"), std::string::npos) << r.out;
   auto t = read_trace_dir(dir);

@@ -1,6 +1,7 @@
 // The injection library's record handling with replayed CUPTI buffers: CUPTI's own structs laid
 // out in a buffer, walked by a stand-in for cuptiActivityGetNextRecord, written by the
 // TraceWriter and read back by the reader.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -39,6 +40,26 @@ CUptiResult replay_next(uint8_t* buffer, size_t valid, CUpti_Activity** record) 
   *record = reinterpret_cast<CUpti_Activity*>(buffer + g_offset + 8);
   g_offset += 8 + n;
   return CUPTI_SUCCESS;
+}
+
+// The recorded buffer converted by the TraceWriter into process `pid`'s file (with `dropped`
+// records reported dropped) and read back; `converted`: the activities convert_buffer counted.
+Result<TraceData> through_a_file(Recorded& buf, int64_t pid, uint64_t dropped, std::size_t& converted) {
+  const std::string dir = (fs::temp_directory_path() / fmt::format("jp-inject-{}-{}", pid, getpid())).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  inject::TraceWriter w;
+  if (!w.open(dir, pid, 1, 0, CUPTI_API_VERSION)) return make_error(Errc::io, w.error());
+  {
+    std::lock_guard<std::mutex> lock(w.lock());
+    converted = inject::convert_buffer(buf.bytes.data(), buf.bytes.size(), replay_next, w);
+    if (dropped > 0) w.count_dropped(dropped);
+    w.commit();
+    w.close(0);
+  }
+  auto t = read_trace_dir(dir);
+  fs::remove_all(dir);
+  return t;
 }
 
 }  // namespace
@@ -114,23 +135,12 @@ TEST(InjectRecords, ReplayedCuptiBufferBecomesATraceFile) {
   other.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;  // not kept
   buf.add(other);
 
-  const std::string dir = (fs::temp_directory_path() / ("jp-inject-" + std::to_string(getpid()))).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  inject::TraceWriter w;
-  ASSERT_TRUE(w.open(dir, 4321, 1, 0, CUPTI_API_VERSION)) << w.error();
-  {
-    std::lock_guard<std::mutex> lock(w.lock());
-    const std::size_t n = inject::convert_buffer(buf.bytes.data(), buf.bytes.size(), replay_next, w);
-    // 10 records: 2 kernels, a copy, a memset, 2 markers, a launch, a sync (8 activities), and a
-    // device and an overhead record (not activities).
-    EXPECT_EQ(n, 8u);
-    w.count_dropped(3);
-    w.commit();
-    w.close(0);
-  }
-  auto t = read_trace_dir(dir);
+  std::size_t n = 0;
+  auto t = through_a_file(buf, 4321, 3, n);
   ASSERT_TRUE(t) << t.error().message;
+  // 10 records: 2 kernels, a copy, a memset, 2 markers, a launch, a sync (8 activities), and a
+  // device and an overhead record (not activities).
+  EXPECT_EQ(n, 8u);
   ASSERT_EQ(t->processes.size(), 1u);
   const ProcessTrace& p = t->processes[0];
   EXPECT_EQ(p.pid, 4321);
@@ -179,7 +189,6 @@ TEST(InjectRecords, ReplayedCuptiBufferBecomesATraceFile) {
       EXPECT_EQ(a.path, "model.layers.0.mlp");
     }
   }
-  fs::remove_all(dir);
 }
 
 // A graph-level record (CUPTI_ACTIVITY_KIND_GRAPH_TRACE: one launch of a whole CUDA graph) is a
@@ -195,19 +204,10 @@ TEST(InjectRecords, AGraphLaunchRecordIsOneActivityNamedByItsGraph) {
   g.correlationId = 41;
   g.graphId = 12;
   buf.add(g);
-  const std::string dir = (fs::temp_directory_path() / ("jp-inject-graph-" + std::to_string(getpid()))).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  inject::TraceWriter w;
-  ASSERT_TRUE(w.open(dir, 4322, 1, 0, CUPTI_API_VERSION)) << w.error();
-  {
-    std::lock_guard<std::mutex> lock(w.lock());
-    EXPECT_EQ(inject::convert_buffer(buf.bytes.data(), buf.bytes.size(), replay_next, w), 1u);
-    w.commit();
-    w.close(0);
-  }
-  auto t = read_trace_dir(dir);
+  std::size_t n = 0;
+  auto t = through_a_file(buf, 4322, 0, n);
   ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(n, 1u);
   ASSERT_EQ(t->activities.size(), 1u);
   const Activity& a = t->activities[0];
   EXPECT_EQ(a.kind, Activity::Kind::kernel);
@@ -215,7 +215,6 @@ TEST(InjectRecords, AGraphLaunchRecordIsOneActivityNamedByItsGraph) {
   EXPECT_EQ(a.graph_id, 12u);
   EXPECT_EQ(a.correlation, 41u);
   EXPECT_EQ(a.end_ns - a.start_ns, 7000);
-  fs::remove_all(dir);
 }
 
 TEST(InjectRecords, WriterReportsAnUnwritableDirectory) {

@@ -65,9 +65,11 @@ double per_graph_us(cudaGraphExec_t e, cudaStream_t s, int launches) {
   cudaStreamSynchronize(s);
   return (now_us() - t0) / launches;
 }
-double eager_us(cudaStream_t s, float* p, int n = 20000) {
+
+// µs per eager launch of the tiny kernel: the best of `reps` runs of `n` launches.
+double eager_us(cudaStream_t s, float* p, int n = 20000, int reps = 3) {
   double best = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     const double t0 = now_us();
     for (int i = 0; i < n; ++i) tiny<<<1, 32, 0, s>>>(p);
     cudaStreamSynchronize(s);
@@ -151,14 +153,10 @@ int main(int argc, char** argv) {
     cudaDeviceSynchronize();
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
-  for (int i = 0; i < 2000; ++i) tiny<<<1, 32, 0, s>>>(p);  // warm
-  cudaStreamSynchronize(s);
+  eager_us(s, p, 2000, 1);  // warm
   double best_eager = 1e30, best_small = 1e30, best_big = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
-    const double t0 = now_us();
-    for (int i = 0; i < 20000; ++i) tiny<<<1, 32, 0, s>>>(p);
-    cudaStreamSynchronize(s);
-    best_eager = std::min(best_eager, (now_us() - t0) / 20000);
+    best_eager = std::min(best_eager, eager_us(s, p, 20000, 1));
     best_small = std::min(best_small, per_graph_us(small, s, 200));
     best_big = std::min(best_big, per_graph_us(big, s, 50));
   }

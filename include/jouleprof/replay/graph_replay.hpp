@@ -42,8 +42,8 @@ struct GraphGroup {
   std::size_t argument_bytes = 0;  ///< kernels: size of the argument block compared
   /// The same in two processes that capture the same step: a hash of the function's name (not its
   /// address), launch configuration and its first node's place in the graph (not the argument bytes,
-  /// which can hold per-process words); copies and memsets: kind and size, "-2", "-3" ... after a
-  /// repeated one, in graph order. The restart of a faulting replay (docs/replay.md, "Faults and
+  /// which can hold per-process words); copies and memsets: kind and size; "-2", "-3" ... after a
+  /// hash collision, in graph order. The restart of a faulting replay (docs/replay.md, "Faults and
   /// limits") finds its rows by it.
   std::string id;
 };
