@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/jp-replay-exact}; mkdir -p "$OUT"
 T0=$(date +%s)
 {
-  date -u; nvidia-smi --query-gpu=name,driver_version,temperature.gpu,clocks.sm,power.draw,power.limit --format=csv
+  date -u; nvidia-smi --query-gpu=name,uuid,serial,driver_version,temperature.gpu,clocks.sm,power.draw,power.limit --format=csv
   python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
 } 2>&1 | tee "$OUT/machine.txt"
 export PYTHONPATH="$PWD/.pydev/py" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
