@@ -84,14 +84,18 @@ def fail(stage, e):
     sys.exit(3)
 
 
-def timed_calls(a, model, ids, kw):
+def timed_calls(a, model, ids, kw, spans=None):
+    """generate() timed call by call; `spans` gets each call's [start, end] in CLOCK_REALTIME ns, the
+    clock of the sampled mode's switch log (which calls overlapped a recording window)."""
     times = []
     start = time.perf_counter()
     while (len(times) < a.reps) if a.seconds <= 0 else (time.perf_counter() - start < a.seconds or len(times) < 3):
-        t0 = time.perf_counter()
+        r0, t0 = time.time_ns(), time.perf_counter()
         model.generate(ids, **kw)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
+        if spans is not None:
+            spans.append([r0, time.time_ns()])
     return times
 
 
@@ -198,12 +202,13 @@ def main():
                 profiler.__enter__()
             stage = "timed calls"
             ab = None
+            spans = []
             if a.ab:
                 split, effective = timed_ab_calls(a, model, ids, kw)
                 ab = ab_summary(split, effective)
                 times = split["paused"] + split["recording"]
             else:
-                times = timed_calls(a, model, ids, kw)
+                times = timed_calls(a, model, ids, kw, spans)
             if profiler is not None:
                 profiler.__exit__(None, None, None)
             if handle is not None:
@@ -218,6 +223,8 @@ def main():
            "median_s": times[len(times) // 2], "tokens": reps * a.batch * (a.prompt + a.gen)}
     if ab is not None:
         res["ab"] = ab
+    if spans:
+        res["call_spans_ns"] = spans
     print("hf_generate " + json.dumps(res), flush=True)
     if ab is not None:
         print("hf_generate_ab " + ab_line(ab), flush=True)

@@ -7,13 +7,15 @@ the median generate() time over all rounds, the spread of the per-round medians,
 against its untraced base (pooled medians) and the range of per-round slowdowns. Then the parts:
 NVTX only (N) is the floor of the off phase; if the sampled mode cost only its windows, S would be
 N + 10% of (T - N). Last, how long the sampled runs' switches took (their kept switch logs,
-OUT/sc_keep_S*_R/sample-PID.txt: `on|off T took_ns=D`, `# flush took_ns=D`).
+OUT/sc_keep_S*_R/sample-PID.txt: `on|off T took_ns=D`, `# flush took_ns=D`), and the sampled runs'
+calls split by phase within each process (phase_split).
 """
 import glob
 import json
 import os
 import statistics
 import sys
+from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(__file__))
 from issue33_summary import load  # noqa: E402
@@ -43,6 +45,51 @@ def switch_costs(out):
                     d[kind].append(int(took[0].split("=")[1]) / 1e6)
         if any(d.values()):
             res[cfg] = d
+    return res
+
+
+def windows(path):
+    """A switch log's recording windows, [on, off) in CLOCK_REALTIME ns (an open one ends never)."""
+    out, on = [], None
+    for line in open(path):
+        w = line.split()
+        if len(w) >= 2 and w[0] in ("on", "off") and w[1].isdigit():
+            if w[0] == "on":
+                on = int(w[1])
+            elif on is not None:
+                out.append((on, int(w[1])))
+                on = None
+    if on is not None:
+        out.append((on, float("inf")))
+    return out
+
+
+def phase_split(out):
+    """The sampled runs' generate() calls split by phase, within each process: calls that overlap
+    no recording window (the off phase's cost alone) and calls that overlap one. Needs the calls'
+    realtime spans (hf_generate.py's call_spans_ns) and the kept switch logs (sc_keep_S_R/), the
+    R-th S line taken with the R-th log. Against U and N pooled over the same rounds, this takes
+    the off phase apart from the windows without the process-to-process spread of the medians."""
+    spans = defaultdict(list)
+    for line in open(os.path.join(out, "sampledcost.txt")):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] == "hf_generate" and parts[2].startswith("{"):
+            d = json.loads(parts[2])
+            if d.get("call_spans_ns"):
+                spans[parts[0]].append(d["call_spans_ns"])
+    res = {}
+    for cfg in ("S", "SS"):
+        split = {"off": [], "window": []}
+        for r, calls in enumerate(spans.get(cfg, []), start=1):
+            logs = glob.glob(os.path.join(out, f"sc_keep_{cfg}_{r}", "sample-*.txt"))
+            if len(logs) != 1:
+                continue
+            wins = windows(logs[0])
+            for a, b in calls:
+                hit = any(a < off and b > on for on, off in wins)
+                split["window" if hit else "off"].append((b - a) / 1e9)
+        if any(split.values()):
+            res[cfg] = split
     return res
 
 
@@ -83,6 +130,12 @@ def main():
         print(f"\nparts (share of untraced): NVTX-only floor {100 * floor / u:+.1f}%, full {100 * full / u:+.1f}%; "
               f"sampled 10% if only its windows cost: {100 * expect / u:+.1f}%, measured {100 * (med['S'] - u) / u:+.1f}%"
               + (f" (0.25 s period: {100 * (med['SS'] - u) / u:+.1f}%)" if "SS" in med else ""))
+    for cfg, split in phase_split(out).items():
+        parts = [f"{k} {len(v)} calls, median {1e3 * statistics.median(v):.1f} ms"
+                 + (f" ({100 * (statistics.median(v) / med['U'] - 1):+.1f}% vs U" if "U" in med else "")
+                 + (f", {100 * (statistics.median(v) / med['N'] - 1):+.1f}% vs N)" if "N" in med else ")" if "U" in med else "")
+                 for k, v in split.items() if v]
+        print(f"{cfg} by phase (calls overlapping no recording window / one): " + "; ".join(parts))
     compile_lines(os.path.join(out, "sampledcost.txt"))
     for cfg, d in switch_costs(out).items():
         parts = [f"{k} n {len(v)} median {statistics.median(v):.2f} ms max {max(v):.2f} ms" for k, v in d.items() if v]
