@@ -1038,6 +1038,13 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a].node_time() > work[b].node_time(); });
   rp.measure_rows(work, order);
   rp.release_step();
+  // In-process (no progress file: no parent restarts us), the caller's own CUDA work fails from
+  // here; say so once, with the way past it.
+  if (!rp.lost.empty() && o.progress_path.empty()) {
+    R.warnings.push_back(std::string(kContextLostWarning) + " (" + rp.lost.substr(rp.lost.find("when ") + 5) +
+                         "): CUDA calls in this process fail from here; replay the step in a child process to get past it "
+                         "(jouleprof.replay.replay_step_isolated; C++: GraphReplayOptions::progress_path and a restart, docs/replay.md)");
+  }
   for (Work& w : work) w.copies.reset();
   dev.release();
   std::vector<ExactRow> rows;

@@ -173,6 +173,19 @@ def test_a_step_that_cannot_be_captured_falls_back_to_the_shape_tiers(tmp_path, 
     assert r.tiers is None and "use `jouleprof kernels`" in r.reason and traced == [(3,), (3,)]
 
 
+def test_in_process_fault_says_the_context_is_lost_and_the_way_past_it(fake, capfd):
+    # In this process (no restart), a fault leaves CUDA unusable: one stderr line says so before the
+    # caller's next CUDA call fails, naming replay_step_isolated.
+    from isolated_steps import FakeGraph
+    from jouleprof.replay import _replay_step
+    g = FakeGraph("kernel,gemm,4,20000;kernel,reads_freed,2,5000,fault")
+    r = _replay_step(None, (), 0, None, False, False, None, _isolated_opts(), captured=g)
+    assert {x["name"]: x["status"] for x in r.rows}["reads_freed"] == "failed"
+    err = capfd.readouterr().err
+    assert err.count("jouleprof: this process's CUDA context was lost (reads_freed faulted)") == 1
+    assert "replay_step_isolated" in err
+
+
 # --- replay_step_isolated: the restart past a faulting row (docs/replay.md, "Faults and limits") ---
 
 def _isolated_opts():

@@ -204,6 +204,12 @@ TEST(GraphReplay, AFaultLosesTheContextAndTheRestIsNotMeasuredSaidSo) {
   EXPECT_NE(bad->reason.find("reads_freed: cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS (700)"), std::string::npos);
   EXPECT_EQ(row(*r, "relu")->status, "not_measured");
   EXPECT_NE(row(*r, "relu")->reason.find("lost when reads_freed faulted"), std::string::npos);
+  // In-process: one warning that this process's CUDA is gone, and the way past it.
+  const auto lost = std::count_if(r->warnings.begin(), r->warnings.end(), [](const std::string& w) {
+    return w.rfind(kContextLostWarning, 0) == 0 && w.find("(reads_freed faulted)") != std::string::npos &&
+           w.find("replay_step_isolated") != std::string::npos;
+  });
+  EXPECT_EQ(lost, 1);
   EXPECT_EQ(r->predicted_energy_j, 0);
   EXPECT_GT(r->failed_share, 0.99);
 }

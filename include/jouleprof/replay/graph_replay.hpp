@@ -109,6 +109,10 @@ struct GraphReplayOptions {
   std::optional<StepFigures> prior_step;
 };
 
+/// The start of the warning an in-process replay (no progress_path) gives when a fault lost the
+/// CUDA context: the caller's process cannot use CUDA any more (Python's replay_step prints it).
+inline constexpr const char* kContextLostWarning = "this process's CUDA context was lost";
+
 struct GraphReplay {
   std::string gpu;
   double idle_w = 0;
