@@ -12,6 +12,11 @@ isolated by restart in child processes (docs/replay.md, "Isolating a faulting ke
 
     python3 exact_families.py --out isolated.json --families llama_decode_static --isolated
     (on the GPU machine: EXACT_FLAGS=--isolated BUDGET_S=300 scripts/device-replay-exact.sh llama_decode_static)
+
+The rows' repeatability on one GPU: each family replayed twice, the second's rows against the first's
+by row id (--product-trials: replay_step's own trial options, longer than this validation's):
+
+    EXACT_FLAGS="--isolated --repeat 2 --product-trials" BUDGET_S=560 scripts/device-replay-exact.sh resnet50,bert
 """
 import argparse
 import json
@@ -267,23 +272,42 @@ def in_graph_check(g, rows, replays=3):
             "unmatched_in_graph": unmatched[:8]}
 
 
+def row_repeatability(a, b, min_time_s=10e-6, within=0.02):
+    """Two replays' rows of one step compared by row id (stable across processes): the rows of
+    >= 10 us measured in both, how many agree within 2% in energy per call, and the largest
+    differences in energy and time per call (b against a)."""
+    ra = {x["id"]: x for x in a if x["status"] == "measured"}
+    rb = {x["id"]: x for x in b if x["status"] == "measured"}
+    common = [k for k in ra if k in rb and ra[k].get("time_s", 0) >= min_time_s and ra[k]["energy_per_call_j"] > 0]
+    de = [rb[k]["energy_per_call_j"] / ra[k]["energy_per_call_j"] - 1 for k in common]
+    dt = [rb[k]["time_s"] / ra[k]["time_s"] - 1 for k in common]
+    return {"rows": len(common), "within": sum(abs(d) <= within for d in de),
+            "energy_max_abs": max(map(abs, de), default=None), "time_max_abs": max(map(abs, dt), default=None),
+            "energy_median": sorted(de)[len(de) // 2] if de else None}
+
+
 def run_isolated(args, opts):
     """--isolated: per family, its rows replayed in child processes (replay_step_isolated): how many
-    processes, which rows faulted, the rows' statuses and the Σ rows prediction; one JSON line each."""
+    processes, which rows faulted, the rows' statuses and the Σ rows prediction; one JSON line each.
+    --repeat N (>= 2): the family replayed N times, each repeat's rows against the first's
+    (row_repeatability: the issue's "row figures repeatable within 2%", on one GPU in one call)."""
     from collections import Counter
 
     from jouleprof.replay import replay_step_isolated
     results = []
-    for key in args.families.split(","):
+    for key in [k for k in args.families.split(",") for _ in range(max(1, args.repeat))]:
         t0 = time.time()
         r = replay_step_isolated(step_of, key, **{k: v for k, v in opts.items() if k != "quiet"})
         p = r.prediction
         res = {"family": key, "captured": r.captured, "wall_s": time.time() - t0, "isolation": r.data.get("isolation"),
                "rows": len(r.rows), "statuses": dict(Counter(x["status"] for x in r.rows)),
                "rows_time_s": p.get("time_s"), "rows_energy_j": p.get("energy_j"), "failed_node_share": p.get("failed_node_share"),
-               "step": r.step, "warnings": r.warnings[:40]}
+               "step": r.step, "gpu": smi("uuid,temperature.gpu,clocks.sm"), "warnings": r.warnings[:40], "row_list": r.rows}
+        first = next((x for x in results if x["family"] == key), None)
+        if first is not None:
+            res["repeatability_vs_first"] = row_repeatability(first["row_list"], r.rows)
         results.append(res)
-        print(json.dumps({k: v for k, v in res.items() if k != "warnings"}), flush=True)
+        print(json.dumps({k: v for k, v in res.items() if k not in ("warnings", "row_list")}), flush=True)
         with open(args.out, "w") as f:
             json.dump({"results": results}, f, indent=1)
 
@@ -297,9 +321,14 @@ def main():
     ap.add_argument("--coverage", type=float, default=0.95)
     ap.add_argument("--isolated", action="store_true",
                     help="each family's rows through replay_step_isolated (child processes, restarted past a faulting row); no window")
+    ap.add_argument("--repeat", type=int, default=1, help="with --isolated: each family N times, rows compared with the first")
+    ap.add_argument("--product-trials", action="store_true",
+                    help="the product's own trial options (replay_step's defaults) instead of this validation's shorter ones")
     args = ap.parse_args()
     opts = dict(trials=4, trial_s=0.15, settle_s=0.2, warmup_s=2.0, long_trial_s=0.5, row_cap_s=2.5, max_trials=6,
                 coverage=args.coverage, max_rows=args.max_rows, quiet=False)
+    if args.product_trials:
+        opts = dict(coverage=args.coverage, max_rows=args.max_rows, quiet=False)
     if args.isolated:
         return run_isolated(args, opts)
     info = {"gpu": smi("name,driver_version,power.limit"), "torch": torch.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
