@@ -4,6 +4,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -189,6 +190,9 @@ struct Listed {
   GraphMemory memory;
   std::vector<RawNode> raw;
   std::vector<std::vector<std::size_t>> members;  ///< per group: its nodes, in graph order
+  /// Per kernel group: its function and launch configuration (the key before the arguments) and
+  /// its first node's arguments with device pointers masked (split_rows_warnings).
+  std::vector<std::pair<std::string, std::vector<std::string>>> kernel_args;
 };
 
 // A kernel node's row key: function, launch configuration, its memset prelude's size and the
@@ -200,6 +204,7 @@ struct KernelKeys {
   const GraphMemory& memory;
   std::unordered_map<CUfunction, std::string> names;
   std::unordered_map<CUdeviceptr, bool> is_device_ptr;
+  std::size_t config_end = 0;  ///< the last key's length up to its arguments (function and launch configuration)
 
   bool device_pointer(CUdeviceptr v) {
     if (memory.find(v) != nullptr) return true;  // graph-owned: the driver may not know it outside its graph
@@ -213,7 +218,8 @@ struct KernelKeys {
   }
 
   // Fills g's name and launch configuration, `key` and `stable`; false (counted, warned): unreadable.
-  bool kernel(std::size_t i, const RawNode& r, GraphNode& g, GraphListing& L, std::string& key, std::string& stable) {
+  bool kernel(std::size_t i, const RawNode& r, GraphNode& g, GraphListing& L, std::string& key, std::string& stable,
+              std::vector<std::string>& masked) {
     CudaKernelNodeParams p{};
     if (CUresult rc = api.GraphKernelNodeGetParams(r.handle, &p); rc != kSuccess) {
       L.warnings.push_back(fmt::format("node {}: {}: not replayed", i, api.describe("cuGraphKernelNodeGetParams", rc)));
@@ -248,11 +254,13 @@ struct KernelKeys {
       if (api.GraphMemsetNodeGetParams(m, &ms) == kSuccess) g.bytes += static_cast<uint64_t>(ms.width) * std::max<size_t>(1, ms.height) * ms.elementSize;
     }
     if (!r.prelude.empty()) rest += fmt::format("m{}|", g.bytes);
-    for (const std::string& arg : arguments(api, p, [&](CUdeviceptr v) { return device_pointer(v) ? CUdeviceptr{0} : v; })) {
+    masked = arguments(api, p, [&](CUdeviceptr v) { return device_pointer(v) ? CUdeviceptr{0} : v; });
+    for (const std::string& arg : masked) {
       rest += arg;
       rest += '\x1f';
     }
     key += rest;
+    config_end = key.size() - rest.size();
     // Not the argument bytes: a word that is not device memory (a host address, a per-process
     // handle) differs from one process to the next (H200, StaticCache decode: each child saw other
     // ids). The node's place in the graph tells groups apart, as a capture of the step repeats it.
@@ -318,6 +326,45 @@ GraphMemory read_allocations(const Api& api, const std::vector<CUgraphNode>& han
   return m;
 }
 
+// Rows of one kernel and launch configuration kept apart by argument words that are not device
+// pointers the driver knows: a scalar that differs (a layer index, a size), or an address the
+// driver does not report (a host address, a per-process handle: such rows would otherwise be one,
+// each layer's instance on its own buffers). One warning for each of the 3 kernels split into the
+// most rows, with the first two rows' differing words, so a listing shows which it is.
+void split_rows_warnings(const Listed& out, GraphListing& L) {
+  std::map<std::string, std::vector<std::size_t>> by_config;
+  for (std::size_t g = 0; g < out.kernel_args.size(); ++g) {
+    if (!out.kernel_args[g].first.empty()) by_config[out.kernel_args[g].first].push_back(g);
+  }
+  std::vector<const std::vector<std::size_t>*> split;
+  for (const auto& [config, groups] : by_config) {
+    if (groups.size() > 1) split.push_back(&groups);
+  }
+  std::stable_sort(split.begin(), split.end(), [](const auto* a, const auto* b) { return a->size() > b->size(); });
+  for (std::size_t k = 0; k < std::min<std::size_t>(split.size(), 3); ++k) {
+    const std::vector<std::size_t>& groups = *split[k];
+    const auto& a = out.kernel_args[groups[0]].second;
+    const auto& b = out.kernel_args[groups[1]].second;
+    std::vector<std::string> words;
+    std::size_t differing = 0;
+    for (std::size_t arg = 0; arg < std::min(a.size(), b.size()); ++arg) {
+      const std::size_t size = std::min(a[arg].size(), b[arg].size());
+      for (std::size_t w = 0; w < size; w += 8) {  // 8-byte words, a shorter last one (an int)
+        uint64_t x = 0, y = 0;
+        std::memcpy(&x, a[arg].data() + w, std::min<std::size_t>(8, size - w));
+        std::memcpy(&y, b[arg].data() + w, std::min<std::size_t>(8, size - w));
+        if (x == y) continue;
+        if (++differing <= 4) words.push_back(fmt::format("argument {} byte {}: {:#x} / {:#x}", arg, w, x, y));
+      }
+    }
+    if (differing > words.size()) words.push_back(fmt::format("{} more", differing - words.size()));
+    L.warnings.push_back(fmt::format("{} rows of {} share its launch configuration; their arguments differ in {} word{} the driver does not "
+                                     "know as device memory (rows {} and {}: {})",
+                                     groups.size(), short_name(L.groups[groups[0]].name), differing, differing == 1 ? "" : "s",
+                                     L.groups[groups[0]].id, L.groups[groups[1]].id, fmt::join(words, "; ")));
+  }
+}
+
 Result<Listed> list_graph(const Api& api, CUgraph graph) {
   if (graph == nullptr) return make_error(Errc::invalid_argument, "no CUDA graph (null handle)");
   size_t n = 0;
@@ -358,8 +405,9 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       continue;
     }
     std::string key, stable;
+    std::vector<std::string> masked;
     if (r.type == kNodeKernel) {
-      if (!keys.kernel(i, r, g, L, key, stable)) continue;
+      if (!keys.kernel(i, r, g, L, key, stable, masked)) continue;
     } else if (r.type == kNodeMemcpy) {
       CudaMemcpy3D c{};
       if (CUresult rc = api.GraphMemcpyNodeGetParams(handles[i], &c); rc != kSuccess) {
@@ -401,6 +449,7 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
       gr.argument_bytes = key.size();
       L.groups.push_back(gr);
       out.members.emplace_back();
+      out.kernel_args.emplace_back(r.type == kNodeKernel ? key.substr(0, keys.config_end) : std::string{}, std::move(masked));
     }
     out.members[it->second].push_back(i);
     L.groups[it->second].count++;
@@ -410,6 +459,7 @@ Result<Listed> list_graph(const Api& api, CUgraph graph) {
     L.warnings.push_back(fmt::format("{} node{} of type {} not replayed (the replay re-creates kernel, memcpy and memset nodes)", count,
                                      count == 1 ? "" : "s", kind));
   }
+  split_rows_warnings(out, L);
   return out;
 }
 

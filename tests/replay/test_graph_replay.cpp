@@ -99,8 +99,9 @@ TEST(GraphReplay, ListsAndGroupsNodesWithPointersMasked) {
   EXPECT_EQ(l->groups[7].bytes, 1u << 20);  // 2^18 elements of 4 bytes
   EXPECT_EQ(l->not_replayed.at("host"), 1u);
   EXPECT_EQ(l->not_replayed.count("empty"), 0u);
-  ASSERT_EQ(l->warnings.size(), 1u);
+  ASSERT_EQ(l->warnings.size(), 2u);
   EXPECT_NE(l->warnings[0].find("1 node of type host not replayed"), std::string::npos);
+  EXPECT_EQ(l->warnings[1].rfind("5 rows of relu_kernel share its launch configuration", 0), 0u);  // the sizes keep them apart
 }
 
 TEST(GraphReplay, UnknownNodeTypeIsCountedNotFatal) {
@@ -542,6 +543,25 @@ TEST(GraphReplay, RowIdsAreTheSameInTwoCapturesOfOneStep) {
   const auto j = nlohmann::json::parse(graph_replay_json(*r));
   EXPECT_EQ(j["rows"][0]["id"], r->rows[0].group.id);
   EXPECT_EQ(r->rows[0].group.id, group(*a, r->rows[0].group.name)->id);
+}
+
+// Rows of one kernel and launch configuration that the arguments keep apart say which words do it:
+// a scalar (relu's n = 0..4) or a word the driver does not know as device memory (index_copy's
+// host address), the kernel split into the most rows first; a kernel in one row says nothing.
+TEST(GraphReplay, RowsOfOneKernelKeptApartNameTheirDifferingWords) {
+  auto l = list_cuda_graph(fake().graph("kernel,_Z4gemmPfS_i,12,20000;kernel,relu,5,3000,distinct;kernel,index_copy,3,2000,hostptr"),
+                           JOULEPROF_FAKE_CUDA);
+  ASSERT_TRUE(l) << l.error().message;
+  std::vector<std::string> split;
+  for (const std::string& w : l->warnings) {
+    if (w.find("share its launch configuration") != std::string::npos) split.push_back(w);
+  }
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split[0].rfind("5 rows of relu share its launch configuration; their arguments differ in 1 word ", 0), 0u) << split[0];
+  EXPECT_NE(split[0].find("argument 2 byte 0: 0x0 / 0x1)"), std::string::npos) << split[0];
+  EXPECT_EQ(split[1].rfind("3 rows of index_copy share its launch configuration; their arguments differ in 1 word ", 0), 0u) << split[1];
+  EXPECT_NE(split[1].find("argument 0 byte 0: 0x"), std::string::npos) << split[1];
+  EXPECT_NE(split[1].find(group(*l, "index_copy")->id), std::string::npos);
 }
 
 // The progress lines in order: listing, the step, each row's start before its launches and its
