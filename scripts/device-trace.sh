@@ -133,7 +133,8 @@ for step in "$@"; do
       # What the sampled mode costs, apart (issue 33): eager HF generate of a small Llama (--small,
       # NVTX-annotated, launch-bound), interleaved rounds of U untraced, N traced with kernels off
       # entirely (JOULEPROF_TRACE_KERNELS=0: NVTX ranges only, the off phase's floor), S --sample
-      # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), T full
+      # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), S1 1% a
+      # second and SL 10% of a 5 s period (if S1 costs what S does, the cost is not the windows'), T full
       # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
       # static cache, CUDA graphs) untraced and traced (CT: graph-level records, the default; CN:
       # --cuda-graph-trace node, each node's kernel), warm-up and compile excluded; GU/GT/GN: the same
@@ -160,6 +161,8 @@ for step in "$@"; do
             N) cmd=(env JOULEPROF_TRACE_KERNELS=0 "${TR[@]}" -- "${HFS[@]}" --annotate) ;;
             S) cmd=("${TR[@]}" --sample 10% --sample-period 1 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             SS) cmd=("${TR[@]}" --sample 10% --sample-period 0.25 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            S1) cmd=("${TR[@]}" --sample 1% --sample-period 1 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            SL) cmd=("${TR[@]}" --sample 10% --sample-period 5 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             T) cmd=("${TR[@]}" -- "${HFS[@]}" --annotate) ;;
             K) cmd=("${HFS[@]}" --annotate --kineto-cuda) ;;
             CU) cmd=("${HFS[@]}" --compile) ;;

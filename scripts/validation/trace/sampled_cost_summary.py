@@ -20,9 +20,10 @@ from collections import defaultdict
 sys.path.insert(0, os.path.dirname(__file__))
 from issue33_summary import load  # noqa: E402
 
-BASES = {"N": "U", "S": "U", "SS": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU", "GT": "GU", "GN": "GU"}
+BASES = {"N": "U", "S": "U", "SS": "U", "S1": "U", "SL": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU", "GT": "GU", "GN": "GU"}
 NAMES = {"U": "untraced", "N": "traced, kernels off (NVTX only)", "S": "--sample 10% (1 s period)",
-         "SS": "--sample 10% (0.25 s period)", "T": "full trace", "K": "torch.profiler (CUDA activity)",
+         "SS": "--sample 10% (0.25 s period)", "S1": "--sample 1% (1 s period)", "SL": "--sample 10% (5 s period)",
+         "T": "full trace", "K": "torch.profiler (CUDA activity)",
          "CU": "compiled decoder, untraced", "CT": "compiled decoder, traced (graph-level records)",
          "CN": "compiled decoder, traced node by node (--cuda-graph-trace node)",
          "GU": "decode step compiled, one CUDA graph replayed, untraced", "GT": "the same, traced (graph-level records)",
@@ -32,7 +33,7 @@ NAMES = {"U": "untraced", "N": "traced, kernels off (NVTX only)", "S": "--sample
 def switch_costs(out):
     """Per sampled configuration: the durations (ms) of the switches on, off, and of the flushes."""
     res = {}
-    for cfg in ("S", "SS"):
+    for cfg in ("S", "SS", "S1", "SL"):
         d = {"on": [], "off": [], "flush": []}
         for path in glob.glob(os.path.join(out, f"sc_keep_{cfg}_*", "sample-*.txt")):
             for line in open(path):
@@ -78,7 +79,7 @@ def phase_split(out):
             if d.get("call_spans_ns"):
                 spans[parts[0]].append(d["call_spans_ns"])
     res = {}
-    for cfg in ("S", "SS"):
+    for cfg in ("S", "SS", "S1", "SL"):
         split = {"off": [], "window": []}
         for r, calls in enumerate(spans.get(cfg, []), start=1):
             logs = glob.glob(os.path.join(out, f"sc_keep_{cfg}_{r}", "sample-*.txt"))
