@@ -1091,7 +1091,8 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   // In-process (no progress file: no parent restarts us), the caller's own CUDA work fails from
   // here; say so once, with the way past it.
   if (!rp.lost.empty() && o.progress_path.empty()) {
-    R.warnings.push_back(std::string(kContextLostWarning) + " (" + rp.lost.substr(rp.lost.find("when ") + 5) +
+    const std::size_t when = rp.lost.find("when ");
+    R.warnings.push_back(std::string(kContextLostWarning) + " (" + (when == std::string::npos ? rp.lost : rp.lost.substr(when + 5)) +
                          "): CUDA calls in this process fail from here; replay the step in a child process to get past it "
                          "(jouleprof.replay.replay_step_isolated; C++: GraphReplayOptions::progress_path and a restart, docs/replay.md)");
   }
