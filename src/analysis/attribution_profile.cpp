@@ -229,13 +229,17 @@ std::optional<GpuInput> gpu_input(const Measurement& m, const WindowResult& run,
 }
 
 // The replay's figure per activity (its kernel's energy per call above idle); refused where the
-// replay ran on another GPU or matches none of the run's kernels, marked where its driver or clock
-// differ from the run's.
+// replay ran on another GPU model or matches none of the run's kernels, marked where its board,
+// driver or clock differ from the run's.
 Result<void> add_replay_figures(const ReplayReference& r, const Measurement& m, std::size_t g, const TraceData& t,
                                 const std::vector<std::size_t>& idx, AttributionInput& in, GpuProfile& gp) {
   const GpuInfo& info = m.gpus[g];
   if (!r.gpu.empty() && !info.name.empty() && r.gpu != info.name) {
     return make_error(Errc::invalid_argument, fmt::format("the replay {} ran on {}, the run on {}: replay the run's kernels on its GPU", r.source, r.gpu, info.name));
+  }
+  if (!r.gpu_uuid.empty() && !info.uuid.empty() && r.gpu_uuid != info.uuid) {
+    gp.replay_marks.push_back(fmt::format("the replay ran on another board of this model ({}, the run on {}): boards can differ by several "
+                                          "percent, more on memory-bound kernels (docs/validation/replay.md)", r.gpu_uuid, info.uuid));
   }
   if (!r.driver.empty() && !info.driver_version.empty() && r.driver != info.driver_version) {
     gp.replay_marks.push_back(fmt::format("the replay ran under driver {}, the run under {}", r.driver, info.driver_version));

@@ -136,7 +136,8 @@ Result<ReplayReference> parse_replay_reference(const std::string& text, const st
       if (row.contains("time_s")) k["replayed_mean_s"] = row["time_s"];
       kernels.push_back(std::move(k));
     }
-    json converted = {{"schema", "jouleprof.replay"}, {"kernels", kernels}, {"replay_gpu", j.value("gpu", std::string())}};
+    json converted = {{"schema", "jouleprof.replay"}, {"kernels", kernels}, {"replay_gpu", j.value("gpu", std::string())},
+                      {"replay_gpu_uuid", j.value("gpu_uuid", std::string())}};
     if (j.contains("idle_power_w")) converted["idle_power_w"] = j["idle_power_w"];
     j = std::move(converted);
   }
@@ -147,6 +148,7 @@ Result<ReplayReference> parse_replay_reference(const std::string& text, const st
   ReplayReference r;
   r.source = source;
   r.gpu = j.value("replay_gpu", std::string());
+  r.gpu_uuid = j.value("replay_gpu_uuid", std::string());
   r.driver = j.value("driver_version", std::string());
   if (j.contains("sm_clock_mhz") && j["sm_clock_mhz"].is_number()) r.sm_clock_mhz = j["sm_clock_mhz"].get<double>();
   r.idle_w = j.contains("idle_power_w") && j["idle_power_w"].is_number() ? j["idle_power_w"].get<double>() : 0.0;

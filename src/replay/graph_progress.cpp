@@ -97,6 +97,7 @@ StepFigures step_from_json(const json& j) {
 GraphReplay listing_from_json(const json& j) {
   GraphReplay r;
   r.gpu = j.value("gpu", "");
+  r.gpu_uuid = j.value("gpu_uuid", "");
   r.idle_w = j.value("idle_power_w", 0.0);
   r.nodes = j.value("nodes", std::size_t{0});
   r.not_replayed = j.value("not_replayed", std::map<std::string, std::size_t>{});
@@ -133,7 +134,7 @@ void ProgressLog::listing(const GraphReplay& r, const std::vector<ExactRow>& row
   if (f_ == nullptr) return;
   json groups = json::array();
   for (const ExactRow& x : rows) groups.push_back(exact_row_json(x));
-  event("listing", {{"gpu", r.gpu}, {"idle_power_w", r.idle_w}, {"nodes", r.nodes}, {"not_replayed", r.not_replayed},
+  event("listing", {{"gpu", r.gpu}, {"gpu_uuid", r.gpu_uuid}, {"idle_power_w", r.idle_w}, {"nodes", r.nodes}, {"not_replayed", r.not_replayed},
                     {"mem_alloc_nodes", r.mem_alloc_nodes}, {"mem_free_nodes", r.mem_free_nodes}, {"mem_alloc_backed", r.mem_alloc_backed},
                     {"mem_alloc_bytes", r.mem_alloc_bytes}, {"warnings", r.warnings}, {"groups", groups}});
 }

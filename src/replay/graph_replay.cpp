@@ -1042,6 +1042,7 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     if (!p) return p.error();
     own = std::move(*p);
     if (R.gpu.empty()) R.gpu = own->sensor().info().name;
+    R.gpu_uuid = own->sensor().info().uuid;
   }
   replay::Probe& probe = probe_in != nullptr ? *probe_in : *own;
   detail::ProgressLog log;
@@ -1122,6 +1123,7 @@ std::string graph_replay_json(const GraphReplay& r) {
   json j = {{"schema", "jouleprof.exact_replay"},
             {"schema_version", 1},
             {"gpu", r.gpu},
+            {"gpu_uuid", r.gpu_uuid},
             {"idle_power_w", r.idle_w},
             {"nodes", r.nodes},
             {"not_replayed", r.not_replayed},

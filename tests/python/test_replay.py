@@ -207,6 +207,7 @@ def test_isolated_a_dying_row_is_faulted_and_the_rest_measured(fake, capfd):
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in rows["stale_index"]["reason"]
     assert rows["gemm"]["status"] == rows["relu"]["status"] == "timed"
     assert r.data["isolation"]["processes"] == 2
+    assert r.data["gpu_uuid"].startswith("GPU-")  # the board, for `trace --replay` to compare with the run's
     assert list(r.data["isolation"]["faulted"]) == [rows["stale_index"]["id"]]
     assert r.prediction["time_s"] == pytest.approx(4 * 20e-6 + 8 * 3e-6, rel=1e-6)
     assert r.prediction["failed_node_share"] == pytest.approx(2 / 14)

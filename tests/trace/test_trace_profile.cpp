@@ -399,13 +399,16 @@ TEST(TraceProfile, ReplayOfAnotherGpuOrModelIsRefusedAndMissingKernelsAreSaid) {
   ReplayReference partial = replay_for(0.005, 650, 250, 1);
   partial.kernels.pop_back();
   partial.driver = "550.54";
+  partial.gpu_uuid = "GPU-11111111-2222-3333-4444-555555555555";  // another board of the run's model
   o.replay = &partial;
   auto c = build_trace_profile(r.m, r.t, classifier(), o);
   ASSERT_TRUE(c) << c.error().message;
   const GpuProfile& g = c->gpus[0];
   EXPECT_NEAR(g.replay_unmatched_share, 0.5, 0.01);
-  ASSERT_FALSE(g.replay_marks.empty());
-  EXPECT_NE(g.replay_marks[0].find("driver 550.54"), std::string::npos);
+  ASSERT_EQ(g.replay_marks.size(), 2u);
+  EXPECT_EQ(g.replay_marks[0].rfind("the replay ran on another board of this model (GPU-11111111-2222-3333-4444-555555555555, the run on "
+                                     "GPU-00000000-0000-0000-0000-000000000000)", 0), 0u) << g.replay_marks[0];
+  EXPECT_NE(g.replay_marks[1].find("driver 550.54"), std::string::npos);
   const GroupRow* ew = row(g.by_class, "elementwise");
   ASSERT_NE(ew, nullptr);
   EXPECT_DOUBLE_EQ(ew->energy_j, ew->by_method.at("split"));
@@ -438,7 +441,8 @@ TEST(TraceProfile, ReplayFileIsReadAndMatchedByNameAndLaunchConfiguration) {
 TEST(TraceProfile, ExactReplayFileIsReadAsItsMeasuredKernelRows) {
   // jouleprof.torch.replay_step's JSON: measured kernel rows count ("exact"), timed rows and
   // copies do not; the GPU and idle power carry over.
-  const std::string text = R"({"schema": "jouleprof.exact_replay", "schema_version": 1, "gpu": "NVIDIA H100 80GB HBM3", "idle_power_w": 100,
+  const std::string text = R"({"schema": "jouleprof.exact_replay", "schema_version": 1, "gpu": "NVIDIA H100 80GB HBM3",
+    "gpu_uuid": "GPU-11111111-2222-3333-4444-555555555555", "idle_power_w": 100,
     "rows": [
       {"kind": "kernel", "name": "gemm", "status": "measured", "count": 16, "time_s": 0.0001, "energy_per_call_j": 0.05,
        "energy_per_call_half_width_j": 0.001, "grid": [2, 66, 1], "block": [384, 1, 1]},
@@ -448,6 +452,7 @@ TEST(TraceProfile, ExactReplayFileIsReadAsItsMeasuredKernelRows) {
   auto r = parse_replay_reference(text, "exact.json");
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r->gpu_uuid, "GPU-11111111-2222-3333-4444-555555555555");
   ASSERT_EQ(r->kernels.size(), 2u);
   const int g[3] = {2, 66, 1}, b[3] = {384, 1, 1}, gr[3] = {64, 1, 1}, br[3] = {128, 1, 1};
   EXPECT_NEAR(match_replay(*r, "gemm", g, b)->above_idle_j, 0.05 - 100 * 0.0001, 1e-12);

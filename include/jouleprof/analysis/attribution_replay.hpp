@@ -28,6 +28,7 @@ struct ReplayKernel {
 struct ReplayReference {
   std::string source;  ///< file or run it came from
   std::string gpu;     ///< the GPU it ran on (device name)
+  std::string gpu_uuid;  ///< the board it ran on (exact replays carry it): another board of the model is marked
   std::string driver;  ///< driver version, where the rows carry it
   std::optional<double> sm_clock_mhz;  ///< the SM clock it ran at, where the rows carry it
   double idle_w = 0;   ///< the replay's idle power: subtracted from each call's energy

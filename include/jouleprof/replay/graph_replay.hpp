@@ -115,6 +115,9 @@ inline constexpr const char* kContextLostWarning = "this process's CUDA context 
 
 struct GraphReplay {
   std::string gpu;
+  /// The board's NVML UUID (its own sensor's; empty with a probe passed in): boards of one model
+  /// can differ by several percent (docs/validation/replay.md), so `trace --replay` marks another.
+  std::string gpu_uuid;
   double idle_w = 0;
   std::size_t nodes = 0;
   std::vector<ExactRow> rows;             ///< one per group, longest (count × time) first
