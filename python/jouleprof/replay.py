@@ -7,6 +7,7 @@ library call behind ``jouleprof replay``).
     print(r.text())                          # per kernel: count, time and energy per call, ±
     t, e = r.predict(steps=100)              # 100 steps: seconds, joules
     r.save("exact.json")                     # rows for `jouleprof replay --exact exact.json`
+    ExactReplay.load("exact.json").compare(r2)   # rows matched by id: repeatable? same board?
 
 The step is run a few times (warm-up), captured as a CUDA graph in this process
 (``torch.cuda.CUDAGraph(keep_graph=True)``), and the C++ library lists the graph's kernel,
@@ -93,6 +94,41 @@ class ExactReplay:
             raise InvalidArgumentError("predict(basis='rows'): no row was replayed (rows=False, or every row failed)")
         p = self.prediction
         return steps * p.get("time_s", 0.0), steps * p.get("energy_j", 0.0)
+
+    @classmethod
+    def load(cls, path: str) -> "ExactReplay":
+        """A replay saved with save() (a captured step's document; a step that was not captured
+        comes back with its reason only)."""
+        with open(path) as f:
+            doc = _json.load(f)
+        if doc.get("schema") != "jouleprof.exact_replay":
+            from .errors import InvalidArgumentError
+            raise InvalidArgumentError(f"ExactReplay.load: {path} is not an exact replay (schema {doc.get('schema')!r})")
+        if doc.get("captured") is False:
+            return cls(False, doc.get("reason", ""))
+        return cls(True, "", doc)
+
+    def compare(self, other: "ExactReplay", min_time_s: float = 10e-6, within: float = 0.02) -> Dict[str, Any]:
+        """The rows of two replays of one step, matched by row id (stable across processes and
+        captures): for the rows measured in both and at least ``min_time_s`` per call, each one's
+        energy and time per call in ``other`` against this one, and how many agree within ``within``.
+        ``same_board``: whether both ran on one GPU (their UUIDs; None when either lacks it). Replays
+        on two boards of one model can differ by several percent (docs/validation/replay.md)."""
+        mine = {x["id"]: x for x in self.rows if x.get("status") == "measured"}
+        theirs = {x["id"]: x for x in other.rows if x.get("status") == "measured"}
+        rows = []
+        for rid, a in mine.items():
+            b = theirs.get(rid)
+            if b is None or a.get("time_s", 0) < min_time_s or not a.get("energy_per_call_j") or not a.get("time_s"):
+                continue
+            rows.append({"id": rid, "name": a["name"], "time_s": a["time_s"],
+                         "energy_diff": b["energy_per_call_j"] / a["energy_per_call_j"] - 1, "time_diff": b["time_s"] / a["time_s"] - 1})
+        rows.sort(key=lambda r: -abs(r["energy_diff"]))
+        u, v = self.data.get("gpu_uuid"), other.data.get("gpu_uuid")
+        return {"rows": rows, "compared": len(rows), "within": sum(abs(r["energy_diff"]) <= within for r in rows),
+                "energy_max_abs": max((abs(r["energy_diff"]) for r in rows), default=None),
+                "time_max_abs": max((abs(r["time_diff"]) for r in rows), default=None),
+                "same_board": (u == v) if u and v else None}
 
     def save(self, path: str) -> None:
         doc = self.data

@@ -186,6 +186,27 @@ def test_in_process_fault_says_the_context_is_lost_and_the_way_past_it(fake, cap
     assert "replay_step_isolated" in err
 
 
+def test_compare_matches_rows_by_id_and_says_the_board(tmp_path):
+    def doc(uuid, gemm_j, relu_j, relu_status="measured"):
+        return {"schema": "jouleprof.exact_replay", "schema_version": 1, "gpu": "G", "gpu_uuid": uuid, "rows": [
+            {"id": "a1", "name": "gemm", "status": "measured", "time_s": 100e-6, "energy_per_call_j": gemm_j},
+            {"id": "b2", "name": "relu", "status": relu_status, "time_s": 20e-6, "energy_per_call_j": relu_j},
+            {"id": "c3", "name": "tiny", "status": "measured", "time_s": 2e-6, "energy_per_call_j": 1e-4}]}
+    a = ExactReplay(True, "", doc("GPU-1", 0.050, 0.0040))
+    a.save(str(tmp_path / "a.json"))
+    a = ExactReplay.load(str(tmp_path / "a.json"))
+    c = a.compare(ExactReplay(True, "", doc("GPU-1", 0.051, 0.0036)))
+    assert c["compared"] == 2 and c["within"] == 1 and c["same_board"] is True  # tiny (< 10 us) left out
+    assert [r["name"] for r in c["rows"]] == ["relu", "gemm"]                    # largest difference first
+    assert c["energy_max_abs"] == pytest.approx(0.1)
+    other = a.compare(ExactReplay(True, "", doc("GPU-2", 0.05, 0.004, relu_status="timed")))
+    assert other["compared"] == 1 and other["same_board"] is False               # a timed row is not compared
+    assert a.compare(ExactReplay(True, "", dict(doc("", 0.05, 0.004), gpu_uuid="")))["same_board"] is None
+    (tmp_path / "x.json").write_text('{"schema": "jouleprof.replay"}')
+    with pytest.raises(jouleprof.InvalidArgumentError, match="is not an exact replay"):
+        ExactReplay.load(str(tmp_path / "x.json"))
+
+
 # --- replay_step_isolated: the restart past a faulting row (docs/replay.md, "Faults and limits") ---
 
 def _isolated_opts():

@@ -272,29 +272,15 @@ def in_graph_check(g, rows, replays=3):
             "unmatched_in_graph": unmatched[:8]}
 
 
-def row_repeatability(a, b, min_time_s=10e-6, within=0.02):
-    """Two replays' rows of one step compared by row id (stable across processes): the rows of
-    >= 10 us measured in both, how many agree within 2% in energy per call, and the largest
-    differences in energy and time per call (b against a)."""
-    ra = {x["id"]: x for x in a if x["status"] == "measured"}
-    rb = {x["id"]: x for x in b if x["status"] == "measured"}
-    common = [k for k in ra if k in rb and ra[k].get("time_s", 0) >= min_time_s and ra[k]["energy_per_call_j"] > 0]
-    de = [rb[k]["energy_per_call_j"] / ra[k]["energy_per_call_j"] - 1 for k in common]
-    dt = [rb[k]["time_s"] / ra[k]["time_s"] - 1 for k in common]
-    return {"rows": len(common), "within": sum(abs(d) <= within for d in de),
-            "energy_max_abs": max(map(abs, de), default=None), "time_max_abs": max(map(abs, dt), default=None),
-            "energy_median": sorted(de)[len(de) // 2] if de else None}
-
-
 def run_isolated(args, opts):
     """--isolated: per family, its rows replayed in child processes (replay_step_isolated): how many
     processes, which rows faulted, the rows' statuses and the Σ rows prediction; one JSON line each.
     --repeat N (>= 2): the family replayed N times, each repeat's rows against the first's
-    (row_repeatability: the issue's "row figures repeatable within 2%", on one GPU in one call)."""
+    (ExactReplay.compare: the issue's "row figures repeatable within 2%", on one GPU in one call)."""
     from collections import Counter
 
     from jouleprof.replay import replay_step_isolated
-    results = []
+    results, firsts = [], {}
     for key in [k for k in args.families.split(",") for _ in range(max(1, args.repeat))]:
         t0 = time.time()
         r = replay_step_isolated(step_of, key, **{k: v for k, v in opts.items() if k != "quiet"})
@@ -303,9 +289,11 @@ def run_isolated(args, opts):
                "rows": len(r.rows), "statuses": dict(Counter(x["status"] for x in r.rows)),
                "rows_time_s": p.get("time_s"), "rows_energy_j": p.get("energy_j"), "failed_node_share": p.get("failed_node_share"),
                "step": r.step, "gpu": smi("uuid,temperature.gpu,clocks.sm"), "warnings": r.warnings[:40], "row_list": r.rows}
-        first = next((x for x in results if x["family"] == key), None)
-        if first is not None:
-            res["repeatability_vs_first"] = row_repeatability(first["row_list"], r.rows)
+        if key in firsts:
+            c = firsts[key].compare(r)
+            res["repeatability_vs_first"] = {k: v for k, v in c.items() if k != "rows"} | {"largest": c["rows"][:5]}
+        else:
+            firsts[key] = r
         results.append(res)
         print(json.dumps({k: v for k, v in res.items() if k not in ("warnings", "row_list")}), flush=True)
         with open(args.out, "w") as f:
