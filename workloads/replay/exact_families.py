@@ -13,6 +13,11 @@ isolated by restart in child processes (docs/replay.md, "Isolating a faulting ke
     python3 exact_families.py --out isolated.json --families llama_decode_static --isolated
     (on the GPU machine: EXACT_FLAGS=--isolated BUDGET_S=300 scripts/device-replay-exact.sh llama_decode_static)
 
+Why a graph's nodes form more rows than its layers explain (the listing's warnings name the argument
+words that keep rows of one kernel apart), seconds per family:
+
+    EXACT_FLAGS=--list scripts/device-replay-exact.sh prefill,llama_decode_static
+
 The rows' repeatability on one GPU: each family replayed twice, the second's rows against the first's
 by row id (--product-trials: replay_step's own trial options, longer than this validation's):
 
@@ -272,6 +277,22 @@ def in_graph_check(g, rows, replays=3):
             "unmatched_in_graph": unmatched[:8]}
 
 
+def run_list(args):
+    """--list: per family, the step captured and listed only (no replay, seconds each): its nodes, rows,
+    and the listing's warnings (rows of one kernel that argument words keep apart, with the words)."""
+    from jouleprof import _jouleprof
+    from jouleprof.replay import capture
+    for key in args.families.split(","):
+        with torch.inference_mode():
+            _, fn = FAMILIES[key]()
+            g, _ = capture(fn)
+        groups, warnings = _jouleprof.list_cuda_graph(int(g.raw_cuda_graph()))
+        res = {"family": key, "nodes": sum(n for _, _, n in groups), "rows": len(groups), "warnings": warnings}
+        print(json.dumps(res), flush=True)
+        del g
+        torch.cuda.empty_cache()
+
+
 def run_isolated(args, opts):
     """--isolated: per family, its rows replayed in child processes (replay_step_isolated): how many
     processes, which rows faulted, the rows' statuses and the Σ rows prediction; one JSON line each.
@@ -309,6 +330,7 @@ def main():
     ap.add_argument("--coverage", type=float, default=0.95)
     ap.add_argument("--isolated", action="store_true",
                     help="each family's rows through replay_step_isolated (child processes, restarted past a faulting row); no window")
+    ap.add_argument("--list", action="store_true", help="each family's step captured and listed only: rows and the listing's warnings")
     ap.add_argument("--repeat", type=int, default=1, help="with --isolated: each family N times, rows compared with the first")
     ap.add_argument("--product-trials", action="store_true",
                     help="the product's own trial options (replay_step's defaults) instead of this validation's shorter ones")
@@ -317,6 +339,8 @@ def main():
                 coverage=args.coverage, max_rows=args.max_rows, quiet=False)
     if args.product_trials:
         opts = dict(coverage=args.coverage, max_rows=args.max_rows, quiet=False)
+    if args.list:
+        return run_list(args)
     if args.isolated:
         return run_isolated(args, opts)
     info = {"gpu": smi("name,driver_version,power.limit"), "torch": torch.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
