@@ -300,6 +300,18 @@ FAKE CUresult cuDeviceGetName(char* name, int len, CUdevice) {
   std::strncpy(name, "Fake CUDA GPU", static_cast<std::size_t>(len));
   return kSuccess;
 }
+// The device's UUID: $JOULEPROF_FAKE_CUDA_UUID (32 hex digits, dashes allowed), else the fake
+// NVML's GPU 0 (GPU-fa4e0000-0000-4000-8000-000000000000): the replay picks the sensor by it.
+FAKE CUresult cuDeviceGetUuid(CudaUuid* u, CUdevice) {
+  const char* e = std::getenv("JOULEPROF_FAKE_CUDA_UUID");
+  std::string hex;
+  for (const char* c = e != nullptr ? e : "fa4e0000-0000-4000-8000-000000000000"; *c != 0; ++c) {
+    if (*c != '-') hex.push_back(*c);
+  }
+  if (hex.size() != 32) return kInvalidValue;
+  for (int i = 0; i < 16; ++i) u->bytes[i] = static_cast<unsigned char>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
+  return kSuccess;
+}
 FAKE CUresult cuGraphGetNodes(CUgraph g, CUgraphNode* out, size_t* n) {
   if (g == nullptr) return kInvalidValue;
   FGraph* fg = graph_of(g);

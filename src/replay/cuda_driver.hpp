@@ -68,6 +68,10 @@ struct CudaMemcpy3D {
 };
 
 /// CUDA_MEMSET_NODE_PARAMS
+struct CudaUuid {
+  unsigned char bytes[16];
+};
+
 struct CudaMemsetNodeParams {
   CUdeviceptr dst;
   size_t pitch;

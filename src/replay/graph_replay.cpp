@@ -22,6 +22,7 @@
 #include "jouleprof/core/files.hpp"
 #include "jouleprof/core/stats.hpp"
 #include "jouleprof/core/timebase.hpp"
+#include "jouleprof/core/uuid.hpp"
 #include "jouleprof/sensors/gpu_sensor.hpp"
 #include "sensor_probe.hpp"
 #include "trials.hpp"
@@ -57,7 +58,7 @@ std::shared_ptr<const Api> load_driver(const std::string& library, std::string& 
 #undef JP_CUDA
   for (const std::string& m : api->missing) {
     if (m != "cuFuncGetParamInfo" && m != "cuFuncGetName" && m != "cuKernelGetFunction" && m != "cuGetErrorName" &&
-        m != "cuDeviceGetName" && m != "cuPointerGetAttribute") {
+        m != "cuDeviceGetName" && m != "cuDeviceGetUuid" && m != "cuPointerGetAttribute") {
       error = "the CUDA driver " + lib + " lacks " + m + " (CUDA 12 or later is needed)";
       return nullptr;
     }
@@ -531,14 +532,26 @@ class GraphDevice final : public replay::Device {
 // jouleprof's GPU sensor as the rounds' probe (sensor_probe.hpp), on a sensor of its own.
 class OwnSensorProbe final : public replay::SensorProbe {
  public:
-  /// The samples' times are on the TimeBase the sensor was opened with: this one's own.
-  static Result<std::unique_ptr<OwnSensorProbe>> open(const GpuSelection& sel, std::size_t index) {
+  /// The samples' times are on the TimeBase the sensor was opened with: this one's own. The sensor
+  /// whose UUID is the CUDA device's (`cuda_uuid`, "GPU-…"), else the one at `index` (the CUDA
+  /// ordinal, as CUDA_VISIBLE_DEVICES maps it), with a `warning` when no UUID matched: on a node of
+  /// several GPUs, CUDA's order and NVML's can differ, and another GPU's power would be measured.
+  static Result<std::unique_ptr<OwnSensorProbe>> open(const GpuSelection& sel, std::size_t index, const std::string& cuda_uuid,
+                                                      std::string& warning) {
     auto p = std::unique_ptr<OwnSensorProbe>(new OwnSensorProbe());
     auto gpus = open_gpus(sel, *p->tb_);
     if (!gpus) return gpus.error();
     if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
     p->set_ = std::move(*gpus);
-    GpuSensor& s = *p->set_.gpus.at(index < p->set_.gpus.size() ? index : 0);
+    std::size_t at = index < p->set_.gpus.size() ? index : 0;
+    const auto same = std::find_if(p->set_.gpus.begin(), p->set_.gpus.end(), [&](const auto& g) { return g->info().uuid == cuda_uuid; });
+    if (same != p->set_.gpus.end()) {
+      at = static_cast<std::size_t>(same - p->set_.gpus.begin());
+    } else if (!cuda_uuid.empty() && !p->set_.simulated()) {
+      warning = fmt::format("no power sensor has this CUDA device's UUID ({}): the sensor of GPU {} ({}) is measured", cuda_uuid, at,
+                            p->set_.gpus[at]->info().uuid);
+    }
+    GpuSensor& s = *p->set_.gpus.at(at);
     if (!s.supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
     p->attach(s, *p->tb_);
     return p;
@@ -1026,10 +1039,15 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   R.mem_alloc_nodes = L.mem_alloc_nodes;
   R.mem_free_nodes = L.mem_free_nodes;
   R.mem_alloc_bytes = L.mem_alloc_bytes;
+  std::string cuda_uuid;  // "GPU-…", as NVML names the same board
   {
     CUdevice dev = 0;
     char name[256] = {0};
+    CudaUuid u{};
     if (api.CtxGetDevice(&dev) == kSuccess && api.DeviceGetName != nullptr && api.DeviceGetName(name, sizeof name, dev) == kSuccess) R.gpu = name;
+    if (api.CtxGetDevice(&dev) == kSuccess && api.DeviceGetUuid != nullptr && api.DeviceGetUuid(&u, dev) == kSuccess) {
+      cuda_uuid = "GPU-" + uuid_text(u.bytes);
+    }
   }
   std::unique_ptr<OwnSensorProbe> own;
   if (probe_in == nullptr) {
@@ -1038,8 +1056,10 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     apply_gpu_environment(sel);  // CUDA_VISIBLE_DEVICES and $JOULEPROF_NVML_LIB, as every command reads them
     CUdevice dev = 0;
     api.CtxGetDevice(&dev);
-    auto p = OwnSensorProbe::open(sel, static_cast<std::size_t>(std::max(dev, 0)));
+    std::string warning;
+    auto p = OwnSensorProbe::open(sel, static_cast<std::size_t>(std::max(dev, 0)), cuda_uuid, warning);
     if (!p) return p.error();
+    if (!warning.empty()) R.warnings.push_back(warning);
     own = std::move(*p);
     if (R.gpu.empty()) R.gpu = own->sensor().info().name;
     R.gpu_uuid = own->sensor().info().uuid;

@@ -237,6 +237,32 @@ def test_isolated_a_dying_row_is_faulted_and_the_rest_measured(fake, capfd):
     assert "fakecuda: kernel stale_index" in capfd.readouterr().err  # the child's stderr, relayed
 
 
+def test_isolated_the_sensor_is_the_cuda_devices_board(fake, monkeypatch, tmp_path):
+    # Two NVML GPUs; the CUDA device is NVML's GPU 1 by its UUID: that GPU's sensor is measured and
+    # the document names its board. A UUID no sensor has: the CUDA ordinal's sensor, and one warning.
+    nvml = os.environ.get("JOULEPROF_TEST_FAKE_NVML")
+    if not nvml:
+        pytest.skip("JOULEPROF_TEST_FAKE_NVML is not set (run through ctest)")
+    from isolated_steps import fake_step
+    from jouleprof.replay import replay_step_isolated
+    scenario = tmp_path / "two-gpus.txt"
+    scenario.write_text("gpus 2\n")
+    monkeypatch.setenv("JOULEPROF_NVML_LIB", nvml)
+    monkeypatch.setenv("JOULEPROF_FAKE_NVML_SCENARIO", str(scenario))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    opts = dict(_isolated_opts(), sensor="nvml")
+    monkeypatch.setenv("JOULEPROF_FAKE_CUDA_UUID", "fa4e0000-0000-4000-8000-000000000001")
+    r = replay_step_isolated(fake_step, "kernel,gemm,4,20000", **opts)
+    assert r.data["gpu_uuid"] == "GPU-fa4e0000-0000-4000-8000-000000000001"
+    assert not [w for w in r.warnings if w.startswith("no power sensor")]
+    monkeypatch.setenv("JOULEPROF_FAKE_CUDA_UUID", "00000000-0000-4000-8000-000000000009")
+    r = replay_step_isolated(fake_step, "kernel,gemm,4,20000", **opts)
+    assert r.data["gpu_uuid"] == "GPU-fa4e0000-0000-4000-8000-000000000000"
+    assert [w for w in r.warnings if w.startswith("no power sensor")] == [
+        "no power sensor has this CUDA device's UUID (GPU-00000000-0000-4000-8000-000000000009): the sensor of GPU 0 "
+        "(GPU-fa4e0000-0000-4000-8000-000000000000) is measured"]
+
+
 def test_isolated_a_fault_with_the_process_alive_restarts_too(fake):
     # "fault": the launch fails with a sticky error and the process lives (the engine writes the fault).
     from isolated_steps import fake_step
