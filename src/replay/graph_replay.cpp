@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -544,7 +545,11 @@ class OwnSensorProbe final : public replay::SensorProbe {
     if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
     p->set_ = std::move(*gpus);
     std::size_t at = index < p->set_.gpus.size() ? index : 0;
-    const auto same = std::find_if(p->set_.gpus.begin(), p->set_.gpus.end(), [&](const auto& g) { return g->info().uuid == cuda_uuid; });
+    auto lower = [](std::string t) {
+      std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return t;
+    };
+    const auto same = std::find_if(p->set_.gpus.begin(), p->set_.gpus.end(), [&](const auto& g) { return lower(g->info().uuid) == lower(cuda_uuid); });
     if (same != p->set_.gpus.end()) {
       at = static_cast<std::size_t>(same - p->set_.gpus.begin());
     } else if (!cuda_uuid.empty() && !p->set_.simulated()) {
