@@ -500,6 +500,7 @@ double energy_half_width(const KernelTable& t, const ReplayPrediction& p) {
 Result<ReplayPrediction> predict_impl(const KernelTable& t, const json& m) {
   ReplayPrediction p;
   p.gpu = m.value("gpu", "");
+  p.gpu_uuid = m.value("sensor_gpu_uuid", "");
   p.idle_w = number_or_nan(m, "idle_w");
   p.gap_w = number_or_nan(m, "gap_w");
   if (!std::isfinite(p.gap_w)) return make_error(Errc::parse, "replay measurements: no gap power (gap_w)");
@@ -688,6 +689,7 @@ std::string replay_json(const KernelTable& t, const ReplayPrediction& p) {
             {"trace", {{"files", t.files}, {"format", t.format}, {"gpus", t.gpus}, {"kernels", t.kernels}, {"memcpys", t.memcpys},
                        {"memsets", t.memsets}, {"unique_rows", t.rows.size()}}},
             {"replay_gpu", p.gpu},
+            {"replay_gpu_uuid", p.gpu_uuid},
             {"idle_power_w", p.idle_w},
             {"gap_power_w", p.gap_w},
             {"isolated_gap_power_w", p.isolated_gap_w},

@@ -41,7 +41,8 @@ json engine_output(const KernelTable& t, const json& plan, double scale, double 
     items.push_back({{"row", row}, {"status", "ok"}, {"time_ns", ns}, {"time_ns_half_width", 0.0}, {"power_w", watts},
                      {"energy_j", watts * ns * 1e-9}, {"energy_j_half_width", 0.0}});
   }
-  return {{"schema", "jouleprof.replay_measurements"}, {"gpu", "NVIDIA H100 80GB HBM3"}, {"idle_w", 70.0}, {"gap_w", gap_w},
+  return {{"schema", "jouleprof.replay_measurements"}, {"gpu", "NVIDIA H100 80GB HBM3"},
+          {"sensor_gpu_uuid", "GPU-11111111-2222-3333-4444-555555555555"}, {"idle_w", 70.0}, {"gap_w", gap_w},
           {"items", items}, {"not_replayed", plan["not_replayed"]}};
 }
 
@@ -93,6 +94,8 @@ TEST(Replay, PredictionIsCountTimesPerCallPlusGaps) {
   const json out = engine_output(t, plan, 1.0, 300.0, 100.0);
   auto p = predict_from_replay(t, out.dump());
   ASSERT_TRUE(p) << p.error().message;
+  // The measuring board, for `trace --replay` to compare with a run's.
+  EXPECT_EQ(json::parse(replay_json(t, *p))["replay_gpu_uuid"], "GPU-11111111-2222-3333-4444-555555555555");
   const double gpu_s = static_cast<double>(t.gpu_ns()) * 1e-9;
   EXPECT_NEAR(p->predicted_gpu_s, gpu_s, 1e-12);
   EXPECT_NEAR(p->kernel_energy_j, 300.0 * gpu_s, 1e-9);

@@ -537,6 +537,7 @@ int main(int argc, char** argv) {
   }
   Meter meter(sensor, tb);
   json out = {{"schema", "jouleprof.replay_measurements"}, {"schema_version", 1}, {"gpu", dev->name()}, {"sensor_gpu", sensor.info().name},
+              {"sensor_gpu_uuid", sensor.info().uuid},
               {"trials", settings.trials}, {"trial_s", settings.trial_s}, {"settle_s", settings.settle_s}};
   Engine engine{*dev, meter, settings, {}};
 

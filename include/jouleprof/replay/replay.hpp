@@ -123,6 +123,7 @@ struct PredictionParts {
 struct ReplayPrediction {
   PredictionParts parts;
   std::string gpu;
+  std::string gpu_uuid;  ///< the measuring sensor's board (engine's sensor_gpu_uuid): `trace --replay` marks another board
   std::vector<RowPrediction> rows;  ///< by the table's row index
   std::vector<TierPrediction> tiers;
   double idle_w = 0, gap_w = 0;      ///< gap_w: the power the gaps are predicted at (in context when measured)
