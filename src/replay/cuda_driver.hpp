@@ -67,11 +67,12 @@ struct CudaMemcpy3D {
   size_t WidthInBytes, Height, Depth;
 };
 
-/// CUDA_MEMSET_NODE_PARAMS
+/// CUuuid
 struct CudaUuid {
   unsigned char bytes[16];
 };
 
+/// CUDA_MEMSET_NODE_PARAMS
 struct CudaMemsetNodeParams {
   CUdeviceptr dst;
   size_t pitch;
