@@ -27,6 +27,8 @@ uint64_t fnv1a(uint64_t h, std::string_view a, std::string_view b) {
 
 }  // namespace
 
+std::string gpu_uuid_text(const uint8_t* bytes16) { return "GPU-" + uuid_text(bytes16); }
+
 std::string uuid_text(const uint8_t* bytes16) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string s;

@@ -7,7 +7,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -545,11 +544,7 @@ class OwnSensorProbe final : public replay::SensorProbe {
     if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
     p->set_ = std::move(*gpus);
     std::size_t at = index < p->set_.gpus.size() ? index : 0;
-    auto lower = [](std::string t) {
-      std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      return t;
-    };
-    const auto same = std::find_if(p->set_.gpus.begin(), p->set_.gpus.end(), [&](const auto& g) { return lower(g->info().uuid) == lower(cuda_uuid); });
+    const auto same = std::find_if(p->set_.gpus.begin(), p->set_.gpus.end(), [&](const auto& g) { return g->info().uuid == cuda_uuid; });
     if (same != p->set_.gpus.end()) {
       at = static_cast<std::size_t>(same - p->set_.gpus.begin());
     } else if (!cuda_uuid.empty() && !p->set_.simulated()) {
@@ -838,7 +833,8 @@ struct Replayer {
   std::function<double()> temperature;
   GraphReplay& R;
   detail::ProgressLog& log;
-  std::string lost;  // set once a fault left the context unusable
+  std::string lost_when;  // set once a fault left the context unusable: what faulted ("KERNEL faulted")
+  std::string lost() const { return "not measured: the CUDA context was lost when " + lost_when; }
   // The whole graph, kept after measure_step: each row starts from the state one step leaves
   // (restore()). Destroyed by release_step().
   CUgraphExec step_exec = nullptr;
@@ -847,7 +843,7 @@ struct Replayer {
     w.row.status = "failed";
     w.row.reason = fmt::format("{} {}: {}", w.row.group.kind, short_name(w.row.group.name), why);  // a warning too (assemble_prediction)
     if (sticky(why)) {
-      lost = "not measured: the CUDA context was lost when " + short_name(w.row.group.name) + " faulted";
+      lost_when = short_name(w.row.group.name) + " faulted";
       log.fault(w.row, why);  // not finished: a new process replays the others without it
       w.reported = true;
     } else {
@@ -918,11 +914,11 @@ struct Replayer {
   // them (a temporary another row overwrote, a position counter another row advanced), as they
   // were when the program ran it. A fault here loses the context as a row's would.
   void restore() {
-    if (step_exec == nullptr || !lost.empty()) return;
+    if (step_exec == nullptr || !lost_when.empty()) return;
     dev.use(step_exec);
     dev.launch(1);
     dev.synchronize();
-    if (!dev.error().empty() && sticky(dev.error())) lost = "not measured: the CUDA context was lost when the whole step was replayed before a row";
+    if (!dev.error().empty() && sticky(dev.error())) lost_when = "the whole step was replayed before a row";
     dev.clear_error();
   }
 
@@ -935,9 +931,9 @@ struct Replayer {
   // shared out); the graph for the energy trials is built for the rows measured (measure_row).
   void time_group(Work& w) {
     if (from_earlier(w)) return;
-    if (!lost.empty()) {
+    if (!lost_when.empty()) {
       w.row.status = "not_measured";
-      w.row.reason = lost;
+      w.row.reason = lost();
       return;
     }
     log.start(w.row.group.id, "time");
@@ -1006,9 +1002,9 @@ struct Replayer {
         ++measured_rows;
       }
       if (w.row.status != "timed" || w.reported) continue;
-      if (!lost.empty()) {
+      if (!lost_when.empty()) {
         w.row.status = "not_measured";
-        w.row.reason = lost;
+        w.row.reason = lost();
         continue;
       }
       if (measured_rows >= o.max_rows || (total > 0 && covered >= o.coverage * total)) break;
@@ -1018,7 +1014,7 @@ struct Replayer {
     }
     // Beyond the coverage: timed, finished (their power is the measured rows' mean, at the end).
     for (Work& w : work) {
-      if (w.row.status == "timed" && lost.empty()) report(w);
+      if (w.row.status == "timed" && lost_when.empty()) report(w);
     }
   }
 };
@@ -1051,7 +1047,7 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
     CudaUuid u{};
     if (api.CtxGetDevice(&dev) == kSuccess && api.DeviceGetName != nullptr && api.DeviceGetName(name, sizeof name, dev) == kSuccess) R.gpu = name;
     if (api.CtxGetDevice(&dev) == kSuccess && api.DeviceGetUuid != nullptr && api.DeviceGetUuid(&u, dev) == kSuccess) {
-      cuda_uuid = "GPU-" + uuid_text(u.bytes);
+      cuda_uuid = gpu_uuid_text(u.bytes);
     }
   }
   std::unique_ptr<OwnSensorProbe> own;
@@ -1116,9 +1112,8 @@ Result<GraphReplay> replay_cuda_graph(std::uintptr_t graph_handle, const GraphRe
   rp.release_step();
   // In-process (no progress file: no parent restarts us), the caller's own CUDA work fails from
   // here; say so once, with the way past it.
-  if (!rp.lost.empty() && o.progress_path.empty()) {
-    const std::size_t when = rp.lost.find("when ");
-    R.warnings.push_back(std::string(kContextLostWarning) + " (" + (when == std::string::npos ? rp.lost : rp.lost.substr(when + 5)) +
+  if (!rp.lost_when.empty() && o.progress_path.empty()) {
+    R.warnings.push_back(std::string(kContextLostWarning) + " (" + rp.lost_when +
                          "): CUDA calls in this process fail from here; replay the step in a child process to get past it "
                          "(jouleprof.replay.replay_step_isolated; C++: GraphReplayOptions::progress_path and a restart, docs/replay.md)");
   }

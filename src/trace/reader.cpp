@@ -62,9 +62,6 @@ T payload_as(std::string_view payload) {
   return v;
 }
 
-// NVML's form of a GPU UUID.
-std::string format_uuid(const uint8_t* u) { return "GPU-" + uuid_text(u); }
-
 }  // namespace
 
 const char* memcpy_kind_name(uint32_t copy_kind) {
@@ -170,7 +167,7 @@ class FileReader {
       }
       case RecordType::device: {
         const auto d = payload_as<DeviceRecord>(payload);
-        p.device_uuids[d.id] = format_uuid(d.uuid);
+        p.device_uuids[d.id] = gpu_uuid_text(d.uuid);
         break;
       }
       case RecordType::end: {

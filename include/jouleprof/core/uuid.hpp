@@ -19,6 +19,10 @@ std::string derived_uuid(std::string_view parent, std::string_view name);
 /// 16 bytes as 8-4-4-4-12 lowercase hex digits: how run ids and GPU UUIDs are written.
 std::string uuid_text(const uint8_t* bytes16);
 
+/// A GPU's 16 UUID bytes (CUDA's cuDeviceGetUuid, CUPTI's device record) as NVML names the board:
+/// "GPU-" and uuid_text, so the two compare equal.
+std::string gpu_uuid_text(const uint8_t* bytes16);
+
 /// 36 characters: 8-4-4-4-12 lowercase hex digits separated by '-'.
 bool is_uuid(std::string_view text);
 
