@@ -31,8 +31,6 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __all__ = ["replay_step", "replay_step_isolated", "ExactReplay", "predict_trace", "TraceReplay"]
 
-# graph_replay.hpp kContextLostWarning: an in-process replay whose fault lost the CUDA context.
-_CONTEXT_LOST = "this process's CUDA context was lost"
 _OPTION_KEYS = ("trials", "trial_s", "settle_s", "warmup_s", "ci_target", "long_trial_s", "row_cap_s", "max_trials",
                 "coverage", "max_rows", "graph_ms", "measure_step", "rows", "sensor", "cuda_library")
 
@@ -270,7 +268,7 @@ def _replay_step(fn: Callable, args, warmup: int, json_path: Optional[str], quie
     r = ExactReplay(True, "", _json.loads(text), graph, output)
     if not quiet:  # a fault ended this process's CUDA: the caller's next CUDA call fails, so say why first
         for w in r.warnings:
-            if w.startswith(_CONTEXT_LOST):
+            if w.startswith(_jouleprof.CONTEXT_LOST_WARNING):
                 print(f"jouleprof: {w}", file=sys.stderr)
     if json_path:
         r.save(json_path)

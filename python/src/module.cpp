@@ -550,6 +550,7 @@ PYBIND11_MODULE(_jouleprof, mod) {
   mod.def("default_db_path", [] { return resolve_db_path(""); });
   // The exact replay of a captured CUDA graph (jouleprof.torch.replay_step): the options and the
   // result as JSON (graph_replay.hpp); the GIL is released while the GPU runs.
+  mod.attr("CONTEXT_LOST_WARNING") = kContextLostWarning;  // how an in-process replay's lost-context warning starts
   mod.def("list_cuda_graph", [](std::uintptr_t graph, const std::string& cuda_library) {
     GraphListing l = value_or_raise(list_cuda_graph(graph, cuda_library));
     std::vector<std::tuple<std::string, std::string, std::size_t>> out;

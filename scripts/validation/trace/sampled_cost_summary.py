@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from issue33_summary import load  # noqa: E402
 
 BASES = {"N": "U", "S": "U", "SS": "U", "S1": "U", "SL": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU", "GT": "GU", "GN": "GU"}
+SAMPLED = ("S", "SS", "S1", "SL")  # the sampled configurations: their switch logs are kept
 NAMES = {"U": "untraced", "N": "traced, kernels off (NVTX only)", "S": "--sample 10% (1 s period)",
          "SS": "--sample 10% (0.25 s period)", "S1": "--sample 1% (1 s period)", "SL": "--sample 10% (5 s period)",
          "T": "full trace", "K": "torch.profiler (CUDA activity)",
@@ -33,7 +34,7 @@ NAMES = {"U": "untraced", "N": "traced, kernels off (NVTX only)", "S": "--sample
 def switch_costs(out):
     """Per sampled configuration: the durations (ms) of the switches on, off, and of the flushes."""
     res = {}
-    for cfg in ("S", "SS", "S1", "SL"):
+    for cfg in SAMPLED:
         d = {"on": [], "off": [], "flush": []}
         for path in glob.glob(os.path.join(out, f"sc_keep_{cfg}_*", "sample-*.txt")):
             for line in open(path):
@@ -79,7 +80,7 @@ def phase_split(out):
             if d.get("call_spans_ns"):
                 spans[parts[0]].append(d["call_spans_ns"])
     res = {}
-    for cfg in ("S", "SS", "S1", "SL"):
+    for cfg in SAMPLED:
         split = {"off": [], "window": []}
         for r, calls in enumerate(spans.get(cfg, []), start=1):
             logs = glob.glob(os.path.join(out, f"sc_keep_{cfg}_{r}", "sample-*.txt"))
