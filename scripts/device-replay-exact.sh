@@ -17,5 +17,5 @@ export PYTHONPATH="$PWD/.pydev/py" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=fal
 python3 -c "import jouleprof, jouleprof._jouleprof as m; print('jouleprof', jouleprof.__version__, hasattr(m, 'replay_cuda_graph'))"
 FAM=${1:-resnet50,vit,bert,llama_compiled,prefill,llama_decode}
 timeout "${BUDGET_S:-540}" python3 workloads/replay/exact_families.py --out "$OUT/results.json" --families "$FAM" \
-  ${EXACT_FLAGS:-} 2>&1 | grep -v -i "warn" | tee "$OUT/log.txt" | tail -60
+  ${EXACT_FLAGS:-} 2>&1 | grep -v -E "[A-Za-z]+Warning:|warnings\.warn\(" | tee "$OUT/log.txt" | tail -60
 echo "device seconds in this script: $(( $(date +%s) - T0 ))"

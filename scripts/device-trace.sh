@@ -9,6 +9,8 @@
 #                                     HF decoder; ~4.5 min) twoclass (replay-informed per-class
 #                                     check; ~2 min) compiledab (tracing overhead inside one
 #                                     process: calls alternately paused/recording; ~2.5 min)
+#                                     eagerops (per-op cost of eager launches in each tracing
+#                                     state, and CUPTI's switches in one process; ~2.5 min)
 #                                     graphprobe (CUPTI's modes on eager and graph launches; ~20 s)
 # Logs and JSON under $OUT; a short summary last.
 set -u
@@ -79,6 +81,31 @@ for step in "$@"; do
         run 120 "$JP" trace --idle 0 --no-store -q --json "$OUT/eng_T$i.trace.json" -- "$BIN/jouleprof-llm" speed --model llama-3.2-1b --batch 1 \
           --prompt 128 --gen 128 --prefill 0 --seconds 3 --json "$OUT/eng_T$i.json"
       done ;;
+    eagerops)
+      # The off phase's per-launch cost (issue 33 (c)): a launch-bound loop of tiny eager ops
+      # (scripts/validation/trace/eager_ops.py; plain, NVTX-bracketed, with copies), EO_ROUNDS (3)
+      # interleaved rounds of U untraced, N NVTX only, S --sample 10%, T full trace; then the same
+      # loop with CUPTI switched from inside one process through a sampled trace's states
+      # (--cupti-steps): which switch leaves a cost once off; H the same on HF generate() (--hf).
+      # EO_CONFIGS picks (default U N S T C). ~10 s a process, ~30 s an H.
+      EO=(python3 scripts/validation/trace/eager_ops.py --ops "${EO_OPS:-10000}" --reps "${EO_REPS:-5}")
+      TR=("$JP" trace --idle 0 --no-store -q)
+      : > "$OUT/eagerops.txt"
+      for i in $(seq 1 "${EO_ROUNDS:-3}"); do
+        gpu_state
+        for cfg in ${EO_CONFIGS:-U N S T C}; do
+          case $cfg in
+            U) cmd=("${EO[@]}") ;;
+            N) cmd=(env JOULEPROF_TRACE_KERNELS=0 "${TR[@]}" -- "${EO[@]}") ;;
+            S) cmd=("${TR[@]}" --sample 10% --sample-period 1 -- "${EO[@]}") ;;
+            T) cmd=("${TR[@]}" -- "${EO[@]}") ;;
+            C) cmd=("${EO[@]}" --cupti-steps) ;;
+            H) cmd=("${EO[@]}" --cupti-steps --hf) ;;
+          esac
+          say "eagerops $cfg round $i"
+          timeout 120 taskset -c 2-5 "${cmd[@]}" 2>&1 | grep -E "^eager_ops|rror" | sed "s/^/$cfg /" | tee -a "$OUT/eagerops.txt" "$LOG"
+        done
+      done ;;
     graphprobe)
       # What CUPTI's activity modes cost on eager and CUDA-graph launches (workloads/cupti_probe):
       # each mode in its own process, PROBE_ROUNDS (3) interleaved rounds; one line each. `detach`:
@@ -131,10 +158,11 @@ for step in "$@"; do
       python3 scripts/validation/trace/issue33_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
     sampledcost)
       # What the sampled mode costs, apart (issue 33): eager HF generate of a small Llama (--small,
-      # NVTX-annotated, launch-bound), interleaved rounds of U untraced, N traced with kernels off
+      # NVTX-annotated, launch-bound), interleaved rounds of U untraced, M under `jouleprof measure`
+      # (the parent's power sampling alone, no injection), N traced with kernels off
       # entirely (JOULEPROF_TRACE_KERNELS=0: NVTX ranges only, the off phase's floor), S --sample
-      # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), S1 1% a
-      # second and SL 10% of a 5 s period (if S1 costs what S does, the cost is not the windows'), T full
+      # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), S1 1% of a
+      # 2 s period and SL 10% of a 5 s period (if S1 costs what S does, the cost is not the windows'), T full
       # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
       # static cache, CUDA graphs) untraced and traced (CT: graph-level records, the default; CN:
       # --cuda-graph-trace node, each node's kernel), warm-up and compile excluded; GU/GT/GN: the same
@@ -158,10 +186,11 @@ for step in "$@"; do
           keep=(--keep-trace "$OUT/sc_keep_${cfg}_$i")
           case $cfg in
             U) cmd=("${HFS[@]}" --annotate) ;;
+            M) cmd=("$JP" measure --idle 0 --no-cpu --json "$OUT/m.json" -- "${HFS[@]}" --annotate) ;;
             N) cmd=(env JOULEPROF_TRACE_KERNELS=0 "${TR[@]}" -- "${HFS[@]}" --annotate) ;;
             S) cmd=("${TR[@]}" --sample 10% --sample-period 1 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             SS) cmd=("${TR[@]}" --sample 10% --sample-period 0.25 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
-            S1) cmd=("${TR[@]}" --sample 1% --sample-period 1 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            S1) cmd=("${TR[@]}" --sample 1% --sample-period 2 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             SL) cmd=("${TR[@]}" --sample 10% --sample-period 5 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             T) cmd=("${TR[@]}" -- "${HFS[@]}" --annotate) ;;
             K) cmd=("${HFS[@]}" --annotate --kineto-cuda) ;;

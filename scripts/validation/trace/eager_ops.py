@@ -1,0 +1,155 @@
+"""Per-op cost of eager PyTorch launches, for `scripts/device-trace.sh sampledcost` (issue 33 (c)).
+
+    python eager_ops.py [--ops N] [--reps R] [--cupti-steps [--hf]]
+
+One tiny in-place op (`x.add_(1)`, one kernel launch) N times, synchronised, best and median of
+R repetitions, in µs per op: `plain`, then `nvtx` (each op inside an NVTX push/pop, as
+jouleprof.torch.annotate brackets modules), then `copy` (every 16th op followed by a 4-byte
+device-to-host copy, as generate()'s stopping checks do). Under `jouleprof trace` each figure
+carries the tracer's per-launch cost; a launch-bound loop shows it without generate()'s Python
+spread. Prints one line: `eager_ops {json}`.
+
+--cupti-steps (not under `jouleprof trace`): CUPTI driven from this process (ctypes on
+libcupti.so.13) through the states a sampled trace passes, the per-op cost measured after each,
+in one process, so the host's process-to-process spread drops out: none (twice, the drift), DEVICE
+records only (the NVTX-only floor's CUPTI), the anchor call's driver-API record switched on and off,
+kernel records on, off, then every kind a trace records on and off. Which switch leaves a cost
+behind once it is off is the off phase's extra cost. With --hf, the figure of each state is the
+small NVTX-annotated HF Llama's generate() (hf_generate.py --small --annotate --gen 32), best and
+median of --reps calls, in ms, instead of the tiny ops.
+"""
+import argparse
+import ctypes
+import json
+import statistics
+import time
+
+import torch
+
+
+def timed(fn, ops, reps):
+    fn(min(ops, 2000))  # warm
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn(ops)
+        torch.cuda.synchronize()
+        per.append((time.perf_counter() - t0) / ops * 1e6)
+    return {"best_us": min(per), "median_us": statistics.median(per)}
+
+
+# CUPTI activity kinds and the anchor's driver callback id (cupti_activity.h, cupti_driver_cbid.h, CUDA 13).
+MEMCPY, MEMSET, DEVICE, KERNEL, MEMCPY2, GRAPH_TRACE = 1, 2, 8, 10, 22, 51
+CBID_DRIVER_GET_VERSION = 2
+
+
+def cupti_steps(measure):
+    """The per-op figures after each CUPTI switch, in order (see the module's docstring)."""
+    cupti = ctypes.CDLL("libcupti.so.13")
+    cuda = ctypes.CDLL("libcuda.so.1")
+    keep = []
+    req_t = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                             ctypes.POINTER(ctypes.c_size_t))
+    done_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
+
+    def requested(buf, size, max_records):
+        b = ctypes.create_string_buffer(4 << 20)
+        keep.append(b)
+        buf[0] = ctypes.cast(b, ctypes.c_void_p).value
+        size[0] = 4 << 20
+        max_records[0] = 0
+
+    def completed(ctx, stream, buf, size, valid):
+        pass  # the records are not read: only the cost of producing them
+
+    cbs = (req_t(requested), done_t(completed))
+    keep.append(cbs)
+    out = {"none": measure(), "none_again": measure()}
+    assert cupti.cuptiActivityRegisterCallbacks(*cbs) == 0, "cuptiActivityRegisterCallbacks"
+    cupti.cuptiActivityEnable(DEVICE)
+    out["device_only"] = measure()
+    cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 1)
+    v = ctypes.c_int()
+    cuda.cuDriverGetVersion(ctypes.byref(v))
+    out["anchor_record_on"] = measure()
+    cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 0)
+    out["anchor_record_off"] = measure()
+    cupti.cuptiActivityEnable(KERNEL)
+    out["kernel_on"] = measure()
+    cupti.cuptiActivityDisable(KERNEL)
+    out["kernel_off"] = measure()
+    for k in (KERNEL, MEMCPY, MEMCPY2, MEMSET, GRAPH_TRACE):
+        cupti.cuptiActivityEnable(k)
+    out["all_on"] = measure()
+    for k in (KERNEL, MEMCPY, MEMCPY2, MEMSET, GRAPH_TRACE):
+        cupti.cuptiActivityDisable(k)
+    cupti.cuptiActivityFlushAll(1)
+    out["all_off"] = measure()
+    return out
+
+
+def hf_measure(reps):
+    """generate() of the small annotated Llama as hf_generate.py times it: best and median in ms."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+    import jouleprof.torch as jt
+    from hf_generate import build
+    model = build(small=True)
+    jt.annotate(model, depth=4)
+    ids = torch.randint(0, 32000, (1, 128), device="cuda")
+    kw = dict(max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0)  # as hf_generate.py
+    with torch.no_grad():
+        model.generate(ids, **kw)
+
+    def measure():
+        t = []
+        with torch.no_grad():
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                model.generate(ids, **kw)
+                torch.cuda.synchronize()
+                t.append((time.perf_counter() - t0) * 1e3)
+        return {"generate": {"best_ms": min(t), "median_ms": statistics.median(t)}}
+    return measure
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ops", type=int, default=20000)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--cupti-steps", action="store_true", help="CUPTI switched from this process (see above)")
+    ap.add_argument("--hf", action="store_true", help="with --cupti-steps: each state timed on HF generate()")
+    a = ap.parse_args()
+    x = torch.zeros(256, device="cuda")
+    push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+
+    def plain(n):
+        for _ in range(n):
+            x.add_(1.0)
+
+    def nvtx(n):
+        for _ in range(n):
+            push("op")
+            x.add_(1.0)
+            pop()
+
+    def copy(n):
+        for i in range(n):
+            x.add_(1.0)
+            if i % 16 == 15:
+                x[0].item()
+
+    def measure():
+        return {name: timed(fn, a.ops, a.reps) for name, fn in (("plain", plain), ("nvtx", nvtx), ("copy", copy))}
+
+    if a.hf:
+        measure = hf_measure(a.reps)
+    res = cupti_steps(measure) if a.cupti_steps else measure()
+    print(("eager_ops_cupti " if a.cupti_steps else "eager_ops ") + json.dumps(res), flush=True)
+
+
+if __name__ == "__main__":
+    main()
