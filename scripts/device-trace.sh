@@ -86,7 +86,8 @@ for step in "$@"; do
       # (scripts/validation/trace/eager_ops.py; plain, NVTX-bracketed, with copies), EO_ROUNDS (3)
       # interleaved rounds of U untraced, N NVTX only, S --sample 10%, T full trace; then the same
       # loop with CUPTI switched from inside one process through a sampled trace's states
-      # (--cupti-steps): which switch leaves a cost once off; H the same on HF generate() (--hf).
+      # (--cupti-steps): which switch leaves a cost once off, and CUPTI detached; H the same on HF
+      # generate() (--hf); HC with the records switched per context (--cupti-steps context --hf).
       # EO_CONFIGS picks (default U N S T C). ~10 s a process, ~30 s an H.
       EO=(python3 scripts/validation/trace/eager_ops.py --ops "${EO_OPS:-10000}" --reps "${EO_REPS:-5}")
       TR=("$JP" trace --idle 0 --no-store -q)
@@ -101,6 +102,7 @@ for step in "$@"; do
             T) cmd=("${TR[@]}" -- "${EO[@]}") ;;
             C) cmd=("${EO[@]}" --cupti-steps) ;;
             H) cmd=("${EO[@]}" --cupti-steps --hf) ;;
+            HC) cmd=("${EO[@]}" --cupti-steps context --hf) ;;
           esac
           say "eagerops $cfg round $i"
           timeout 120 taskset -c 2-5 "${cmd[@]}" 2>&1 | grep -E "^eager_ops|rror" | sed "s/^/$cfg /" | tee -a "$OUT/eagerops.txt" "$LOG"

@@ -483,6 +483,7 @@ class GraphDevice final : public replay::Device {
   /// Uses `exec` for launch() (owned by the caller).
   void use(CUgraphExec exec) { exec_ = exec; }
   std::string name() const override { return "cuda"; }
+  std::string uuid() const override { return ""; }  // the sensor is chosen by the context's device (OwnSensorProbe)
   std::string prepare(const replay::Item&, int) override { return "not used"; }
   int reps() const override { return 1; }
   std::string prepare_units(const std::vector<replay::Item>&, std::vector<std::string>&) override { return "not used"; }
@@ -533,9 +534,8 @@ class GraphDevice final : public replay::Device {
 class OwnSensorProbe final : public replay::SensorProbe {
  public:
   /// The samples' times are on the TimeBase the sensor was opened with: this one's own. The sensor
-  /// whose UUID is the CUDA device's (`cuda_uuid`, "GPU-…"), else the one at `index` (the CUDA
-  /// ordinal, as CUDA_VISIBLE_DEVICES maps it), with a `warning` when no UUID matched: on a node of
-  /// several GPUs, CUDA's order and NVML's can differ, and another GPU's power would be measured.
+  /// of the CUDA device (`cuda_uuid`, else the ordinal `index`: sensor_of_cuda_device, whose
+  /// `warning` says when no UUID matched).
   static Result<std::unique_ptr<OwnSensorProbe>> open(const GpuSelection& sel, std::size_t index, const std::string& cuda_uuid,
                                                       std::string& warning) {
     auto p = std::unique_ptr<OwnSensorProbe>(new OwnSensorProbe());
@@ -543,14 +543,7 @@ class OwnSensorProbe final : public replay::SensorProbe {
     if (!gpus) return gpus.error();
     if (gpus->gpus.empty()) return make_error(Errc::unavailable, "no GPU sensor");
     p->set_ = std::move(*gpus);
-    std::size_t at = index < p->set_.gpus.size() ? index : 0;
-    const auto same = std::find_if(p->set_.gpus.begin(), p->set_.gpus.end(), [&](const auto& g) { return g->info().uuid == cuda_uuid; });
-    if (same != p->set_.gpus.end()) {
-      at = static_cast<std::size_t>(same - p->set_.gpus.begin());
-    } else if (!cuda_uuid.empty() && !p->set_.simulated()) {
-      warning = fmt::format("no power sensor has this CUDA device's UUID ({}): the sensor of GPU {} ({}) is measured", cuda_uuid, at,
-                            p->set_.gpus[at]->info().uuid);
-    }
+    const std::size_t at = sensor_of_cuda_device(p->set_, index, cuda_uuid, warning);
     GpuSensor& s = *p->set_.gpus.at(at);
     if (!s.supports(Metric::power_sample_w)) return make_error(Errc::unavailable, "the GPU's driver gives no power samples");
     p->attach(s, *p->tb_);

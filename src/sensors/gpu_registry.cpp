@@ -1,5 +1,7 @@
 // The GPU sensor backends by --device name (kGpuBackends): nvml (the driver) and sim (the
 // simulated GPU). A new backend is one open function and one entry in the table.
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -181,6 +183,18 @@ Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
     names += std::string(", ") + b.name;
   }
   return make_error(Errc::invalid_argument, "unknown device backend '" + sel.backend + "' (" + names + ")");
+}
+
+std::size_t sensor_of_cuda_device(const GpuSet& set, std::size_t index, const std::string& cuda_uuid, std::string& warning) {
+  const std::size_t at = index < set.gpus.size() ? index : 0;
+  for (std::size_t i = 0; i < set.gpus.size(); ++i) {
+    if (!cuda_uuid.empty() && set.gpus[i]->info().uuid == cuda_uuid) return i;
+  }
+  if (!cuda_uuid.empty() && !set.simulated()) {
+    warning = fmt::format("no power sensor has this CUDA device's UUID ({}): the sensor of GPU {} ({}) is measured", cuda_uuid, at,
+                          set.gpus.at(at)->info().uuid);
+  }
+  return at;
 }
 
 }  // namespace jouleprof

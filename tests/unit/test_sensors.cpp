@@ -152,3 +152,25 @@ TEST(GpuSelection, NoDriverFallsBackToSimOnlyWhenAsked) {
   EXPECT_TRUE(sim->simulated());
   EXPECT_NE(sim->note.find("simulated"), std::string::npos);
 }
+
+TEST(GpuSelection, SensorOfCudaDeviceByUuidElseOrdinal) {
+  TimeBase tb;
+  GpuSelection sel;
+  sel.backend = "sim";
+  sel.sim_scenario = scenario_file("gpus 3\n");
+  auto set = open_gpus(sel, tb);
+  ASSERT_TRUE(set) << set.error().message;
+  const std::string uuid2 = set->gpus[2]->info().uuid;
+  std::string warning;
+  EXPECT_EQ(sensor_of_cuda_device(*set, 0, uuid2, warning), 2u);  // the UUID wins over the ordinal
+  EXPECT_EQ(warning, "");
+  EXPECT_EQ(sensor_of_cuda_device(*set, 1, "", warning), 1u);  // no UUID: the ordinal, nothing to say
+  EXPECT_EQ(warning, "");
+  EXPECT_EQ(sensor_of_cuda_device(*set, 7, "", warning), 0u);  // out of range: the first
+  EXPECT_EQ(sensor_of_cuda_device(*set, 1, "GPU-ffffffff-0000-0000-0000-000000000000", warning), 1u);
+  EXPECT_EQ(warning, "");  // the simulated GPUs' UUIDs are not CUDA's: no warning
+  set->backend = "nvml";   // the same set as NVML's: a UUID no sensor has is said
+  EXPECT_EQ(sensor_of_cuda_device(*set, 1, "GPU-ffffffff-0000-0000-0000-000000000000", warning), 1u);
+  EXPECT_NE(warning.find("no power sensor has this CUDA device's UUID (GPU-ffffffff"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("the sensor of GPU 1 (" + set->gpus[1]->info().uuid + ")"), std::string::npos) << warning;
+}

@@ -530,7 +530,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "jouleprof-replay: error: no GPU sensor: %s\n", gpus ? "no GPU" : gpus.error().message.c_str());
     return 3;
   }
-  GpuSensor& sensor = *gpus->gpus[0];
+  // The sensor of the CUDA device replayed on (its UUID), not the first listed: on a node of
+  // several GPUs the two orders can differ.
+  std::string sensor_warning;
+  GpuSensor& sensor = *gpus->gpus[sensor_of_cuda_device(*gpus, 0, dev->uuid(), sensor_warning)];
+  if (!sensor_warning.empty()) std::fprintf(stderr, "jouleprof-replay: warning: %s\n", sensor_warning.c_str());
   if (!sensor.supports(Metric::power_sample_w)) {
     std::fprintf(stderr, "jouleprof-replay: error: the GPU's driver gives no power samples\n");
     return 3;

@@ -23,6 +23,7 @@
 #include "cudnn_batchnorm.hpp"
 #include "cudnn_conv.hpp"
 #include "cudnn_sdpa.hpp"
+#include "jouleprof/core/uuid.hpp"
 #include "replay_cuda.hpp"
 
 namespace jouleprof::replay {
@@ -530,6 +531,7 @@ class CudaDevice final : public Device {
     cudaDeviceProp p{};
     if (!ok(cudaGetDeviceProperties(&p, 0), error, "cudaGetDeviceProperties")) return false;
     name_ = p.name;
+    uuid_ = gpu_uuid_text(reinterpret_cast<const uint8_t*>(p.uuid.bytes));
     c_.l2_bytes = static_cast<size_t>(p.l2CacheSize);
     if (!ok(cudaSetDevice(0), error, "cudaSetDevice")) return false;
     if (!ok(cudaStreamCreateWithFlags(&c_.stream, cudaStreamNonBlocking), error, "cudaStreamCreate")) return false;
@@ -550,6 +552,7 @@ class CudaDevice final : public Device {
   }
 
   std::string name() const override { return name_; }
+  std::string uuid() const override { return uuid_; }
   int reps() const override { return reps_; }
   std::string fallback() const override { return units_.empty() ? "" : units_.back()->fallback(); }
   std::string sdpa_engine() const override { return units_.empty() ? "" : units_.back()->sdpa_engine(); }
@@ -693,7 +696,7 @@ class CudaDevice final : public Device {
     return ms / n;
   }
 
-  std::string name_;
+  std::string name_, uuid_;
   cudnn::Session cudnn_;  // before units_: their descriptors are destroyed first
   cudnn::SdpaCache sdpa_cache_;  // after cudnn_, before units_: plans go after the units, before the handle
   Ctx c_;

@@ -54,6 +54,13 @@ struct GpuSet {
 /// used (and said so in `note`) when no NVIDIA driver is present.
 Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb);
 
+/// The sensor that measures CUDA device `cuda_uuid` ("GPU-…", as NVML names boards): the one with
+/// that UUID, else the one at `index` (the CUDA ordinal, as CUDA_VISIBLE_DEVICES maps it; 0 when
+/// out of range) with a `warning` when no UUID matched and one was given: on a node of several
+/// GPUs, CUDA's order and NVML's can differ, and another GPU's power would be measured. `set` must
+/// hold at least one GPU.
+std::size_t sensor_of_cuda_device(const GpuSet& set, std::size_t index, const std::string& cuda_uuid, std::string& warning);
+
 /// The --device names: "auto", then every backend of the registry (gpu_registry.cpp), in order.
 const std::vector<std::string>& gpu_backend_names();
 

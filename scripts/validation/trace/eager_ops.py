@@ -13,8 +13,10 @@ spread. Prints one line: `eager_ops {json}`.
 libcupti.so.13) through the states a sampled trace passes, the per-op cost measured after each,
 in one process, so the host's process-to-process spread drops out: none (twice, the drift), DEVICE
 records only (the NVTX-only floor's CUPTI), the anchor call's driver-API record switched on and off,
-kernel records on, off, then every kind a trace records on and off. Which switch leaves a cost
-behind once it is off is the off phase's extra cost. With --hf, the figure of each state is the
+kernel records on, off, then every kind a trace records on and off, then CUPTI detached
+(cuptiFinalize) and attached again. Which switch leaves a cost behind once it is off is the off
+phase's extra cost. `--cupti-steps context` switches the kernel and copy records for this
+process's context alone (cuptiActivityEnableContext), the alternative to the global switch. With --hf, the figure of each state is the
 small NVTX-annotated HF Llama's generate() (hf_generate.py --small --annotate --gen 32), best and
 median of --reps calls, in ms, instead of the tiny ops.
 """
@@ -86,6 +88,51 @@ def cupti_steps(measure):
         cupti.cuptiActivityDisable(k)
     cupti.cuptiActivityFlushAll(1)
     out["all_off"] = measure()
+    # Detached (the only way back to a process CUPTI never recorded in), called here between
+    # synchronised measurements, where no CUDA call runs; then attached again, recording.
+    torch.cuda.synchronize()
+    out["detach_rc"] = cupti.cuptiFinalize()
+    out["detached"] = measure()
+    cupti.cuptiActivityRegisterCallbacks(*cbs)
+    for k in (DEVICE, KERNEL, MEMCPY, MEMCPY2, MEMSET, GRAPH_TRACE):
+        cupti.cuptiActivityEnable(k)
+    out["attached_again_on"] = measure()
+    return out
+
+
+def cupti_context_steps(measure):
+    """--cupti-steps context: kernel and copy records switched for this process's context only
+    (cuptiActivityEnableContext / DisableContext) instead of globally: whether that leaves the
+    same cost once off."""
+    cupti = ctypes.CDLL("libcupti.so.13")
+    cuda = ctypes.CDLL("libcuda.so.1")
+    ctx = ctypes.c_void_p()
+    assert cuda.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current CUDA context"
+    keep = []
+    req_t = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                             ctypes.POINTER(ctypes.c_size_t))
+    done_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
+
+    def requested(buf, size, max_records):
+        b = ctypes.create_string_buffer(4 << 20)
+        keep.append(b)
+        buf[0] = ctypes.cast(b, ctypes.c_void_p).value
+        size[0] = 4 << 20
+        max_records[0] = 0
+
+    cbs = (req_t(requested), done_t(lambda *a: None))
+    keep.append(cbs)
+    out = {"none": measure(), "none_again": measure()}
+    assert cupti.cuptiActivityRegisterCallbacks(*cbs) == 0, "cuptiActivityRegisterCallbacks"
+    cupti.cuptiActivityEnable(DEVICE)
+    out["device_only"] = measure()
+    kinds = (KERNEL, MEMCPY, MEMCPY2, MEMSET)
+    out["enable_rc"] = [cupti.cuptiActivityEnableContext(ctx, k) for k in kinds]
+    out["context_on"] = measure()
+    for k in kinds:
+        cupti.cuptiActivityDisableContext(ctx, k)
+    cupti.cuptiActivityFlushAll(1)
+    out["context_off"] = measure()
     return out
 
 
@@ -120,7 +167,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ops", type=int, default=20000)
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--cupti-steps", action="store_true", help="CUPTI switched from this process (see above)")
+    ap.add_argument("--cupti-steps", nargs="?", const="global", choices=["global", "context"],
+                    help="CUPTI switched from this process (see above); context: per-context switches")
     ap.add_argument("--hf", action="store_true", help="with --cupti-steps: each state timed on HF generate()")
     a = ap.parse_args()
     x = torch.zeros(256, device="cuda")
@@ -147,7 +195,8 @@ def main():
 
     if a.hf:
         measure = hf_measure(a.reps)
-    res = cupti_steps(measure) if a.cupti_steps else measure()
+    steps = {"global": cupti_steps, "context": cupti_context_steps}.get(a.cupti_steps)
+    res = steps(measure) if steps else measure()
     print(("eager_ops_cupti " if a.cupti_steps else "eager_ops ") + json.dumps(res), flush=True)
 
 
