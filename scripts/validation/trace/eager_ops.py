@@ -46,27 +46,33 @@ MEMCPY, MEMSET, DEVICE, KERNEL, MEMCPY2, GRAPH_TRACE = 1, 2, 8, 10, 22, 51
 CBID_DRIVER_GET_VERSION = 2
 
 
-def cupti_steps(measure):
-    """The per-op figures after each CUPTI switch, in order (see the module's docstring)."""
-    cupti = ctypes.CDLL("libcupti.so.13")
-    cuda = ctypes.CDLL("libcuda.so.1")
-    keep = []
+_KEEP = []  # the buffers handed to CUPTI and the callbacks' ctypes objects: alive for the process
+
+
+def buffer_callbacks():
+    """CUPTI's buffer-requested and buffer-completed callbacks as ctypes functions (4 MiB buffers;
+    the records are not read: only the cost of producing them counts here)."""
     req_t = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
                              ctypes.POINTER(ctypes.c_size_t))
     done_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
 
     def requested(buf, size, max_records):
         b = ctypes.create_string_buffer(4 << 20)
-        keep.append(b)
+        _KEEP.append(b)
         buf[0] = ctypes.cast(b, ctypes.c_void_p).value
         size[0] = 4 << 20
         max_records[0] = 0
 
-    def completed(ctx, stream, buf, size, valid):
-        pass  # the records are not read: only the cost of producing them
+    cbs = (req_t(requested), done_t(lambda *a: None))
+    _KEEP.append(cbs)
+    return cbs
 
-    cbs = (req_t(requested), done_t(completed))
-    keep.append(cbs)
+
+def cupti_steps(measure):
+    """The per-op figures after each CUPTI switch, in order (see the module's docstring)."""
+    cupti = ctypes.CDLL("libcupti.so.13")
+    cuda = ctypes.CDLL("libcuda.so.1")
+    cbs = buffer_callbacks()
     out = {"none": measure(), "none_again": measure()}
     assert cupti.cuptiActivityRegisterCallbacks(*cbs) == 0, "cuptiActivityRegisterCallbacks"
     cupti.cuptiActivityEnable(DEVICE)
@@ -108,20 +114,7 @@ def cupti_context_steps(measure):
     cuda = ctypes.CDLL("libcuda.so.1")
     ctx = ctypes.c_void_p()
     assert cuda.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current CUDA context"
-    keep = []
-    req_t = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
-                             ctypes.POINTER(ctypes.c_size_t))
-    done_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
-
-    def requested(buf, size, max_records):
-        b = ctypes.create_string_buffer(4 << 20)
-        keep.append(b)
-        buf[0] = ctypes.cast(b, ctypes.c_void_p).value
-        size[0] = 4 << 20
-        max_records[0] = 0
-
-    cbs = (req_t(requested), done_t(lambda *a: None))
-    keep.append(cbs)
+    cbs = buffer_callbacks()
     out = {"none": measure(), "none_again": measure()}
     assert cupti.cuptiActivityRegisterCallbacks(*cbs) == 0, "cuptiActivityRegisterCallbacks"
     cupti.cuptiActivityEnable(DEVICE)
