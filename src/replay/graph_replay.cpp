@@ -483,7 +483,6 @@ class GraphDevice final : public replay::Device {
   /// Uses `exec` for launch() (owned by the caller).
   void use(CUgraphExec exec) { exec_ = exec; }
   std::string name() const override { return "cuda"; }
-  std::string uuid() const override { return ""; }  // the sensor is chosen by the context's device (OwnSensorProbe)
   std::string prepare(const replay::Item&, int) override { return "not used"; }
   int reps() const override { return 1; }
   std::string prepare_units(const std::vector<replay::Item>&, std::vector<std::string>&) override { return "not used"; }

@@ -187,10 +187,11 @@ Result<GpuSet> open_gpus(const GpuSelection& sel, const TimeBase& tb) {
 
 std::size_t sensor_of_cuda_device(const GpuSet& set, std::size_t index, const std::string& cuda_uuid, std::string& warning) {
   const std::size_t at = index < set.gpus.size() ? index : 0;
+  if (cuda_uuid.empty()) return at;
   for (std::size_t i = 0; i < set.gpus.size(); ++i) {
-    if (!cuda_uuid.empty() && set.gpus[i]->info().uuid == cuda_uuid) return i;
+    if (set.gpus[i]->info().uuid == cuda_uuid) return i;
   }
-  if (!cuda_uuid.empty() && !set.simulated()) {
+  if (!set.simulated()) {
     warning = fmt::format("no power sensor has this CUDA device's UUID ({}): the sensor of GPU {} ({}) is measured", cuda_uuid, at,
                           set.gpus.at(at)->info().uuid);
   }

@@ -56,7 +56,6 @@ class SimDevice final : public Device {
  public:
   explicit SimDevice(Sim& s) : s_(s) {}
   std::string name() const override { return "simulated"; }
-  std::string uuid() const override { return ""; }
   std::string prepare(const Item&, int) override { return ""; }
   int reps() const override { return 10; }
   std::string prepare_units(const std::vector<Item>&, std::vector<std::string>&) override { return ""; }

@@ -50,8 +50,9 @@ class Device {
   static std::unique_ptr<Device> open(std::string& error);
   virtual ~Device() = default;
   virtual std::string name() const = 0;
-  /// The board's UUID as NVML names it ("GPU-…"; "" when unknown): the power sensor is chosen by it.
-  virtual std::string uuid() const = 0;
+  /// The board's UUID as NVML names it ("GPU-…"; "" when unknown): the engine's power sensor is
+  /// chosen by it.
+  virtual std::string uuid() const { return ""; }
   /// Builds the item and a graph of `reps` calls (reps 0: chosen so a graph takes ~2 ms).
   /// Returns "" or why it cannot be replayed (out of memory, unsupported dtype ...).
   virtual std::string prepare(const Item& item, int reps) = 0;
