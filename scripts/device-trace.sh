@@ -12,6 +12,8 @@
 #                                     eagerops (per-op cost of eager launches in each tracing
 #                                     state, and CUPTI's switches in one process; ~2.5 min)
 #                                     graphprobe (CUPTI's modes on eager and graph launches; ~20 s)
+#                                     shares (sampled against full tracing, per layer and component; ~2 min)
+#                                     anchorprobe (whose anchor records survive CUPTI's detach; ~15 s)
 # Logs and JSON under $OUT; a short summary last.
 set -u
 cd "$(dirname "$0")/.."
@@ -158,13 +160,42 @@ for step in "$@"; do
       run 300 "$JP" trace --idle 2 --no-store --top 20 --json "$OUT/shares_full.json" -- python3 "$HF" --annotate --seconds "$SHR"
       run 300 "$JP" trace --idle 2 --no-store --top 20 "${SAMPLE[@]}" --json "$OUT/shares_sampled.json" -- python3 "$HF" --annotate --seconds "$SHR"
       python3 scripts/validation/trace/issue33_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
+    shares)
+      # (c) the sampled mode's shares against full tracing: eager HF generate (Llama-3.2-1B arch.,
+      # NVTX-annotated) traced in full, sampled (SHARES_SAMPLE, default 10% of 1 s), in full again (the runs' own spread); SHARES_S (20) seconds each, from a
+      # settled GPU. Then each run's activities placed in ranges, its warnings and the sampled run's
+      # switch timings.
+      # SHARES_RUNS picks the runs (default "full sampled full2"); SHARES_REF another call's full run.
+      SHR=${SHARES_S:-20}
+      for r in ${SHARES_RUNS:-full sampled full2}; do
+        case $r in
+          full*) run 300 "$JP" trace --idle 2 --no-store --top 20 --json "$OUT/shares_$r.json" -- python3 "$HF" --annotate --seconds "$SHR" ;;
+          sampled) run 300 "$JP" trace --idle 2 --no-store --top 20 ${SHARES_SAMPLE:---sample 10% --sample-period 1} --keep-trace "$OUT/shares_keep" \
+                     --json "$OUT/shares_sampled.json" -- python3 "$HF" --annotate --seconds "$SHR" ;;
+        esac
+      done
+      REF=${SHARES_REF:-$OUT/shares_full.json}
+      python3 scripts/validation/trace/shares_summary.py "$REF" "$OUT/shares_sampled.json" "$OUT/shares_full2.json" 2>&1 | tee -a "$LOG"
+      for f in shares_full shares_sampled shares_full2; do
+        [ -f "$OUT/$f.json" ] || continue
+        python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['trace']; print(sys.argv[1], 'ranges', t['range_assignment'], 'warnings', t['warnings'], 'sampling', {k: v for k, v in (t.get('sampling') or {}).items() if k != 'windows_s'})" "$OUT/$f.json" 2>&1 | tee -a "$LOG"
+      done
+      cat "$OUT"/shares_keep/sample-*.txt | awk '$1 == "#" {split($3, a, "="); n[$2]++; s[$2] += a[2]}
+        END {for (k in n) printf "switch log: %d %s, mean %.2f ms\n", n[k], k, s[k] / n[k] / 1e6}' | tee -a "$LOG" ;;
+    anchorprobe)
+      # Whose anchor records CUPTI keeps after a detach and an attach, per scenario, each in its own
+      # process (scripts/validation/trace/anchor_reattach.py; ~15 s).
+      for sc in timer_attach_main_switch timer_attach_no_switch main_attach; do
+        timeout 60 python3 scripts/validation/trace/anchor_reattach.py "$sc" 2>&1 | tee -a "$OUT/anchorprobe.txt" "$LOG"
+      done ;;
     sampledcost)
       # What the sampled mode costs, apart (issue 33): eager HF generate of a small Llama (--small,
       # NVTX-annotated, launch-bound), interleaved rounds of U untraced, M under `jouleprof measure`
       # (the parent's power sampling alone, no injection), N traced with kernels off
       # entirely (JOULEPROF_TRACE_KERNELS=0: NVTX ranges only, the off phase's floor), S --sample
       # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), S1 1% of a
-      # 2 s period and SL 10% of a 5 s period (if S1 costs what S does, the cost is not the windows'), T full
+      # 2 s period and SL 10% of a 5 s period (if S1 costs what S does, the cost is not the windows'), SA
+      # SL with the records switched globally (JOULEPROF_TRACE_SAMPLE_SWITCH=global, the cost the per-context switch saves), T full
       # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
       # static cache, CUDA graphs) untraced and traced (CT: graph-level records, the default; CN:
       # --cuda-graph-trace node, each node's kernel), warm-up and compile excluded; GU/GT/GN: the same
@@ -194,6 +225,7 @@ for step in "$@"; do
             SS) cmd=("${TR[@]}" --sample 10% --sample-period 0.25 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             S1) cmd=("${TR[@]}" --sample 1% --sample-period 2 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             SL) cmd=("${TR[@]}" --sample 10% --sample-period 5 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            SA) cmd=(env JOULEPROF_TRACE_SAMPLE_SWITCH=global "${TR[@]}" --sample 10% --sample-period 5 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             T) cmd=("${TR[@]}" -- "${HFS[@]}" --annotate) ;;
             K) cmd=("${HFS[@]}" --annotate --kineto-cuda) ;;
             CU) cmd=("${HFS[@]}" --compile) ;;

@@ -3,7 +3,9 @@
 // enabled and disabled as asked, a "launch" (fake_cupti_launch, called by the probe program) makes
 // one kernel record while CONCURRENT_KERNEL is enabled (a graph launch, fake_cupti_graph_launch,
 // one graph-level record or one per node), and a flush hands the queued records to the
-// registered buffer callbacks. Its clock is a counter (1 µs a reading), not the host's.
+// registered buffer callbacks. Its clock is a counter (1 µs a reading), not the host's. It is also
+// the driver ($JOULEPROF_CUDA_DRIVER_LIB) for the sampled mode's switch per context: one device
+// whose primary context is active, whose kinds are switched apart from the global ones.
 #include <cupti.h>
 
 #include <cstring>
@@ -19,6 +21,11 @@ std::mutex g_mu;
 CUpti_BuffersCallbackRequestFunc g_request = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
 std::set<int> g_kinds;        // enabled activity kinds
+std::set<int> g_context_kinds;  // enabled for the one context (cuptiActivityEnableContext)
+int g_context_switches = 0;     // per-context enables and disables of CONCURRENT_KERNEL
+int g_global_switches = 0;      // global ones
+bool g_kernels_ever_global = false;
+int g_context_token = 0;        // the primary context's handle points here
 std::set<uint32_t> g_driver;  // driver API callback ids whose records are enabled
 std::vector<CUpti_ActivityKernel10> g_queued;
 uint64_t g_clock = 1'000'000'000'000;
@@ -60,11 +67,14 @@ FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequ
 FAKE_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_kinds.insert(static_cast<int>(k));
+  g_kernels_ever_global = g_kernels_ever_global || k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  g_global_switches += k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? 1 : 0;
   return CUPTI_SUCCESS;
 }
 
 FAKE_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
   std::lock_guard<std::mutex> lock(g_mu);
+  g_global_switches += k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? 1 : 0;
   g_kinds.erase(static_cast<int>(k));
   return CUPTI_SUCCESS;
 }
@@ -111,12 +121,63 @@ FAKE_EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType) {
   return CUPTI_SUCCESS;
 }
 
-/// A kernel launch: recorded only while CONCURRENT_KERNEL is enabled.
+FAKE_EXPORT CUptiResult cuptiActivityEnableContext(CUcontext ctx, CUpti_ActivityKind k) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (ctx != reinterpret_cast<CUcontext>(&g_context_token)) return CUPTI_ERROR_INVALID_CONTEXT;
+  g_context_kinds.insert(static_cast<int>(k));
+  g_context_switches += k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? 1 : 0;
+  return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult cuptiActivityDisableContext(CUcontext ctx, CUpti_ActivityKind k) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (ctx != reinterpret_cast<CUcontext>(&g_context_token)) return CUPTI_ERROR_INVALID_CONTEXT;
+  g_context_kinds.erase(static_cast<int>(k));
+  g_context_switches += k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? 1 : 0;
+  return CUPTI_SUCCESS;
+}
+
+// The driver's primary-context calls.
+FAKE_EXPORT CUresult cuDeviceGetCount(int* n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice* dev, int ordinal) {
+  *dev = ordinal;
+  return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice, unsigned* flags, int* active) {
+  *flags = 0;
+  *active = 1;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice) {
+  *ctx = reinterpret_cast<CUcontext>(&g_context_token);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) { return CUDA_SUCCESS; }
+
+/// A kernel launch: recorded only while CONCURRENT_KERNEL is enabled (globally or for the context).
 FAKE_EXPORT void fake_cupti_launch(const char* name) {
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_correlation;
-  if (g_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0) return;
+  if (g_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0 && g_context_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 0) return;
   queue_kernel(name, 0);
+}
+
+/// Kernel records switched so far (enables and disables), per context and globally, and whether
+/// they were ever enabled globally.
+FAKE_EXPORT int fake_cupti_context_switches() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_context_switches;
+}
+FAKE_EXPORT int fake_cupti_global_switches() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_global_switches;
+}
+FAKE_EXPORT int fake_cupti_kernels_ever_global() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_kernels_ever_global ? 1 : 0;
 }
 
 /// A CUDA graph launch of `nodes` kernels named `name`: one graph-level record while GRAPH_TRACE is

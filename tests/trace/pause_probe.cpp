@@ -5,13 +5,35 @@
 // library writes its file.
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "jouleprof/trace/pause.hpp"
 
-int main() {
+// `pause_probe sampled` (under $JOULEPROF_TRACE_SAMPLE): launches until the timer thread has
+// switched the kernel records on and off twice after the start (at most 5 s), then says how: per
+// context, and whether they were ever enabled globally.
+int sampled(void* fake) {
+  auto launch = reinterpret_cast<void (*)(const char*)>(dlsym(fake, "fake_cupti_launch"));
+  auto per_context = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_context_switches"));
+  auto global = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_global_switches"));
+  auto ever_global = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_kernels_ever_global"));
+  if (launch == nullptr || per_context == nullptr || global == nullptr || ever_global == nullptr) return 4;
+  const int start = per_context() + global();  // initialize()'s global enable, if any
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  int launched = 0;
+  while (per_context() + global() - start < 4 && std::chrono::steady_clock::now() < deadline) {
+    launch("sampled_kernel");
+    ++launched;
+  }
+  std::printf("sampled per-context=%d ever-global=%d launched=%d\n", per_context() >= 4 ? 1 : 0, ever_global(), launched);
+  return 0;
+}
+
+int main(int argc, char** argv) {
   const char* inject = std::getenv("CUDA_INJECTION64_PATH");
   const char* cupti = std::getenv("JOULEPROF_CUPTI_LIB");
   if (inject == nullptr || cupti == nullptr) return 2;
@@ -22,6 +44,11 @@ int main() {
     return 3;
   }
   auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+  if (argc > 1 && std::strcmp(argv[1], "sampled") == 0) {
+    if (init == nullptr) return 4;
+    init();
+    return sampled(fake);
+  }
   auto launch = reinterpret_cast<void (*)(const char*)>(dlsym(fake, "fake_cupti_launch"));
   auto kernels_on = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_kernels_on"));
   auto anchor_on = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_anchor_on"));

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -269,11 +270,20 @@ namespace {
 
 // The pause probe under the injection library over the fake activity CUPTI, tracing into `dir`,
 // with `env` added.
-jp_test::ProgramRun run_pause_probe(const std::string& dir, const std::vector<std::string>& env = {}) {
+jp_test::ProgramRun run_pause_probe(const std::string& dir, const std::vector<std::string>& env = {},
+                                    const std::vector<std::string>& args = {}) {
   std::vector<std::string> all = {std::string("CUDA_INJECTION64_PATH=") + JOULEPROF_INJECT_LIB,
-                                  std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY, "JOULEPROF_TRACE_DIR=" + dir};
+                                  std::string("JOULEPROF_CUPTI_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY,
+                                  std::string("JOULEPROF_CUDA_DRIVER_LIB=") + JOULEPROF_FAKE_CUPTI_ACTIVITY, "JOULEPROF_TRACE_DIR=" + dir};
   all.insert(all.end(), env.begin(), env.end());
-  return jp_test::run_program(JOULEPROF_PAUSE_PROBE, {}, all, "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
+  return jp_test::run_program(JOULEPROF_PAUSE_PROBE, args, all, "", dir + "/out.txt", dir + "/err.txt", [](pid_t) {});
+}
+
+std::string sample_log_of(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("sample-", 0) == 0) return read_all(e.path().string());
+  }
+  return "";
 }
 
 }  // namespace
@@ -311,6 +321,47 @@ TEST(InjectPause, TheLibraryPausesOverAFakeCupti) {
   ASSERT_EQ(t->processes[0].pauses_ns.size(), 1u);
   EXPECT_LT(t->processes[0].pauses_ns[0].first, t->processes[0].pauses_ns[0].second);
   EXPECT_TRUE(t->warnings.empty());
+  fs::remove_all(dir);
+}
+
+// The sampled mode switches the kernel records per context, on the primary context of each device
+// (once enabled globally, they cost on every launch after they are disabled): never globally, the
+// switch log starts with the first window, and only the windows' kernels are in the trace.
+TEST(InjectPause, TheSampledModeSwitchesRecordsPerContext) {
+  const std::string dir = temp_dir("jp-sampled-context");
+  const auto r = run_pause_probe(dir, {"JOULEPROF_TRACE_SAMPLE=50", "JOULEPROF_TRACE_SAMPLE_PERIOD_MS=2"}, {"sampled"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_EQ(r.out.rfind("sampled per-context=1 ever-global=0 launched=", 0), 0u) << r.out;
+  const long launched = std::stol(r.out.substr(r.out.rfind('=') + 1));
+  const std::string log = sample_log_of(dir);
+  std::istringstream lines(log);
+  std::string magic, first;
+  std::getline(lines, magic);
+  std::getline(lines, first);
+  EXPECT_EQ(first.rfind("on ", 0), 0u) << log;  // nothing recorded before the first window
+  auto t = read_trace_dir(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->processes.size(), 1u);
+  EXPECT_TRUE(t->processes[0].notes.empty());
+  long kernels = 0;
+  for (const Activity& a : t->activities) kernels += a.kind == Activity::Kind::kernel ? 1 : 0;
+  EXPECT_GT(kernels, 0);
+  EXPECT_LT(kernels, launched);  // the off phases' launches are not recorded
+  fs::remove_all(dir);
+}
+
+// $JOULEPROF_TRACE_SAMPLE_SWITCH=global (a diagnostic): the global switch, and the trace says so.
+TEST(InjectPause, TheSampledModeCanSwitchGlobally) {
+  const std::string dir = temp_dir("jp-sampled-global");
+  const auto r = run_pause_probe(dir, {"JOULEPROF_TRACE_SAMPLE=50", "JOULEPROF_TRACE_SAMPLE_PERIOD_MS=2", "JOULEPROF_TRACE_SAMPLE_SWITCH=global"},
+                                 {"sampled"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("sampled per-context=0 ever-global=1 launched=", 0), 0u) << r.out;
+  auto t = read_trace_dir(dir);
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->processes.size(), 1u);
+  ASSERT_EQ(t->processes[0].notes.size(), 1u);
+  EXPECT_NE(t->processes[0].notes[0].find("switched globally"), std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -14,11 +14,12 @@ libcupti.so.13) through the states a sampled trace passes, the per-op cost measu
 in one process, so the host's process-to-process spread drops out: none (twice, the drift), DEVICE
 records only (the NVTX-only floor's CUPTI), the anchor call's driver-API record switched on and off,
 kernel records on, off, then every kind a trace records on and off, then CUPTI detached
-(cuptiFinalize) and attached again. Which switch leaves a cost behind once it is off is the off
+(cuptiFinalize) and attached again, then detached once more and only cuptiGetTimestamp called
+(does it attach CUPTI again?); CUPTI's clock against the host's. Which switch leaves a cost behind once it is off is the off
 phase's extra cost. `--cupti-steps context` switches the kernel and copy records for this
-process's context alone (cuptiActivityEnableContext), the alternative to the global switch. With --hf, the figure of each state is the
-small NVTX-annotated HF Llama's generate() (hf_generate.py --small --annotate --gen 32), best and
-median of --reps calls, in ms, instead of the tiny ops.
+process's context alone (cuptiActivityEnableContext), the alternative to the global switch. With
+--hf, the figure of each state is the small NVTX-annotated HF Llama's generate() (hf_generate.py
+--small --annotate --gen 32), best and median of --reps calls, in ms, instead of the tiny ops.
 """
 import argparse
 import ctypes
@@ -68,15 +69,22 @@ def buffer_callbacks():
     return cbs
 
 
+def attached_with_devices(cupti, cbs, measure):
+    """Both step sequences' start: without CUPTI (twice: the drift), then attached with DEVICE
+    records only (the NVTX-only floor's CUPTI). Returns the figures so far."""
+    out = {"none": measure(), "none_again": measure()}
+    assert cupti.cuptiActivityRegisterCallbacks(*cbs) == 0, "cuptiActivityRegisterCallbacks"
+    cupti.cuptiActivityEnable(DEVICE)
+    out["device_only"] = measure()
+    return out
+
+
 def cupti_steps(measure):
     """The per-op figures after each CUPTI switch, in order (see the module's docstring)."""
     cupti = ctypes.CDLL("libcupti.so.13")
     cuda = ctypes.CDLL("libcuda.so.1")
     cbs = buffer_callbacks()
-    out = {"none": measure(), "none_again": measure()}
-    assert cupti.cuptiActivityRegisterCallbacks(*cbs) == 0, "cuptiActivityRegisterCallbacks"
-    cupti.cuptiActivityEnable(DEVICE)
-    out["device_only"] = measure()
+    out = attached_with_devices(cupti, cbs, measure)
     cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 1)
     v = ctypes.c_int()
     cuda.cuDriverGetVersion(ctypes.byref(v))
@@ -96,14 +104,48 @@ def cupti_steps(measure):
     out["all_off"] = measure()
     # Detached (the only way back to a process CUPTI never recorded in), called here between
     # synchronised measurements, where no CUDA call runs; then attached again, recording.
+    out["clock"] = cupti_clock(cupti)
     torch.cuda.synchronize()
+    t0 = time.perf_counter()
     out["detach_rc"] = cupti.cuptiFinalize()
+    out["detach_ms"] = (time.perf_counter() - t0) * 1e3
     out["detached"] = measure()
+    t0 = time.perf_counter()
     cupti.cuptiActivityRegisterCallbacks(*cbs)
     for k in (DEVICE, KERNEL, MEMCPY, MEMCPY2, MEMSET, GRAPH_TRACE):
         cupti.cuptiActivityEnable(k)
+    out["attach_ms"] = (time.perf_counter() - t0) * 1e3
     out["attached_again_on"] = measure()
+    # Detached a second time, then only cuptiGetTimestamp called: whether that attaches CUPTI
+    # again (and its cost comes back), i.e. whether NVTX timestamps may come from CUPTI's clock
+    # while detached.
+    for k in (KERNEL, MEMCPY, MEMCPY2, MEMSET, GRAPH_TRACE):
+        cupti.cuptiActivityDisable(k)
+    cupti.cuptiActivityFlushAll(1)
+    torch.cuda.synchronize()
+    out["detach_again_rc"] = cupti.cuptiFinalize()
+    out["detached_again"] = measure()
+    t0 = time.perf_counter()
+    out["clock_detached"] = cupti_clock(cupti)
+    out["timestamp_detached_ms"] = (time.perf_counter() - t0) * 1e3
+    out["after_timestamp"] = measure()
     return out
+
+
+def cupti_clock(cupti):
+    """cuptiGetTimestamp against CLOCK_REALTIME and CLOCK_MONOTONIC, bracketed: the offsets in ns
+    (their spread over 5 readings), and how long one call took."""
+    ts = ctypes.c_uint64()
+    real, mono, took = [], [], []
+    for _ in range(5):
+        r0, m0 = time.clock_gettime_ns(time.CLOCK_REALTIME), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        cupti.cuptiGetTimestamp(ctypes.byref(ts))
+        r1, m1 = time.clock_gettime_ns(time.CLOCK_REALTIME), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        real.append(ts.value - (r0 + r1) // 2)
+        mono.append(ts.value - (m0 + m1) // 2)
+        took.append(r1 - r0)
+    return {"minus_realtime_ns": [min(real), max(real)], "minus_monotonic_ns": [min(mono), max(mono)],
+            "call_ns": [min(took), max(took)]}
 
 
 def cupti_context_steps(measure):
@@ -114,11 +156,7 @@ def cupti_context_steps(measure):
     cuda = ctypes.CDLL("libcuda.so.1")
     ctx = ctypes.c_void_p()
     assert cuda.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current CUDA context"
-    cbs = buffer_callbacks()
-    out = {"none": measure(), "none_again": measure()}
-    assert cupti.cuptiActivityRegisterCallbacks(*cbs) == 0, "cuptiActivityRegisterCallbacks"
-    cupti.cuptiActivityEnable(DEVICE)
-    out["device_only"] = measure()
+    out = attached_with_devices(cupti, buffer_callbacks(), measure)
     kinds = (KERNEL, MEMCPY, MEMCPY2, MEMSET)
     out["enable_rc"] = [cupti.cuptiActivityEnableContext(ctx, k) for k in kinds]
     out["context_on"] = measure()

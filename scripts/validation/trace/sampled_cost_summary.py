@@ -21,9 +21,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 from issue33_summary import load  # noqa: E402
 
 BASES = {"M": "U", "N": "U", "S": "U", "SS": "U", "S1": "U", "SL": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU", "GT": "GU", "GN": "GU"}
-SAMPLED = ("S", "SS", "S1", "SL")  # the sampled configurations: their switch logs are kept
+SAMPLED = ("S", "SS", "S1", "SL", "SA")  # the sampled configurations: their switch logs are kept
 NAMES = {"U": "untraced", "M": "under jouleprof measure (power sampling, no tracer)", "N": "traced, kernels off (NVTX only)", "S": "--sample 10% (1 s period)",
          "SS": "--sample 10% (0.25 s period)", "S1": "--sample 1% (2 s period)", "SL": "--sample 10% (5 s period)",
+         "SA": "--sample 10% (5 s period), records switched globally (JOULEPROF_TRACE_SAMPLE_SWITCH=global)",
          "T": "full trace", "K": "torch.profiler (CUDA activity)",
          "CU": "compiled decoder, untraced", "CT": "compiled decoder, traced (graph-level records)",
          "CN": "compiled decoder, traced node by node (--cuda-graph-trace node)",
@@ -42,7 +43,7 @@ def switch_costs(out):
                 took = [x for x in w if x.startswith("took_ns=")]
                 if not took:
                     continue
-                kind = "flush" if w[0] == "#" else w[0]
+                kind = w[1] if w[0] == "#" else w[0]
                 if kind in d:
                     d[kind].append(int(took[0].split("=")[1]) / 1e6)
         if any(d.values()):

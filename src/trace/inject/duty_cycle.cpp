@@ -109,7 +109,7 @@ void switch_tracing(bool on, const SwitchHooks& h, SampleLog& log, std::atomic<b
 }
 
 void RecordingControl::start(const DutyCycle& cycle, SampleLog* log, const std::string& dir, int64_t pid, uint64_t start_cupti_ns,
-                             bool records) {
+                             bool records, bool records_on) {
   std::lock_guard<std::mutex> lock(mu_);
   cycle_ = cycle;
   log_ = log;
@@ -117,8 +117,8 @@ void RecordingControl::start(const DutyCycle& cycle, SampleLog* log, const std::
   pid_ = pid;
   start_cupti_ns_ = start_cupti_ns;
   records_ = records;
-  cycle_on_ = true;
-  on_ = records;  // initialize() enabled the kinds
+  cycle_on_ = records_on;
+  on_ = records && records_on;
 }
 
 // A fully traced process has no switch log until its first pause: opened then, with no duty cycle

@@ -86,8 +86,10 @@ class RecordingControl {
   /// `cycle`: the duty cycle (inactive: full tracing); `log`: its switch log, opened here on the
   /// first pause of a fully traced process (`dir`, `pid`; its first window from `start_cupti_ns`).
   /// `records`: false with $JOULEPROF_TRACE_KERNELS=0 (NVTX ranges only: a pause stops those alone).
+  /// `records_on`: the kinds are on now (initialize() enabled them globally); false when the
+  /// sampled mode switches them per context, from its first window on.
   void start(const trace_format::DutyCycle& cycle, SampleLog* log, const std::string& dir, int64_t pid, uint64_t start_cupti_ns,
-             bool records = true);
+             bool records = true, bool records_on = true);
   /// The timer thread's switch: the cycle's phase; applied unless paused.
   void duty(bool on, const SwitchHooks& h, std::atomic<bool>& anchoring);
   /// False when already paused (nothing done).

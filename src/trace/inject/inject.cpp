@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -89,6 +90,27 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
 
 // Sampled mode (duty_cycle.hpp): the kinds switched on and off by the timer thread.
 std::vector<CUpti_ActivityKind> g_sampled_kinds;
+std::vector<CUpti_ActivityKind> g_global_kinds;  // per-context mode: those CUPTI would not switch per context
+// Switched per context (cuptiActivityEnableContext on each device's primary context) rather than
+// globally: once enabled globally, the kernel and copy records leave a cost on every later launch
+// after they are disabled (+7...+11% on an eager HF generate() on an H200), and switched per
+// context they leave none (scripts/validation/trace/eager_ops.py --cupti-steps
+// context --hf; docs/validation/trace.md). Only primary contexts are switched: those of the CUDA
+// runtime (PyTorch, JAX, TensorFlow); a context made with cuCtxCreate is not recorded in sampled mode.
+bool g_per_context = false;
+// $JOULEPROF_TRACE_SAMPLE_SWITCH=global: the sampled mode switches globally (a diagnostic: the
+// cost of the global switch, scripts/device-trace.sh sampledcost).
+constexpr const char* kSampleSwitchEnv = "JOULEPROF_TRACE_SAMPLE_SWITCH";
+// The driver library (libcuda.so.1; a fake's in the tests, $JOULEPROF_CUDA_DRIVER_LIB).
+constexpr const char* kCudaDriverLibEnv = "JOULEPROF_CUDA_DRIVER_LIB";
+struct PrimaryContextApi {
+  int (*device_count)(int*) = nullptr;
+  int (*device)(int*, int) = nullptr;
+  int (*state)(int, unsigned*, int*) = nullptr;
+  int (*retain)(CUcontext*, int) = nullptr;
+  int (*release)(int) = nullptr;
+  bool ok() const { return device_count && device && state && retain && release; }
+} g_primary;
 DutyCycle g_cycle;
 SampleLog g_sample_log;
 // Never destroyed: a joinable std::thread destroyed at exit would terminate the process.
@@ -118,12 +140,59 @@ std::atomic<bool> g_nvtx_on{true};     // the NVTX handlers record (off while pa
 std::atomic<int> g_started{0};
 std::atomic<bool> g_pause_asked{false};  // paused before CUDA started: applied by initialize()
 
+// A warning of the switches, written to the trace file (from the timer thread).
+void add_note(const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_writer.lock());
+  if (g_owner.load() != getpid() || g_closed.load() || !g_writer.is_open()) return;
+  g_writer.add_text(RecordType::note, text);
+  g_writer.commit();
+}
+
+// Each device's primary context that is active now, retained while `f` runs (a context being
+// made or destroyed meanwhile is switched at the next window).
+template <class F>
+void for_each_primary_context(F f) {
+  int n = 0;
+  if (g_primary.device_count(&n) != 0) return;
+  for (int i = 0; i < n; ++i) {
+    int dev = 0, active = 0;
+    unsigned flags = 0;
+    if (g_primary.device(&dev, i) != 0 || g_primary.state(dev, &flags, &active) != 0 || active == 0) continue;
+    CUcontext ctx = nullptr;
+    if (g_primary.retain(&ctx, dev) != 0) continue;
+    f(ctx);
+    g_primary.release(dev);
+  }
+}
+
+// The sampled kinds per context; a kind CUPTI will not switch per context is switched globally
+// from then on (said once).
+void set_context_kinds(bool on) {
+  std::vector<CUpti_ActivityKind> refused;
+  for_each_primary_context([&](CUcontext ctx) {
+    for (CUpti_ActivityKind k : g_sampled_kinds) {
+      const CUptiResult rc = on ? g_api.ActivityEnableContext(ctx, k) : g_api.ActivityDisableContext(ctx, k);
+      if (rc != CUPTI_SUCCESS && on && std::find(refused.begin(), refused.end(), k) == refused.end()) {
+        refused.push_back(k);
+        add_note("warning: " + g_api.describe("cuptiActivityEnableContext", rc) + " for activity kind " + std::to_string(static_cast<int>(k)) +
+                  ": switched globally instead (costs more between windows)");
+      }
+    }
+  });
+  for (CUpti_ActivityKind k : refused) {
+    g_sampled_kinds.erase(std::find(g_sampled_kinds.begin(), g_sampled_kinds.end(), k));
+    g_global_kinds.push_back(k);
+    g_api.ActivityEnable(k);
+  }
+}
+
 SwitchHooks switch_hooks() {
   SwitchHooks h;
   h.cupti_now = cupti_now_ns;
   h.mono_ns = monotonic_ns;
   h.set_kinds = [](bool enable) {
-    for (CUpti_ActivityKind k : g_sampled_kinds) enable ? g_api.ActivityEnable(k) : g_api.ActivityDisable(k);
+    if (g_per_context) set_context_kinds(enable);
+    for (CUpti_ActivityKind k : g_per_context ? g_global_kinds : g_sampled_kinds) enable ? g_api.ActivityEnable(k) : g_api.ActivityDisable(k);
   };
   // The anchor call's record is not switched here: switched from this thread, it came back for
   // this thread's anchors alone (on an H200, CUPTI 13.0, the program's NVTX anchors in the windows
@@ -147,7 +216,7 @@ void duty_thread_main() {
     return !g_duty_stop;
   };
   h.set_tracing = set_sampled_tracing;
-  run_duty_cycle(g_cycle, true, h);
+  run_duty_cycle(g_cycle, !g_per_context, h);  // per context: nothing recorded before the first window
 }
 
 // Stops the timer thread (at exit; a signal only asks it to stop: joining there is not safe). An
@@ -168,7 +237,6 @@ void start_switches(const std::string& dir, const std::vector<CUpti_ActivityKind
     if (records && k != CUPTI_ACTIVITY_KIND_DEVICE) g_sampled_kinds.push_back(k);
   }
   const uint64_t t0 = cupti_now_ns();
-  g_cycle = records ? duty_cycle_from(std::getenv(kSampleEnv), std::getenv(kSamplePeriodEnv)) : DutyCycle{};
   if (g_api.ActivityDisable == nullptr) {
     if (g_cycle.active()) g_writer.add_text(RecordType::note, "warning: this CUPTI has no cuptiActivityDisable: sampled mode off, every kernel traced");
     if (g_pause_asked.load()) g_writer.add_text(RecordType::note, "warning: this CUPTI has no cuptiActivityDisable: jouleprof_trace_pause() ignored");
@@ -178,12 +246,17 @@ void start_switches(const std::string& dir, const std::vector<CUpti_ActivityKind
   }
   if (g_cycle.active() && !g_sample_log.open(dir, getpid(), g_cycle)) {
     g_writer.add_text(RecordType::note, "warning: cannot write the sampled mode's switch log in " + dir + ": every kernel traced");
+    if (g_per_context) {
+      for (CUpti_ActivityKind k : g_sampled_kinds) g_api.ActivityEnable(k);
+      g_per_context = false;
+    }
     g_started = 2;
     g_nvtx_on = true;
     return;
   }
-  if (g_cycle.active()) g_sample_log.mark(true, t0);  // initialize() enabled the kinds: on until the thread's first switch
-  g_control.start(g_cycle, &g_sample_log, dir, getpid(), t0, records);
+  // initialize() enabled the kinds globally: on until the thread's first switch
+  if (g_cycle.active() && !g_per_context) g_sample_log.mark(true, t0);
+  g_control.start(g_cycle, &g_sample_log, dir, getpid(), t0, records, !g_per_context);
   g_started = 1;
   if (g_pause_asked.load()) g_control.pause(switch_hooks(), g_anchoring, g_nvtx_on);
   if (g_cycle.active()) g_duty_thread = new std::thread(duty_thread_main);
@@ -270,6 +343,32 @@ size_t env_size(const char* name, size_t fallback, size_t unit) {
 
 std::string g_nvtx_note;  // written to the trace file once it is open
 
+void* cuda_driver_library() {
+  static void* const handle = [] {
+    const char* lib = std::getenv(kCudaDriverLibEnv);
+    return dlopen(lib != nullptr && lib[0] != '\0' ? lib : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  }();
+  return handle;
+}
+
+// The sampled mode switches its kinds per context where CUPTI and the driver allow it.
+bool sample_per_context() {
+  if (void* cuda = cuda_driver_library(); cuda != nullptr) {
+    g_primary.device_count = reinterpret_cast<int (*)(int*)>(dlsym(cuda, "cuDeviceGetCount"));
+    g_primary.device = reinterpret_cast<int (*)(int*, int)>(dlsym(cuda, "cuDeviceGet"));
+    g_primary.state = reinterpret_cast<int (*)(int, unsigned*, int*)>(dlsym(cuda, "cuDevicePrimaryCtxGetState"));
+    g_primary.retain = reinterpret_cast<int (*)(CUcontext*, int)>(dlsym(cuda, "cuDevicePrimaryCtxRetain"));
+    g_primary.release = reinterpret_cast<int (*)(int)>(dlsym(cuda, "cuDevicePrimaryCtxRelease_v2"));
+  }
+  const char* sw = std::getenv(kSampleSwitchEnv);
+  if (sw != nullptr && std::strcmp(sw, "global") == 0) {
+    g_writer.add_text(RecordType::note, std::string("warning: ") + kSampleSwitchEnv + "=global: the sampled kinds are switched globally (a diagnostic)");
+    return false;
+  }
+  return g_cycle.active() && g_primary.ok() && g_api.ActivityEnableContext != nullptr && g_api.ActivityDisableContext != nullptr &&
+         g_api.ActivityDisable != nullptr;
+}
+
 void driver_anchor_call() {
   if (g_driver_get_version == nullptr) return;
   int v = 0;
@@ -301,7 +400,7 @@ int initialize_nvtx(NvtxGetExportTableFunc_t get) {
   const char* dir = std::getenv(kDirEnv);
   if (dir == nullptr || dir[0] == '\0') return 0;  // not under jouleprof trace: NVTX calls become no-ops
   load_api();  // NVTX may start before CUDA does: the events' timestamps need CUPTI's clock
-  if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL); cuda != nullptr) {
+  if (void* cuda = cuda_driver_library(); cuda != nullptr) {
     g_driver_get_version = reinterpret_cast<DriverGetVersionFn>(dlsym(cuda, "cuDriverGetVersion"));
   }
   if (g_driver_get_version == nullptr) g_nvtx_note = "warning: libcuda's cuDriverGetVersion not found: NVTX ranges are not anchored";
@@ -417,8 +516,14 @@ int initialize() {
   // every launch, and a graph instantiated while the nodes were recorded keeps that cost when
   // recording stops (H200, workloads/cupti_probe).
   if (!nvtx_only && !graphs_by_node(std::getenv(kGraphsEnv))) kinds.push_back(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  g_cycle = nvtx_only ? DutyCycle{} : duty_cycle_from(std::getenv(kSampleEnv), std::getenv(kSamplePeriodEnv));
+  g_per_context = sample_per_context();
   std::vector<CUpti_ActivityKind> enabled;
   for (CUpti_ActivityKind k : kinds) {
+    if (g_per_context && k != CUPTI_ACTIVITY_KIND_DEVICE) {  // enabled per context, from the first window
+      enabled.push_back(k);
+      continue;
+    }
     if (CUptiResult rc = g_api.ActivityEnable(k); rc != CUPTI_SUCCESS) {
       if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         // Typically CUPTI_ERROR_INSUFFICIENT_PRIVILEGES or a profiler that already holds CUPTI.
