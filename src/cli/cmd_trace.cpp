@@ -224,7 +224,8 @@ Runner add_trace(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--sample", f->sample,
                 "sampled mode: record kernels and copies only P% of each --sample-period (e.g. 10%), NVTX ranges always; the tables "
-                "apply the traced windows' shares to the whole run's energy");
+                "apply the traced windows' shares to the whole run's energy. Records the devices' primary contexts (the CUDA "
+                "runtime's: PyTorch, JAX); a context made with cuCtxCreate is not recorded");
   checked(c->add_option("--sample-period", f->sample_period_s, "sampled mode's period in seconds (NVML's power samples are 20-100 ms)"),
           DoubleRange{.min = 0.05, .max = 3600})->capture_default_str();
   c->add_option("--classes", f->classes, "extra kernel-class rules (CLASS<TAB>REGEX lines), tried before the built-in ones");
