@@ -162,9 +162,9 @@ for step in "$@"; do
       python3 scripts/validation/trace/issue33_summary.py "$OUT" 2>&1 | tee -a "$LOG" ;;
     shares)
       # (c) the sampled mode's shares against full tracing: eager HF generate (Llama-3.2-1B arch.,
-      # NVTX-annotated) traced in full, sampled (SHARES_SAMPLE, default 10% of 1 s), in full again (the runs' own spread); SHARES_S (20) seconds each, from a
-      # settled GPU. Then each run's activities placed in ranges, its warnings and the sampled run's
-      # switch timings.
+      # NVTX-annotated) traced in full, sampled (SHARES_SAMPLE, default 10% of 1 s), in full again
+      # (the runs' own spread); SHARES_S (20) seconds each, from a settled GPU. Then each run's
+      # activities placed in ranges, its warnings and the sampled run's switch timings.
       # SHARES_RUNS picks the runs (default "full sampled full2"); SHARES_REF another call's full run.
       SHR=${SHARES_S:-20}
       for r in ${SHARES_RUNS:-full sampled full2}; do

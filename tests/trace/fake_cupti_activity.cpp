@@ -121,20 +121,28 @@ FAKE_EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType) {
   return CUPTI_SUCCESS;
 }
 
-FAKE_EXPORT CUptiResult cuptiActivityEnableContext(CUcontext ctx, CUpti_ActivityKind k) {
-  std::lock_guard<std::mutex> lock(g_mu);
+namespace {
+// A kind switched for the one context (g_mu held).
+CUptiResult switch_context_kind(CUcontext ctx, CUpti_ActivityKind k, bool on) {
   if (ctx != reinterpret_cast<CUcontext>(&g_context_token)) return CUPTI_ERROR_INVALID_CONTEXT;
-  g_context_kinds.insert(static_cast<int>(k));
+  if (on) {
+    g_context_kinds.insert(static_cast<int>(k));
+  } else {
+    g_context_kinds.erase(static_cast<int>(k));
+  }
   g_context_switches += k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? 1 : 0;
   return CUPTI_SUCCESS;
+}
+}  // namespace
+
+FAKE_EXPORT CUptiResult cuptiActivityEnableContext(CUcontext ctx, CUpti_ActivityKind k) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return switch_context_kind(ctx, k, true);
 }
 
 FAKE_EXPORT CUptiResult cuptiActivityDisableContext(CUcontext ctx, CUpti_ActivityKind k) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (ctx != reinterpret_cast<CUcontext>(&g_context_token)) return CUPTI_ERROR_INVALID_CONTEXT;
-  g_context_kinds.erase(static_cast<int>(k));
-  g_context_switches += k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? 1 : 0;
-  return CUPTI_SUCCESS;
+  return switch_context_kind(ctx, k, false);
 }
 
 // The driver's primary-context calls.

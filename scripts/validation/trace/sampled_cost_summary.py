@@ -20,7 +20,7 @@ from collections import defaultdict
 sys.path.insert(0, os.path.dirname(__file__))
 from issue33_summary import load  # noqa: E402
 
-BASES = {"M": "U", "N": "U", "S": "U", "SS": "U", "S1": "U", "SL": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU", "GT": "GU", "GN": "GU"}
+BASES = {"M": "U", "N": "U", "S": "U", "SS": "U", "S1": "U", "SL": "U", "SA": "U", "T": "U", "K": "U", "CT": "CU", "CN": "CU", "GT": "GU", "GN": "GU"}
 SAMPLED = ("S", "SS", "S1", "SL", "SA")  # the sampled configurations: their switch logs are kept
 NAMES = {"U": "untraced", "M": "under jouleprof measure (power sampling, no tracer)", "N": "traced, kernels off (NVTX only)", "S": "--sample 10% (1 s period)",
          "SS": "--sample 10% (0.25 s period)", "S1": "--sample 1% (2 s period)", "SL": "--sample 10% (5 s period)",

@@ -353,6 +353,7 @@ void* cuda_driver_library() {
 
 // The sampled mode switches its kinds per context where CUPTI and the driver allow it.
 bool sample_per_context() {
+  if (!g_cycle.active()) return false;  // full tracing: the kinds stay on, nothing to look up
   if (void* cuda = cuda_driver_library(); cuda != nullptr) {
     g_primary.device_count = reinterpret_cast<int (*)(int*)>(dlsym(cuda, "cuDeviceGetCount"));
     g_primary.device = reinterpret_cast<int (*)(int*, int)>(dlsym(cuda, "cuDeviceGet"));
@@ -365,7 +366,7 @@ bool sample_per_context() {
     g_writer.add_text(RecordType::note, std::string("warning: ") + kSampleSwitchEnv + "=global: the sampled kinds are switched globally (a diagnostic)");
     return false;
   }
-  return g_cycle.active() && g_primary.ok() && g_api.ActivityEnableContext != nullptr && g_api.ActivityDisableContext != nullptr &&
+  return g_primary.ok() && g_api.ActivityEnableContext != nullptr && g_api.ActivityDisableContext != nullptr &&
          g_api.ActivityDisable != nullptr;
 }
 
