@@ -203,10 +203,13 @@ for step in "$@"; do
       # CUDA-graph server runs it (graph_decode.py), untraced / traced / traced node by node. Sampled runs
       # keep their switch logs (how long each switch's CUPTI calls took). Each variant that fails
       # prints its error line and the others go on. SC_CONFIGS, ROUNDS (3; C_ROUNDS 2 for CU/CT),
-      # SC_SECONDS (2) timed per process. ~8 s a process (Python start, model, warm-up), ~20 s a
-      # compiled one (the first ~60 s, uncached): ~4.5 min in all.
+      # SC_SECONDS (2) timed per process. Each call is preceded by a fixed CPU-only load
+      # (--host-reference): the host's slow spells show in it, and the summary also gives each call's
+      # time over it. ~8 s a process (Python start, model, warm-up), ~20 s a compiled one (the first
+      # ~60 s, uncached): ~4.5 min in all.
       SEC=${SC_SECONDS:-2}
-      HFS=(python3 "$HF" --small --gen 32 --seconds "$SEC")
+      export PYTHONHASHSEED=0  # every process hashes alike: one less difference between processes
+      HFS=(python3 "$HF" --small --gen 32 --seconds "$SEC" --host-reference)
       TR=("$JP" trace --idle 0 --no-store -q)
       export TORCHINDUCTOR_CACHE_DIR=$OUT/inductor-cache  # the compile of round 1 reused after
       : > "$OUT/sampledcost.txt"

@@ -84,18 +84,48 @@ def fail(stage, e):
     sys.exit(3)
 
 
-def timed_calls(a, model, ids, kw, spans=None):
+def host_reference(n=1500):
+    """A fixed CPU-only load: PyTorch's dispatcher on a small CPU tensor, no CUDA call, so a tracer
+    does not touch it. Timed before each call (--host-reference), it gives the host's own speed at
+    that moment: this host has slow spells of seconds that slow every process, traced or not."""
+    t0 = time.perf_counter()
+    x = torch.ones(16)
+    for _ in range(n):
+        x = x * 1.0001 + 0.0001
+    return time.perf_counter() - t0
+
+
+def steal_s():
+    """The host's stolen CPU time so far, all CPUs (/proc/stat's steal field; 0 where there is none):
+    on a virtual machine, time its vCPUs waited for the hypervisor."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK") if fields[0] == "cpu" and len(fields) > 8 else 0.0
+    except OSError:
+        return 0.0
+
+
+def timed_calls(a, model, ids, kw, spans=None, host=None):
     """generate() timed call by call; `spans` gets each call's [start, end] in CLOCK_REALTIME ns, the
-    clock of the sampled mode's switch log (which calls overlapped a recording window)."""
+    clock of the sampled mode's switch log (which calls overlapped a recording window); `host` (a
+    dict of lists) the host reference's time just before each call, and each call's CPU time on
+    this thread (a tracer's work here counts; a vCPU's stolen time does not) and the host's steal."""
     times = []
     start = time.perf_counter()
     while (len(times) < a.reps) if a.seconds <= 0 else (time.perf_counter() - start < a.seconds or len(times) < 3):
+        if host is not None:
+            host["host_reference_s"].append(host_reference())
+            c0, st0 = time.thread_time(), steal_s()
         r0, t0 = time.time_ns(), time.perf_counter()
         model.generate(ids, **kw)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         if spans is not None:
             spans.append([r0, time.time_ns()])
+        if host is not None:
+            host["call_thread_cpu_s"].append(time.thread_time() - c0)
+            host["call_steal_s"].append(steal_s() - st0)
     return times
 
 
@@ -170,6 +200,9 @@ def main():
     ap.add_argument("--compile", nargs="?", const="hf", choices=["hf", "forward"],
                     help="CUDA graphs on the decoder: hf (generate's own compile of a static cache) or forward")
     ap.add_argument("--ab", action="store_true", help="alternate calls with the trace paused and recording (jouleprof.trace)")
+    ap.add_argument("--host-reference", action="store_true",
+                    help="time a fixed CPU-only load before each call, and each call's thread CPU time and the host's "
+                         "steal (host_reference_s, call_thread_cpu_s, call_steal_s, in call order)")
     ap.add_argument("--json")
     a = ap.parse_args()
     stage = "build"
@@ -203,12 +236,13 @@ def main():
             stage = "timed calls"
             ab = None
             spans = []
+            host = {"host_reference_s": [], "call_thread_cpu_s": [], "call_steal_s": []} if a.host_reference else None
             if a.ab:
                 split, effective = timed_ab_calls(a, model, ids, kw)
                 ab = ab_summary(split, effective)
                 times = split["paused"] + split["recording"]
             else:
-                times = timed_calls(a, model, ids, kw, spans)
+                times = timed_calls(a, model, ids, kw, spans, host)
             if profiler is not None:
                 profiler.__exit__(None, None, None)
             if handle is not None:
@@ -225,6 +259,8 @@ def main():
         res["ab"] = ab
     if spans:
         res["call_spans_ns"] = spans
+    if host:
+        res.update(host)
     print("hf_generate " + json.dumps(res), flush=True)
     if ab is not None:
         print("hf_generate_ab " + ab_line(ab), flush=True)

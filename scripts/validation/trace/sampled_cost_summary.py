@@ -8,11 +8,16 @@ against its untraced base (pooled medians) and the range of per-round slowdowns.
 NVTX only (N) is the floor of the off phase; if the sampled mode cost only its windows, S would be
 N + 10% of (T - N). Last, how long the sampled runs' switches took (their kept switch logs,
 OUT/sc_keep_S*_R/sample-PID.txt: `on|off T took_ns=D`, `# flush took_ns=D`), and the sampled runs'
-calls split by phase within each process (phase_split).
+calls split by phase within each process (phase_split). Where the runs timed a CPU-only load before
+each call (hf_generate.py --host-reference), the same comparison over the calls made in the host's
+fast state, and their thread CPU time (fast_state): this host has slow spells of seconds that slow
+every process, traced or not, and the reference shows them; with bootstrap intervals over the
+processes.
 """
 import glob
 import json
 import os
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -96,6 +101,72 @@ def phase_split(out):
     return res
 
 
+def per_process_calls(path):
+    """Per configuration, one list per process (file order = round order), one dict per call: its
+    wall time, the host reference timed just before it, and where recorded its thread CPU time
+    and the host's steal during it (s)."""
+    res = defaultdict(list)
+    for line in open(path):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] == "hf_generate" and parts[2].startswith("{"):
+            d = json.loads(parts[2])
+            ref, spans = d.get("host_reference_s"), d.get("call_spans_ns")
+            if not ref or not spans or len(ref) != len(spans):
+                continue
+            n = len(spans)
+            cpu, steal = d.get("call_thread_cpu_s") or [None] * n, d.get("call_steal_s") or [None] * n
+            res[parts[0]].append([{"wall": (b - a) / 1e9, "ref": r, "cpu": c, "steal": st}
+                                  for (a, b), r, c, st in zip(spans, ref, cpu, steal)])
+    return res
+
+
+def against_base(med, what, rng, boot=2000):
+    """Lines: each configuration's median over its processes against its base's, with a 95%
+    bootstrap interval (processes resampled within each configuration)."""
+    lines = []
+    for cfg, base in BASES.items():
+        if not med.get(cfg) or not med.get(base):
+            continue
+        a, b = med[cfg], med[base]
+        est = statistics.median(a) / statistics.median(b) - 1
+        bs = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b))) - 1 for _ in range(boot))
+        lines.append(f"  {cfg} {100 * est:+.1f}% vs {base} (95% bootstrap {100 * bs[int(0.025 * boot)]:+.1f}% .. {100 * bs[int(0.975 * boot)]:+.1f}%; "
+                     f"{what}: {cfg} {len(a)} processes {1e3 * min(a):.1f}-{1e3 * max(a):.1f} ms, {base} {len(b)} processes {1e3 * min(b):.1f}-{1e3 * max(b):.1f} ms)")
+    return lines
+
+
+def fast_state(path, slack=1.3):
+    """Per configuration against its base, over the calls made while the host was in its fast state:
+    those whose reference took under `slack` x the run's fastest reference (this host's slow spells
+    slow the reference 1.5-2x, and generate() with it); each process's median of those calls. Then,
+    where recorded, each process's median thread CPU time per call: the tracer's work on the
+    program's thread counts, time the host took away does not. Also the reference's spread, its
+    correlation with the untraced calls' times, and the host's steal."""
+    procs = per_process_calls(path)
+    if "U" not in procs:
+        return []
+    calls = [c for v in procs.values() for p in v for c in p]
+    refs = [c["ref"] for c in calls]
+    u = [c for p in procs["U"] for c in p]
+    lines = [f"host reference: median {1e3 * statistics.median(refs):.2f} ms, {1e3 * min(refs):.2f}-{1e3 * max(refs):.2f} ms; "
+             + (f"correlation with the untraced calls' times {statistics.correlation([c['wall'] for c in u], [c['ref'] for c in u]):.2f} ({len(u)} calls)"
+                if len(u) > 2 else "too few untraced calls for a correlation")]
+    steal = [c["steal"] for c in calls if c["steal"] is not None]
+    if steal:
+        lines.append(f"host steal during the calls: {sum(1 for x in steal if x > 0)} of {len(steal)} calls, "
+                     f"{1e3 * sum(steal):.0f} ms in all (every CPU of the machine)")
+    limit = slack * min(refs)
+    rng = random.Random(0)
+    fast = {c: [statistics.median(f) for f in ([x["wall"] for x in p if x["ref"] < limit] for p in v) if f] for c, v in procs.items()}
+    lines.append(f"fast host state: calls whose reference took < {1e3 * limit:.2f} ms; per configuration, each process's median of them:")
+    lines += against_base(fast, "wall", rng)
+    cpu = {c: [statistics.median(x["cpu"] for x in p) for p in v if p and all(x["cpu"] is not None for x in p)] for c, v in procs.items()}
+    if any(cpu.values()):
+        lines.append("thread CPU time per call (every call), each process's median:")
+        lines += against_base(cpu, "CPU", rng)
+    return lines
+
+
 def compile_lines(path):
     """The compiled runs' warm-up (compile and capture, excluded from the timed calls) and graph counts."""
     for line in open(path):
@@ -139,6 +210,8 @@ def main():
                  + (f", {100 * (statistics.median(v) / med['N'] - 1):+.1f}% vs N)" if "N" in med else ")" if "U" in med else "")
                  for k, v in split.items() if v]
         print(f"{cfg} by phase (calls overlapping no recording window / one): " + "; ".join(parts))
+    for line in fast_state(os.path.join(out, "sampledcost.txt")):
+        print(line)
     compile_lines(os.path.join(out, "sampledcost.txt"))
     for cfg, d in switch_costs(out).items():
         parts = [f"{k} n {len(v)} median {statistics.median(v):.2f} ms max {max(v):.2f} ms" for k, v in d.items() if v]
