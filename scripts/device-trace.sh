@@ -195,7 +195,9 @@ for step in "$@"; do
       # entirely (JOULEPROF_TRACE_KERNELS=0: NVTX ranges only, the off phase's floor), S --sample
       # 10%, SS the same with a 0.25 s period (4x the switches: a per-switch cost shows), S1 1% of a
       # 2 s period and SL 10% of a 5 s period (if S1 costs what S does, the cost is not the windows'), SA
-      # SL with the records switched globally (JOULEPROF_TRACE_SAMPLE_SWITCH=global, the cost the per-context switch saves), T full
+      # SL with the records switched globally (JOULEPROF_TRACE_SAMPLE_SWITCH=global, the cost the
+      # per-context switch saves), SB S within one process: generate() calls alternately paused and
+      # sampled (hf_generate.py --ab; paused, the kinds are off per context and NVTX unrecorded), T full
       # trace, K torch.profiler; then CU/CT, the compiled decoder (generate()'s own compile of a
       # static cache, CUDA graphs) untraced and traced (CT: graph-level records, the default; CN:
       # --cuda-graph-trace node, each node's kernel), warm-up and compile excluded; GU/GT/GN: the same
@@ -228,6 +230,7 @@ for step in "$@"; do
             SS) cmd=("${TR[@]}" --sample 10% --sample-period 0.25 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             S1) cmd=("${TR[@]}" --sample 1% --sample-period 2 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             SL) cmd=("${TR[@]}" --sample 10% --sample-period 5 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
+            SB) cmd=("${TR[@]}" --sample 10% --sample-period 1 -- "${HFS[@]}" --annotate --ab) ;;
             SA) cmd=(env JOULEPROF_TRACE_SAMPLE_SWITCH=global "${TR[@]}" --sample 10% --sample-period 5 "${keep[@]}" -- "${HFS[@]}" --annotate) ;;
             T) cmd=("${TR[@]}" -- "${HFS[@]}" --annotate) ;;
             K) cmd=("${HFS[@]}" --annotate --kineto-cuda) ;;

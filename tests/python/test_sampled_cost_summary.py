@@ -74,3 +74,18 @@ def test_without_a_host_reference_only_the_pooled_table(tmp_path):
     assert "| SL --sample 10% (5 s period) | 3 | 150.0 ms" in p.stdout
     assert "+0.0% vs U" in p.stdout
     assert "host reference" not in p.stdout and "fast host state" not in p.stdout
+
+
+def test_within_process_ratios_over_processes(tmp_path):
+    with open(tmp_path / "sampledcost.txt", "w") as f:
+        for r in (1.03, 1.05, 1.04, 1.20, 0.99):
+            d = {"generate_s": [0.14, 0.15], "median_s": 0.15, "warmup_s": 1.0, "ab": {"pause_effective": True, "ratio": r}}
+            f.write(f"SB hf_generate {json.dumps(d)}\n")
+        d = {"generate_s": [0.14, 0.15], "median_s": 0.15, "warmup_s": 1.0, "ab": {"pause_effective": False, "ratio": 2.0}}
+        f.write(f"SB hf_generate {json.dumps(d)}\n")  # not paused (not under jouleprof trace): left out
+    p = subprocess.run([sys.executable, SCRIPT, str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"SB within each process, recording over paused: \+4\.0% \(95% bootstrap over 5 processes "
+                  r"([+-][\d.]+)% \.\. ([+-][\d.]+)%; per process -1\.0% \.\. \+20\.0%\)", p.stdout)
+    assert m, p.stdout
+    assert float(m.group(1)) <= 4.0 <= float(m.group(2))

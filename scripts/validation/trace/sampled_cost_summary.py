@@ -12,7 +12,8 @@ calls split by phase within each process (phase_split). Where the runs timed a C
 each call (hf_generate.py --host-reference), the same comparison over the calls made in the host's
 fast state, and their thread CPU time (fast_state): this host has slow spells of seconds that slow
 every process, traced or not, and the reference shows them; with bootstrap intervals over the
-processes.
+processes. Configurations timed within one process, calls alternately paused and recording
+(--ab): the ratio of the two states (within_process).
 """
 import glob
 import json
@@ -167,6 +168,27 @@ def fast_state(path, slack=1.3):
     return lines
 
 
+def within_process(path, boot=2000):
+    """Configurations timed within one process, calls alternately paused and recording
+    (hf_generate.py --ab): each process's recording/paused ratio, their median and a 95% bootstrap
+    interval over the processes. The host's spells hit both states alike."""
+    ratios = defaultdict(list)
+    for line in open(path):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] == "hf_generate" and parts[2].startswith("{"):
+            ab = json.loads(parts[2]).get("ab")
+            if ab and ab.get("pause_effective"):
+                ratios[parts[0]].append(ab["ratio"])
+    rng = random.Random(0)
+    lines = []
+    for cfg, r in ratios.items():
+        bs = sorted(statistics.median(rng.choices(r, k=len(r))) for _ in range(boot))
+        lines.append(f"{cfg} within each process, recording over paused: {100 * (statistics.median(r) - 1):+.1f}% "
+                     f"(95% bootstrap over {len(r)} processes {100 * (bs[int(0.025 * boot)] - 1):+.1f}% .. "
+                     f"{100 * (bs[int(0.975 * boot)] - 1):+.1f}%; per process {100 * (min(r) - 1):+.1f}% .. {100 * (max(r) - 1):+.1f}%)")
+    return lines
+
+
 def compile_lines(path):
     """The compiled runs' warm-up (compile and capture, excluded from the timed calls) and graph counts."""
     for line in open(path):
@@ -210,7 +232,7 @@ def main():
                  + (f", {100 * (statistics.median(v) / med['N'] - 1):+.1f}% vs N)" if "N" in med else ")" if "U" in med else "")
                  for k, v in split.items() if v]
         print(f"{cfg} by phase (calls overlapping no recording window / one): " + "; ".join(parts))
-    for line in fast_state(os.path.join(out, "sampledcost.txt")):
+    for line in fast_state(os.path.join(out, "sampledcost.txt")) + within_process(os.path.join(out, "sampledcost.txt")):
         print(line)
     compile_lines(os.path.join(out, "sampledcost.txt"))
     for cfg, d in switch_costs(out).items():
