@@ -206,8 +206,8 @@ for step in "$@"; do
       # keep their switch logs (how long each switch's CUPTI calls took). Each variant that fails
       # prints its error line and the others go on. SC_CONFIGS, ROUNDS (3; C_ROUNDS 2 for CU/CT),
       # SC_SECONDS (2) timed per process. Each call is preceded by a fixed CPU-only load
-      # (--host-reference): the host's slow spells show in it, and the summary also gives each call's
-      # time over it. ~8 s a process (Python start, model, warm-up), ~20 s a compiled one (the first
+      # (--host-reference): the host's slow spells show in it, and the summary also compares the
+      # calls made in the host's fast state and each call's thread CPU time. ~8 s a process (Python start, model, warm-up), ~20 s a compiled one (the first
       # ~60 s, uncached): ~4.5 min in all.
       SEC=${SC_SECONDS:-2}
       export PYTHONHASHSEED=0  # every process hashes alike: one less difference between processes

@@ -236,7 +236,8 @@ def main():
             stage = "timed calls"
             ab = None
             spans = []
-            host = {"host_reference_s": [], "call_thread_cpu_s": [], "call_steal_s": []} if a.host_reference else None
+            # (the A/B's two states share the host's spells: no reference there)
+            host = {"host_reference_s": [], "call_thread_cpu_s": [], "call_steal_s": []} if a.host_reference and not a.ab else None
             if a.ab:
                 split, effective = timed_ab_calls(a, model, ids, kw)
                 ab = ab_summary(split, effective)
