@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "nvtx/nvtx_instance.hpp"
 #include "nvtx_tool.hpp"
 #include "writer.hpp"
 
@@ -21,33 +22,7 @@ using namespace jouleprof;
 
 namespace {
 
-// One NVTX instance: its core and domain function tables (pointers to its slots).
-struct Instance {
-  NvtxFunctionPointer core[NVTX_CBID_CORE_SIZE] = {};
-  NvtxFunctionPointer core2[NVTX_CBID_CORE2_SIZE] = {};
-  NvtxFunctionPointer* core_table[NVTX_CBID_CORE_SIZE] = {};
-  NvtxFunctionPointer* core2_table[NVTX_CBID_CORE2_SIZE] = {};
-  Instance() {
-    for (int i = 0; i < NVTX_CBID_CORE_SIZE; ++i) core_table[i] = &core[i];
-    for (int i = 0; i < NVTX_CBID_CORE2_SIZE; ++i) core2_table[i] = &core2[i];
-  }
-} g_instance;
-
-int NVTX_API get_module(NvtxCallbackModule module, NvtxFunctionTable* table, unsigned* size) {
-  if (module == NVTX_CB_MODULE_CORE) {
-    *table = g_instance.core_table;
-    *size = NVTX_CBID_CORE_SIZE;
-    return 1;
-  }
-  if (module == NVTX_CB_MODULE_CORE2) {
-    *table = g_instance.core2_table;
-    *size = NVTX_CBID_CORE2_SIZE;
-    return 1;
-  }
-  return 0;
-}
-const NvtxExportTableCallbacks kCallbacks = {sizeof(NvtxExportTableCallbacks), get_module};
-const void* NVTX_API get_export_table(uint32_t id) { return id == NVTX_ETID_CALLBACKS ? &kCallbacks : nullptr; }
+fake_nvtx::Instance g_instance;
 
 uint64_t realtime_ns() {
   timespec ts{};
@@ -71,15 +46,16 @@ std::atomic<bool> g_anchoring{true}, g_recording{true};
 using PushA = int(NVTX_API*)(const char*);
 using Pop = int(NVTX_API*)();
 
-// The installed tool once, its trace file in a temporary folder (removed at exit).
-void install_once() {
-  static const bool done = [] {
-    const auto dir = std::filesystem::temp_directory_path() / ("jouleprof-nvtx-bench-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
-    g_writer.open(dir.string(), getpid(), getppid(), 0, 0);
-    std::atexit([] {
-      std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("jouleprof-nvtx-bench-" + std::to_string(getpid())));
-    });
+std::filesystem::path bench_dir() {
+  return std::filesystem::temp_directory_path() / ("jouleprof-nvtx-bench-" + std::to_string(getpid()));
+}
+
+// The tool installed once; each benchmark writes a trace file of its own (a long earlier file
+// weighed on the next benchmark's writes), in a temporary folder removed at exit.
+void install_with_new_file() {
+  static const bool installed = [] {
+    std::filesystem::create_directories(bench_dir());
+    std::atexit([] { std::filesystem::remove_all(bench_dir()); });
     inject::NvtxHooks h;
     h.now_ns = realtime_ns;
     h.thread_id = thread_id;
@@ -88,9 +64,12 @@ void install_once() {
     h.anchoring = &g_anchoring;
     h.anchor_record = anchor_record;
     h.recording = &g_recording;
-    return inject::install_nvtx_tool(get_export_table, h) == 1;
+    fake_nvtx::current = &g_instance;
+    return inject::install_nvtx_tool(fake_nvtx::export_table, h) == 1;
   }();
-  (void)done;
+  std::lock_guard<std::mutex> lock(g_writer.lock());
+  if (g_writer.is_open()) g_writer.close(0);
+  if (!installed || !g_writer.open(bench_dir().string(), getpid(), getppid(), 0, 0)) std::abort();
 }
 
 void push_pop(benchmark::State& state, PushA push, Pop pop) {
@@ -111,7 +90,7 @@ void BM_NvtxRange_Baseline(benchmark::State& state) {
 }
 
 void tool_state(benchmark::State& state, bool recording, bool anchoring) {
-  install_once();
+  install_with_new_file();
   g_recording = recording;
   g_anchoring = anchoring;
   push_pop(state, reinterpret_cast<PushA>(g_instance.core[NVTX_CBID_CORE_RangePushA]),

@@ -12,6 +12,7 @@
 
 #include "jouleprof/trace/trace.hpp"
 #include "duty_cycle.hpp"
+#include "nvtx/nvtx_instance.hpp"
 #include "nvtx_tool.hpp"
 #include "writer.hpp"
 
@@ -20,42 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One NVTX instance: its core and domain function tables (pointers to its slots).
-struct Instance {
-  NvtxFunctionPointer core[NVTX_CBID_CORE_SIZE] = {};
-  NvtxFunctionPointer core2[NVTX_CBID_CORE2_SIZE] = {};
-  NvtxFunctionPointer* core_table[NVTX_CBID_CORE_SIZE] = {};
-  NvtxFunctionPointer* core2_table[NVTX_CBID_CORE2_SIZE] = {};
-  Instance() {
-    for (int i = 0; i < NVTX_CBID_CORE_SIZE; ++i) core_table[i] = &core[i];
-    for (int i = 0; i < NVTX_CBID_CORE2_SIZE; ++i) core2_table[i] = &core2[i];
-  }
-  template <class F>
-  F c(int cbid) const {
-    return reinterpret_cast<F>(core[cbid]);
-  }
-  template <class F>
-  F d(int cbid) const {
-    return reinterpret_cast<F>(core2[cbid]);
-  }
-};
-Instance* g_instance = nullptr;
-
-int NVTX_API get_module(NvtxCallbackModule module, NvtxFunctionTable* table, unsigned* size) {
-  if (module == NVTX_CB_MODULE_CORE) {
-    *table = g_instance->core_table;
-    *size = NVTX_CBID_CORE_SIZE;
-    return 1;
-  }
-  if (module == NVTX_CB_MODULE_CORE2) {
-    *table = g_instance->core2_table;
-    *size = NVTX_CBID_CORE2_SIZE;
-    return 1;
-  }
-  return 0;
-}
-const NvtxExportTableCallbacks kCallbacks = {sizeof(NvtxExportTableCallbacks), get_module};
-const void* NVTX_API get_export_table(uint32_t id) { return id == NVTX_ETID_CALLBACKS ? &kCallbacks : nullptr; }
+using fake_nvtx::Instance;
+using fake_nvtx::export_table;
 const void* NVTX_API no_tables(uint32_t) { return nullptr; }
 
 // A clock and a correlation-id sequence: each anchor is an API record at the next tick.
@@ -99,8 +66,8 @@ void place_kernels(TraceData& t, const std::vector<uint32_t>& correlations) {
 
 TEST(NvtxTool, RecordsRangesWithAnchorsAndTheyPlaceKernels) {
   Instance inst;
-  g_instance = &inst;
-  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, {now, thread_id, anchor, flush}), 1);
+  fake_nvtx::current = &inst;
+  ASSERT_EQ(inject::install_nvtx_tool(export_table, {now, thread_id, anchor, flush}), 1);
   using PushA = int(NVTX_API*)(const char*);
   using Pop = int(NVTX_API*)();
   using StartA = nvtxRangeId_t(NVTX_API*)(const char*);
@@ -172,8 +139,8 @@ TEST(NvtxTool, RecordsRangesWithAnchorsAndTheyPlaceKernels) {
 
 TEST(NvtxTool, AFullBatchAsksForAFlushAndOtherThreadsKeepTheirOwnBuffers) {
   Instance inst;
-  g_instance = &inst;
-  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, {now, thread_id, nullptr, flush}), 1);
+  fake_nvtx::current = &inst;
+  ASSERT_EQ(inject::install_nvtx_tool(export_table, {now, thread_id, nullptr, flush}), 1);
   using MarkA = void(NVTX_API*)(const char*);
   g_flushes = 0;
   std::thread other([&] {
@@ -188,8 +155,8 @@ TEST(NvtxTool, AFullBatchAsksForAFlushAndOtherThreadsKeepTheirOwnBuffers) {
 // thread) must not take the program's next pop.
 TEST(NvtxTool, PopsCloseTheirOwnDomainsRange) {
   Instance inst;
-  g_instance = &inst;
-  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, {now, thread_id, nullptr, flush}), 1);
+  fake_nvtx::current = &inst;
+  ASSERT_EQ(inject::install_nvtx_tool(export_table, {now, thread_id, nullptr, flush}), 1);
   using PushA = int(NVTX_API*)(const char*);
   using Pop = int(NVTX_API*)();
   using DomainCreate = nvtxDomainHandle_t(NVTX_API*)(const char*);
@@ -225,11 +192,11 @@ TEST(NvtxTool, PopsCloseTheirOwnDomainsRange) {
 // path instead of the range open when the previous window closed.
 TEST(NvtxTool, OffPhasesRecordRangesWithoutAnchors) {
   Instance inst;
-  g_instance = &inst;
+  fake_nvtx::current = &inst;
   std::atomic<bool> anchoring{true};
   inject::NvtxHooks hooks{now, thread_id, anchor, flush};
   hooks.anchoring = &anchoring;
-  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, hooks), 1);
+  ASSERT_EQ(inject::install_nvtx_tool(export_table, hooks), 1);
   inject::discard_nvtx_events();
   g_anchors.clear();
   const std::string dir = (fs::temp_directory_path() / ("jp-nvtx-off-" + std::to_string(getpid()))).string();
@@ -288,12 +255,12 @@ TEST(NvtxTool, OffPhasesRecordRangesWithoutAnchors) {
 std::vector<std::string> g_record_log;
 TEST(NvtxTool, OffPhasesSwitchTheAnchorRecordFromTheProgramsThread) {
   Instance inst;
-  g_instance = &inst;
+  fake_nvtx::current = &inst;
   std::atomic<bool> anchoring{true};
   inject::NvtxHooks hooks{now, thread_id, [] { g_record_log.push_back("anchor"); }, flush};
   hooks.anchoring = &anchoring;
   hooks.anchor_record = [](bool on) { g_record_log.push_back(on ? "record on" : "record off"); };
-  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, hooks), 1);
+  ASSERT_EQ(inject::install_nvtx_tool(export_table, hooks), 1);
   inject::discard_nvtx_events();
   using PushA = int(NVTX_API*)(const char*);
   using Pop = int(NVTX_API*)();
@@ -318,12 +285,12 @@ TEST(NvtxTool, OffPhasesSwitchTheAnchorRecordFromTheProgramsThread) {
 // its end after the resume (push/pop and start/end alike); after the resume everything records.
 TEST(NvtxTool, PausedRecordsNoRangesAndKeepsTheNesting) {
   Instance inst;
-  g_instance = &inst;
+  fake_nvtx::current = &inst;
   std::atomic<bool> anchoring{true}, recording{true};
   inject::NvtxHooks hooks{now, thread_id, anchor, flush};
   hooks.anchoring = &anchoring;
   hooks.recording = &recording;
-  ASSERT_EQ(inject::install_nvtx_tool(get_export_table, hooks), 1);
+  ASSERT_EQ(inject::install_nvtx_tool(export_table, hooks), 1);
   inject::discard_nvtx_events();
   g_anchors.clear();
   using PushA = int(NVTX_API*)(const char*);
