@@ -73,20 +73,27 @@ def windows(path):
     return out
 
 
-def phase_split(out):
+def results(path):
+    """The `CONFIG hf_generate {json}` lines, in file order (= round order): (config, result)."""
+    out = []
+    for line in open(path):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] == "hf_generate" and parts[2].startswith("{"):
+            out.append((parts[0], json.loads(parts[2])))
+    return out
+
+
+def phase_split(out, res):
     """The sampled runs' generate() calls split by phase, within each process: calls that overlap
     no recording window (the off phase's cost alone) and calls that overlap one. Needs the calls'
     realtime spans (hf_generate.py's call_spans_ns) and the kept switch logs (sc_keep_S_R/), the
     R-th S line taken with the R-th log. Against U and N pooled over the same rounds, this takes
     the off phase apart from the windows without the process-to-process spread of the medians."""
     spans = defaultdict(list)
-    for line in open(os.path.join(out, "sampledcost.txt")):
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[1] == "hf_generate" and parts[2].startswith("{"):
-            d = json.loads(parts[2])
-            if d.get("call_spans_ns"):
-                spans[parts[0]].append(d["call_spans_ns"])
-    res = {}
+    for cfg, d in res:
+        if d.get("call_spans_ns"):
+            spans[cfg].append(d["call_spans_ns"])
+    split_of = {}
     for cfg in SAMPLED:
         split = {"off": [], "window": []}
         for r, calls in enumerate(spans.get(cfg, []), start=1):
@@ -98,27 +105,24 @@ def phase_split(out):
                 hit = any(a < off and b > on for on, off in wins)
                 split["window" if hit else "off"].append((b - a) / 1e9)
         if any(split.values()):
-            res[cfg] = split
-    return res
+            split_of[cfg] = split
+    return split_of
 
 
-def per_process_calls(path):
+def per_process_calls(res):
     """Per configuration, one list per process (file order = round order), one dict per call: its
     wall time, the host reference timed just before it, and where recorded its thread CPU time
     and the host's steal during it (s)."""
-    res = defaultdict(list)
-    for line in open(path):
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[1] == "hf_generate" and parts[2].startswith("{"):
-            d = json.loads(parts[2])
-            ref, spans = d.get("host_reference_s"), d.get("call_spans_ns")
-            if not ref or not spans or len(ref) != len(spans):
-                continue
-            n = len(spans)
-            cpu, steal = d.get("call_thread_cpu_s") or [None] * n, d.get("call_steal_s") or [None] * n
-            res[parts[0]].append([{"wall": (b - a) / 1e9, "ref": r, "cpu": c, "steal": st}
-                                  for (a, b), r, c, st in zip(spans, ref, cpu, steal)])
-    return res
+    procs = defaultdict(list)
+    for cfg, d in res:
+        ref, spans = d.get("host_reference_s"), d.get("call_spans_ns")
+        if not ref or not spans or len(ref) != len(spans):
+            continue
+        n = len(spans)
+        cpu, steal = d.get("call_thread_cpu_s") or [None] * n, d.get("call_steal_s") or [None] * n
+        procs[cfg].append([{"wall": (b - a) / 1e9, "ref": r, "cpu": c, "steal": st}
+                           for (a, b), r, c, st in zip(spans, ref, cpu, steal)])
+    return procs
 
 
 def against_base(med, what, rng, boot=2000):
@@ -136,14 +140,14 @@ def against_base(med, what, rng, boot=2000):
     return lines
 
 
-def fast_state(path, slack=1.3):
+def fast_state(res, slack=1.3):
     """Per configuration against its base, over the calls made while the host was in its fast state:
     those whose reference took under `slack` x the run's fastest reference (this host's slow spells
     slow the reference 1.5-2x, and generate() with it); each process's median of those calls. Then,
     where recorded, each process's median thread CPU time per call: the tracer's work on the
     program's thread counts, time the host took away does not. Also the reference's spread, its
     correlation with the untraced calls' times, and the host's steal."""
-    procs = per_process_calls(path)
+    procs = per_process_calls(res)
     if "U" not in procs:
         return []
     calls = [c for v in procs.values() for p in v for c in p]
@@ -168,17 +172,15 @@ def fast_state(path, slack=1.3):
     return lines
 
 
-def within_process(path, boot=2000):
+def within_process(res, boot=2000):
     """Configurations timed within one process, calls alternately paused and recording
     (hf_generate.py --ab): each process's recording/paused ratio, their median and a 95% bootstrap
     interval over the processes. The host's spells hit both states alike."""
     ratios = defaultdict(list)
-    for line in open(path):
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[1] == "hf_generate" and parts[2].startswith("{"):
-            ab = json.loads(parts[2]).get("ab")
-            if ab and ab.get("pause_effective"):
-                ratios[parts[0]].append(ab["ratio"])
+    for cfg, d in res:
+        ab = d.get("ab")
+        if ab and ab.get("pause_effective"):
+            ratios[cfg].append(ab["ratio"])
     rng = random.Random(0)
     lines = []
     for cfg, r in ratios.items():
@@ -189,18 +191,17 @@ def within_process(path, boot=2000):
     return lines
 
 
-def compile_lines(path):
+def compile_lines(res):
     """The compiled runs' warm-up (compile and capture, excluded from the timed calls) and graph counts."""
-    for line in open(path):
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] in ("CU", "CT", "CN") and parts[1] == "hf_generate":
-            d = json.loads(parts[2])
-            print(f"{parts[0]}: warm-up with compile {d.get('warmup_s', float('nan')):.1f} s, graphs compiled {d.get('compiled_graphs')}")
+    for cfg, d in res:
+        if cfg in ("CU", "CT", "CN"):
+            print(f"{cfg}: warm-up with compile {d.get('warmup_s', float('nan')):.1f} s, graphs compiled {d.get('compiled_graphs')}")
 
 
 def main():
     out = sys.argv[1]
     calls, rounds, errors = load(os.path.join(out, "sampledcost.txt"))
+    res = results(os.path.join(out, "sampledcost.txt"))
     med = {c: statistics.median(v) for c, v in calls.items()}
     print("| configuration | calls | median generate() | per-round medians | vs base (pooled) | per-round range |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -226,15 +227,15 @@ def main():
         print(f"\nparts (share of untraced): NVTX-only floor {100 * floor / u:+.1f}%, full {100 * full / u:+.1f}%; "
               f"sampled 10% if only its windows cost: {100 * expect / u:+.1f}%, measured {100 * (med['S'] - u) / u:+.1f}%"
               + (f" (0.25 s period: {100 * (med['SS'] - u) / u:+.1f}%)" if "SS" in med else ""))
-    for cfg, split in phase_split(out).items():
+    for cfg, split in phase_split(out, res).items():
         parts = [f"{k} {len(v)} calls, median {1e3 * statistics.median(v):.1f} ms"
                  + (f" ({100 * (statistics.median(v) / med['U'] - 1):+.1f}% vs U" if "U" in med else "")
                  + (f", {100 * (statistics.median(v) / med['N'] - 1):+.1f}% vs N)" if "N" in med else ")" if "U" in med else "")
                  for k, v in split.items() if v]
         print(f"{cfg} by phase (calls overlapping no recording window / one): " + "; ".join(parts))
-    for line in fast_state(os.path.join(out, "sampledcost.txt")) + within_process(os.path.join(out, "sampledcost.txt")):
+    for line in fast_state(res) + within_process(res):
         print(line)
-    compile_lines(os.path.join(out, "sampledcost.txt"))
+    compile_lines(res)
     for cfg, d in switch_costs(out).items():
         parts = [f"{k} n {len(v)} median {statistics.median(v):.2f} ms max {max(v):.2f} ms" for k, v in d.items() if v]
         print(f"switches of {cfg}: " + "; ".join(parts))
