@@ -24,6 +24,8 @@ import queue
 import sys
 import threading
 
+from cupti_buffers import buffer_callbacks
+
 DRIVER, DEVICE, KERNEL = 4, 8, 10
 CBID_DRIVER_GET_VERSION = 2
 SYSTEM_THREAD_IDS = 1
@@ -32,15 +34,6 @@ cupti = ctypes.CDLL("libcupti.so.13")
 cuda = ctypes.CDLL("libcuda.so.1")
 cupti.cuptiActivityGetNextRecord.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
 counts = {}
-_keep = []
-
-
-def requested(buf, size, max_records):
-    b = ctypes.create_string_buffer(1 << 20)
-    _keep.append(b)
-    buf[0] = ctypes.cast(b, ctypes.c_void_p).value
-    size[0] = 1 << 20
-    max_records[0] = 0
 
 
 def completed(ctx, stream, buf, size, valid):
@@ -51,8 +44,7 @@ def completed(ctx, stream, buf, size, valid):
             counts[tid] = counts.get(tid, 0) + 1
 
 
-REQ = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t))(requested)
-DONE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)(completed)
+REQ, DONE = buffer_callbacks(1 << 20, completed)
 
 
 class Timer:

@@ -29,6 +29,8 @@ import time
 
 import torch
 
+from cupti_buffers import buffer_callbacks
+
 
 def timed(fn, ops, reps):
     fn(min(ops, 2000))  # warm
@@ -47,28 +49,6 @@ MEMCPY, MEMSET, DEVICE, KERNEL, MEMCPY2, GRAPH_TRACE = 1, 2, 8, 10, 22, 51
 CBID_DRIVER_GET_VERSION = 2
 
 
-_KEEP = []  # the buffers handed to CUPTI and the callbacks' ctypes objects: alive for the process
-
-
-def buffer_callbacks():
-    """CUPTI's buffer-requested and buffer-completed callbacks as ctypes functions (4 MiB buffers;
-    the records are not read: only the cost of producing them counts here)."""
-    req_t = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
-                             ctypes.POINTER(ctypes.c_size_t))
-    done_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
-
-    def requested(buf, size, max_records):
-        b = ctypes.create_string_buffer(4 << 20)
-        _KEEP.append(b)
-        buf[0] = ctypes.cast(b, ctypes.c_void_p).value
-        size[0] = 4 << 20
-        max_records[0] = 0
-
-    cbs = (req_t(requested), done_t(lambda *a: None))
-    _KEEP.append(cbs)
-    return cbs
-
-
 def attached_with_devices(cupti, cbs, measure):
     """Both step sequences' start: without CUPTI (twice: the drift), then attached with DEVICE
     records only (the NVTX-only floor's CUPTI). Returns the figures so far."""
@@ -83,7 +63,7 @@ def cupti_steps(measure):
     """The per-op figures after each CUPTI switch, in order (see the module's docstring)."""
     cupti = ctypes.CDLL("libcupti.so.13")
     cuda = ctypes.CDLL("libcuda.so.1")
-    cbs = buffer_callbacks()
+    cbs = buffer_callbacks(4 << 20)
     out = attached_with_devices(cupti, cbs, measure)
     cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 1)
     v = ctypes.c_int()
@@ -156,7 +136,7 @@ def cupti_context_steps(measure):
     cuda = ctypes.CDLL("libcuda.so.1")
     ctx = ctypes.c_void_p()
     assert cuda.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current CUDA context"
-    out = attached_with_devices(cupti, buffer_callbacks(), measure)
+    out = attached_with_devices(cupti, buffer_callbacks(4 << 20), measure)
     kinds = (KERNEL, MEMCPY, MEMCPY2, MEMSET)
     out["enable_rc"] = [cupti.cuptiActivityEnableContext(ctx, k) for k in kinds]
     out["context_on"] = measure()
