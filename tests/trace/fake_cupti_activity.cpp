@@ -27,6 +27,7 @@ int g_global_switches = 0;      // global ones
 bool g_kernels_ever_global = false;
 int g_context_token = 0;        // the primary context's handle points here
 std::set<uint32_t> g_driver;  // driver API callback ids whose records are enabled
+int g_anchor_calls = 0;       // cuDriverGetVersion calls: the NVTX handlers' anchors
 std::vector<CUpti_ActivityKernel10> g_queued;
 uint64_t g_clock = 1'000'000'000'000;
 uint32_t g_correlation = 0;
@@ -222,6 +223,17 @@ FAKE_EXPORT int fake_cupti_kind_on(int kind) {
 FAKE_EXPORT int fake_cupti_kernels_on() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != 0 ? 1 : 0;
+}
+/// The driver's cuDriverGetVersion, the anchor call of the injection's NVTX handlers: counted.
+FAKE_EXPORT CUresult cuDriverGetVersion(int* v) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_anchor_calls;
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT int fake_cupti_anchor_calls() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_anchor_calls;
 }
 FAKE_EXPORT int fake_cupti_anchor_on() {
   std::lock_guard<std::mutex> lock(g_mu);

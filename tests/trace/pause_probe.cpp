@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "jouleprof/trace/pause.hpp"
+#include "nvtx/nvtx_instance.hpp"
 
 // `pause_probe sampled` (under $JOULEPROF_TRACE_SAMPLE): launches until the timer thread has
 // switched the kernel records on and off twice after the start (at most 5 s), then says how: per
@@ -33,6 +34,26 @@ int sampled(void* fake) {
   return 0;
 }
 
+// `pause_probe ranges`: the injection's NVTX tool installed over a stand-in NVTX (fakes/nvtx), 10
+// ranges pushed and popped on this thread, then how many anchor calls (cuDriverGetVersion) they made.
+int ranges(void* lib, void* fake) {
+  auto init_nvtx = reinterpret_cast<int (*)(NvtxGetExportTableFunc_t)>(dlsym(lib, "InitializeInjectionNvtx2"));
+  auto anchor_calls = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_anchor_calls"));
+  if (init_nvtx == nullptr || anchor_calls == nullptr) return 4;
+  static jouleprof::fake_nvtx::Instance nvtx;
+  jouleprof::fake_nvtx::current = &nvtx;
+  if (init_nvtx(jouleprof::fake_nvtx::export_table) == 0) return 5;
+  using PushA = int (*)(const char*);
+  using Pop = int (*)();
+  const int before = anchor_calls();
+  for (int i = 0; i < 10; ++i) {
+    nvtx.c<PushA>(NVTX_CBID_CORE_RangePushA)("layer");
+    nvtx.c<Pop>(NVTX_CBID_CORE_RangePop)();
+  }
+  std::printf("ranges anchors=%d\n", anchor_calls() - before);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* inject = std::getenv("CUDA_INJECTION64_PATH");
   const char* cupti = std::getenv("JOULEPROF_CUPTI_LIB");
@@ -48,6 +69,11 @@ int main(int argc, char** argv) {
     if (init == nullptr) return 4;
     init();
     return sampled(fake);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "ranges") == 0) {
+    if (init == nullptr) return 4;
+    init();
+    return ranges(lib, fake);
   }
   auto launch = reinterpret_cast<void (*)(const char*)>(dlsym(fake, "fake_cupti_launch"));
   auto kernels_on = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cupti_kernels_on"));

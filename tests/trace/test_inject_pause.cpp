@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -348,6 +349,25 @@ TEST(InjectPause, TheSampledModeSwitchesRecordsPerContext) {
   EXPECT_GT(kernels, 0);
   EXPECT_LT(kernels, launched);  // the off phases' launches are not recorded
   fs::remove_all(dir);
+}
+
+// The NVTX handlers anchor (a driver call and its API record per range event) only while kernels
+// are recorded: in full tracing from the start; in the sampled mode, which records nothing before
+// its first window, not before that window. The period here is an hour longer than the realtime
+// clock's value, so the whole run lies before the first window.
+TEST(InjectPause, RangesAnchorOnlyWhileKernelsAreRecorded) {
+  const std::string dir = temp_dir("jp-ranges-anchor");
+  const auto full = run_pause_probe(dir, {}, {"ranges"});
+  ASSERT_EQ(full.exit_code, 0) << full.out << full.err;
+  EXPECT_EQ(full.out, "ranges anchors=20\n");
+  const std::string sampled_dir = temp_dir("jp-ranges-anchor-sampled");
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto sampled = run_pause_probe(sampled_dir, {"JOULEPROF_TRACE_SAMPLE=10", "JOULEPROF_TRACE_SAMPLE_PERIOD_MS=" + std::to_string(now_ms + 3600000)},
+                                       {"ranges"});
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.out << sampled.err;
+  EXPECT_EQ(sampled.out, "ranges anchors=0\n");
+  fs::remove_all(dir);
+  fs::remove_all(sampled_dir);
 }
 
 // $JOULEPROF_TRACE_SAMPLE_SWITCH=global (a diagnostic): the global switch, and the trace says so.

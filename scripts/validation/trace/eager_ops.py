@@ -1,6 +1,6 @@
 """Per-op cost of eager PyTorch launches, for `scripts/device-trace.sh sampledcost` (issue 33 (c)).
 
-    python eager_ops.py [--ops N] [--reps R] [--cupti-steps [--hf]]
+    python eager_ops.py [--ops N] [--reps R] [--cupti-steps [--hf]] [--phases SECONDS]
 
 One tiny in-place op (`x.add_(1)`, one kernel launch) N times, synchronised, best and median of
 R repetitions, in µs per op: `plain`, then `nvtx` (each op inside an NVTX push/pop, as
@@ -17,13 +17,24 @@ kernel records on, off, then every kind a trace records on and off, then CUPTI d
 (cuptiFinalize) and attached again, then detached once more and only cuptiGetTimestamp called
 (does it attach CUPTI again?); CUPTI's clock against the host's. Which switch leaves a cost behind once it is off is the off
 phase's extra cost. `--cupti-steps context` switches the kernel and copy records for this
-process's context alone (cuptiActivityEnableContext), the alternative to the global switch. With
+process's context alone (cuptiActivityEnableContext), the alternative to the global switch;
+`--cupti-steps product` the sampled mode's own switches, each from the thread that makes it
+(cupti_product_steps). With
 --hf, the figure of each state is the small NVTX-annotated HF Llama's generate() (hf_generate.py
 --small --annotate --gen 32), best and median of --reps calls, in ms, instead of the tiny ops.
+
+--phases SECONDS: where in the sampled mode's cycle the cost falls, within one process. The
+NVTX-bracketed op (every 16th followed by a copy) in synchronised batches of --batch ops for
+SECONDS; each batch is placed in the duty cycle of $JOULEPROF_TRACE_SAMPLE and
+$JOULEPROF_TRACE_SAMPLE_PERIOD_MS (the injection's windows start at multiples of the period in
+CLOCK_REALTIME; unset: a nominal 10% of 1 s, `"nominal": true`): `window` (inside a recording
+window), `after` (the tenth of a period after a window's end), `off` (the rest). Per class: batches,
+median wall and thread-CPU µs per op. Prints `eager_ops_phases {json}`.
 """
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import time
 
@@ -147,6 +158,64 @@ def cupti_context_steps(measure):
     return out
 
 
+def cupti_product_steps(measure, windows=3):
+    """--cupti-steps product: the sampled mode's own sequence (src/trace/inject/inject.cpp), each
+    switch where the injection makes it: after the DEVICE-only floor, the anchor call's driver-API
+    record enabled (initialize()), then switched off by this thread (the program's thread at its
+    first range event of an off phase); then `windows` times: the sampled kinds (kernel, copies,
+    memset, graph trace) enabled for the context by another thread (the timer thread; a kind
+    refused per context is enabled globally, as the injection does), one anchor call there,
+    this thread's anchor record on, measured (`window_i`); the kinds off and a flush from the other
+    thread, this thread's anchor record off, measured (`off_i`). Which state leaves the off phase
+    above the floor."""
+    import threading
+    cupti = ctypes.CDLL("libcupti.so.13")
+    cuda = ctypes.CDLL("libcuda.so.1")
+    ctx = ctypes.c_void_p()
+    assert cuda.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current CUDA context"
+    out = attached_with_devices(cupti, buffer_callbacks(4 << 20), measure)
+    v = ctypes.c_int()
+    cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 1)
+    out["anchor_record_on"] = measure()
+    cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 0)
+    out["anchor_record_off"] = measure()
+    kinds = (KERNEL, MEMCPY, MEMCPY2, MEMSET, GRAPH_TRACE)
+    global_kinds = []
+
+    def on_timer_thread(fn):
+        t = threading.Thread(target=fn)
+        t.start()
+        t.join()
+
+    def window_on():
+        rcs = [cupti.cuptiActivityEnableContext(ctx, k) for k in kinds if k not in global_kinds]
+        for k, rc in zip([k for k in kinds if k not in global_kinds], rcs):
+            if rc != 0:
+                global_kinds.append(k)
+        for k in global_kinds:
+            cupti.cuptiActivityEnable(k)
+        cuda.cuDriverGetVersion(ctypes.byref(v))
+        out.setdefault("enable_context_rc", dict(zip(map(str, kinds), rcs)))
+
+    def window_off():
+        for k in kinds:
+            if k in global_kinds:
+                cupti.cuptiActivityDisable(k)
+            else:
+                cupti.cuptiActivityDisableContext(ctx, k)
+        cupti.cuptiActivityFlushAll(0)
+
+    for w in range(1, windows + 1):
+        on_timer_thread(window_on)
+        cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 1)
+        out[f"window_{w}"] = measure()
+        on_timer_thread(window_off)
+        cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 0)
+        out[f"off_{w}"] = measure()
+    out["switched_globally"] = [str(k) for k in global_kinds]
+    return out
+
+
 def hf_measure(reps):
     """generate() of the small annotated Llama as hf_generate.py times it: best and median in ms."""
     import os
@@ -174,13 +243,51 @@ def hf_measure(reps):
     return measure
 
 
+def phase_of(t_ns, period_ns, on_ns):
+    """The duty cycle's class of a moment (CLOCK_REALTIME ns): window, after (the tenth of a period
+    after a window's end) or off."""
+    ph = t_ns % period_ns
+    return "window" if ph < on_ns else "after" if ph < on_ns + period_ns // 10 else "off"
+
+
+def phases(step, seconds, batch, env=None):
+    """--phases: `step(n)` in batches, each classed by where it falls in the duty cycle."""
+    env = os.environ if env is None else env
+    nominal = "JOULEPROF_TRACE_SAMPLE" not in env
+    percent = float(env.get("JOULEPROF_TRACE_SAMPLE", 10))
+    period_ns = int(float(env.get("JOULEPROF_TRACE_SAMPLE_PERIOD_MS", 1000)) * 1e6)
+    on_ns = int(period_ns * percent / 100)
+    step(batch)  # warm
+    torch.cuda.synchronize()
+    per = {"before_first": [], "window": [], "after": [], "off": []}
+    seen_window = False
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        r0, t0, c0 = time.time_ns(), time.perf_counter(), time.thread_time()
+        step(batch)
+        torch.cuda.synchronize()
+        wall, cpu, r1 = time.perf_counter() - t0, time.thread_time() - c0, time.time_ns()
+        a, b = phase_of(r0, period_ns, on_ns), phase_of(r1, period_ns, on_ns)
+        seen_window = seen_window or "window" in (a, b)
+        if a == b:  # a batch across a class boundary counts in neither
+            per[a if seen_window else "before_first"].append((wall / batch * 1e6, cpu / batch * 1e6))
+    out = {"nominal": nominal, "percent": percent, "period_ms": period_ns / 1e6, "batch": batch}
+    for k, v in per.items():
+        out[k] = {"n": len(v)}
+        if v:
+            out[k].update(wall_us=statistics.median(w for w, _ in v), cpu_us=statistics.median(c for _, c in v))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ops", type=int, default=20000)
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--cupti-steps", nargs="?", const="global", choices=["global", "context"],
+    ap.add_argument("--cupti-steps", nargs="?", const="global", choices=["global", "context", "product"],
                     help="CUPTI switched from this process (see above); context: per-context switches")
     ap.add_argument("--hf", action="store_true", help="with --cupti-steps: each state timed on HF generate()")
+    ap.add_argument("--phases", type=float, metavar="SECONDS", help="the per-op cost by place in the duty cycle (above)")
+    ap.add_argument("--batch", type=int, default=200, help="with --phases: ops per timed batch")
     a = ap.parse_args()
     x = torch.zeros(256, device="cuda")
     push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
@@ -201,12 +308,24 @@ def main():
             if i % 16 == 15:
                 x[0].item()
 
+    def nvtx_copy(n):
+        for i in range(n):
+            push("op")
+            x.add_(1.0)
+            pop()
+            if i % 16 == 15:
+                x[0].item()
+
+    if a.phases:
+        print("eager_ops_phases " + json.dumps(phases(nvtx_copy, a.phases, a.batch)), flush=True)
+        return
+
     def measure():
         return {name: timed(fn, a.ops, a.reps) for name, fn in (("plain", plain), ("nvtx", nvtx), ("copy", copy))}
 
     if a.hf:
         measure = hf_measure(a.reps)
-    steps = {"global": cupti_steps, "context": cupti_context_steps}.get(a.cupti_steps)
+    steps = {"global": cupti_steps, "context": cupti_context_steps, "product": cupti_product_steps}.get(a.cupti_steps)
     res = steps(measure) if steps else measure()
     print(("eager_ops_cupti " if a.cupti_steps else "eager_ops ") + json.dumps(res), flush=True)
 

@@ -256,6 +256,8 @@ void start_switches(const std::string& dir, const std::vector<CUpti_ActivityKind
   }
   // initialize() enabled the kinds globally: on until the thread's first switch
   if (g_cycle.active() && !g_per_context) g_sample_log.mark(true, t0);
+  // Per context, nothing is recorded before the first window: no anchors either, as between windows.
+  if (g_per_context) g_anchoring = false;
   g_control.start(g_cycle, &g_sample_log, dir, getpid(), t0, records, !g_per_context);
   g_started = 1;
   if (g_pause_asked.load()) g_control.pause(switch_hooks(), g_anchoring, g_nvtx_on);
