@@ -94,7 +94,7 @@ for step in "$@"; do
       # (--cupti-steps product), on the loop and on generate().
       # PU, PN, PS: the loop timed by place in the sampled mode's cycle (--phases EO_PHASE_S, 8 s):
       # untraced, NVTX only, --sample 10% (in a window, just after one, the rest of the off phase, and
-      # before the first window); PL at a 5 s period, P01 0.1% of 1 s, PG switched globally, PT full trace.
+      # before the first window); PL at a 5 s period, PG switched globally, PT full trace.
       # EO_CONFIGS picks (default U N S T C). ~10 s a process, ~30 s an H.
       EO=(python3 scripts/validation/trace/eager_ops.py --ops "${EO_OPS:-10000}" --reps "${EO_REPS:-5}")
       TR=("$JP" trace --idle 0 --no-store -q)
@@ -116,7 +116,6 @@ for step in "$@"; do
             PN) cmd=(env JOULEPROF_TRACE_KERNELS=0 "${TR[@]}" -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
             PS) cmd=("${TR[@]}" --sample 10% --sample-period 1 --keep-trace "$OUT/eo_keep_PS_$i" -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
             PL) cmd=("${TR[@]}" --sample 10% --sample-period 5 -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
-            P01) cmd=("${TR[@]}" --sample 0.1% --sample-period 1 -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
             PG) cmd=(env JOULEPROF_TRACE_SAMPLE_SWITCH=global "${TR[@]}" --sample 10% --sample-period 1 -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
             PT) cmd=("${TR[@]}" -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
             *) echo "eagerops: unknown configuration $cfg" | tee -a "$LOG"; continue ;;

@@ -28,8 +28,10 @@ NVTX-bracketed op (every 16th followed by a copy) in synchronised batches of --b
 SECONDS; each batch is placed in the duty cycle of $JOULEPROF_TRACE_SAMPLE and
 $JOULEPROF_TRACE_SAMPLE_PERIOD_MS (the injection's windows start at multiples of the period in
 CLOCK_REALTIME; unset: a nominal 10% of 1 s, `"nominal": true`): `window` (inside a recording
-window), `after` (the tenth of a period after a window's end), `off` (the rest). Per class: batches,
-median wall and thread-CPU µs per op. Prints `eager_ops_phases {json}`.
+window), `after` (the tenth of a period after a window's end), `off` (the rest), and
+`before_first` (batches before the loop's first window: the process before any record was switched
+on, the sampled mode's own floor in the same process). Per class: batches, median wall and
+thread-CPU µs per op. Prints `eager_ops_phases {json}`.
 """
 import argparse
 import ctypes
