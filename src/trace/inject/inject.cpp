@@ -232,20 +232,21 @@ void stop_duty_cycle(bool join) {
 
 // Sets up the switches: sampled mode when $JOULEPROF_TRACE_SAMPLE asks for it (a CUPTI without
 // cuptiActivityDisable traces in full and says so), pausing always (where cuptiActivityDisable is).
+// Called without the writer's lock (its notes take it).
 void start_switches(const std::string& dir, const std::vector<CUpti_ActivityKind>& kinds, bool records) {
   for (CUpti_ActivityKind k : kinds) {
     if (records && k != CUPTI_ACTIVITY_KIND_DEVICE) g_sampled_kinds.push_back(k);
   }
   const uint64_t t0 = cupti_now_ns();
   if (g_api.ActivityDisable == nullptr) {
-    if (g_cycle.active()) g_writer.add_text(RecordType::note, "warning: this CUPTI has no cuptiActivityDisable: sampled mode off, every kernel traced");
-    if (g_pause_asked.load()) g_writer.add_text(RecordType::note, "warning: this CUPTI has no cuptiActivityDisable: jouleprof_trace_pause() ignored");
+    if (g_cycle.active()) add_note("warning: this CUPTI has no cuptiActivityDisable: sampled mode off, every kernel traced");
+    if (g_pause_asked.load()) add_note("warning: this CUPTI has no cuptiActivityDisable: jouleprof_trace_pause() ignored");
     g_started = 2;
     g_nvtx_on = true;
     return;
   }
   if (g_cycle.active() && !g_sample_log.open(dir, getpid(), g_cycle)) {
-    g_writer.add_text(RecordType::note, "warning: cannot write the sampled mode's switch log in " + dir + ": every kernel traced");
+    add_note("warning: cannot write the sampled mode's switch log in " + dir + ": every kernel traced");
     if (g_per_context) {
       for (CUpti_ActivityKind k : g_sampled_kinds) g_api.ActivityEnable(k);
       g_per_context = false;
@@ -469,7 +470,7 @@ int initialize() {
   if (!g_writer.open(dir, getpid(), getppid(), realtime_ns(), version)) return 1;
   g_owner = getpid();
   g_closed = false;
-  std::lock_guard<std::mutex> lock(g_writer.lock());
+  std::unique_lock<std::mutex> lock(g_writer.lock());
   g_writer.add_text(RecordType::command, command_line());
   if (!g_nvtx_note.empty()) g_writer.add_text(RecordType::note, g_nvtx_note);
   auto fail = [](const std::string& why) {
@@ -554,7 +555,12 @@ int initialize() {
   if (g_api.ActivityFlushPeriod != nullptr) {
     g_api.ActivityFlushPeriod(static_cast<uint32_t>(env_size(kFlushEnv, 500, 1)));
   }
+  // Without the writer's lock: a switch takes the control's lock and then, through CUPTI's flush,
+  // the writer's (buffer_completed); holding the writer's here would order the two locks both ways.
+  g_writer.commit();
+  lock.unlock();
   start_switches(dir, kinds, !nvtx_only);
+  lock.lock();
   add_clock(clock_start);
   g_writer.commit();
   std::atexit(at_exit);
