@@ -125,6 +125,12 @@ def per_process_calls(res):
     return procs
 
 
+def interval95(draw, boot):
+    """A percentile bootstrap's 95% interval: `draw()` gives one resampled statistic."""
+    bs = sorted(draw() for _ in range(boot))
+    return bs[int(0.025 * boot)], bs[int(0.975 * boot)]
+
+
 def against_base(med, what, rng, boot=2000):
     """Lines: each configuration's median over its processes against its base's, with a 95%
     bootstrap interval (processes resampled within each configuration)."""
@@ -134,8 +140,8 @@ def against_base(med, what, rng, boot=2000):
             continue
         a, b = med[cfg], med[base]
         est = statistics.median(a) / statistics.median(b) - 1
-        bs = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b))) - 1 for _ in range(boot))
-        lines.append(f"  {cfg} {100 * est:+.1f}% vs {base} (95% bootstrap {100 * bs[int(0.025 * boot)]:+.1f}% .. {100 * bs[int(0.975 * boot)]:+.1f}%; "
+        lo, hi = interval95(lambda: statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b))) - 1, boot)
+        lines.append(f"  {cfg} {100 * est:+.1f}% vs {base} (95% bootstrap {100 * lo:+.1f}% .. {100 * hi:+.1f}%; "
                      f"{what}: {cfg} {len(a)} processes {1e3 * min(a):.1f}-{1e3 * max(a):.1f} ms, {base} {len(b)} processes {1e3 * min(b):.1f}-{1e3 * max(b):.1f} ms)")
     return lines
 
@@ -184,10 +190,10 @@ def within_process(res, boot=2000):
     rng = random.Random(0)
     lines = []
     for cfg, r in ratios.items():
-        bs = sorted(statistics.median(rng.choices(r, k=len(r))) for _ in range(boot))
+        lo, hi = interval95(lambda: statistics.median(rng.choices(r, k=len(r))), boot)
         lines.append(f"{cfg} within each process, recording over paused: {100 * (statistics.median(r) - 1):+.1f}% "
-                     f"(95% bootstrap over {len(r)} processes {100 * (bs[int(0.025 * boot)] - 1):+.1f}% .. "
-                     f"{100 * (bs[int(0.975 * boot)] - 1):+.1f}%; per process {100 * (min(r) - 1):+.1f}% .. {100 * (max(r) - 1):+.1f}%)")
+                     f"(95% bootstrap over {len(r)} processes {100 * (lo - 1):+.1f}% .. "
+                     f"{100 * (hi - 1):+.1f}%; per process {100 * (min(r) - 1):+.1f}% .. {100 * (max(r) - 1):+.1f}%)")
     return lines
 
 
