@@ -141,14 +141,20 @@ def cupti_clock(cupti):
             "call_ns": [min(took), max(took)]}
 
 
-def cupti_context_steps(measure):
-    """--cupti-steps context: kernel and copy records switched for this process's context only
-    (cuptiActivityEnableContext / DisableContext) instead of globally: whether that leaves the
-    same cost once off."""
+def context_libraries():
+    """libcupti, libcuda and this thread's current CUDA context (the per-context steps switch it)."""
     cupti = ctypes.CDLL("libcupti.so.13")
     cuda = ctypes.CDLL("libcuda.so.1")
     ctx = ctypes.c_void_p()
     assert cuda.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current CUDA context"
+    return cupti, cuda, ctx
+
+
+def cupti_context_steps(measure):
+    """--cupti-steps context: kernel and copy records switched for this process's context only
+    (cuptiActivityEnableContext / DisableContext) instead of globally: whether that leaves the
+    same cost once off."""
+    cupti, _, ctx = context_libraries()
     out = attached_with_devices(cupti, buffer_callbacks(4 << 20), measure)
     kinds = (KERNEL, MEMCPY, MEMCPY2, MEMSET)
     out["enable_rc"] = [cupti.cuptiActivityEnableContext(ctx, k) for k in kinds]
@@ -171,10 +177,7 @@ def cupti_product_steps(measure, windows=3):
     thread, this thread's anchor record off, measured (`off_i`). Which state leaves the off phase
     above the floor."""
     import threading
-    cupti = ctypes.CDLL("libcupti.so.13")
-    cuda = ctypes.CDLL("libcuda.so.1")
-    ctx = ctypes.c_void_p()
-    assert cuda.cuCtxGetCurrent(ctypes.byref(ctx)) == 0 and ctx.value, "no current CUDA context"
+    cupti, cuda, ctx = context_libraries()
     out = attached_with_devices(cupti, buffer_callbacks(4 << 20), measure)
     v = ctypes.c_int()
     cupti.cuptiActivityEnableDriverApi(CBID_DRIVER_GET_VERSION, 1)
@@ -190,14 +193,13 @@ def cupti_product_steps(measure, windows=3):
         t.join()
 
     def window_on():
-        rcs = [cupti.cuptiActivityEnableContext(ctx, k) for k in kinds if k not in global_kinds]
-        for k, rc in zip([k for k in kinds if k not in global_kinds], rcs):
-            if rc != 0:
-                global_kinds.append(k)
+        tried = [k for k in kinds if k not in global_kinds]
+        rcs = [cupti.cuptiActivityEnableContext(ctx, k) for k in tried]
+        global_kinds.extend(k for k, rc in zip(tried, rcs) if rc != 0)
         for k in global_kinds:
             cupti.cuptiActivityEnable(k)
         cuda.cuDriverGetVersion(ctypes.byref(v))
-        out.setdefault("enable_context_rc", dict(zip(map(str, kinds), rcs)))
+        out.setdefault("enable_context_rc", dict(zip(map(str, tried), rcs)))  # the first window's: every kind tried
 
     def window_off():
         for k in kinds:
