@@ -97,6 +97,7 @@ for step in "$@"; do
       # before the first window); PL at a 5 s period, PG switched globally, PT full trace.
       # EO_CONFIGS picks (default U N S T C). ~10 s a process, ~30 s an H.
       EO=(python3 scripts/validation/trace/eager_ops.py --ops "${EO_OPS:-10000}" --reps "${EO_REPS:-5}")
+      EOP=("${EO[@]}" --phases "${EO_PHASE_S:-8}")  # the per-op cost by place in the duty cycle
       TR=("$JP" trace --idle 0 --no-store -q)
       : > "$OUT/eagerops.txt"
       for i in $(seq 1 "${EO_ROUNDS:-3}"); do
@@ -112,12 +113,12 @@ for step in "$@"; do
             HC) cmd=("${EO[@]}" --cupti-steps context --hf) ;;
             CP) cmd=("${EO[@]}" --cupti-steps product) ;;
             HP) cmd=("${EO[@]}" --cupti-steps product --hf) ;;
-            PU) cmd=("${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
-            PN) cmd=(env JOULEPROF_TRACE_KERNELS=0 "${TR[@]}" -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
-            PS) cmd=("${TR[@]}" --sample 10% --sample-period 1 --keep-trace "$OUT/eo_keep_PS_$i" -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
-            PL) cmd=("${TR[@]}" --sample 10% --sample-period 5 -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
-            PG) cmd=(env JOULEPROF_TRACE_SAMPLE_SWITCH=global "${TR[@]}" --sample 10% --sample-period 1 -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
-            PT) cmd=("${TR[@]}" -- "${EO[@]}" --phases "${EO_PHASE_S:-8}") ;;
+            PU) cmd=("${EOP[@]}") ;;
+            PN) cmd=(env JOULEPROF_TRACE_KERNELS=0 "${TR[@]}" -- "${EOP[@]}") ;;
+            PS) cmd=("${TR[@]}" --sample 10% --sample-period 1 --keep-trace "$OUT/eo_keep_PS_$i" -- "${EOP[@]}") ;;
+            PL) cmd=("${TR[@]}" --sample 10% --sample-period 5 -- "${EOP[@]}") ;;
+            PG) cmd=(env JOULEPROF_TRACE_SAMPLE_SWITCH=global "${TR[@]}" --sample 10% --sample-period 1 -- "${EOP[@]}") ;;
+            PT) cmd=("${TR[@]}" -- "${EOP[@]}") ;;
             *) echo "eagerops: unknown configuration $cfg" | tee -a "$LOG"; continue ;;
           esac
           say "eagerops $cfg round $i"
